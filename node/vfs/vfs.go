@@ -1,0 +1,128 @@
+package vfs
+
+import "time"
+
+// DOS file attributes ([MS-FSCC] 2.6) that a backend stores for a file.
+// Directory and normal are derived, not stored.
+const (
+	AttrReadOnly   uint32 = 0x00000001
+	AttrHidden     uint32 = 0x00000002
+	AttrSystem     uint32 = 0x00000004
+	AttrDirectory  uint32 = 0x00000010
+	AttrArchive    uint32 = 0x00000020
+	AttrNormal     uint32 = 0x00000080
+	AttrSparse     uint32 = 0x00000200
+	AttrReparse    uint32 = 0x00000400
+	AttrOffline    uint32 = 0x00001000
+	AttrNotIndexed uint32 = 0x00002000
+
+	// StoredAttrs are the attribute bits a backend keeps; others are ignored
+	// by SetAttributes.
+	StoredAttrs = AttrReadOnly | AttrHidden | AttrSystem | AttrArchive | AttrSparse | AttrOffline | AttrNotIndexed
+)
+
+// FileInfo describes a file or directory.
+type FileInfo struct {
+	Name           string // base name; "" for the root
+	Size           int64  // end of file; 0 for directories
+	AllocationSize int64  // bytes allocated on disk
+	IsDir          bool
+	Attributes     uint32 // DOS attributes, AttrDirectory set for directories, AttrNormal when none
+	CreationTime   time.Time
+	LastAccessTime time.Time
+	LastWriteTime  time.Time
+	ChangeTime     time.Time
+	FileID         uint64 // stable for the life of the file, the same on every node sharing the filesystem
+	NumLinks       uint32
+}
+
+// CreateMode says whether Open may create the file.
+type CreateMode uint8
+
+const (
+	OpenExisting    CreateMode = iota // fail with fs.ErrNotExist if absent
+	CreateIfAbsent                    // open or create
+	CreateExclusive                   // create; fail with fs.ErrExist if present
+)
+
+// Kind restricts what Open accepts.
+type Kind uint8
+
+const (
+	AnyKind     Kind = iota
+	RegularOnly      // fail with syscall.EISDIR on a directory
+	DirOnly          // fail with syscall.ENOTDIR on a file; with a create mode, creates a directory
+)
+
+// OpenOptions describe an open.
+type OpenOptions struct {
+	Read, Write bool // data access wanted (a directory is always opened read-only)
+	Create      CreateMode
+	Kind        Kind
+	Truncate    bool   // truncate an existing regular file to zero length
+	Attributes  uint32 // DOS attributes for a newly created file
+}
+
+// FS is one share's storage. Implementations are safe for concurrent use.
+type FS interface {
+	// Open opens or creates name. created reports whether this call created it.
+	Open(name string, o OpenOptions) (f File, created bool, err error)
+	// Stat describes name without following a final symbolic link out of the share.
+	Stat(name string) (FileInfo, error)
+	// Remove deletes a file or an empty directory (syscall.ENOTEMPTY otherwise).
+	Remove(name string) error
+	// Rename moves oldname to newname; without replace an existing newname
+	// fails with fs.ErrExist. Renaming a directory over a directory is refused.
+	Rename(oldname, newname string, replace bool) error
+	// StatFS describes the filesystem holding the share.
+	StatFS() (FSInfo, error)
+}
+
+// File is an open file or directory.
+type File interface {
+	ReadAt(p []byte, off int64) (int, error) // io.EOF only when off >= size
+	WriteAt(p []byte, off int64) (int, error)
+	Stat() (FileInfo, error)
+	Truncate(size int64) error
+	// Allocate reserves space up to size without changing the file size
+	// (best effort: a backend that cannot reserve space returns nil).
+	Allocate(size int64) error
+	Sync() error
+	// ReadDir returns all entries of a directory, without "." and "..",
+	// in a stable order. It fails with syscall.ENOTDIR on a file.
+	ReadDir() ([]FileInfo, error)
+	// SetInfo changes the times that are non-zero and, when attrs != nil,
+	// the stored DOS attributes.
+	SetInfo(creation, access, write, change time.Time, attrs *uint32) error
+	Close() error
+}
+
+// FdFile is implemented by files backed by an OS file descriptor, which the
+// engine may use for zero-copy sends. The descriptor stays owned by the File.
+type FdFile interface {
+	File
+	Fd() uintptr
+}
+
+// StreamFS is implemented by backends that keep alternate data streams.
+type StreamFS interface {
+	// Streams lists the named streams of name (the unnamed data stream excluded).
+	Streams(name string) ([]StreamInfo, error)
+}
+
+// StreamInfo describes one alternate data stream.
+type StreamInfo struct {
+	Name string
+	Size int64
+}
+
+// FSInfo describes the filesystem under a share.
+type FSInfo struct {
+	TotalBytes, FreeBytes, AvailBytes int64
+	BlockSize                         uint32 // bytes per allocation unit
+	MaxNameLen                        uint32
+	SerialNumber                      uint32
+	Label                             string // volume label
+	FSName                            string // reported file system name, e.g. "NTFS"
+	CaseSensitive                     bool
+}
