@@ -1,0 +1,83 @@
+package framework
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// EnvNodeBinary names a prebuilt smbnode binary; when set, BuildNode uses it
+// instead of building ./node.
+const EnvNodeBinary = "SMBNODE_BIN"
+
+var build struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// ModuleRoot returns the directory holding the module's go.mod.
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside a Go module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// BuildNode builds ./node once per test binary and returns the path of the
+// binary. It honours SMBNODE_BIN.
+func BuildNode(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv(EnvNodeBinary); bin != "" {
+		return bin
+	}
+	build.once.Do(func() {
+		root, err := ModuleRoot()
+		if err != nil {
+			build.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "smbnode-build-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.dir = dir
+		bin := filepath.Join(dir, "smbnode")
+		cmd := exec.Command("go", "build", "-o", bin, "./node")
+		cmd.Dir = root
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			build.err = fmt.Errorf("go build ./node: %v\n%s", err, out.String())
+			return
+		}
+		build.bin = bin
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.bin
+}
+
+// Main runs the tests and removes what BuildNode built. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { framework.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,17 @@
+// Package framework starts SMB servers for end-to-end tests and drives the
+// real clients (smbclient, smbtorture, impacket) against them.
+//
+// A test asks for a server with [Start] (the target chosen by the
+// SMBCLUSTER_TARGET environment variable: "node", the default, or "samba"),
+// [StartNode] (our smbnode binary, built once per test binary by
+// [BuildNode]) or [StartSamba] (a private smbd on a loopback port with its
+// own smb.conf and state directories). Every server started here is stopped
+// in t.Cleanup.
+//
+// Invariant: a server returned by a Start function accepts TCP connections
+// on Node.Addr, its process belongs to the calling test, and it is gone when
+// the test's cleanups have run; a server that does not stop on SIGTERM
+// within the deadline, exits non-zero, or logged a panic fails the test.
+// Nothing here waits with a fixed sleep: every wait is on a condition with an
+// overall deadline.
+package framework
