@@ -14,10 +14,10 @@ import (
 func TestMain(m *testing.M) { framework.Main(m) }
 
 const (
-	user     = "alice"
-	shareNm  = "share"
-	mib      = 1 << 20
-	kib      = 1 << 10
+	user    = "alice"
+	shareNm = "share"
+	mib     = 1 << 20
+	kib     = 1 << 10
 )
 
 func password() string { return framework.DefaultUsers[user] }
