@@ -2,7 +2,8 @@
 // header, the request and response of every command (one file per command),
 // compound chaining, the transform header and NTSTATUS codes.
 //
-// Invariant: this package does no I/O and imports nothing of the project.
+// Invariant: this package does no I/O and imports nothing of the project
+// but its own leaf utf16le.
 // Decoders validate every offset and length once, against the whole message,
 // and never panic on any input; variable-length fields alias the input buffer.
 // Request types have Decode(msg []byte) error, where msg is the whole PDU
