@@ -1,0 +1,88 @@
+package dcerpc
+
+// request handles one request fragment ([C706] 12.6.4.9), reassembling
+// fragmented calls ([MS-RPCE] 3.3.1.5.1) before dispatching them.
+func (c *Conn) request(pdu []byte, emit func([]byte)) {
+	var r Request
+	if err := r.Decode(pdu); err != nil || !c.bound || r.AuthLength != 0 {
+		c.call = call{}
+		c.fault(callID(pdu), 0, StatusProtoError, emit)
+		return
+	}
+	first, last := r.Flags&FlagFirstFrag != 0, r.Flags&FlagLastFrag != 0
+	if first {
+		c.call = call{}
+		if last {
+			c.dispatch(r.CallID, r.ContextID, r.Opnum, r.Stub, emit)
+			return
+		}
+		c.call = call{active: true, id: r.CallID, contextID: r.ContextID, opnum: r.Opnum,
+			stub: make([]byte, 0, min(int(r.AllocHint), maxRequest))}
+	} else if !c.call.active || c.call.id != r.CallID {
+		c.call = call{}
+		c.fault(r.CallID, r.ContextID, StatusProtoError, emit)
+		return
+	}
+	if len(c.call.stub)+len(r.Stub) > maxRequest {
+		c.call = call{}
+		c.fault(r.CallID, r.ContextID, StatusProtoError, emit)
+		return
+	}
+	c.call.stub = append(c.call.stub, r.Stub...)
+	if last {
+		cl := c.call
+		c.call = call{}
+		c.dispatch(cl.id, cl.contextID, cl.opnum, cl.stub, emit)
+	}
+}
+
+// dispatch runs a complete call and emits its response fragments.
+func (c *Conn) dispatch(id uint32, contextID, opnum uint16, stub []byte, emit func([]byte)) {
+	iface := c.contexts[contextID]
+	if iface == nil {
+		c.fault(id, contextID, StatusUnknownIf, emit)
+		return
+	}
+	out, status := iface.Call(opnum, stub)
+	if status != 0 {
+		c.fault(id, contextID, status, emit)
+		return
+	}
+	c.respond(id, contextID, out, emit)
+}
+
+// respond sends out in response fragments no larger than the client's
+// max_recv_frag; every fragment but the last carries a multiple of 8 stub
+// bytes, so NDR alignment survives reassembly ([C706] 12.6.2).
+func (c *Conn) respond(id uint32, contextID uint16, out []byte, emit func([]byte)) {
+	chunk := (c.maxXmit - responseFixed) &^ 7
+	flags := uint8(FlagFirstFrag)
+	for {
+		n := min(chunk, len(out))
+		r := Response{
+			Header:    Header{Flags: flags, CallID: id},
+			AllocHint: uint32(len(out)),
+			ContextID: contextID,
+			Stub:      out[:n],
+		}
+		out = out[n:]
+		if len(out) == 0 {
+			r.Flags |= FlagLastFrag
+		}
+		emit(encode(&r))
+		if len(out) == 0 {
+			return
+		}
+		flags = 0
+	}
+}
+
+// fault emits a fault PDU for a call that did not execute.
+func (c *Conn) fault(id uint32, contextID uint16, status uint32, emit func([]byte)) {
+	f := Fault{
+		Header:    Header{Flags: FlagFirstFrag | FlagLastFrag | FlagDidNotExecute, CallID: id},
+		ContextID: contextID,
+		Status:    status,
+	}
+	emit(encode(&f))
+}

@@ -1,0 +1,118 @@
+package dcerpc
+
+// Fault statuses ([C706] appendix E; [MS-RPCE] 2.2.2.6 lists those Windows uses).
+const (
+	StatusOpRangeError = 0x1c010002 // nca_s_op_rng_error
+	StatusUnknownIf    = 0x1c010003 // nca_s_unknown_if
+	StatusProtoError   = 0x1c01000b // nca_s_proto_error
+	StatusInvalidTag   = 0x1c000006 // nca_s_fault_invalid_tag
+	StatusBadStubData  = 0x000006f7 // nca_s_fault_ndr (RPC_X_BAD_STUB_DATA)
+	StatusAccessDenied = 0x00000005 // nca_s_fault_access_denied
+)
+
+const (
+	// featuresSupported are the bind time features acknowledged
+	// ([MS-RPCE] 2.2.2.14): SecurityContextMultiplexingSupported (trivially,
+	// with no security contexts) and KeepConnectionOnOrphanSupported.
+	featuresSupported = 0x03
+	// defaultAssocGroupID is given to clients that ask for a new group.
+	defaultAssocGroupID = 0x53f0
+)
+
+// MaxFrag is the largest fragment this server sends or asks to receive, the
+// value Windows uses over named pipes.
+const MaxFrag = 4280
+
+// maxRequest bounds a reassembled request's stub.
+const maxRequest = 256 << 10
+
+// minFrag is MustRecvFragSize ([C706] 12.6.2): every peer must accept
+// fragments of this size, so a client advertising less is broken.
+const minFrag = 1432
+
+// Interface is an RPC interface a Conn serves.
+type Interface struct {
+	Syntax SyntaxID
+	// Call executes operation opnum on the [in] stub data and returns the
+	// [out] stub data, or a non-zero fault status to answer with a fault PDU
+	// instead. in is only valid during the call.
+	Call func(opnum uint16, in []byte) (out []byte, fault uint32)
+}
+
+// call is a request being reassembled from fragments.
+type call struct {
+	active    bool
+	id        uint32
+	contextID uint16
+	opnum     uint16
+	stub      []byte
+}
+
+// Conn is the server side of one association: one named pipe open.
+// It is not safe for concurrent use.
+type Conn struct {
+	// Immutable.
+	ifaces  []*Interface
+	secAddr string
+
+	bound    bool
+	maxXmit  int // largest fragment we may send
+	assoc    uint32
+	contexts map[uint16]*Interface
+	call     call
+}
+
+// NewConn returns an association serving ifaces; secAddr is the secondary
+// address put in the bind_ack, e.g. `\PIPE\srvsvc`.
+func NewConn(secAddr string, ifaces ...*Interface) *Conn {
+	return &Conn{ifaces: ifaces, secAddr: secAddr, maxXmit: MaxFrag, contexts: map[uint16]*Interface{}}
+}
+
+// Handle processes one complete PDU and passes each PDU of the answer, in
+// order, to emit; each emitted slice is freshly allocated. It returns an error
+// only for input that breaks the protocol beyond answering, after which the
+// caller should close the pipe.
+func (c *Conn) Handle(pdu []byte, emit func([]byte)) error {
+	var h Header
+	if err := h.Decode(pdu); err != nil {
+		if len(pdu) >= HeaderSize && pdu[2] == TypeBind && err != ErrShort {
+			nak := BindNak{CallID: callID(pdu), Reason: NakProtocolError}
+			emit(encode(&nak))
+			return nil
+		}
+		return err
+	}
+	switch h.Type {
+	case TypeBind:
+		c.bind(pdu, emit)
+	case TypeAlterContext:
+		c.alterContext(pdu, emit)
+	case TypeRequest:
+		c.request(pdu, emit)
+	case TypeCoCancel, TypeOrphaned:
+		// The call is abandoned; nothing is sent back ([MS-RPCE] 3.3.1.5.10).
+		if c.call.active && c.call.id == h.CallID {
+			c.call = call{}
+		}
+	case TypeAuth3, TypeShutdown:
+		// No authentication is negotiated, and shutdown is advisory.
+	default:
+		return ErrFormat
+	}
+	return nil
+}
+
+func callID(pdu []byte) uint32 {
+	return uint32(pdu[12]) | uint32(pdu[13])<<8 | uint32(pdu[14])<<16 | uint32(pdu[15])<<24
+}
+
+type encoder interface {
+	Size() int
+	Encode(b []byte)
+}
+
+func encode(e encoder) []byte {
+	b := make([]byte, e.Size())
+	e.Encode(b)
+	return b
+}
