@@ -147,3 +147,40 @@ func assertSum(t *testing.T, path, sum string, size int64) {
 		t.Errorf("%s: sha256 %s size %d, want %s size %d", path, got, n, sum, size)
 	}
 }
+
+// TestSMBClientEncryptedShare checks a share that requires encryption
+// ([MS-SMB2] 3.3.5.7: SMB2_SHAREFLAG_ENCRYPT_DATA): SMB 3.x clients encrypt
+// without being asked, SMB 2.x clients are refused.
+func TestSMBClientEncryptedShare(t *testing.T) {
+	framework.RequireTool(t, "smbclient")
+	n := framework.Start(t, framework.Options{Shares: []framework.Share{
+		{Name: shareNm}, {Name: "secret", Encrypt: true},
+	}})
+	for _, d := range []string{"SMB3_00", "SMB3_11"} {
+		c := framework.SMBClient{Node: n, User: user, Password: password(), Protocol: d}
+		local := t.TempDir()
+		sum := writeRandomFile(t, filepath.Join(local, "up.bin"), 64*kib+7, 4)
+		r := c.Script(t, local, "secret", `put up.bin s.bin`, `get s.bin down.bin`, `del s.bin`)
+		checkStep(t, step{cmd: d + " put/get/del on the encrypted share"}, r)
+		assertSum(t, filepath.Join(local, "down.bin"), sum, 64*kib+7)
+		assertAbsent(t, filepath.Join(n.SharePath("secret"), "s.bin"))
+	}
+	c := framework.SMBClient{Node: n, User: user, Password: password(), Protocol: "SMB2_10"}
+	r := c.Script(t, t.TempDir(), "secret", "ls")
+	if r.ExitCode == 0 || !strings.Contains(r.Output(), "NT_STATUS_ACCESS_DENIED") {
+		t.Errorf("SMB2_10 on an encrypted share: want NT_STATUS_ACCESS_DENIED:\n%s", r)
+	}
+}
+
+// TestSMBClientSigningRequired checks that a server requiring signing
+// serves clients at SMB 2.0.2 and 3.1.1 (they must sign: [MS-SMB2]
+// 3.2.5.2). No standard client can be made to skip signing against such a
+// server, so refusing unsigned requests is left to the server's own tests.
+func TestSMBClientSigningRequired(t *testing.T) {
+	framework.RequireTool(t, "smbclient")
+	n := framework.Start(t, framework.Options{SigningRequired: true})
+	for _, d := range []string{"SMB2_02", "SMB3_11"} {
+		c := framework.SMBClient{Node: n, User: user, Password: password(), Protocol: d}
+		checkStep(t, step{cmd: d + " ls", out: `blocks available`}, c.Script(t, t.TempDir(), shareNm, "ls"))
+	}
+}

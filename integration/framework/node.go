@@ -45,6 +45,9 @@ type Options struct {
 	Users  map[string]string
 	Args   []string // extra command-line arguments (smbnode) or [global] lines (samba)
 	Addr   string   // host:port; default 127.0.0.1:<free port>
+	// SigningRequired refuses unsigned sessions (smbnode --signing-required,
+	// smbd "server signing = mandatory").
+	SigningRequired bool
 }
 
 // DefaultUsers are the accounts a server gets when Options.Users is nil.
@@ -130,6 +133,9 @@ func StartNode(t testing.TB, opts Options) *Node {
 	}
 	for _, u := range sortedKeys(opts.Users) {
 		args = append(args, "--user", u+":"+opts.Users[u])
+	}
+	if opts.SigningRequired {
+		args = append(args, "--signing-required")
 	}
 	args = append(args, opts.Args...)
 	n := newNode("smbnode", opts)

@@ -112,6 +112,9 @@ func sambaConf(dir string, opts Options) string {
 	for _, d := range []string{"private", "ncalrpc", "binddns"} {
 		lines = append(lines, d+" dir = "+filepath.Join(dir, d))
 	}
+	if opts.SigningRequired {
+		lines = append(lines, "server signing = mandatory")
+	}
 	lines = append(lines, opts.Args...)
 	for _, l := range lines {
 		fmt.Fprintf(&b, "\t%s\n", l)
