@@ -24,11 +24,13 @@ func TestLogBufferKeepsHeadAndTail(t *testing.T) {
 
 func TestPanicRE(t *testing.T) {
 	for log, want := range map[string]bool{
-		"time=... level=INFO msg=ok\n":                     false,
-		"x\npanic: runtime error: index out of range\n":    true,
-		"goroutine 7 [running]:\nmain.main()\n":            true,
-		"fatal error: concurrent map writes\n":             true,
-		"level=INFO msg=\"recovered panic: bad\" conn=3\n": false,
+		"time=... level=INFO msg=ok\n":                   false,
+		"x\npanic: runtime error: index out of range\n":  true,
+		"goroutine 7 [running]:\nmain.main()\n":          true,
+		"fatal error: concurrent map writes\n":           true,
+		"level=INFO msg=\"not a panic\" conn=3\n":        false,
+		"level=ERROR msg=\"recovered panic\" err=x\n":    true,
+		`{"level":"ERROR","msg":"handler panic"}` + "\n": true,
 	} {
 		if got := panicRE.MatchString(log); got != want {
 			t.Errorf("panicRE(%q) = %v, want %v", log, got, want)

@@ -249,8 +249,10 @@ func (n *Node) waitListening(deadline time.Duration) error {
 	}
 }
 
-// panicRE matches a Go panic or fatal runtime error in a server log.
-var panicRE = regexp.MustCompile(`(?m)^(panic: |fatal error: |goroutine \d+ \[running\]:|PANIC)`)
+// panicRE matches a Go panic or fatal runtime error in a server log, and a
+// recovered panic logged at error level through slog (text or JSON).
+var panicRE = regexp.MustCompile(`(?m)^(panic: |fatal error: |goroutine \d+ \[running\]:|PANIC)|` +
+	`level=ERROR[^\n]*(?i:panic)|"level":"ERROR"[^\n]*(?i:panic)`)
 
 // stop sends SIGTERM and fails the test if the process does not exit
 // cleanly within StopDeadline.
