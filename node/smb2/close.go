@@ -14,7 +14,7 @@ const closeRequestStructSize = 24
 
 // Decode parses the request from msg, the whole PDU.
 func (r *CloseRequest) Decode(msg []byte) error {
-	b, err := fixedBody(msg, closeRequestStructSize)
+	b, err := requestBody(msg, closeRequestStructSize)
 	if err != nil {
 		return err
 	}

@@ -16,10 +16,20 @@ var ErrBadOffset = errors.New("smb2: offset or length outside the message")
 // ErrMalformed is returned for any other inconsistency in a message.
 var ErrMalformed = errors.New("smb2: malformed message")
 
-// fixedBody checks the header-following StructureSize and returns the body
-// (msg[HeaderSize:]). structSize is the spec's StructureSize; its low bit
-// means "plus a variable buffer", which may be empty on the wire, so only the
-// even fixed part must be present.
+// requestBody checks the StructureSize of a request and returns the body
+// (msg[HeaderSize:]). An odd StructureSize means "fixed part plus a variable
+// buffer"; like Samba (smbd_smb2_request_verify_sizes) it requires the
+// buffer's first byte to be present even when the buffer is empty.
+func requestBody(msg []byte, structSize uint16) ([]byte, error) {
+	if len(msg) < HeaderSize+int(structSize) {
+		return nil, ErrShortMessage
+	}
+	return fixedBody(msg, structSize)
+}
+
+// fixedBody is requestBody for responses, and for the requests (IOCTL,
+// QUERY_INFO, WRITE) that clients send without the odd byte: only the even
+// fixed part of StructureSize must be present.
 func fixedBody(msg []byte, structSize uint16) ([]byte, error) {
 	if len(msg) < HeaderSize+int(structSize&^1) || len(msg) < HeaderSize+2 {
 		return nil, ErrShortMessage
@@ -68,11 +78,11 @@ func zero(b []byte) {
 	}
 }
 
-// requestSize is the encoded size of a request body whose StructureSize is
-// structSize (fixed part = structSize rounded down to even) and whose
-// variable part has n bytes. A request with an empty buffer still carries the
-// odd byte of StructureSize, as Windows clients send it.
-func requestSize(structSize uint16, n int) int {
+// bodySize is the encoded size of a body whose StructureSize is structSize
+// (fixed part = structSize rounded down to even) and whose variable part has
+// n bytes. A body with an empty buffer still carries the odd byte of
+// StructureSize, as Windows sends it; the encoder zeroes that byte.
+func bodySize(structSize uint16, n int) int {
 	fixed := int(structSize &^ 1)
 	if n == 0 {
 		return int(structSize)

@@ -124,7 +124,7 @@ const (
 
 // Decode parses the request from msg, the whole PDU.
 func (r *CreateRequest) Decode(msg []byte) error {
-	b, err := fixedBody(msg, createRequestStructSize)
+	b, err := requestBody(msg, createRequestStructSize)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (r *CreateRequest) Size() int {
 	if len(r.Contexts) > 0 {
 		return align8(createRequestFixed+n) + CreateContextsSize(r.Contexts)
 	}
-	return requestSize(createRequestStructSize, n)
+	return bodySize(createRequestStructSize, n)
 }
 
 // Encode writes the body into b[:r.Size()].
@@ -216,7 +216,7 @@ const (
 
 // Size returns the encoded body size.
 func (r *CreateResponse) Size() int {
-	return createResponseFixed + CreateContextsSize(r.Contexts)
+	return bodySize(createResponseStructSize, CreateContextsSize(r.Contexts))
 }
 
 // Encode writes the body into b[:r.Size()].
@@ -235,6 +235,7 @@ func (r *CreateResponse) Encode(b []byte) {
 	put32(b[60:], 0)
 	r.FileID.Encode(b[64:])
 	put64(b[80:], 0)
+	b[createResponseFixed] = 0
 	if len(r.Contexts) > 0 {
 		m := EncodeCreateContexts(b[createResponseFixed:], r.Contexts)
 		put32(b[80:], HeaderSize+createResponseFixed)

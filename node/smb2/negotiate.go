@@ -54,7 +54,7 @@ func (r *NegotiateRequest) Has311() bool {
 
 // Decode parses the request from msg, the whole PDU.
 func (r *NegotiateRequest) Decode(msg []byte) error {
-	b, err := fixedBody(msg, negotiateRequestStructSize)
+	b, err := requestBody(msg, negotiateRequestStructSize)
 	if err != nil {
 		return err
 	}
@@ -139,11 +139,10 @@ const negotiateResponseStructSize = 65
 
 // Size returns the encoded body size.
 func (r *NegotiateResponse) Size() int {
-	n := 64 + len(r.SecurityBuffer)
 	if r.DialectRevision == Dialect311 && len(r.Contexts) > 0 {
-		n = align8(n) + negotiateContextsSize(r.Contexts)
+		return align8(64+len(r.SecurityBuffer)) + negotiateContextsSize(r.Contexts)
 	}
-	return n
+	return bodySize(negotiateResponseStructSize, len(r.SecurityBuffer))
 }
 
 // Encode writes the body into b[:r.Size()].
@@ -163,6 +162,9 @@ func (r *NegotiateResponse) Encode(b []byte) {
 	put16(b[56:], uint16(off))
 	put16(b[58:], uint16(n))
 	put32(b[60:], 0)
+	if n == 0 {
+		b[64] = 0
+	}
 	if r.DialectRevision != Dialect311 || len(r.Contexts) == 0 {
 		return
 	}

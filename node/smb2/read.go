@@ -34,7 +34,7 @@ const (
 
 // Decode parses the request from msg, the whole PDU.
 func (r *ReadRequest) Decode(msg []byte) error {
-	b, err := fixedBody(msg, readRequestStructSize)
+	b, err := requestBody(msg, readRequestStructSize)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (r *ReadRequest) Decode(msg []byte) error {
 }
 
 // Size returns the encoded body size.
-func (r *ReadRequest) Size() int { return requestSize(readRequestStructSize, len(r.ChannelInfo)) }
+func (r *ReadRequest) Size() int { return bodySize(readRequestStructSize, len(r.ChannelInfo)) }
 
 // Encode writes the body into b[:r.Size()].
 func (r *ReadRequest) Encode(b []byte) {

@@ -25,7 +25,7 @@ const sessionSetupRequestStructSize = 25
 
 // Decode parses the request from msg, the whole PDU.
 func (r *SessionSetupRequest) Decode(msg []byte) error {
-	b, err := fixedBody(msg, sessionSetupRequestStructSize)
+	b, err := requestBody(msg, sessionSetupRequestStructSize)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (r *SessionSetupRequest) Decode(msg []byte) error {
 
 // Size returns the encoded body size.
 func (r *SessionSetupRequest) Size() int {
-	return requestSize(sessionSetupRequestStructSize, len(r.SecurityBuffer))
+	return bodySize(sessionSetupRequestStructSize, len(r.SecurityBuffer))
 }
 
 // Encode writes the body into b[:r.Size()].
@@ -68,7 +68,9 @@ type SessionSetupResponse struct {
 const sessionSetupResponseStructSize = 9
 
 // Size returns the encoded body size.
-func (r *SessionSetupResponse) Size() int { return 8 + len(r.SecurityBuffer) }
+func (r *SessionSetupResponse) Size() int {
+	return bodySize(sessionSetupResponseStructSize, len(r.SecurityBuffer))
+}
 
 // Encode writes the body into b[:r.Size()].
 func (r *SessionSetupResponse) Encode(b []byte) {
@@ -77,6 +79,9 @@ func (r *SessionSetupResponse) Encode(b []byte) {
 	off, n := putBuffer(b, 8, r.SecurityBuffer)
 	put16(b[4:], uint16(off))
 	put16(b[6:], uint16(n))
+	if n == 0 {
+		b[8] = 0
+	}
 }
 
 // Decode parses a SESSION_SETUP response from msg, the whole PDU.

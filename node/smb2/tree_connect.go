@@ -60,7 +60,7 @@ const treeConnectRequestStructSize = 9
 
 // Decode parses the request from msg, the whole PDU.
 func (r *TreeConnectRequest) Decode(msg []byte) error {
-	b, err := fixedBody(msg, treeConnectRequestStructSize)
+	b, err := requestBody(msg, treeConnectRequestStructSize)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (r *TreeConnectRequest) Decode(msg []byte) error {
 
 // Size returns the encoded body size.
 func (r *TreeConnectRequest) Size() int {
-	return requestSize(treeConnectRequestStructSize, utf16le.Len(r.Path))
+	return bodySize(treeConnectRequestStructSize, utf16le.Len(r.Path))
 }
 
 // Encode writes the body into b[:r.Size()]. It never sets the extension.

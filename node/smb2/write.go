@@ -76,7 +76,7 @@ func (r *WriteRequest) Decode(msg []byte) error {
 
 // Size returns the encoded body size (the data follows the fixed part).
 func (r *WriteRequest) Size() int {
-	return requestSize(writeRequestStructSize, len(r.ChannelInfo)+len(r.Data))
+	return bodySize(writeRequestStructSize, len(r.ChannelInfo)+len(r.Data))
 }
 
 // Encode writes the body into b[:r.Size()]: channel info, if any, then the
@@ -116,15 +116,16 @@ const (
 )
 
 // Size returns the encoded body size.
-func (r *WriteResponse) Size() int { return writeResponseFixed }
+func (r *WriteResponse) Size() int { return writeResponseStructSize }
 
-// Encode writes the body into b[:16].
+// Encode writes the body into b[:17].
 func (r *WriteResponse) Encode(b []byte) {
 	put16(b, writeResponseStructSize)
 	put16(b[2:], 0)
 	put32(b[4:], r.Count)
 	put32(b[8:], r.Remaining)
 	put32(b[12:], 0) // WriteChannelInfoOffset/Length
+	b[writeResponseFixed] = 0
 }
 
 // Decode parses a WRITE response from msg, the whole PDU.
