@@ -130,7 +130,9 @@ func (c *Context) spnegoInit(in []byte) ([]byte, error) {
 	resp := negTokenResp{NegState: negStateAcceptIncomplete, SupportedMech: oidNTLMSSP}
 	if i != 0 || t.MechToken == nil {
 		// The optimistic token, if any, is for another mechanism: ask for
-		// an NTLMSSP NEGOTIATE; the mechanism list must then be protected.
+		// an NTLMSSP NEGOTIATE. RFC 4178 5 then expects a mechListMIC; it is
+		// verified when sent but not demanded, since NTLMSSP is the only
+		// mechanism offered here and there is nothing to downgrade from.
 		if i != 0 {
 			resp.NegState = negStateRequestMIC
 		}
@@ -139,7 +141,10 @@ func (c *Context) spnegoInit(in []byte) ([]byte, error) {
 	}
 	tok, err := c.ntlmStep(t.MechToken)
 	if err != ErrMoreProcessing {
-		return nil, ErrInvalidToken // a NegTokenInit cannot complete NTLMSSP
+		if err == nil {
+			err = ErrInvalidToken // a NegTokenInit cannot complete NTLMSSP
+		}
+		return nil, err
 	}
 	resp.ResponseToken = tok
 	return resp.Append(nil), ErrMoreProcessing

@@ -14,7 +14,6 @@ const (
 	negotiateSign           = 0x00000010 // NTLMSSP_NEGOTIATE_SIGN
 	negotiateSeal           = 0x00000020 // NTLMSSP_NEGOTIATE_SEAL
 	negotiateNTLM           = 0x00000200 // NTLMSSP_NEGOTIATE_NTLM
-	negotiateAnonymous      = 0x00000800 // NTLMSSP_ANONYMOUS
 	negotiateAlwaysSign     = 0x00008000 // NTLMSSP_NEGOTIATE_ALWAYS_SIGN
 	targetTypeServer        = 0x00020000 // NTLMSSP_TARGET_TYPE_SERVER
 	negotiateExtendedSec    = 0x00080000 // NTLMSSP_NEGOTIATE_EXTENDED_SESSIONSECURITY

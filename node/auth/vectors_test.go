@@ -148,3 +148,26 @@ func TestSpecAuthenticateMessage(t *testing.T) {
 		t.Errorf("session key %x, want %x", r.SessionKey, specRandomSessionKey)
 	}
 }
+
+// TestTruncatedPrefixes: no strict prefix of a message decodes.
+func TestTruncatedPrefixes(t *testing.T) {
+	resp := (&negTokenResp{NegState: 1, SupportedMech: oidNTLMSSP, ResponseToken: []byte("tok"), MechListMIC: make([]byte, 16)}).Append(nil)
+	for name, tc := range map[string]struct {
+		msg    []byte
+		decode func([]byte) error
+	}{
+		"NegTokenInit2":        {NegTokenInit(), func(b []byte) error { return new(negTokenInit).Decode(b) }},
+		"NegTokenResp":         {resp, func(b []byte) error { return new(negTokenResp).Decode(b) }},
+		"CHALLENGE_MESSAGE":    {unhex(t, specChallengeMessage), func(b []byte) error { return new(challengeMessage).Decode(b) }},
+		"AUTHENTICATE_MESSAGE": {unhex(t, specAuthenticateMessage), func(b []byte) error { return new(authenticateMessage).Decode(b) }},
+	} {
+		if err := tc.decode(tc.msg); err != nil {
+			t.Fatalf("%s: whole message: %v", name, err)
+		}
+		for n := range len(tc.msg) {
+			if tc.decode(tc.msg[:n]) == nil {
+				t.Errorf("%s: %d-byte prefix decodes", name, n)
+			}
+		}
+	}
+}
