@@ -68,6 +68,9 @@ func (s *NonceSource) fill(field []byte, size int) {
 // the result plus 16 bytes (the tag is computed after the ciphertext and then
 // moved into the header). aead must come from NewCipher.
 func Seal(dst []byte, aead cipher.AEAD, nonces *NonceSource, sessionID uint64, plaintext ...[]byte) []byte {
+	if nonces == nil {
+		panic("signing: Seal without a NonceSource")
+	}
 	return seal(dst, aead, nonces, nil, sessionID, plaintext)
 }
 
