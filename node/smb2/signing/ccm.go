@@ -131,7 +131,7 @@ func (c *ccm) Open(dst, nonce, ciphertext, aad []byte) ([]byte, error) {
 		panic("signing: incorrect nonce length given to CCM")
 	}
 	if len(ciphertext) < c.tagSize || uint64(len(ciphertext)-c.tagSize) > c.maxLen() {
-		return nil, errAuth
+		return nil, ErrAuth
 	}
 	n := len(ciphertext) - c.tagSize
 	tag := ciphertext[n:]
@@ -151,7 +151,7 @@ func (c *ccm) Open(dst, nonce, ciphertext, aad []byte) ([]byte, error) {
 	c.pool.Put(st)
 	if !ok {
 		clear(out)
-		return nil, errAuth
+		return nil, ErrAuth
 	}
 	return ret, nil
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash"
 	"sync"
@@ -265,5 +264,3 @@ func (s *gmacSigner) Verify(msg ...[]byte) bool {
 	s.pool.Put(st)
 	return ok
 }
-
-var errAuth = errors.New("signing: message authentication failed")

@@ -29,7 +29,7 @@ var (
 	ErrNotTransform   = errors.New("signing: not a TRANSFORM_HEADER (bad ProtocolId)")
 	ErrTransformFlags = errors.New("signing: TRANSFORM_HEADER Flags/EncryptionAlgorithm is not 0x0001")
 	ErrOriginalSize   = errors.New("signing: TRANSFORM_HEADER OriginalMessageSize does not match the message")
-	ErrAuth           = errAuth
+	ErrAuth           = errors.New("signing: message authentication failed")
 )
 
 // NonceSource hands out the Nonce of each message encrypted under one key
