@@ -11,6 +11,12 @@ const HeaderSize = 64
 // ProtocolID is the first four bytes of every SMB2 header: 0xFE 'S' 'M' 'B'.
 const ProtocolID uint32 = 0x424d53fe
 
+// TransformProtocolID starts an encrypted message ([MS-SMB2] 2.2.41).
+const TransformProtocolID uint32 = 0x424d53fd
+
+// CompressionProtocolID starts a compressed message ([MS-SMB2] 2.2.42).
+const CompressionProtocolID uint32 = 0x424d53fc
+
 // Command is an SMB2 command code ([MS-SMB2] 2.2.1.2).
 type Command uint16
 
