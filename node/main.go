@@ -1,0 +1,13 @@
+// Command smbnode is one SMB3 node of an smbcluster.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/smbcluster/smbcluster/node/nodemain"
+)
+
+func main() {
+	os.Exit(nodemain.Run(context.Background(), os.Args[1:]))
+}

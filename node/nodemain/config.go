@@ -1,0 +1,215 @@
+package nodemain
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// Config is the node's configuration, from flags or a JSON file.
+type Config struct {
+	Listen          []string      `json:"listen"`
+	Shares          []ShareConfig `json:"shares"`
+	Users           []UserConfig  `json:"users"`
+	SigningRequired bool          `json:"signing_required"`
+	Encryption      string        `json:"encryption"` // off | desired | required
+	LogLevel        string        `json:"log_level"`
+	ServerName      string        `json:"server_name"`
+	Workgroup       string        `json:"workgroup"`
+	AllowGuest      bool          `json:"allow_guest"`
+}
+
+// ShareConfig is one disk share.
+type ShareConfig struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	Comment  string `json:"comment"`
+	ReadOnly bool   `json:"read_only"`
+	Encrypt  bool   `json:"encrypt"`
+}
+
+// UserConfig is one local user.
+type UserConfig struct {
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+const usage = `Usage: smbnode [flags]
+
+smbnode serves SMB 2.0.2 - 3.1.1 shares from local directories.
+
+Examples:
+  smbnode --listen 127.0.0.1:4450 --share data=/srv/data --user alice:secret
+  smbnode --config /etc/smbcluster/node.json
+
+Flags:
+`
+
+// parseFlags builds the configuration from args.
+func parseFlags(args []string, stderr *os.File) (*Config, error) {
+	fs := flag.NewFlagSet("smbnode", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var listen, shares, users listFlag
+	var cfgFile string
+	cfg := &Config{}
+	fs.Var(&listen, "listen", "`ADDR` to listen on, host:port (repeatable; default :445)")
+	fs.Var(&shares, "share", "share `NAME=PATH[,readonly][,encrypt][,comment=TEXT]` (repeatable)")
+	fs.Var(&users, "user", "local user `NAME:PASSWORD` (repeatable)")
+	fs.StringVar(&cfgFile, "config", "", "JSON configuration `FILE` (flags add to it)")
+	fs.BoolVar(&cfg.SigningRequired, "signing-required", false, "refuse sessions that do not sign")
+	fs.StringVar(&cfg.Encryption, "encryption", "", "encryption `MODE`: off (only shares marked encrypt), desired (every capable client), required (refuse clients that cannot)")
+	fs.StringVar(&cfg.LogLevel, "log-level", "", "log `LEVEL`: debug, info, warn, error (default info)")
+	fs.StringVar(&cfg.ServerName, "server-name", "", "NetBIOS `NAME` of the server (default SMBCLUSTER)")
+	fs.StringVar(&cfg.Workgroup, "workgroup", "", "NetBIOS `DOMAIN` (default WORKGROUP)")
+	fs.BoolVar(&cfg.AllowGuest, "allow-guest", false, "map unknown users and bad passwords to a guest session")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cfgFile != "" {
+		fileCfg, err := loadFile(cfgFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg = merge(fileCfg, cfg)
+	}
+	cfg.Listen = append(cfg.Listen, listen...)
+	for _, s := range shares {
+		sc, err := parseShare(s)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Shares = append(cfg.Shares, sc)
+	}
+	for _, u := range users {
+		name, pw, ok := strings.Cut(u, ":")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--user %q: want NAME:PASSWORD", u)
+		}
+		cfg.Users = append(cfg.Users, UserConfig{Name: name, Password: pw})
+	}
+	if len(cfg.Listen) == 0 {
+		cfg.Listen = []string{":445"}
+	}
+	return cfg, cfg.validate()
+}
+
+// merge overlays the flags that were set on the file's configuration.
+func merge(file, flags *Config) *Config {
+	out := *file
+	out.SigningRequired = file.SigningRequired || flags.SigningRequired
+	out.AllowGuest = file.AllowGuest || flags.AllowGuest
+	for _, p := range []struct {
+		dst *string
+		v   string
+	}{
+		{&out.Encryption, flags.Encryption}, {&out.LogLevel, flags.LogLevel},
+		{&out.ServerName, flags.ServerName}, {&out.Workgroup, flags.Workgroup},
+	} {
+		if p.v != "" {
+			*p.dst = p.v
+		}
+	}
+	return &out
+}
+
+func loadFile(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	var cfg Config
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return &cfg, nil
+}
+
+// parseShare parses NAME=PATH[,readonly][,encrypt][,comment=TEXT].
+func parseShare(s string) (ShareConfig, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	if !ok || name == "" || rest == "" {
+		return ShareConfig{}, fmt.Errorf("--share %q: want NAME=PATH[,readonly][,encrypt][,comment=TEXT]", s)
+	}
+	sc := ShareConfig{Name: name}
+	opts := strings.Split(rest, ",")
+	sc.Path = opts[0]
+	for i := 1; i < len(opts); i++ {
+		switch o := opts[i]; {
+		case o == "readonly":
+			sc.ReadOnly = true
+		case o == "encrypt":
+			sc.Encrypt = true
+		case strings.HasPrefix(o, "comment="):
+			// The comment is last and may itself contain commas.
+			sc.Comment = strings.TrimPrefix(strings.Join(opts[i:], ","), "comment=")
+			i = len(opts)
+		default:
+			return ShareConfig{}, fmt.Errorf("--share %q: unknown option %q", s, o)
+		}
+	}
+	return sc, nil
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, s := range c.Shares {
+		key := strings.ToLower(s.Name)
+		switch {
+		case !validShareName(s.Name):
+			errs = append(errs, fmt.Errorf("share %q: invalid name (1-80 characters, no \\ / : * ? \" < > | or control characters)", s.Name))
+		case key == "ipc$":
+			errs = append(errs, fmt.Errorf("share %q: IPC$ is built in", s.Name))
+		case seen[key]:
+			errs = append(errs, fmt.Errorf("share %q: defined twice", s.Name))
+		}
+		seen[key] = true
+		if st, err := os.Stat(s.Path); err != nil {
+			errs = append(errs, fmt.Errorf("share %q: path %s: %w", s.Name, s.Path, err))
+		} else if !st.IsDir() {
+			errs = append(errs, fmt.Errorf("share %q: path %s is not a directory", s.Name, s.Path))
+		}
+	}
+	switch c.Encryption {
+	case "", "off", "desired", "required":
+	default:
+		errs = append(errs, fmt.Errorf("--encryption %q: want off, desired or required", c.Encryption))
+	}
+	var lv slog.Level
+	if c.LogLevel != "" {
+		if err := lv.UnmarshalText([]byte(c.LogLevel)); err != nil {
+			errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validShareName(n string) bool {
+	if n == "" || len(n) > 80 {
+		return false
+	}
+	for _, r := range n {
+		if r < 0x20 || strings.ContainsRune(`\/:*?"<>|[]+=;,`, r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,204 @@
+package nodemain
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/ipc"
+	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/share"
+	"github.com/smbcluster/smbcluster/node/vfs/osfs"
+)
+
+// Run runs a node until ctx ends or a SIGTERM/SIGINT arrives and returns
+// the process exit code: 0 after a clean shutdown, 1 on a runtime error,
+// 2 on a usage or configuration error.
+func Run(ctx context.Context, args []string) int {
+	cfg, err := parseFlags(args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "smbnode: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg.LogLevel)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error("node failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(level string) *slog.Logger {
+	var lv slog.Level
+	if level != "" {
+		lv.UnmarshalText([]byte(level))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+}
+
+// serve opens the shares and listeners and serves until ctx is done.
+func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
+	shares, closeShares, err := openShares(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeShares()
+	users := userDB{}
+	for _, u := range cfg.Users {
+		users[strings.ToLower(u.Name)] = auth.NTHash(u.Password)
+	}
+	srv := server.New(server.Config{
+		ServerName:      orDefault(cfg.ServerName, "SMBCLUSTER"),
+		Workgroup:       orDefault(cfg.Workgroup, "WORKGROUP"),
+		Users:           users,
+		AllowGuest:      cfg.AllowGuest,
+		SigningRequired: cfg.SigningRequired,
+		Encryption:      encryptionMode(cfg.Encryption),
+		Shares:          shares,
+		Logger:          log,
+	})
+	var listeners []net.Listener
+	for _, addr := range cfg.Listen {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return fmt.Errorf("listen %s: %w", addr, err)
+		}
+		listeners = append(listeners, l)
+	}
+	errc := make(chan error, len(listeners))
+	var wg sync.WaitGroup
+	for _, l := range listeners {
+		log.Info("listening", "addr", l.Addr().String())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(l); !errors.Is(err, server.ErrServerClosed) {
+				errc <- fmt.Errorf("serve %s: %w", l.Addr(), err)
+			}
+		}()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case runErr = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown incomplete", "err", err)
+	}
+	wg.Wait()
+	return runErr
+}
+
+func encryptionMode(s string) server.EncryptionMode {
+	switch s {
+	case "desired":
+		return server.EncryptDesired
+	case "required":
+		return server.EncryptRequired
+	}
+	return server.EncryptOff
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// userDB is the node's local user table: lower-case name → NT hash.
+type userDB map[string][16]byte
+
+func (u userDB) NTHash(user, domain string) ([16]byte, bool) {
+	h, ok := u[strings.ToLower(user)]
+	return h, ok
+}
+
+// shareTable implements server.Shares; it is safe for concurrent use so
+// that shares can later be added and removed while serving.
+type shareTable struct {
+	mu     sync.RWMutex
+	shares map[string]*server.Share // by lower-case name
+}
+
+func (t *shareTable) Lookup(name string) (*server.Share, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s, ok := t.shares[strings.ToLower(name)]
+	return s, ok
+}
+
+func (t *shareTable) List() []*server.Share {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]*server.Share, 0, len(t.shares))
+	for _, s := range t.shares {
+		out = append(out, s)
+	}
+	return out
+}
+
+// openShares opens every configured share and adds IPC$.
+func openShares(cfg *Config, log *slog.Logger) (*shareTable, func(), error) {
+	t := &shareTable{shares: map[string]*server.Share{}}
+	var closers []func() error
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for _, sc := range cfg.Shares {
+		fsys, err := osfs.New(sc.Path)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("share %q: %w", sc.Name, err)
+		}
+		closers = append(closers, fsys.Close)
+		t.shares[strings.ToLower(sc.Name)] = &server.Share{
+			Name: sc.Name, Comment: sc.Comment, Path: sc.Path, ReadOnly: sc.ReadOnly, Encrypt: sc.Encrypt,
+			Backend: share.NewDisk(sc.Name, fsys, sc.ReadOnly, log),
+		}
+	}
+	env := &ipc.Env{
+		ServerName: orDefault(cfg.ServerName, "SMBCLUSTER"),
+		Domain:     orDefault(cfg.Workgroup, "WORKGROUP"),
+		Shares:     func() []ipc.ShareInfo { return shareInfos(t) },
+	}
+	t.shares["ipc$"] = &server.Share{Name: "IPC$", Comment: "IPC Service", Pipe: true, Backend: share.NewIPC(env)}
+	return t, closeAll, nil
+}
+
+// shareInfos describes the shares for srvsvc.
+func shareInfos(t *shareTable) []ipc.ShareInfo {
+	var out []ipc.ShareInfo
+	for _, s := range t.List() {
+		si := ipc.ShareInfo{Name: s.Name, Comment: s.Comment, Type: ipc.ShareTypeDisk, Path: `C:\` + strings.ReplaceAll(strings.TrimPrefix(s.Path, "/"), "/", `\`)}
+		if s.Pipe {
+			si.Type = ipc.ShareTypeIPC | ipc.ShareTypeSpecial
+			si.Path = ""
+		}
+		out = append(out, si)
+	}
+	return out
+}

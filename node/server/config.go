@@ -1,0 +1,75 @@
+package server
+
+import (
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/auth"
+)
+
+// EncryptionMode is the server-wide encryption policy.
+type EncryptionMode uint8
+
+const (
+	// EncryptOff encrypts only sessions on shares that ask for it.
+	EncryptOff EncryptionMode = iota
+	// EncryptDesired encrypts every session of a client that supports it and
+	// still serves clients that do not.
+	EncryptDesired
+	// EncryptRequired encrypts every session and refuses clients that cannot.
+	EncryptRequired
+)
+
+// Config is a Server's configuration. It must not change after Serve.
+type Config struct {
+	ServerName string   // NetBIOS name announced in NTLM target info
+	Workgroup  string   // NetBIOS domain
+	ServerGUID [16]byte // zero → random
+
+	Users           auth.UserDB
+	AllowGuest      bool
+	AllowAnonymous  bool
+	SigningRequired bool
+	Encryption      EncryptionMode
+
+	MinDialect, MaxDialect uint16 // zero → 2.0.2 and 3.1.1
+
+	Shares Shares
+
+	MaxCredits     uint16        // credit window per connection; zero → 8192
+	MaxTransact    uint32        // zero → 8 MiB
+	IdleTimeout    time.Duration // zero → none
+	MaxConnections int           // zero → unlimited
+
+	// Interfaces lists the addresses announced by FSCTL_QUERY_NETWORK_INTERFACE_INFO;
+	// nil → the listeners' addresses.
+	Interfaces []Interface
+
+	Logger *slog.Logger
+}
+
+// Interface is one address the node offers to multichannel clients.
+type Interface struct {
+	Index     uint32
+	IP        net.IP
+	LinkSpeed uint64 // bits per second
+	RSS       bool
+}
+
+// Shares resolves share names for TREE_CONNECT and lists them for srvsvc.
+type Shares interface {
+	Lookup(name string) (*Share, bool) // case-insensitive
+	List() []*Share
+}
+
+// Share is a tree-connectable share.
+type Share struct {
+	Name     string
+	Comment  string
+	Path     string
+	Pipe     bool // IPC$
+	Encrypt  bool // SMB2_SHAREFLAG_ENCRYPT_DATA
+	ReadOnly bool
+	Backend  Backend
+}

@@ -1,0 +1,290 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/signing"
+)
+
+// maxMessageSize bounds one NetBIOS frame: the largest WRITE we advertise
+// plus room for headers, compounds and the transform header.
+const maxMessageSize = 8<<20 + 64<<10
+
+// errDropConnection wraps errors after which the connection cannot continue.
+type dropError struct{ err error }
+
+func (e dropError) Error() string { return "drop connection: " + e.err.Error() }
+func (e dropError) Unwrap() error { return e.err }
+
+// conn is one client connection ([MS-SMB2] 3.3.1.7).
+type conn struct {
+	// Immutable.
+	srv    *Server
+	nc     net.Conn
+	remote string
+	local  string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Set by NEGOTIATE, which completes before any other request is
+	// accepted; read-only afterwards.
+	negotiated     bool
+	dialect        uint16
+	clientGUID     [16]byte
+	clientCaps     uint32
+	clientSecMode  uint16
+	clientDialects []uint16
+	serverSecMode  uint16
+	serverCaps     uint32
+	cipher         uint16
+	signingAlg     uint16
+	signingChosen  bool                // 3.1.1 signing context negotiated signingAlg
+	preauth        signing.PreauthHash // after NEGOTIATE, 3.1.1 only
+	smb1Seen       bool
+
+	credits *creditWindow
+
+	// Owned by the writer goroutine.
+	out chan frame
+
+	mu        sync.Mutex
+	pending   map[uint64]*pendingReq // by message id
+	async     map[uint64]*pendingReq // by async id
+	nextAsync uint64
+	closing   bool
+	wg        sync.WaitGroup // request goroutines
+}
+
+// pendingReq is a request being served, cancellable by SMB2 CANCEL.
+type pendingReq struct {
+	cancel  context.CancelFunc
+	asyncID uint64
+}
+
+// frame is one NetBIOS message to send: its parts are written with one writev.
+type frame struct {
+	parts   net.Buffers
+	release func()
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{
+		srv:     s,
+		nc:      nc,
+		remote:  nc.RemoteAddr().String(),
+		local:   nc.LocalAddr().String(),
+		ctx:     ctx,
+		cancel:  cancel,
+		credits: newCreditWindow(s.cfg.MaxCredits),
+		out:     make(chan frame, 64),
+		pending: map[uint64]*pendingReq{},
+		async:   map[uint64]*pendingReq{},
+	}
+}
+
+// close tears the connection down; safe to call more than once.
+func (c *conn) close() {
+	c.mu.Lock()
+	already := c.closing
+	c.closing = true
+	c.mu.Unlock()
+	if !already {
+		c.cancel()
+		c.nc.Close()
+	}
+}
+
+func (c *conn) serve() {
+	log := c.srv.log.With("remote", c.remote)
+	log.Debug("connection accepted")
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop()
+	}()
+	err := c.readLoop()
+	c.close()
+	c.wg.Wait() // request goroutines finish (their contexts are cancelled)
+	close(c.out)
+	<-writerDone
+	c.teardown()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		log.Info("connection closed", "err", err)
+	} else {
+		log.Debug("connection closed")
+	}
+}
+
+// teardown unbinds the connection from its sessions; a session whose last
+// channel goes away ends, closing its trees and opens.
+func (c *conn) teardown() {
+	c.srv.mu.Lock()
+	var sessions []*Session
+	for _, s := range c.srv.sessions {
+		sessions = append(sessions, s)
+	}
+	c.srv.mu.Unlock()
+	for _, s := range sessions {
+		s.mu.Lock()
+		_, bound := s.channels[c]
+		delete(s.channels, c)
+		last := bound && len(s.channels) == 0
+		s.mu.Unlock()
+		if last {
+			c.srv.expireSession(s)
+		}
+	}
+}
+
+func (c *conn) readLoop() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.srv.log.Error("panic serving connection", "remote", c.remote, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	var nb [4]byte
+	for {
+		if d := c.srv.cfg.IdleTimeout; d > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(d))
+		}
+		if _, err := io.ReadFull(c.nc, nb[:]); err != nil {
+			return err
+		}
+		if nb[0] != 0 {
+			return fmt.Errorf("bad NetBIOS session message type %#x", nb[0])
+		}
+		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
+		if n < 4 || n > maxMessageSize {
+			return fmt.Errorf("bad message length %d", n)
+		}
+		buf := getBuf(n)
+		if _, err := io.ReadFull(c.nc, *buf); err != nil {
+			putBuf(buf)
+			return err
+		}
+		if err := c.handleMessage(buf); err != nil {
+			return err
+		}
+	}
+}
+
+// handleMessage takes ownership of buf.
+func (c *conn) handleMessage(buf *[]byte) error {
+	msg := *buf
+	switch binary.LittleEndian.Uint32(msg) {
+	case smb2.SMB1ProtocolID:
+		defer putBuf(buf)
+		return c.serveSMB1(msg)
+	case smb2.TransformProtocolID:
+		plain, s, err := c.decrypt(msg)
+		putBuf(buf)
+		if err != nil {
+			return err
+		}
+		return c.dispatch(plain, s)
+	case smb2.ProtocolID:
+		return c.dispatch(buf, nil)
+	default:
+		putBuf(buf)
+		return errors.New("unknown protocol id")
+	}
+}
+
+// dispatch splits msg into its PDUs and serves them: a lone PDU in its own
+// goroutine, a compound's PDUs in order in one goroutine. encSession is the
+// session whose key decrypted msg, nil for a plaintext message.
+func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
+	pdus, err := smb2.SplitCompound(*buf)
+	if err != nil || len(pdus) == 0 {
+		putBuf(buf)
+		return dropError{fmt.Errorf("bad message: %v", err)}
+	}
+	// Credit accounting happens here, in arrival order, so a request's
+	// message id is checked before the next frame is read.
+	hdrs := make([]smb2.Header, len(pdus))
+	for i, p := range pdus {
+		if err := hdrs[i].Decode(p); err != nil {
+			putBuf(buf)
+			return dropError{err}
+		}
+		if hdrs[i].Command == smb2.CmdCancel {
+			continue
+		}
+		if !c.negotiated && hdrs[i].Command != smb2.CmdNegotiate {
+			putBuf(buf)
+			return dropError{errors.New("request before NEGOTIATE")}
+		}
+		charge := hdrs[i].CreditCharge
+		if c.dialect == smb2.Dialect202 || !c.negotiated {
+			charge = 1
+		}
+		if err := c.credits.consume(hdrs[i].MessageID, charge); err != nil {
+			putBuf(buf)
+			return dropError{fmt.Errorf("%w: mid %d charge %d", err, hdrs[i].MessageID, charge)}
+		}
+	}
+	if len(pdus) == 1 && hdrs[0].Command == smb2.CmdCancel {
+		defer putBuf(buf)
+		c.serveCancel(&hdrs[0])
+		return nil
+	}
+	if hdrs[0].Command == smb2.CmdNegotiate {
+		// NEGOTIATE changes connection state everything else reads: serve it inline.
+		defer putBuf(buf)
+		return c.serveCompound(pdus, hdrs, encSession)
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer putBuf(buf)
+		defer func() {
+			if p := recover(); p != nil {
+				c.srv.log.Error("panic serving request", "remote", c.remote, "panic", p, "stack", string(debug.Stack()))
+				c.close()
+			}
+		}()
+		if err := c.serveCompound(pdus, hdrs, encSession); err != nil {
+			c.srv.log.Info("dropping connection", "remote", c.remote, "err", err)
+			c.close()
+		}
+	}()
+	return nil
+}
+
+// send queues a frame for the writer; it reports false if the connection is closing.
+func (c *conn) send(f frame) bool {
+	select {
+	case c.out <- f:
+		return true
+	case <-c.ctx.Done():
+		if f.release != nil {
+			f.release()
+		}
+		return false
+	}
+}
+
+func (c *conn) writeLoop() {
+	for f := range c.out {
+		if c.ctx.Err() == nil {
+			if _, err := f.parts.WriteTo(c.nc); err != nil {
+				// A partly written frame poisons the stream.
+				c.close()
+			}
+		}
+		if f.release != nil {
+			f.release()
+		}
+	}
+}

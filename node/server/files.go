@@ -1,0 +1,242 @@
+package server
+
+import (
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// resolveOpen finds the open a request names; in a related compound the
+// all-ones FileId means the previous operation's open ([MS-SMB2] 3.3.5.2.7.2).
+func (r *Request) resolveOpen(fid smb2.FileID) error {
+	if fid == smb2.AnyFileID && r.related {
+		st := r.compound
+		if st.createErr != nil {
+			return st.createErr
+		}
+		if !st.haveFile {
+			return smb2.StatusFileClosed
+		}
+		fid = st.fileID
+	}
+	s := r.conn.srv
+	s.mu.Lock()
+	o := s.opens[fid.Volatile]
+	s.mu.Unlock()
+	if o == nil || o.ID != fid.Persistent || o.Session != r.Session || o.Tree != r.Tree {
+		return smb2.StatusFileClosed
+	}
+	r.Open = o
+	return nil
+}
+
+// serveCreate handles SMB2 CREATE ([MS-SMB2] 3.3.5.9).
+func (c *conn) serveCreate(r *Request) (Response, error) {
+	var req smb2.CreateRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	h, resp, err := r.Tree.Share.Backend.Create(r, &req)
+	if err != nil {
+		return nil, err
+	}
+	o := c.srv.addOpen(r.Tree, h, req.Name, req.DesiredAccess)
+	r.Open = o
+	resp.FileID = smb2.FileID{Persistent: o.ID, Volatile: o.ID}
+	return resp, nil
+}
+
+// serveClose handles SMB2 CLOSE ([MS-SMB2] 3.3.5.10).
+func (c *conn) serveClose(r *Request) (Response, error) {
+	var req smb2.CloseRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := r.resolveOpen(req.FileID); err != nil {
+		return nil, err
+	}
+	if !c.srv.removeOpen(r.Open) {
+		return nil, smb2.StatusFileClosed
+	}
+	resp, err := r.Open.Handle.Close(req.Flags&smb2.ClosePostQueryAttrib != 0)
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		resp = &smb2.CloseResponse{}
+	}
+	return resp, nil
+}
+
+// serveFlush handles SMB2 FLUSH ([MS-SMB2] 3.3.5.11).
+func (c *conn) serveFlush(r *Request) (Response, error) {
+	var req smb2.FlushRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := r.resolveOpen(req.FileID); err != nil {
+		return nil, err
+	}
+	f, ok := r.Open.Handle.(Flusher)
+	if !ok {
+		return nil, smb2.StatusInvalidDeviceRequest
+	}
+	if err := f.Flush(r); err != nil {
+		return nil, err
+	}
+	return &smb2.FlushResponse{}, nil
+}
+
+// serveRead handles SMB2 READ ([MS-SMB2] 3.3.5.12).
+func (c *conn) serveRead(r *Request) (Response, error) {
+	var req smb2.ReadRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := r.resolveOpen(req.FileID); err != nil {
+		return nil, err
+	}
+	if req.Length > c.srv.cfg.MaxTransact || c.dialect == smb2.Dialect202 && req.Length > 65536 {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := c.checkCharge(r, req.Length); err != nil {
+		return nil, err
+	}
+	h, ok := r.Open.Handle.(Reader)
+	if !ok {
+		return nil, smb2.StatusInvalidDeviceRequest
+	}
+	return h.Read(r, &req)
+}
+
+// serveWrite handles SMB2 WRITE ([MS-SMB2] 3.3.5.13).
+func (c *conn) serveWrite(r *Request) (Response, error) {
+	var req smb2.WriteRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := r.resolveOpen(req.FileID); err != nil {
+		return nil, err
+	}
+	if req.Length > c.srv.cfg.MaxTransact {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := c.checkCharge(r, req.Length); err != nil {
+		return nil, err
+	}
+	h, ok := r.Open.Handle.(Writer)
+	if !ok {
+		return nil, smb2.StatusInvalidDeviceRequest
+	}
+	return h.Write(r, &req)
+}
+
+// checkCharge verifies that a multi-credit request paid for its payload
+// ([MS-SMB2] 3.3.5.2.5).
+func (c *conn) checkCharge(r *Request, n uint32) error {
+	if c.dialect == smb2.Dialect202 {
+		return nil
+	}
+	need := (uint64(n) + 65535) / 65536
+	if need == 0 {
+		need = 1
+	}
+	charge := uint64(r.Header.CreditCharge)
+	if charge == 0 {
+		charge = 1
+	}
+	if need > charge {
+		return smb2.StatusInvalidParameter
+	}
+	return nil
+}
+
+// serveQueryDirectory handles SMB2 QUERY_DIRECTORY ([MS-SMB2] 3.3.5.18).
+func (c *conn) serveQueryDirectory(r *Request) (Response, error) {
+	var req smb2.QueryDirectoryRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := r.resolveOpen(req.FileID); err != nil {
+		return nil, err
+	}
+	h, ok := r.Open.Handle.(DirQuerier)
+	if !ok {
+		return nil, smb2.StatusInvalidParameter
+	}
+	return h.QueryDirectory(r, &req)
+}
+
+// serveQueryInfo handles SMB2 QUERY_INFO ([MS-SMB2] 3.3.5.20).
+func (c *conn) serveQueryInfo(r *Request) (Response, error) {
+	var req smb2.QueryInfoRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := r.resolveOpen(req.FileID); err != nil {
+		return nil, err
+	}
+	h, ok := r.Open.Handle.(InfoQuerier)
+	if !ok {
+		return nil, smb2.StatusNotSupported
+	}
+	return h.QueryInfo(r, &req)
+}
+
+// serveSetInfo handles SMB2 SET_INFO ([MS-SMB2] 3.3.5.21).
+func (c *conn) serveSetInfo(r *Request) (Response, error) {
+	var req smb2.SetInfoRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := r.resolveOpen(req.FileID); err != nil {
+		return nil, err
+	}
+	h, ok := r.Open.Handle.(InfoSetter)
+	if !ok {
+		return nil, smb2.StatusNotSupported
+	}
+	if err := h.SetInfo(r, &req); err != nil {
+		return nil, err
+	}
+	return &smb2.SetInfoResponse{}, nil
+}
+
+// serveLock handles SMB2 LOCK ([MS-SMB2] 3.3.5.14).
+func (c *conn) serveLock(r *Request) (Response, error) {
+	var req smb2.LockRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := r.resolveOpen(req.FileID); err != nil {
+		return nil, err
+	}
+	h, ok := r.Open.Handle.(Locker)
+	if !ok {
+		return nil, smb2.StatusNotSupported
+	}
+	if err := h.Lock(r, &req); err != nil {
+		return nil, err
+	}
+	return &smb2.LockResponse{}, nil
+}
+
+// serveChangeNotify handles SMB2 CHANGE_NOTIFY ([MS-SMB2] 3.3.5.19).
+func (c *conn) serveChangeNotify(r *Request) (Response, error) {
+	var req smb2.ChangeNotifyRequest
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	if err := r.resolveOpen(req.FileID); err != nil {
+		return nil, err
+	}
+	h, ok := r.Open.Handle.(Notifier)
+	if !ok {
+		return nil, smb2.StatusNotSupported
+	}
+	return h.ChangeNotify(r, &req)
+}
+
+// serveOplockBreak handles an oplock or lease break acknowledgment
+// ([MS-SMB2] 3.3.5.22). Nothing is granted yet, so nothing can be broken.
+func (c *conn) serveOplockBreak(r *Request) (Response, error) {
+	return nil, smb2.StatusInvalidOplockProtocol
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// Response is an encodable response body.
+type Response interface {
+	Size() int
+	Encode(b []byte)
+}
+
+// PayloadResponse is a response whose bulk data (READ data, pipe output) is
+// sent as its own buffer after the encoded body, without a copy.
+type PayloadResponse interface {
+	Response
+	Payload() []byte
+	// Release returns the payload buffer once the response has been written.
+	Release()
+}
+
+// Request is one PDU being served. Handlers may read every field and must
+// not keep the Request after they return.
+type Request struct {
+	Ctx    context.Context
+	Header smb2.Header
+	Msg    []byte // the whole PDU, header included
+
+	Session *Session
+	Tree    *Tree
+	Open    *Open // set for commands that name an open, after resolution
+
+	conn *conn
+	// compound bookkeeping, owned by the serving goroutine
+	related    bool
+	compound   *compoundState
+	forceSign  bool             // sign the response even though the request was not (final SESSION_SETUP)
+	onEncoded  func(pdu []byte) // sees the encoded response (preauth integrity hash)
+	bindSigner signingKey       // signs responses of a binding in progress (the session's key)
+}
+
+// Dialect is the connection's negotiated dialect.
+func (r *Request) Dialect() uint16 { return r.conn.dialect }
+
+// ClientAddr is the remote address of the connection.
+func (r *Request) ClientAddr() string { return r.conn.remote }
+
+// Backend serves the file commands of one share.
+type Backend interface {
+	// Create serves SMB2 CREATE ([MS-SMB2] 3.3.5.9) and returns the new open's
+	// handle with its response.
+	Create(r *Request, req *smb2.CreateRequest) (Handle, *smb2.CreateResponse, error)
+	// MaximalAccess is the access mask the session is granted on the share root.
+	MaximalAccess(s *Session) uint32
+}
+
+// Handle is one open of a file, directory or pipe. The engine serializes
+// nothing: handle methods can be called concurrently for the same open.
+type Handle interface {
+	// Close releases the open; it is called exactly once, for a CLOSE
+	// request or when the tree, session or connection ends. With
+	// postQuery it returns the file's attributes.
+	Close(postQuery bool) (*smb2.CloseResponse, error)
+}
+
+// The optional per-command interfaces a Handle implements. A command on a
+// handle that lacks the interface fails with STATUS_INVALID_DEVICE_REQUEST.
+type (
+	Reader interface {
+		Read(r *Request, req *smb2.ReadRequest) (Response, error)
+	}
+	Writer interface {
+		Write(r *Request, req *smb2.WriteRequest) (*smb2.WriteResponse, error)
+	}
+	Flusher interface {
+		Flush(r *Request) error
+	}
+	DirQuerier interface {
+		QueryDirectory(r *Request, req *smb2.QueryDirectoryRequest) (Response, error)
+	}
+	InfoQuerier interface {
+		QueryInfo(r *Request, req *smb2.QueryInfoRequest) (Response, error)
+	}
+	InfoSetter interface {
+		SetInfo(r *Request, req *smb2.SetInfoRequest) error
+	}
+	Ioctler interface {
+		Ioctl(r *Request, req *smb2.IoctlRequest) (Response, error)
+	}
+	Locker interface {
+		Lock(r *Request, req *smb2.LockRequest) error
+	}
+	Notifier interface {
+		ChangeNotify(r *Request, req *smb2.ChangeNotifyRequest) (Response, error)
+	}
+)

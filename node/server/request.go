@@ -1,0 +1,360 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// compoundState carries what a related operation inherits from the
+// previous operation of its compound ([MS-SMB2] 3.3.5.2.7.2).
+type compoundState struct {
+	session   *Session
+	tree      *Tree
+	fileID    smb2.FileID
+	haveFile  bool
+	createErr error // a failed CREATE fails the related operations after it
+}
+
+// result is one response of a compound, ready to be encoded.
+type result struct {
+	hdr       smb2.Header
+	body      Response
+	signer    signingKey
+	encrypt   *Session
+	onEncoded func(pdu []byte)
+}
+
+// signingKey is whatever signs a response; nil when the response is unsigned.
+type signingKey interface {
+	Sign(msg ...[]byte) [16]byte
+}
+
+var errorBody = &smb2.ErrorResponse{}
+
+// serveCompound serves the PDUs of one message in order and writes their
+// responses as one message.
+func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session) error {
+	var st compoundState
+	results := make([]result, 0, len(pdus))
+	for i, p := range pdus {
+		r := &Request{Header: hdrs[i], Msg: p, conn: c}
+		r.related = i > 0 && hdrs[i].Flags&smb2.FlagRelatedOperations != 0
+		res, err := c.serveOne(r, &st, enc)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	c.writeResults(results)
+	return nil
+}
+
+// serveOne runs the checks of the command table, then the handler.
+func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, error) {
+	h := &r.Header
+	res := result{hdr: smb2.Header{
+		Command:      h.Command,
+		CreditCharge: h.CreditCharge,
+		Flags:        smb2.FlagServerToRedir | h.Flags&smb2.FlagRelatedOperations,
+		MessageID:    h.MessageID,
+		SessionID:    h.SessionID,
+		TreeID:       h.TreeID,
+	}}
+	if enc != nil {
+		res.encrypt = enc
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	r.Ctx = ctx
+	c.trackPending(h.MessageID, cancel)
+	defer c.untrackPending(h.MessageID)
+
+	body, err := c.run(r, st, enc)
+	if r.Session != nil {
+		res.hdr.SessionID = r.Session.ID
+		if res.encrypt == nil && r.Session.EncryptData && h.Command != smb2.CmdSessionSetup {
+			res.encrypt = r.Session
+		}
+		if res.encrypt == nil && r.Tree != nil && r.Tree.EncryptData && r.Session.encrypter != nil {
+			res.encrypt = r.Session
+		}
+		if res.encrypt == nil && r.bindSigner != nil {
+			res.signer = r.bindSigner
+		} else if res.encrypt == nil && r.signResponse() {
+			res.signer = r.signer()
+		}
+	}
+	if r.Tree != nil {
+		res.hdr.TreeID = r.Tree.ID
+	}
+	res.onEncoded = r.onEncoded
+	if errors.As(err, new(dropError)) {
+		return res, err
+	}
+	st.session, st.tree = r.Session, r.Tree
+	if r.Open != nil {
+		st.fileID, st.haveFile = smb2.FileID{Persistent: r.Open.ID, Volatile: r.Open.ID}, true
+	}
+	if h.Command == smb2.CmdCreate {
+		st.createErr = err
+	}
+	status := statusOf(err)
+	res.hdr.Status = uint32(status)
+	switch {
+	case status == smb2.StatusSuccess:
+		res.body = body
+	case body != nil && (status == smb2.StatusMoreProcessingRequired || status == smb2.StatusBufferOverflow || status.IsWarning()):
+		res.body = body
+	default:
+		if rel, ok := body.(PayloadResponse); ok {
+			rel.Release()
+		}
+		res.body = errorBody
+	}
+	res.hdr.Credits = c.credits.grant(max(h.Credits, 1))
+	if err != nil {
+		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "status", status.String(), "err", err)
+	}
+	return res, nil
+}
+
+// run resolves the session and tree the command table asks for, checks
+// signing and encryption, and calls the handler.
+func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error) {
+	h := &r.Header
+	if int(h.Command) >= len(commands) || commands[h.Command].serve == nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	cmd := &commands[h.Command]
+	if cmd.needSession {
+		sid := h.SessionID
+		if r.related && st.session != nil {
+			sid = st.session.ID
+		}
+		s, err := c.resolveSession(sid)
+		if err != nil {
+			return nil, err
+		}
+		r.Session = s
+		if err := c.checkProtection(r, enc); err != nil {
+			return nil, err
+		}
+	}
+	if cmd.needTree {
+		tid := h.TreeID
+		if r.related && st.tree != nil {
+			tid = st.tree.ID
+		}
+		t := r.Session.tree(tid)
+		if t == nil {
+			return nil, smb2.StatusNetworkNameDeleted
+		}
+		r.Tree = t
+		if t.EncryptData && enc == nil && r.Session.encrypter != nil {
+			return nil, smb2.StatusAccessDenied
+		}
+	}
+	r.compound = st
+	return cmd.serve(c, r)
+}
+
+// resolveSession finds a valid session bound to this connection.
+func (c *conn) resolveSession(id uint64) (*Session, error) {
+	s := c.srv.lookupSession(id)
+	if s == nil {
+		return nil, smb2.StatusUserSessionDeleted
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.state == sessionExpired:
+		return nil, smb2.StatusNetworkSessionExpired
+	case s.state != sessionValid:
+		return nil, smb2.StatusUserSessionDeleted
+	case s.channels[c] == nil || s.channels[c].signer == nil && s.channels[c].binding:
+		return nil, smb2.StatusUserSessionDeleted
+	}
+	return s, nil
+}
+
+// checkProtection enforces signing and encryption on a request of a session
+// ([MS-SMB2] 3.3.5.2.4, 3.3.5.2.9).
+func (c *conn) checkProtection(r *Request, enc *Session) error {
+	s := r.Session
+	if enc != nil {
+		if enc != s {
+			return smb2.StatusAccessDenied
+		}
+		return nil
+	}
+	if s.EncryptData && s.encrypter != nil && c.dialect >= smb2.Dialect300 {
+		return smb2.StatusAccessDenied
+	}
+	if r.Header.Flags&smb2.FlagSigned != 0 {
+		ch := s.channelFor(c)
+		if ch == nil || ch.signer == nil || !ch.signer.Verify(r.Msg) {
+			return smb2.StatusAccessDenied
+		}
+		return nil
+	}
+	if s.SigningRequired && !s.Guest && !s.Anonymous {
+		return smb2.StatusAccessDenied
+	}
+	return nil
+}
+
+// signResponse reports whether the response to r is signed ([MS-SMB2] 3.3.4.1.1).
+func (r *Request) signResponse() bool {
+	s := r.Session
+	if s == nil || s.Guest || s.Anonymous || r.forceSign {
+		return r.forceSign
+	}
+	if !s.valid() {
+		return false
+	}
+	return r.Header.Flags&smb2.FlagSigned != 0 || s.SigningRequired
+}
+
+func (r *Request) signer() signingKey {
+	if ch := r.Session.channelFor(r.conn); ch != nil && ch.signer != nil {
+		return ch.signer
+	}
+	return nil
+}
+
+// tree returns the session's tree connect id, or nil.
+func (s *Session) tree(id uint32) *Tree {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.trees[id]
+}
+
+func (c *conn) trackPending(mid uint64, cancel context.CancelFunc) {
+	c.mu.Lock()
+	c.pending[mid] = &pendingReq{cancel: cancel}
+	c.mu.Unlock()
+}
+
+func (c *conn) untrackPending(mid uint64) {
+	c.mu.Lock()
+	delete(c.pending, mid)
+	c.mu.Unlock()
+}
+
+// serveCancel cancels the request a CANCEL names ([MS-SMB2] 3.3.5.16). It
+// has no response.
+func (c *conn) serveCancel(h *smb2.Header) {
+	c.mu.Lock()
+	var p *pendingReq
+	if h.IsAsync() {
+		p = c.async[h.AsyncID]
+	} else {
+		p = c.pending[h.MessageID]
+	}
+	c.mu.Unlock()
+	if p != nil {
+		p.cancel()
+	}
+}
+
+// writeResults encodes, signs, encrypts and queues the responses of one message.
+func (c *conn) writeResults(rs []result) {
+	var zero [8]byte
+	size := 0
+	for i := range rs {
+		n := smb2.HeaderSize + rs[i].body.Size()
+		if i < len(rs)-1 {
+			n = (n + 7) &^ 7
+		}
+		size += n
+	}
+	buf := getBuf(4 + size)
+	b := *buf
+	var parts [][]byte
+	var payloads []PayloadResponse
+	off := 4
+	for i := range rs {
+		res := &rs[i]
+		start := off
+		bodyLen := res.body.Size()
+		var payload []byte
+		if p, ok := res.body.(PayloadResponse); ok {
+			payload = p.Payload()
+			payloads = append(payloads, p)
+		}
+		pduLen := smb2.HeaderSize + bodyLen + len(payload)
+		pad := 0
+		if i < len(rs)-1 {
+			pad = (8 - pduLen%8) % 8
+			res.hdr.NextCommand = uint32(pduLen + pad)
+		}
+		if res.signer != nil {
+			res.hdr.Flags |= smb2.FlagSigned
+		}
+		res.hdr.Encode(b[off:])
+		res.body.Encode(b[off+smb2.HeaderSize : off+smb2.HeaderSize+bodyLen])
+		off += smb2.HeaderSize + bodyLen
+		if payload == nil {
+			// Keep the pad contiguous with the body when there is no payload.
+			clear(b[off : off+pad])
+			off += pad
+			parts = append(parts, b[start:off])
+		} else {
+			parts = append(parts, b[start:off], payload)
+			if pad > 0 {
+				parts = append(parts, zero[:pad])
+			}
+		}
+		if res.signer != nil {
+			pdu := collect(parts, start, b)
+			sig := res.signer.Sign(pdu...)
+			copy(b[start+48:start+64], sig[:])
+		}
+		if res.onEncoded != nil {
+			res.onEncoded(flatten(collect(parts, start, b)))
+		}
+	}
+	// parts[0] begins at b[4]; prepend the NetBIOS header.
+	parts[0] = b[0 : len(parts[0])+4]
+	release := func() {
+		putBuf(buf)
+		for _, p := range payloads {
+			p.Release()
+		}
+	}
+	if enc := rs[0].encrypt; enc != nil && enc.encrypter != nil {
+		sealed := enc.seal(parts, b)
+		release()
+		c.send(sealed)
+		return
+	}
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	binary.BigEndian.PutUint32(b[0:4], uint32(total-4))
+	c.send(frame{parts: net.Buffers(parts), release: release})
+}
+
+// collect returns the parts that make up the PDU starting at start in b.
+func collect(parts [][]byte, start int, b []byte) [][]byte {
+	for i := len(parts) - 1; i >= 0; i-- {
+		if len(parts[i]) > 0 && &parts[i][0] == &b[start] {
+			return parts[i:]
+		}
+	}
+	return parts
+}
+
+// flatten returns the concatenation of parts.
+func flatten(parts [][]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}

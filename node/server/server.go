@@ -1,0 +1,282 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("server: closed")
+
+// Server serves SMB2/3 on any number of listeners.
+type Server struct {
+	// Immutable after New.
+	cfg       Config
+	log       *slog.Logger
+	guid      [16]byte
+	startTime time.Time
+
+	nextSession atomic.Uint64
+	nextOpen    atomic.Uint64
+	nConns      atomic.Int64
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	sessions  map[uint64]*Session
+	opens     map[uint64]*Open
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+// New returns a server for cfg.
+func New(cfg Config) *Server {
+	if cfg.MaxCredits == 0 {
+		cfg.MaxCredits = 8192
+	}
+	if cfg.MaxTransact == 0 {
+		cfg.MaxTransact = 8 << 20
+	}
+	if cfg.MinDialect == 0 {
+		cfg.MinDialect = smb2.Dialect202
+	}
+	if cfg.MaxDialect == 0 {
+		cfg.MaxDialect = smb2.Dialect311
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = "SMBCLUSTER"
+	}
+	if cfg.Workgroup == "" {
+		cfg.Workgroup = "WORKGROUP"
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		guid:      cfg.ServerGUID,
+		startTime: time.Now(),
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+		sessions:  map[uint64]*Session{},
+		opens:     map[uint64]*Open{},
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.guid == ([16]byte{}) {
+		rand.Read(s.guid[:])
+	}
+	var seed [8]byte
+	rand.Read(seed[:])
+	// Session ids start at a random point so that ids from a restarted node
+	// do not collide with stale ones a client may still hold.
+	s.nextSession.Store(binary.LittleEndian.Uint64(seed[:]) >> 16)
+	s.nextOpen.Store(uint64(seed[0]) << 32)
+	return s
+}
+
+// Config returns the server's configuration.
+func (s *Server) Config() *Config { return &s.cfg }
+
+// Serve accepts connections on l until Shutdown. It always returns a non-nil error.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		if max := s.cfg.MaxConnections; max > 0 && s.nConns.Load() >= int64(max) {
+			s.log.Warn("connection refused: limit reached", "remote", nc.RemoteAddr().String(), "limit", max)
+			nc.Close()
+			continue
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.nConns.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.nConns.Add(-1)
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Shutdown stops the listeners, closes every connection (which closes their
+// opens) and waits for the connection goroutines until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Sessions returns a snapshot of the valid sessions.
+func (s *Server) Sessions() []*Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		if ss.valid() {
+			out = append(out, ss)
+		}
+	}
+	return out
+}
+
+// OpenCount is the number of opens the server holds (tests use it to find leaks).
+func (s *Server) OpenCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.opens)
+}
+
+func (s *Server) lookupSession(id uint64) *Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+func (s *Server) newSession() *Session {
+	ss := &Session{
+		ID:       s.nextSession.Add(1),
+		trees:    map[uint32]*Tree{},
+		channels: map[*conn]*channel{},
+	}
+	s.mu.Lock()
+	s.sessions[ss.ID] = ss
+	s.mu.Unlock()
+	return ss
+}
+
+// addOpen registers an open and returns it.
+func (s *Server) addOpen(t *Tree, h Handle, name string, access uint32) *Open {
+	o := &Open{ID: s.nextOpen.Add(1), Tree: t, Session: t.Session, Handle: h, Name: name, Access: access, created: time.Now()}
+	s.mu.Lock()
+	s.opens[o.ID] = o
+	s.mu.Unlock()
+	t.mu.Lock()
+	t.opens[o.ID] = o
+	t.mu.Unlock()
+	return o
+}
+
+// removeOpen unregisters o; it reports false if o was already removed, so
+// that exactly one caller closes its handle.
+func (s *Server) removeOpen(o *Open) bool {
+	s.mu.Lock()
+	_, ok := s.opens[o.ID]
+	delete(s.opens, o.ID)
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	o.Tree.mu.Lock()
+	delete(o.Tree.opens, o.ID)
+	o.Tree.mu.Unlock()
+	return true
+}
+
+// closeOpen closes o's handle if nobody has yet.
+func (s *Server) closeOpen(o *Open) {
+	if s.removeOpen(o) {
+		if _, err := o.Handle.Close(false); err != nil {
+			s.log.Debug("close on teardown", "file", o.Name, "err", err)
+		}
+	}
+}
+
+// closeTree closes every open of t.
+func (s *Server) closeTree(t *Tree) {
+	t.mu.Lock()
+	opens := make([]*Open, 0, len(t.opens))
+	for _, o := range t.opens {
+		opens = append(opens, o)
+	}
+	t.mu.Unlock()
+	for _, o := range opens {
+		s.closeOpen(o)
+	}
+}
+
+// expireSession ends a session: its trees and opens are closed.
+func (s *Server) expireSession(ss *Session) {
+	s.mu.Lock()
+	delete(s.sessions, ss.ID)
+	s.mu.Unlock()
+	ss.mu.Lock()
+	ss.state = sessionExpired
+	trees := make([]*Tree, 0, len(ss.trees))
+	for _, t := range ss.trees {
+		trees = append(trees, t)
+	}
+	ss.trees = map[uint32]*Tree{}
+	ss.mu.Unlock()
+	for _, t := range trees {
+		s.closeTree(t)
+	}
+}

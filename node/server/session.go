@@ -1,0 +1,117 @@
+package server
+
+import (
+	"crypto/cipher"
+	"sync"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/smb2/signing"
+)
+
+type sessionState uint8
+
+const (
+	sessionInProgress sessionState = iota
+	sessionValid
+	sessionExpired
+)
+
+// Session is an authenticated user's session ([MS-SMB2] 3.3.1.8). Its
+// immutable part (set when authentication completes) is what a cluster
+// publishes so that a channel can bind to it on another node; see Record.
+type Session struct {
+	ID uint64
+
+	// Set once when authentication succeeds; read-only afterwards.
+	User, Domain     string
+	Guest, Anonymous bool
+	Dialect          uint16
+	ClientGUID       [16]byte
+	Cipher           uint16 // 0 when the connection negotiated none
+	SigningAlg       uint16
+	SessionKey       []byte
+	Keys             signing.Keys
+	SigningRequired  bool
+	EncryptData      bool // every message of the session is encrypted
+	CreatedAt        time.Time
+	encrypter        cipher.AEAD // server → client
+	decrypter        cipher.AEAD // client → server
+	nonces           *signing.NonceSource
+
+	mu       sync.Mutex
+	state    sessionState
+	trees    map[uint32]*Tree
+	nextTree uint32
+	channels map[*conn]*channel
+}
+
+// channel is one connection bound to a session ([MS-SMB2] 3.3.1.14).
+type channel struct {
+	signer signing.Signer
+	// authentication in progress on this connection (first setup or binding)
+	auth    *auth.Context
+	preauth signing.PreauthHash
+	binding bool
+}
+
+// SessionRecord is the portable description of a session: everything another
+// node needs to accept a channel bound to it.
+type SessionRecord struct {
+	ID              uint64
+	User, Domain    string
+	Dialect         uint16
+	ClientGUID      [16]byte
+	Cipher          uint16
+	SigningAlg      uint16
+	SessionKey      []byte
+	SigningRequired bool
+	EncryptData     bool
+	CreatedAt       time.Time
+}
+
+// Record returns the session's portable record.
+func (s *Session) Record() SessionRecord {
+	return SessionRecord{
+		ID: s.ID, User: s.User, Domain: s.Domain, Dialect: s.Dialect,
+		ClientGUID: s.ClientGUID, Cipher: s.Cipher, SigningAlg: s.SigningAlg,
+		SessionKey: append([]byte(nil), s.SessionKey...), SigningRequired: s.SigningRequired,
+		EncryptData: s.EncryptData, CreatedAt: s.CreatedAt,
+	}
+}
+
+// channelFor returns the session's channel on c, or nil.
+func (s *Session) channelFor(c *conn) *channel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.channels[c]
+}
+
+func (s *Session) valid() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == sessionValid
+}
+
+// Tree is a tree connect ([MS-SMB2] 3.3.1.10).
+type Tree struct {
+	ID            uint32
+	Session       *Session
+	Share         *Share
+	MaximalAccess uint32
+	EncryptData   bool
+
+	mu    sync.Mutex
+	opens map[uint64]*Open
+}
+
+// Open is an open of a file, directory or pipe ([MS-SMB2] 3.3.1.11).
+type Open struct {
+	ID      uint64 // both halves of the FileId
+	Tree    *Tree
+	Session *Session
+	Handle  Handle
+	Name    string // share-relative path, for logging and listings
+	Access  uint32 // granted access
+	created time.Time
+}

@@ -1,0 +1,193 @@
+package share
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+
+	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+	"github.com/smbcluster/smbcluster/node/vfs"
+)
+
+const (
+	validCreateOptions = 0x00ffffff
+	invalidAccessBits  = 0x0ce0fe00 // reserved bits of the access mask
+	validAttributes    = 0x00007fb7
+	writeAccess        = smb2.FileWriteData | smb2.FileAppendData | smb2.FileWriteEA |
+		smb2.FileWriteAttributes | smb2.Delete | smb2.WriteDAC | smb2.WriteOwner | smb2.FileDeleteChild
+)
+
+// Create handles SMB2 CREATE on a disk share ([MS-SMB2] 3.3.5.9, [MS-FSA] 2.1.5.1).
+func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle, *smb2.CreateResponse, error) {
+	if err := checkCreate(req); err != nil {
+		return nil, nil, err
+	}
+	pn, err := parseName(req.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if pn.stream != "" {
+		return nil, nil, smb2.StatusObjectNameNotFound // named streams: not yet
+	}
+	access := d.mapGeneric(req.DesiredAccess)
+	if d.readOnly && (access&writeAccess != 0 || req.CreateDisposition != smb2.FileOpen) {
+		return nil, nil, smb2.StatusAccessDenied
+	}
+	o, action, err := d.open(pn.name, req, access)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := o.f.Stat()
+	if err != nil {
+		o.f.Close()
+		return nil, nil, err
+	}
+	o.isDir = fi.IsDir
+	resp := &smb2.CreateResponse{
+		CreateAction:   action,
+		CreationTime:   fscc.Filetime(fi.CreationTime),
+		LastAccessTime: fscc.Filetime(fi.LastAccessTime),
+		LastWriteTime:  fscc.Filetime(fi.LastWriteTime),
+		ChangeTime:     fscc.Filetime(fi.ChangeTime),
+		AllocationSize: uint64(fi.AllocationSize),
+		EndOfFile:      uint64(fi.Size),
+		FileAttributes: fi.Attributes,
+	}
+	resp.Contexts = d.createContexts(req, fi, access)
+	return o, resp, nil
+}
+
+// checkCreate validates the request fields ([MS-SMB2] 3.3.5.9).
+func checkCreate(req *smb2.CreateRequest) error {
+	switch {
+	case req.ImpersonationLevel > 3:
+		return smb2.StatusBadImpersonationLevel
+	case req.CreateDisposition > smb2.FileOverwriteIf:
+		return smb2.StatusInvalidParameter
+	case req.CreateOptions&^validCreateOptions != 0:
+		return smb2.StatusInvalidParameter
+	case req.CreateOptions&(smb2.FileDirectoryFile|smb2.FileNonDirectoryFile) == smb2.FileDirectoryFile|smb2.FileNonDirectoryFile:
+		return smb2.StatusInvalidParameter
+	case req.DesiredAccess&invalidAccessBits != 0:
+		return smb2.StatusAccessDenied
+	case req.FileAttributes&^validAttributes != 0:
+		return smb2.StatusInvalidParameter
+	case req.CreateOptions&smb2.FileDeleteOnClose != 0 && req.DesiredAccess&(smb2.Delete|smb2.GenericAll|smb2.MaximumAllowed) == 0:
+		return smb2.StatusInvalidParameter
+	case req.CreateOptions&smb2.FileDirectoryFile != 0:
+		switch req.CreateDisposition {
+		case smb2.FileOpen, smb2.FileCreate, smb2.FileOpenIf:
+		default:
+			return smb2.StatusInvalidParameter
+		}
+		if req.CreateOptions&0x8 != 0 { // FILE_NO_INTERMEDIATE_BUFFERING on a directory
+			return smb2.StatusInvalidParameter
+		}
+	}
+	return nil
+}
+
+// open performs the disposition on the vfs and returns the open and the
+// create action.
+func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open, uint32, error) {
+	opts := vfs.OpenOptions{
+		Read:       true,
+		Write:      access&(smb2.FileWriteData|smb2.FileAppendData) != 0,
+		Attributes: req.FileAttributes &^ vfs.AttrNormal & vfs.StoredAttrs,
+	}
+	dirWanted := req.CreateOptions&smb2.FileDirectoryFile != 0
+	switch {
+	case dirWanted:
+		opts.Kind = vfs.DirOnly
+	case req.CreateOptions&smb2.FileNonDirectoryFile != 0:
+		opts.Kind = vfs.RegularOnly
+	}
+	if name == "" && req.CreateDisposition != smb2.FileOpen && req.CreateDisposition != smb2.FileOpenIf {
+		return nil, 0, smb2.StatusAccessDenied // the share root cannot be created or overwritten
+	}
+	action := smb2.FileOpened
+	switch req.CreateDisposition {
+	case smb2.FileOpen:
+		opts.Create = vfs.OpenExisting
+	case smb2.FileCreate:
+		opts.Create = vfs.CreateExclusive
+	case smb2.FileOpenIf:
+		opts.Create = vfs.CreateIfAbsent
+	case smb2.FileOverwrite:
+		opts.Create, opts.Truncate, action = vfs.OpenExisting, true, smb2.FileOverwritten
+		opts.Write = true
+	case smb2.FileOverwriteIf, smb2.FileSupersede:
+		opts.Create, opts.Truncate, action = vfs.CreateIfAbsent, true, smb2.FileOverwritten
+		if req.CreateDisposition == smb2.FileSupersede {
+			action = smb2.FileSuperseded
+		}
+		opts.Write = true
+	}
+	if opts.Truncate || opts.Write {
+		if err := d.checkWritable(name, access, opts); err != nil {
+			return nil, 0, err
+		}
+	}
+	f, created, err := d.fs.Open(name, opts)
+	if err != nil {
+		return nil, 0, d.openError(name, err)
+	}
+	if created {
+		action = smb2.FileCreated
+	}
+	o := &open{d: d, f: f, name: name, access: access}
+	if req.CreateOptions&smb2.FileDeleteOnClose != 0 {
+		if err := o.setDeleteOnClose(true); err != nil {
+			f.Close()
+			return nil, 0, err
+		}
+	}
+	return o, action, nil
+}
+
+// checkWritable refuses to write or truncate a file with the read-only
+// attribute ([MS-FSA] 2.1.5.1.2.1).
+func (d *Disk) checkWritable(name string, access uint32, opts vfs.OpenOptions) error {
+	fi, err := d.fs.Stat(name)
+	if err != nil || fi.IsDir {
+		return nil
+	}
+	if fi.Attributes&vfs.AttrReadOnly != 0 && (opts.Truncate || access&(smb2.FileWriteData|smb2.FileAppendData) != 0) {
+		return smb2.StatusAccessDenied
+	}
+	return nil
+}
+
+func (d *Disk) openError(name string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return smb2.StatusObjectNameCollision
+	case errors.Is(err, syscall.ENOTDIR):
+		if fi, serr := d.fs.Stat(name); serr == nil && !fi.IsDir {
+			return smb2.StatusNotADirectory
+		}
+		return smb2.StatusObjectPathNotFound
+	case errors.Is(err, syscall.EISDIR):
+		return smb2.StatusFileIsADirectory
+	case errors.Is(err, fs.ErrNotExist):
+		return d.notFound(name, err)
+	}
+	return err
+}
+
+// createContexts answers the create contexts the server supports: MxAc and
+// QFid. Others are ignored, as [MS-SMB2] 3.3.5.9 allows.
+func (d *Disk) createContexts(req *smb2.CreateRequest, fi vfs.FileInfo, access uint32) []smb2.CreateContext {
+	var out []smb2.CreateContext
+	if _, ok := smb2.FindCreateContext(req.Contexts, "MxAc"); ok {
+		mx := smb2.MxAcResponse{MaximalAccess: d.MaximalAccess(nil)}
+		out = append(out, smb2.CreateContext{Name: "MxAc", Data: mx.Append(nil)})
+	}
+	if _, ok := smb2.FindCreateContext(req.Contexts, "QFid"); ok {
+		q := smb2.QFidResponse{DiskFileID: fi.FileID, VolumeID: d.volumeID}
+		out = append(out, smb2.CreateContext{Name: "QFid", Data: q.Append(nil)})
+	}
+	return out
+}

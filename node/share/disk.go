@@ -1,0 +1,73 @@
+package share
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/vfs"
+)
+
+// Access masks granted on a writable and a read-only share.
+const (
+	fullAccess     = 0x001f01ff
+	readOnlyAccess = 0x001200a9
+)
+
+// Disk is the Backend of one disk share.
+type Disk struct {
+	// Immutable.
+	name     string
+	fs       vfs.FS
+	readOnly bool
+	log      *slog.Logger
+	volumeID uint64
+
+	// pendingDelete tracks names with a delete pending ([MS-FSA] 2.1.5.4),
+	// keyed by FileID.
+	mu      sync.Mutex
+	deletes map[uint64]bool
+}
+
+// NewDisk returns the backend for a disk share named name over fsys.
+func NewDisk(name string, fsys vfs.FS, readOnly bool, log *slog.Logger) *Disk {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Disk{name: name, fs: fsys, readOnly: readOnly, log: log, deletes: map[uint64]bool{}}
+	if st, err := fsys.StatFS(); err == nil {
+		d.volumeID = uint64(st.SerialNumber)
+	}
+	return d
+}
+
+// MaximalAccess implements server.Backend.
+func (d *Disk) MaximalAccess(*server.Session) uint32 {
+	if d.readOnly {
+		return readOnlyAccess
+	}
+	return fullAccess
+}
+
+// mapGeneric turns generic and MAXIMUM_ALLOWED access bits into specific ones
+// ([MS-SMB2] 2.2.13.1.1).
+func (d *Disk) mapGeneric(access uint32) uint32 {
+	max := d.MaximalAccess(nil)
+	if access&smb2.MaximumAllowed != 0 {
+		access |= max
+	}
+	if access&smb2.GenericAll != 0 {
+		access |= max
+	}
+	if access&smb2.GenericRead != 0 {
+		access |= 0x00120089
+	}
+	if access&smb2.GenericWrite != 0 {
+		access |= 0x00120116
+	}
+	if access&smb2.GenericExecute != 0 {
+		access |= 0x001200a0
+	}
+	return access &^ (smb2.MaximumAllowed | smb2.GenericAll | smb2.GenericRead | smb2.GenericWrite | smb2.GenericExecute)
+}
