@@ -125,7 +125,7 @@ const (
 )
 
 // Filesystem attribute flags of FILE_FS_ATTRIBUTE_INFORMATION
-// ([MS-FSCC] 2.5.1).
+// ([MS-FSCC] 2.5).
 const (
 	FileCaseSensitiveSearch        uint32 = 0x00000001
 	FileCasePreservedNames         uint32 = 0x00000002
@@ -155,7 +155,7 @@ const (
 )
 
 // Device types and characteristics of FILE_FS_DEVICE_INFORMATION
-// ([MS-FSCC] 2.5.10).
+// ([MS-FSCC] 2.5).
 const (
 	FileDeviceCDROM     uint32 = 0x00000002
 	FileDeviceDisk      uint32 = 0x00000007
@@ -169,7 +169,7 @@ const (
 	FileDeviceSecureOpen uint32 = 0x00000100
 )
 
-// Reparse tags ([MS-FSCC] 2.1.2.1) most often seen by a file server.
+// Reparse tags ([MS-FSCC] 2.1) most often seen by a file server.
 const (
 	IOReparseTagMountPoint uint32 = 0xA0000003
 	IOReparseTagSymlink    uint32 = 0xA000000C

@@ -14,15 +14,18 @@ type DirEntry struct {
 	ChangeTime     uint64
 	EndOfFile      int64
 	AllocationSize int64
-	FileAttributes uint32
+	FileAttributes uint32 // 0 is sent as FILE_ATTRIBUTE_NORMAL
 	EaSize         uint32
 	ReparseTag     uint32
 	FileID         uint64
 }
 
 // dirFixed is the size of each directory class's entry before FileName
-// ([MS-FSCC] 2.4.8, 2.4.10, 2.4.14, 2.4.17, 2.4.18, 2.4.19, 2.4.21, 2.4.22,
-// 2.4.33).
+// ([MS-FSCC] 2.4: FILE_DIRECTORY_INFORMATION, FILE_FULL_DIR_INFORMATION,
+// FILE_BOTH_DIR_INFORMATION, FILE_ID_BOTH_DIR_INFORMATION,
+// FILE_ID_FULL_DIR_INFORMATION, FILE_ID_EXTD_DIR_INFORMATION,
+// FILE_ID_EXTD_BOTH_DIR_INFORMATION, FILE_ID_64_EXTD_DIR_INFORMATION,
+// FILE_NAMES_INFORMATION).
 func dirFixed(class uint8) int {
 	switch class {
 	case FileDirectoryInformation:
@@ -119,13 +122,17 @@ func (w *DirWriter) fill(b []byte, e *DirEntry, nameLen uint32) {
 	le.PutUint64(b[32:], e.ChangeTime)
 	le.PutUint64(b[40:], uint64(e.EndOfFile))
 	le.PutUint64(b[48:], uint64(e.AllocationSize))
-	le.PutUint32(b[56:], e.FileAttributes)
+	attrs := e.FileAttributes
+	if attrs == 0 {
+		attrs = FileAttributeNormal // [MS-FSA] 2.1.5.6.3.1
+	}
+	le.PutUint32(b[56:], attrs)
 	le.PutUint32(b[60:], nameLen)
 	if w.class == FileDirectoryInformation {
 		return
 	}
 	// In the classes without a ReparsePointTag field, EaSize carries the
-	// reparse tag of a reparse point ([MS-FSCC] 2.4.14).
+	// reparse tag of a reparse point ([MS-FSCC] 2.4).
 	ea := e.EaSize
 	if e.FileAttributes&FileAttributeReparsePoint != 0 {
 		ea = e.ReparseTag

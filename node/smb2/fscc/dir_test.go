@@ -23,7 +23,7 @@ func TestDirWriterNamesExact(t *testing.T) {
 }
 
 // TestDirWriterIdBothLayout checks FILE_ID_BOTH_DIR_INFORMATION field by
-// field against the offsets of [MS-FSCC] 2.4.18.
+// field against the offsets of [MS-FSCC] 2.4.
 func TestDirWriterIdBothLayout(t *testing.T) {
 	e := &DirEntry{FileIndex: 7, Name: "x.txt", ShortName: "X.TXT",
 		CreationTime: 1, LastAccessTime: 2, LastWriteTime: 3, ChangeTime: 4,

@@ -15,7 +15,7 @@ func boolByte(v bool) byte {
 	return 0
 }
 
-// BasicInformation is FILE_BASIC_INFORMATION ([MS-FSCC] 2.4.7). In SET_INFO
+// BasicInformation is FILE_BASIC_INFORMATION ([MS-FSCC] 2.4). In SET_INFO
 // a time of FiletimeUnchanged leaves it alone, FiletimeStopUpdating and
 // FiletimeResumeUpdating switch automatic updates off and on, and a
 // FileAttributes of 0 leaves the attributes alone.
@@ -44,7 +44,7 @@ func (i *BasicInformation) Encode(b []byte) {
 
 // Decode parses FILE_BASIC_INFORMATION from a SET_INFO buffer. Like Windows
 // it accepts 36 bytes (without the trailing Reserved field). Times below -2
-// are invalid ([MS-FSCC] 2.4.7).
+// are invalid ([MS-FSCC] 2.4).
 func (i *BasicInformation) Decode(b []byte) error {
 	if len(b) < 36 {
 		return ErrShortBuffer
@@ -62,7 +62,7 @@ func (i *BasicInformation) Decode(b []byte) error {
 	return nil
 }
 
-// StandardInformation is FILE_STANDARD_INFORMATION ([MS-FSCC] 2.4.41).
+// StandardInformation is FILE_STANDARD_INFORMATION ([MS-FSCC] 2.4).
 type StandardInformation struct {
 	AllocationSize int64
 	EndOfFile      int64
@@ -99,25 +99,25 @@ func (i *StandardInformation) Decode(b []byte) error {
 	return nil
 }
 
-// InternalInformation is FILE_INTERNAL_INFORMATION ([MS-FSCC] 2.4.26).
+// InternalInformation is FILE_INTERNAL_INFORMATION ([MS-FSCC] 2.4).
 type InternalInformation struct{ IndexNumber uint64 }
 
 func (i *InternalInformation) Size() int       { return 8 }
 func (i *InternalInformation) Encode(b []byte) { le.PutUint64(b, i.IndexNumber) }
 
-// EaInformation is FILE_EA_INFORMATION ([MS-FSCC] 2.4.13).
+// EaInformation is FILE_EA_INFORMATION ([MS-FSCC] 2.4).
 type EaInformation struct{ EaSize uint32 }
 
 func (i *EaInformation) Size() int       { return 4 }
 func (i *EaInformation) Encode(b []byte) { le.PutUint32(b, i.EaSize) }
 
-// AccessInformation is FILE_ACCESS_INFORMATION ([MS-FSCC] 2.4.1).
+// AccessInformation is FILE_ACCESS_INFORMATION ([MS-FSCC] 2.4).
 type AccessInformation struct{ AccessFlags uint32 }
 
 func (i *AccessInformation) Size() int       { return 4 }
 func (i *AccessInformation) Encode(b []byte) { le.PutUint32(b, i.AccessFlags) }
 
-// PositionInformation is FILE_POSITION_INFORMATION ([MS-FSCC] 2.4.35).
+// PositionInformation is FILE_POSITION_INFORMATION ([MS-FSCC] 2.4).
 type PositionInformation struct{ CurrentByteOffset int64 }
 
 func (i *PositionInformation) Size() int       { return 8 }
@@ -135,7 +135,7 @@ func (i *PositionInformation) Decode(b []byte) error {
 	return nil
 }
 
-// ModeInformation is FILE_MODE_INFORMATION ([MS-FSCC] 2.4.31).
+// ModeInformation is FILE_MODE_INFORMATION ([MS-FSCC] 2.4).
 type ModeInformation struct{ Mode uint32 }
 
 // Mode flags of FILE_MODE_INFORMATION that SET_INFO may change.
@@ -152,7 +152,7 @@ func (i *ModeInformation) Size() int       { return 4 }
 func (i *ModeInformation) Encode(b []byte) { le.PutUint32(b, i.Mode) }
 
 // Decode parses FILE_MODE_INFORMATION; unknown bits and both synchronous
-// modes together are invalid ([MS-FSCC] 2.4.31).
+// modes together are invalid ([MS-FSCC] 2.4).
 func (i *ModeInformation) Decode(b []byte) error {
 	if len(b) < 4 {
 		return ErrShortBuffer
@@ -167,18 +167,18 @@ func (i *ModeInformation) Decode(b []byte) error {
 	return nil
 }
 
-// AlignmentInformation is FILE_ALIGNMENT_INFORMATION ([MS-FSCC] 2.4.3).
+// AlignmentInformation is FILE_ALIGNMENT_INFORMATION ([MS-FSCC] 2.4).
 type AlignmentInformation struct{ AlignmentRequirement uint32 }
 
 func (i *AlignmentInformation) Size() int       { return 4 }
 func (i *AlignmentInformation) Encode(b []byte) { le.PutUint32(b, i.AlignmentRequirement) }
 
-// NameInformation is FILE_NAME_INFORMATION ([MS-FSCC] 2.4.28); it also
+// NameInformation is FILE_NAME_INFORMATION ([MS-FSCC] 2.4); it also
 // serves FileAlternateNameInformation and FileNormalizedNameInformation.
 type NameInformation struct{ FileName string }
 
 // AlternateNameInformation is FILE_ALTERNATE_NAME_INFORMATION
-// ([MS-FSCC] 2.4.5), laid out like FILE_NAME_INFORMATION.
+// ([MS-FSCC] 2.4), laid out like FILE_NAME_INFORMATION.
 type AlternateNameInformation = NameInformation
 
 func (i *NameInformation) Size() int { return 4 + utf16le.Len(i.FileName) }
@@ -211,7 +211,7 @@ func decodeLenName(b []byte, off int) (string, error) {
 	return s, nil
 }
 
-// AllInformation is FILE_ALL_INFORMATION ([MS-FSCC] 2.4.2): the fixed parts
+// AllInformation is FILE_ALL_INFORMATION ([MS-FSCC] 2.4): the fixed parts
 // of nine classes packed back to back (100 bytes) followed by the name.
 type AllInformation struct {
 	Basic     BasicInformation
@@ -260,7 +260,7 @@ func (i *AllInformation) Decode(b []byte) error {
 	return i.Name.Decode(b[96:])
 }
 
-// NetworkOpenInformation is FILE_NETWORK_OPEN_INFORMATION ([MS-FSCC] 2.4.29).
+// NetworkOpenInformation is FILE_NETWORK_OPEN_INFORMATION ([MS-FSCC] 2.4).
 type NetworkOpenInformation struct {
 	CreationTime   uint64
 	LastAccessTime uint64
@@ -285,7 +285,7 @@ func (i *NetworkOpenInformation) Encode(b []byte) {
 	le.PutUint32(b[52:], 0) // Reserved
 }
 
-// AttributeTagInformation is FILE_ATTRIBUTE_TAG_INFORMATION ([MS-FSCC] 2.4.6).
+// AttributeTagInformation is FILE_ATTRIBUTE_TAG_INFORMATION ([MS-FSCC] 2.4).
 type AttributeTagInformation struct {
 	FileAttributes uint32
 	ReparseTag     uint32
@@ -298,7 +298,7 @@ func (i *AttributeTagInformation) Encode(b []byte) {
 	le.PutUint32(b[4:], i.ReparseTag)
 }
 
-// CompressionInformation is FILE_COMPRESSION_INFORMATION ([MS-FSCC] 2.4.9).
+// CompressionInformation is FILE_COMPRESSION_INFORMATION ([MS-FSCC] 2.4).
 type CompressionInformation struct {
 	CompressedFileSize   int64
 	CompressionFormat    uint16 // COMPRESSION_FORMAT_NONE = 0, _LZNT1 = 2
@@ -317,7 +317,7 @@ func (i *CompressionInformation) Encode(b []byte) {
 	b[13], b[14], b[15] = 0, 0, 0 // Reserved
 }
 
-// IdInformation is FILE_ID_INFORMATION ([MS-FSCC] 2.4.27).
+// IdInformation is FILE_ID_INFORMATION ([MS-FSCC] 2.4).
 type IdInformation struct {
 	VolumeSerialNumber uint64
 	FileID             [16]byte
@@ -330,7 +330,7 @@ func (i *IdInformation) Encode(b []byte) {
 	copy(b[8:24], i.FileID[:])
 }
 
-// PipeInformation is FILE_PIPE_INFORMATION ([MS-FSCC] 2.4.33).
+// PipeInformation is FILE_PIPE_INFORMATION ([MS-FSCC] 2.4).
 type PipeInformation struct {
 	ReadMode       uint32 // FILE_PIPE_BYTE_STREAM_MODE 0, FILE_PIPE_MESSAGE_MODE 1
 	CompletionMode uint32 // FILE_PIPE_QUEUE_OPERATION 0, FILE_PIPE_COMPLETE_OPERATION 1
@@ -355,7 +355,7 @@ func (i *PipeInformation) Decode(b []byte) error {
 	return nil
 }
 
-// PipeLocalInformation is FILE_PIPE_LOCAL_INFORMATION ([MS-FSCC] 2.4.34).
+// PipeLocalInformation is FILE_PIPE_LOCAL_INFORMATION ([MS-FSCC] 2.4).
 type PipeLocalInformation struct {
 	NamedPipeType          uint32 // 0 byte stream, 1 message
 	NamedPipeConfiguration uint32 // 0 inbound, 1 outbound, 2 full duplex

@@ -95,7 +95,7 @@ func TestAllInformationLayout(t *testing.T) {
 	}
 	b := make([]byte, in.Size())
 	in.Encode(b)
-	// [MS-FSCC] 2.4.2: Basic 0..40, Standard 40..64, Internal 64, Ea 72,
+	// [MS-FSCC] 2.4: Basic 0..40, Standard 40..64, Internal 64, Ea 72,
 	// Access 76, Position 80, Mode 88, Alignment 92, NameLength 96, name 100.
 	checks := map[int]string{
 		0: "0100000000000000", 32: "10000000", 40: "0800000000000000", 48: "0900000000000000",

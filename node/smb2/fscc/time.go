@@ -7,7 +7,7 @@ import "time"
 const epochDelta = 11644473600
 
 // Special FILETIME values in FILE_BASIC_INFORMATION for SET_INFO
-// ([MS-FSCC] 2.4.7).
+// ([MS-FSCC] 2.4).
 const (
 	FiletimeUnchanged      uint64 = 0                  // leave the time as is
 	FiletimeStopUpdating   uint64 = 0xFFFFFFFFFFFFFFFF // -1: stop automatic updates
