@@ -71,8 +71,15 @@ type Pipe interface {
 	// that the message continues (the server then answers
 	// STATUS_BUFFER_OVERFLOW with the partial data). The returned slice is
 	// not reused by the Pipe.
+	//
+	// With nothing pending Read returns ErrPipeEmpty. Output only ever
+	// appears as the result of a Write on the same Pipe, so a server may
+	// answer STATUS_PIPE_EMPTY, or, for Windows' blocking-pipe behaviour,
+	// keep the READ pending and retry it after the next Write on this open.
 	Read(max int) (data []byte, more bool, err error)
-	// Transceive = Write(in) then Read(max) (FSCTL_PIPE_TRANSCEIVE).
+	// Transceive = Write(in) then Read(max) (FSCTL_PIPE_TRANSCEIVE). It
+	// fails with ErrPipeBusy, writing nothing, while earlier output is
+	// unread, as Windows does ([MS-FSCC] 2.3.48).
 	Transceive(in []byte, max int) (out []byte, more bool, err error)
 	Close() error
 }
@@ -138,8 +145,18 @@ func (p *pipe) Write(b []byte) (int, error) {
 		return 0, ErrPipeBusy
 	}
 	p.in = append(p.in, b...)
+	if err := p.process(); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// process handles the complete PDUs at the start of p.in, stopping early
+// while unread output exceeds maxPendingOutput (Read resumes it), so that a
+// write full of small requests cannot make the pipe hold unbounded output.
+func (p *pipe) process() error {
 	off := 0
-	for {
+	for p.outLen <= maxPendingOutput {
 		rest := p.in[off:]
 		n := dcerpc.FragLength(rest)
 		if len(rest) < dcerpc.HeaderSize || len(rest) < n {
@@ -147,7 +164,7 @@ func (p *pipe) Write(b []byte) (int, error) {
 		}
 		if n < dcerpc.HeaderSize || p.conn.Handle(rest[:n], p.emit) != nil {
 			p.err, p.in = ErrProtocol, nil
-			return 0, ErrProtocol
+			return ErrProtocol
 		}
 		off += n
 	}
@@ -155,12 +172,15 @@ func (p *pipe) Write(b []byte) (int, error) {
 	if len(p.in) == 0 && cap(p.in) > 64<<10 {
 		p.in = nil
 	}
-	return len(b), nil
+	return nil
 }
 
 func (p *pipe) Read(n int) ([]byte, bool, error) {
 	if p.err == ErrClosed {
 		return nil, false, ErrClosed
+	}
+	if len(p.out) == 0 && p.err == nil {
+		p.process()
 	}
 	if len(p.out) == 0 {
 		if p.err != nil {

@@ -418,3 +418,42 @@ func TestShareGetInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputBound pipelines requests whose answers exceed maxPendingOutput:
+// the pipe stops processing, refuses further writes while output is unread,
+// and resumes as the client reads.
+func TestOutputBound(t *testing.T) {
+	env := testEnv()
+	var shares []ShareInfo
+	for i := range 500 {
+		shares = append(shares, ShareInfo{Name: fmt.Sprintf("share%03d", i), Comment: strings.Repeat("c", 30)})
+	}
+	env.Shares = func() []ShareInfo { return shares }
+	p := open(t, "srvsvc", env)
+	bindSrvsvc(t, p)
+	const calls = 60
+	var reqs []byte
+	for i := range calls {
+		reqs = append(reqs, requestPDU(uint32(100+i), 0, 15, shareEnumStub(1))...)
+	}
+	if _, err := p.Write(reqs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Write(requestPDU(99, 0, 15, shareEnumStub(1))); !errors.Is(err, ErrPipeBusy) {
+		t.Errorf("write with %d bytes unread: %v", p.(*pipe).outLen, err)
+	}
+	done := 0
+	for done < calls {
+		pdu := readAll(t, p, 4280)
+		var r dcerpc.Response
+		if err := r.Decode(pdu); err != nil || r.CallID != uint32(100+done) {
+			t.Fatalf("response %d: call %d, %v", done, r.CallID, err)
+		}
+		if r.Flags&dcerpc.FlagLastFrag != 0 {
+			done++
+		}
+	}
+	if _, _, err := p.Read(10); !errors.Is(err, ErrPipeEmpty) {
+		t.Errorf("after draining: %v", err)
+	}
+}
