@@ -280,3 +280,48 @@ func TestStatusTableFresh(t *testing.T) {
 		t.Errorf("status.txt has %d entries, table %d: run go generate", n, statusCount)
 	}
 }
+
+// A 3.1.1 TREE_CONNECT with the extension present: the path follows the
+// 16-byte extension, with PathOffset relative to the header (88) or to the
+// extension (16).
+func TestTreeConnectExtension(t *testing.T) {
+	path := "\\\\srv\\share"
+	for _, off := range []uint16{88, 16} {
+		body := make([]byte, 8+16)
+		le.PutUint16(body, 9)
+		le.PutUint16(body[2:], TreeConnectFlagExtensionPresent)
+		le.PutUint16(body[4:], off)
+		le.PutUint16(body[6:], uint16(2*len(path)))
+		for _, c := range path {
+			body = append(body, byte(c), 0)
+		}
+		msg := make([]byte, HeaderSize)
+		(&Header{Command: CmdTreeConnect}).Encode(msg)
+		msg = append(msg, body...)
+		var r TreeConnectRequest
+		if err := r.Decode(msg); err != nil || r.Path != path {
+			t.Fatalf("offset %d: %q, %v", off, r.Path, err)
+		}
+	}
+}
+
+// The READ/WRITE path decodes and encodes without allocating.
+func TestHotPathAllocs(t *testing.T) {
+	rd := pdu(CmdRead, &ReadRequest{Length: 65536, FileID: fid}, 0)
+	wr := pdu(CmdWrite, &WriteRequest{FileID: fid, Data: make([]byte, 4096)}, 0)
+	out := make([]byte, 64)
+	var r ReadRequest
+	var w WriteRequest
+	allocs := testing.AllocsPerRun(100, func() {
+		_ = r.Decode(rd)
+		_ = w.Decode(wr)
+		_, _ = DecodeWriteHeader(wr[HeaderSize:])
+		(&ReadResponse{DataOffset: ReadResponseDataOffset, DataLength: 4096}).Encode(out)
+		(&WriteResponse{Count: 4096}).Encode(out)
+		(&CloseRequest{}).Decode(rd)
+		_, _ = SplitCompound(rd)
+	})
+	if allocs > 1 { // SplitCompound's slice of one PDU
+		t.Fatalf("%v allocations per run", allocs)
+	}
+}

@@ -56,7 +56,10 @@ type TreeConnectRequest struct {
 	Path  string
 }
 
-const treeConnectRequestStructSize = 9
+const (
+	treeConnectRequestStructSize = 9
+	treeConnectExtensionSize     = 16
+)
 
 // Decode parses the request from msg, the whole PDU.
 func (r *TreeConnectRequest) Decode(msg []byte) error {
@@ -65,7 +68,18 @@ func (r *TreeConnectRequest) Decode(msg []byte) error {
 		return err
 	}
 	r.Flags = le.Uint16(b[2:])
-	p, err := span(msg, uint32(le.Uint16(b[4:])), uint32(le.Uint16(b[6:])), HeaderSize+8)
+	off, n := uint32(le.Uint16(b[4:])), uint32(le.Uint16(b[6:]))
+	lo := HeaderSize + 8
+	if r.Flags&TreeConnectFlagExtensionPresent != 0 {
+		// The path follows the 16-byte TREE_CONNECT_Request_Extension
+		// ([MS-SMB2] 2.2.9.1). Windows makes PathOffset header-relative;
+		// some clients make it relative to the extension: accept both.
+		lo += treeConnectExtensionSize
+		if off < uint32(lo) {
+			off += HeaderSize + 8
+		}
+	}
+	p, err := span(msg, off, n, lo)
 	if err != nil {
 		return err
 	}
