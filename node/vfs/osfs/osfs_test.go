@@ -2,11 +2,13 @@ package osfs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/vfs"
 	"github.com/smbcluster/smbcluster/node/vfs/vfstest"
@@ -111,4 +113,95 @@ func FuzzDOSAttrib(f *testing.F) {
 			t.Fatalf("re-decode %+v: %+v %v", rec, again, err)
 		}
 	})
+}
+
+// TestConformanceTmpfs runs the suite on /dev/shm when it is a tmpfs: it
+// checks user xattr support (or its graceful absence) on a second kind of
+// filesystem.
+func TestConformanceTmpfs(t *testing.T) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &st); err != nil || st.Type != 0x01021994 {
+		t.Skip("/dev/shm is not a tmpfs")
+	}
+	vfstest.TestFS(t, func(t *testing.T) vfs.FS {
+		dir, err := os.MkdirTemp("/dev/shm", "osfs-test-")
+		if err != nil {
+			t.Skip(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		root := filepath.Join(dir, "share")
+		if err := os.Mkdir(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fsys, err := New(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fsys.Close() })
+		t.Logf("tmpfs: btime=%v xattrs=%v", fsys.btime, fsys.XattrsSupported())
+		return fsys
+	})
+}
+
+// TestWithoutXattrsOrBirthTime forces the degraded paths: no user xattrs
+// (SetInfo's attributes are dropped without error) and no birth time (the
+// creation time is recorded at create and stays put).
+func TestWithoutXattrsOrBirthTime(t *testing.T) {
+	t.Run("suite without xattrs", func(t *testing.T) {
+		vfstest.TestFS(t, func(t *testing.T) vfs.FS {
+			fsys := newTestFS(t)
+			fsys.noXattr.Store(true)
+			return fsys
+		})
+	})
+	fsys := newTestFS(t)
+	fsys.noXattr.Store(true)
+	f, _, err := fsys.Open("f", vfs.OpenOptions{Write: true, Create: vfs.CreateExclusive, Attributes: vfs.AttrHidden})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := vfs.AttrHidden
+	if err := f.SetInfo(time.Now(), time.Time{}, time.Time{}, time.Time{}, &hidden); err != nil {
+		t.Errorf("SetInfo without xattrs: %v", err)
+	}
+	if fi, _ := f.Stat(); fi.Attributes != vfs.AttrArchive {
+		t.Errorf("attrs without xattrs: %#x, want derived archive", fi.Attributes)
+	}
+	f.Close()
+
+	fsys = newTestFS(t)
+	fsys.btime = false
+	f, _, err = fsys.Open("g", vfs.OpenOptions{Write: true, Create: vfs.CreateExclusive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	before, _ := f.Stat()
+	if err := f.SetInfo(time.Time{}, time.Time{}, before.CreationTime.Add(time.Hour), time.Time{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := f.Stat()
+	if !after.CreationTime.Equal(before.CreationTime) || before.CreationTime.IsZero() {
+		t.Errorf("creation time moved from %v to %v", before.CreationTime, after.CreationTime)
+	}
+}
+
+func BenchmarkReadDir10k(b *testing.B) {
+	fsys := newTestFS(b)
+	for i := range 10000 {
+		if err := os.WriteFile(filepath.Join(fsys.Root(), fmt.Sprintf("f%05d", i)), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d, _, err := fsys.Open("", vfs.OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if l, err := d.ReadDir(); err != nil || len(l) != 10000 {
+			b.Fatal(len(l), err)
+		}
+	}
 }

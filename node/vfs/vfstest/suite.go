@@ -46,6 +46,7 @@ func TestFS(t *testing.T, newFS func(t *testing.T) vfs.FS) {
 		{"StatRoot", testStatRoot},
 		{"SetInfo", testSetInfo},
 		{"CreateAttributes", testCreateAttributes},
+		{"CreateRace", testCreateRace},
 		{"FileIDStable", testFileIDStable},
 		{"ClosedFile", testClosedFile},
 		{"BadNames", testBadNames},

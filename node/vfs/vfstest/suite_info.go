@@ -1,6 +1,9 @@
 package vfstest
 
 import (
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,5 +152,34 @@ func testStatFS(t *testing.T, fsys vfs.FS) {
 	}
 	if st.TotalBytes <= 0 || st.BlockSize == 0 || st.MaxNameLen == 0 || st.FSName == "" || st.AvailBytes > st.TotalBytes {
 		t.Errorf("StatFS: %+v", st)
+	}
+}
+
+// testCreateRace: of many concurrent CreateIfAbsent opens exactly one
+// reports created.
+func testCreateRace(t *testing.T, fsys vfs.FS) {
+	const n = 16
+	var wg sync.WaitGroup
+	var created atomic.Int32
+	for _, o := range []vfs.OpenOptions{rw, {Create: vfs.CreateIfAbsent, Kind: vfs.DirOnly}} {
+		created.Store(0)
+		name := fmt.Sprintf("race-%d", o.Kind)
+		for range n {
+			wg.Go(func() {
+				f, c, err := fsys.Open(name, o)
+				if err != nil {
+					t.Errorf("Open(%q): %v", name, err)
+					return
+				}
+				f.Close()
+				if c {
+					created.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if got := created.Load(); got != 1 {
+			t.Errorf("%q: %d opens reported created, want 1", name, got)
+		}
 	}
 }
