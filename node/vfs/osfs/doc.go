@@ -27,6 +27,11 @@
 // user xattrs, attributes are derived (AttrDirectory / AttrArchive) and
 // SetInfo's attributes and creation time are silently dropped.
 //
+// FileID is the inode number, the same on every node sharing the
+// filesystem. Files are safe for concurrent use: the descriptor is held
+// by an os.File, so Close never races a pread/pwrite onto a reused
+// descriptor; ReadDir calls on one directory are serialized.
+//
 // Only regular files and directories are served; opening a FIFO, socket or
 // device fails with fs.ErrPermission. Open with Truncate needs a writable
 // descriptor, so the file is opened for writing even when o.Write is false

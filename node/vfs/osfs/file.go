@@ -193,7 +193,9 @@ func futimens(fd int, atime, mtime time.Time) error {
 }
 
 // ReadDir lists the directory sorted by name, describing each entry like
-// Stat. Entries removed while listing are skipped.
+// Stat. Entries removed while listing are skipped. A symbolic link entry is
+// resolved from the root through the name the directory was opened by; if
+// the directory was renamed since, the link may be described as itself.
 func (f *file) ReadDir() ([]vfs.FileInfo, error) {
 	if !f.isDir {
 		return nil, f.pathErr("readdir", syscall.ENOTDIR)
