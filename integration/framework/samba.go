@@ -11,9 +11,9 @@ import (
 	"testing"
 )
 
-// nssWrapper is the library that gives smbd the test's users without
-// touching /etc/passwd (Debian package libnss-wrapper).
-const nssWrapper = "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so"
+// nssWrapperGlob finds the library that gives smbd the test's users
+// without touching /etc/passwd (Debian package libnss-wrapper).
+const nssWrapperGlob = "/usr/lib/*/libnss_wrapper.so"
 
 // StartSamba starts a private smbd on opts.Addr with a generated smb.conf
 // and all its state under a temporary directory, and waits until it accepts
@@ -24,8 +24,9 @@ func StartSamba(t testing.TB, opts Options) *Node {
 	t.Helper()
 	smbd := RequireTool(t, "smbd")
 	smbpasswd := RequireTool(t, "smbpasswd")
-	if _, err := os.Stat(nssWrapper); err != nil {
-		t.Skipf("nss_wrapper not installed (apt-get install libnss-wrapper): %v", err)
+	libs, _ := filepath.Glob(nssWrapperGlob)
+	if len(libs) == 0 {
+		t.Skipf("nss_wrapper not installed (apt-get install libnss-wrapper): no %s", nssWrapperGlob)
 	}
 	opts = withDefaults(t, opts)
 	dir := t.TempDir()
@@ -34,7 +35,7 @@ func StartSamba(t testing.TB, opts Options) *Node {
 			t.Fatal(err)
 		}
 	}
-	env := sambaEnv(t, dir, opts.Users)
+	env := sambaEnv(t, dir, libs[0], opts.Users)
 	conf := filepath.Join(dir, "smb.conf")
 	if err := os.WriteFile(conf, []byte(sambaConf(dir, opts)), 0o644); err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func StartSamba(t testing.TB, opts Options) *Node {
 
 // sambaEnv writes nss_wrapper passwd and group files holding root, nobody
 // and one account per user, and returns the environment that uses them.
-func sambaEnv(t testing.TB, dir string, users map[string]string) []string {
+func sambaEnv(t testing.TB, dir, nssWrapper string, users map[string]string) []string {
 	t.Helper()
 	passwd := "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
 	group := "root:x:0:\nnogroup:x:65534:\n"
