@@ -13,6 +13,7 @@
 // server then answers STATUS_BUFFER_OVERFLOW).
 //
 // Invariant: no client input makes a Pipe panic or hold unbounded memory:
-// partial input is at most one PDU (frag_length is 16 bits), a reassembled
-// request is bounded by dcerpc, and pending output by maxPendingOutput.
+// unprocessed input is at most one Write plus one incomplete PDU (frag_length
+// is 16 bits), a reassembled request is bounded by dcerpc, and processing
+// stops while unread output exceeds maxPendingOutput.
 package ipc

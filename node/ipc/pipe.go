@@ -126,7 +126,7 @@ func Open(name string, env *Env) (Pipe, error) {
 
 type pipe struct {
 	conn   *dcerpc.Conn
-	in     []byte   // an incomplete PDU
+	in     []byte   // unprocessed input: an incomplete PDU, or PDUs held back by the output bound
 	out    [][]byte // pending messages, the first possibly partly read
 	outLen int
 	err    error // sticky: ErrProtocol or ErrClosed
