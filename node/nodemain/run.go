@@ -71,6 +71,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Encryption:      encryptionMode(cfg.Encryption),
 		Shares:          shares,
 		Logger:          log,
+
+		ZeroCopyThreshold: zeroCopyThreshold(cfg.ZeroCopyThreshold),
 	})
 	var listeners []net.Listener
 	for _, addr := range cfg.Listen {
@@ -118,6 +120,13 @@ func encryptionMode(s string) server.EncryptionMode {
 		return server.EncryptRequired
 	}
 	return server.EncryptOff
+}
+
+func zeroCopyThreshold(n int) int {
+	if n == 0 {
+		return defaultZeroCopyThreshold
+	}
+	return n
 }
 
 func orDefault(s, d string) string {

@@ -42,6 +42,10 @@ type Config struct {
 	IdleTimeout    time.Duration // zero → none
 	MaxConnections int           // zero → unlimited
 
+	// ZeroCopyThreshold is the smallest plain READ answered with sendfile;
+	// zero or negative disables zero-copy reads.
+	ZeroCopyThreshold int
+
 	// Interfaces lists the addresses announced by FSCTL_QUERY_NETWORK_INTERFACE_INFO;
 	// nil → the listeners' addresses.
 	Interfaces []Interface

@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -34,6 +35,7 @@ type conn struct {
 	local  string
 	ctx    context.Context
 	cancel context.CancelFunc
+	raw    syscall.RawConn // nil unless TCP: the zero-copy path needs it
 
 	// Set by NEGOTIATE, which completes before any other request is
 	// accepted; read-only afterwards.
@@ -73,6 +75,7 @@ type pendingReq struct {
 // frame is one NetBIOS message to send: its parts are written with one writev.
 type frame struct {
 	parts   net.Buffers
+	file    SendfileResponse // data sent with sendfile after parts, or nil
 	release func()
 }
 
@@ -85,6 +88,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		local:   nc.LocalAddr().String(),
 		ctx:     ctx,
 		cancel:  cancel,
+		raw:     rawConnOf(nc),
 		credits: newCreditWindow(s.cfg.MaxCredits),
 		out:     make(chan frame, 64),
 		pending: map[uint64]*pendingReq{},
@@ -278,7 +282,13 @@ func (c *conn) send(f frame) bool {
 func (c *conn) writeLoop() {
 	for f := range c.out {
 		if c.ctx.Err() == nil {
-			if _, err := f.parts.WriteTo(c.nc); err != nil {
+			var err error
+			if f.file != nil {
+				err = c.sendHeaderAndFile(f.parts[0], f.file)
+			} else {
+				_, err = f.parts.WriteTo(c.nc)
+			}
+			if err != nil {
 				// A partly written frame poisons the stream.
 				c.close()
 			}

@@ -21,10 +21,10 @@ func (r *Request) resolveOpen(fid smb2.FileID) error {
 	s.mu.Lock()
 	o := s.opens[fid.Volatile]
 	s.mu.Unlock()
-	if o == nil || o.ID != fid.Persistent || o.Session != r.Session || o.Tree != r.Tree {
+	if o == nil || o.ID != fid.Persistent || o.Session != r.Session || o.Tree != r.Tree || !o.acquire() {
 		return smb2.StatusFileClosed
 	}
-	r.Open = o
+	r.Open, r.openHeld = o, true
 	return nil
 }
 
@@ -56,6 +56,8 @@ func (c *conn) serveClose(r *Request) (Response, error) {
 	if !c.srv.removeOpen(r.Open) {
 		return nil, smb2.StatusFileClosed
 	}
+	r.releaseOpen()
+	r.Open.drain()
 	resp, err := r.Open.Handle.Close(req.Flags&smb2.ClosePostQueryAttrib != 0)
 	if err != nil {
 		return nil, err
@@ -239,4 +241,12 @@ func (c *conn) serveChangeNotify(r *Request) (Response, error) {
 // ([MS-SMB2] 3.3.5.22). Nothing is granted yet, so nothing can be broken.
 func (c *conn) serveOplockBreak(r *Request) (Response, error) {
 	return nil, smb2.StatusInvalidOplockProtocol
+}
+
+// releaseOpen drops the request's reference on its open, if it holds one.
+func (r *Request) releaseOpen() {
+	if r.openHeld {
+		r.openHeld = false
+		r.Open.release()
+	}
 }

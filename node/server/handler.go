@@ -39,6 +39,8 @@ type Request struct {
 	forceSign  bool             // sign the response even though the request was not (final SESSION_SETUP)
 	onEncoded  func(pdu []byte) // sees the encoded response (preauth integrity hash)
 	bindSigner signingKey       // signs responses of a binding in progress (the session's key)
+	openHeld   bool             // the request holds a reference on Open
+	single     bool             // the message is one plaintext PDU (zero-copy eligible)
 }
 
 // Dialect is the connection's negotiated dialect.
@@ -46,6 +48,30 @@ func (r *Request) Dialect() uint16 { return r.conn.dialect }
 
 // ClientAddr is the remote address of the connection.
 func (r *Request) ClientAddr() string { return r.conn.remote }
+
+// ZeroCopy reports whether a READ of n bytes may be answered with a
+// SendfileResponse: the message is a lone, unencrypted PDU whose response
+// will not be signed, and n reaches the configured threshold.
+func (r *Request) ZeroCopy(n uint32) bool {
+	t := r.conn.srv.cfg.ZeroCopyThreshold
+	if t <= 0 || int(n) < t || !r.single || r.conn.raw == nil {
+		return false
+	}
+	if r.Session == nil || r.Session.EncryptData || r.Tree != nil && r.Tree.EncryptData {
+		return false
+	}
+	return !r.signResponse()
+}
+
+// SendfileResponse is a READ response whose data the writer sends straight
+// from a file with sendfile(2), after the encoded header and body.
+type SendfileResponse interface {
+	Response
+	// Segment is the file descriptor, offset and length to send; the
+	// descriptor stays valid until Release.
+	Segment() (fd uintptr, off int64, n int)
+	Release()
+}
 
 // Backend serves the file commands of one share.
 type Backend interface {

@@ -26,6 +26,7 @@ type result struct {
 	signer    signingKey
 	encrypt   *Session
 	onEncoded func(pdu []byte)
+	open      *Open // reference held until the response is written (sendfile)
 }
 
 // signingKey is whatever signs a response; nil when the response is unsigned.
@@ -41,7 +42,7 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session) er
 	var st compoundState
 	results := make([]result, 0, len(pdus))
 	for i, p := range pdus {
-		r := &Request{Header: hdrs[i], Msg: p, conn: c}
+		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil}
 		r.related = i > 0 && hdrs[i].Flags&smb2.FlagRelatedOperations != 0
 		res, err := c.serveOne(r, &st, enc)
 		if err != nil {
@@ -74,6 +75,10 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	defer c.untrackPending(h.MessageID)
 
 	body, err := c.run(r, st, enc)
+	if _, ok := body.(SendfileResponse); ok && err == nil && r.openHeld {
+		res.open, r.openHeld = r.Open, false
+	}
+	r.releaseOpen()
 	if r.Session != nil {
 		res.hdr.SessionID = r.Session.ID
 		if res.encrypt == nil && r.Session.EncryptData && h.Command != smb2.CmdSessionSetup {
@@ -110,8 +115,10 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	case body != nil && (status == smb2.StatusMoreProcessingRequired || status == smb2.StatusBufferOverflow || status.IsWarning()):
 		res.body = body
 	default:
-		if rel, ok := body.(PayloadResponse); ok {
-			rel.Release()
+		releaseBody(body)
+		if res.open != nil {
+			res.open.release()
+			res.open = nil
 		}
 		res.body = errorBody
 	}
@@ -261,8 +268,30 @@ func (c *conn) serveCancel(h *smb2.Header) {
 	}
 }
 
+// releaseBody frees the buffers a response body holds.
+func releaseBody(b Response) {
+	switch p := b.(type) {
+	case PayloadResponse:
+		p.Release()
+	case SendfileResponse:
+		p.Release()
+	}
+}
+
 // writeResults encodes, signs, encrypts and queues the responses of one message.
 func (c *conn) writeResults(rs []result) {
+	if len(rs) == 1 && rs[0].signer == nil && rs[0].encrypt == nil {
+		if sf, ok := rs[0].body.(SendfileResponse); ok {
+			c.writeSendfile(&rs[0], sf)
+			return
+		}
+	}
+	for i := range rs {
+		if sf, ok := rs[i].body.(SendfileResponse); ok {
+			// Signed, sealed or compounded after all: read the data instead.
+			rs[i].body = bufferSendfile(sf)
+		}
+	}
 	var zero [8]byte
 	size := 0
 	for i := range rs {
@@ -324,6 +353,11 @@ func (c *conn) writeResults(rs []result) {
 		putBuf(buf)
 		for _, p := range payloads {
 			p.Release()
+		}
+		for i := range rs {
+			if rs[i].open != nil {
+				rs[i].open.release()
+			}
 		}
 	}
 	if enc := rs[0].encrypt; enc != nil && enc.encrypter != nil {

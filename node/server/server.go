@@ -241,9 +241,11 @@ func (s *Server) removeOpen(o *Open) bool {
 	return true
 }
 
-// closeOpen closes o's handle if nobody has yet.
+// closeOpen closes o's handle if nobody has yet, after in-flight
+// operations on it finish.
 func (s *Server) closeOpen(o *Open) {
 	if s.removeOpen(o) {
+		o.drain()
 		if _, err := o.Handle.Close(false); err != nil {
 			s.log.Debug("close on teardown", "file", o.Name, "err", err)
 		}

@@ -114,4 +114,45 @@ type Open struct {
 	Name    string // share-relative path, for logging and listings
 	Access  uint32 // granted access
 	created time.Time
+
+	// In-flight operations hold a reference so that the handle is closed
+	// only after they finish (a queued sendfile still reads its fd).
+	mu     sync.Mutex
+	refs   int
+	closed bool
+	idle   *sync.Cond
+}
+
+// acquire takes a reference; it fails once the open is closing.
+func (o *Open) acquire() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	o.refs++
+	return true
+}
+
+// release drops a reference taken by acquire.
+func (o *Open) release() {
+	o.mu.Lock()
+	o.refs--
+	if o.refs == 0 && o.idle != nil {
+		o.idle.Broadcast()
+	}
+	o.mu.Unlock()
+}
+
+// drain marks the open closing and waits until no operation holds it.
+func (o *Open) drain() {
+	o.mu.Lock()
+	o.closed = true
+	for o.refs > 0 {
+		if o.idle == nil {
+			o.idle = sync.NewCond(&o.mu)
+		}
+		o.idle.Wait()
+	}
+	o.mu.Unlock()
 }

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"syscall"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"golang.org/x/sys/unix"
+)
+
+// errShortSendfile means the file shrank under a zero-copy READ after its
+// header promised more data: the stream cannot be repaired.
+var errShortSendfile = errors.New("server: file shorter than the READ header promised")
+
+// rawConnOf returns the syscall.RawConn of a TCP connection, or nil.
+func rawConnOf(nc net.Conn) syscall.RawConn {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// writeSendfile queues a READ response whose data goes out with sendfile.
+func (c *conn) writeSendfile(res *result, sf SendfileResponse) {
+	_, _, n := sf.Segment()
+	bodyLen := sf.Size()
+	buf := getBuf(4 + smb2.HeaderSize + bodyLen)
+	b := *buf
+	res.hdr.Encode(b[4:])
+	sf.Encode(b[4+smb2.HeaderSize:])
+	binary.BigEndian.PutUint32(b[0:4], uint32(smb2.HeaderSize+bodyLen+n))
+	open := res.open
+	c.send(frame{
+		parts: net.Buffers{b},
+		file:  sf,
+		release: func() {
+			putBuf(buf)
+			sf.Release()
+			if open != nil {
+				open.release()
+			}
+		},
+	})
+}
+
+// sendHeaderAndFile writes hdr with MSG_MORE, then the file segment with
+// sendfile(2) from its offset, so that both leave in as few segments as the
+// kernel can make. The write deadline of the connection applies.
+func (c *conn) sendHeaderAndFile(hdr []byte, sf SendfileResponse) error {
+	fd, off, n := sf.Segment()
+	var werr error
+	err := c.raw.Write(func(s uintptr) bool {
+		for len(hdr) > 0 {
+			m, e := unix.SendmsgN(int(s), hdr, nil, nil, unix.MSG_MORE)
+			switch {
+			case e == unix.EAGAIN:
+				return false
+			case e == unix.EINTR:
+				continue
+			case e != nil:
+				werr = e
+				return true
+			}
+			hdr = hdr[m:]
+		}
+		for n > 0 {
+			m, e := unix.Sendfile(int(s), int(fd), &off, n)
+			if m > 0 {
+				n -= m
+			}
+			switch {
+			case e == unix.EAGAIN:
+				return false
+			case e == unix.EINTR:
+				continue
+			case e != nil:
+				werr = e
+				return true
+			case m == 0:
+				werr = errShortSendfile
+				return true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// bufferSendfile reads a sendfile response's data into a pooled buffer, for
+// the rare response that must be signed or sealed after all.
+func bufferSendfile(sf SendfileResponse) Response {
+	fd, off, n := sf.Segment()
+	buf := getBuf(n)
+	got := 0
+	for got < n {
+		m, err := unix.Pread(int(fd), (*buf)[got:], off+int64(got))
+		if m <= 0 || err != nil {
+			break
+		}
+		got += m
+	}
+	// The header promised n bytes; a short read leaves zeros, as a file
+	// truncated under a READ would read on Windows.
+	clear((*buf)[got:])
+	return &bufferedRead{sf: sf, buf: buf}
+}
+
+type bufferedRead struct {
+	sf  SendfileResponse
+	buf *[]byte
+}
+
+func (b *bufferedRead) Size() int       { return b.sf.Size() }
+func (b *bufferedRead) Encode(p []byte) { b.sf.Encode(p) }
+func (b *bufferedRead) Payload() []byte { return *b.buf }
+func (b *bufferedRead) Release()        { putBuf(b.buf); b.sf.Release() }
