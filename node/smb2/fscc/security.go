@@ -111,7 +111,7 @@ func (a *ACE) Encode(b []byte) {
 	copy(b[off:n], a.Extra)
 }
 
-// Decode parses one ACE occupying exactly b[:AceSize]; it returns the size.
+// decode parses one ACE occupying b[:AceSize] and returns AceSize.
 func (a *ACE) decode(b []byte) (int, error) {
 	if len(b) < 8 {
 		return 0, ErrShortBuffer
