@@ -1,0 +1,267 @@
+package share
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+	"github.com/smbcluster/smbcluster/node/vfs"
+)
+
+// statusEasNotSupported is STATUS_EAS_NOT_SUPPORTED, missing from the
+// smb2 status table.
+const statusEasNotSupported = smb2.Status(0xC000004F)
+
+// SetInfo handles SMB2 SET_INFO on a disk share ([MS-SMB2] 3.3.5.21).
+func (o *open) SetInfo(r *server.Request, req *smb2.SetInfoRequest) error {
+	switch req.InfoType {
+	case smb2.InfoFile:
+		return o.setFile(req.FileInfoClass, req.Buffer)
+	case smb2.InfoFilesystem:
+		// Labels, quotas and object ids cannot be changed ([MS-FSA] 2.1.5.16).
+		return smb2.StatusNotSupported
+	case smb2.InfoSecurity:
+		return o.setSecurity(req)
+	case smb2.InfoQuota:
+		return smb2.StatusNotSupported
+	}
+	return smb2.StatusInvalidParameter
+}
+
+// setFile applies one file information class ([MS-SMB2] 3.3.5.21.1,
+// [MS-FSA] 2.1.5.15).
+func (o *open) setFile(class uint8, b []byte) error {
+	switch class {
+	case fscc.FileBasicInformation:
+		return o.setBasic(b)
+	case fscc.FileRenameInformation:
+		var ri fscc.RenameInformation
+		if err := ri.Decode(b); err != nil {
+			return infoError(err)
+		}
+		return o.rename(ri.FileName, ri.RootDirectory, ri.ReplaceIfExists)
+	case fscc.FileRenameInformationEx:
+		var ri fscc.RenameInformationEx
+		if err := ri.Decode(b); err != nil {
+			return infoError(err)
+		}
+		return o.rename(ri.FileName, ri.RootDirectory, ri.Flags&fscc.FileRenameReplaceIfExists != 0)
+	case fscc.FileLinkInformation, fscc.FileLinkInformationEx:
+		return smb2.StatusNotSupported // hard links are not offered
+	case fscc.FileDispositionInformation:
+		var di fscc.DispositionInformation
+		if err := di.Decode(b); err != nil {
+			return infoError(err)
+		}
+		return o.setDisposition(di.DeletePending)
+	case fscc.FileDispositionInformationEx:
+		var di fscc.DispositionInformationEx
+		if err := di.Decode(b); err != nil {
+			return infoError(err)
+		}
+		return o.setDisposition(di.Flags&fscc.FileDispositionDelete != 0)
+	case fscc.FileEndOfFileInformation:
+		var ei fscc.EndOfFileInformation
+		if err := ei.Decode(b); err != nil {
+			return infoError(err)
+		}
+		return o.setEndOfFile(ei.EndOfFile)
+	case fscc.FileAllocationInformation:
+		var ai fscc.AllocationInformation
+		if err := ai.Decode(b); err != nil {
+			return infoError(err)
+		}
+		return o.setAllocation(ai.AllocationSize)
+	}
+	return o.setFileMisc(class, b)
+}
+
+// setFileMisc applies the classes that change no file data.
+func (o *open) setFileMisc(class uint8, b []byte) error {
+	switch class {
+	case fscc.FilePositionInformation:
+		var pi fscc.PositionInformation
+		if err := pi.Decode(b); err != nil {
+			return infoError(err)
+		}
+		o.mu.Lock()
+		o.position = pi.CurrentByteOffset
+		o.mu.Unlock()
+		return nil
+	case fscc.FileModeInformation:
+		// Checked, then ignored: every open behaves as write-through
+		// synchronous I/O would.
+		var mi fscc.ModeInformation
+		return infoError(mi.Decode(b))
+	case fscc.FileValidDataLengthInformation:
+		var vi fscc.ValidDataLengthInformation
+		if err := vi.Decode(b); err != nil {
+			return infoError(err)
+		}
+		return o.setValidDataLength(vi.ValidDataLength)
+	case fscc.FileFullEaInformation:
+		return statusEasNotSupported
+	case fscc.FileShortNameInformation:
+		return smb2.StatusNotSupported
+	}
+	return smb2.StatusInvalidInfoClass
+}
+
+// setBasic applies FILE_BASIC_INFORMATION ([MS-FSA] 2.1.5.15.1): a time
+// of 0, -1 or -2 leaves the time alone; attributes 0 leave them alone.
+func (o *open) setBasic(b []byte) error {
+	if err := o.need(smb2.FileWriteAttributes); err != nil {
+		return err
+	}
+	var bi fscc.BasicInformation
+	if err := bi.Decode(b); err != nil {
+		return infoError(err)
+	}
+	var set *uint32
+	if bi.FileAttributes != 0 {
+		a := bi.FileAttributes
+		if a&vfs.AttrDirectory != 0 && !o.isDir || a&fscc.FileAttributeTemporary != 0 && o.isDir {
+			return smb2.StatusInvalidParameter
+		}
+		a &= vfs.StoredAttrs
+		set = &a
+	}
+	c, a, w, ch := setTime(bi.CreationTime), setTime(bi.LastAccessTime), setTime(bi.LastWriteTime), setTime(bi.ChangeTime)
+	if set == nil && c.IsZero() && a.IsZero() && w.IsZero() && ch.IsZero() {
+		return nil
+	}
+	return o.f.SetInfo(c, a, w, ch, set)
+}
+
+// setTime converts a FILETIME of SET_INFO; the special values give the
+// zero time (unchanged).
+func setTime(ft uint64) time.Time {
+	switch ft {
+	case fscc.FiletimeUnchanged, fscc.FiletimeStopUpdating, fscc.FiletimeResumeUpdating:
+		return time.Time{}
+	}
+	return fscc.TimeOf(ft)
+}
+
+// setDisposition marks or unmarks the file for deletion on close
+// ([MS-FSA] 2.1.5.15.3).
+func (o *open) setDisposition(del bool) error {
+	if err := o.need(smb2.Delete); err != nil {
+		return err
+	}
+	return o.setDeleteOnClose(del)
+}
+
+// setEndOfFile applies FILE_END_OF_FILE_INFORMATION ([MS-FSA] 2.1.5.15.4).
+func (o *open) setEndOfFile(size int64) error {
+	if o.isDir {
+		return smb2.StatusInvalidParameter
+	}
+	if err := o.need(smb2.FileWriteData); err != nil {
+		return err
+	}
+	return truncErr(o.f.Truncate(size))
+}
+
+// setAllocation applies FILE_ALLOCATION_INFORMATION ([MS-FSA]
+// 2.1.5.15.2): an allocation below the end of file truncates the file.
+func (o *open) setAllocation(size int64) error {
+	if o.isDir {
+		return smb2.StatusInvalidParameter
+	}
+	if err := o.need(smb2.FileWriteData); err != nil {
+		return err
+	}
+	fi, err := o.f.Stat()
+	if err != nil {
+		return err
+	}
+	if size < fi.Size {
+		return truncErr(o.f.Truncate(size))
+	}
+	return truncErr(o.f.Allocate(size))
+}
+
+// setValidDataLength accepts FILE_VALID_DATA_LENGTH_INFORMATION up to the
+// end of file ([MS-FSA] 2.1.5.15.13); data is always valid here.
+func (o *open) setValidDataLength(n int64) error {
+	if o.isDir {
+		return smb2.StatusInvalidParameter
+	}
+	if err := o.need(smb2.FileWriteData); err != nil {
+		return err
+	}
+	fi, err := o.f.Stat()
+	if err != nil {
+		return err
+	}
+	if n > fi.Size {
+		return smb2.StatusInvalidParameter
+	}
+	return nil
+}
+
+// truncErr maps a size the filesystem refuses to STATUS_DISK_FULL, as
+// Windows answers for a size beyond the volume's limits.
+func truncErr(err error) error {
+	if errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EINVAL) {
+		return smb2.StatusDiskFull
+	}
+	return err
+}
+
+// rename applies FILE_RENAME_INFORMATION ([MS-SMB2] 3.3.5.21.1,
+// [MS-FSA] 2.1.5.15.12): the target is relative to the share root.
+func (o *open) rename(target string, root uint64, replace bool) error {
+	if err := o.need(smb2.Delete); err != nil {
+		return err
+	}
+	if root != 0 {
+		return smb2.StatusInvalidParameter
+	}
+	if len(target) > 0 && target[0] == ':' {
+		return smb2.StatusNotSupported // stream renames: no named streams
+	}
+	pn, err := parseName(target)
+	if err != nil {
+		return err
+	}
+	if pn.stream != "" || pn.name == "" {
+		return smb2.StatusObjectNameInvalid
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.name == "" {
+		return smb2.StatusAccessDenied // the share root
+	}
+	if o.deleteOnClose {
+		return smb2.StatusDeletePending
+	}
+	if pn.name == o.name {
+		return nil
+	}
+	if err := o.d.fs.Rename(o.name, pn.name, replace); err != nil {
+		return o.d.renameError(pn.name, replace, err)
+	}
+	o.name = pn.name
+	return nil
+}
+
+// renameError maps a failed vfs rename to what Windows answers.
+func (d *Disk) renameError(target string, replace bool, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return smb2.StatusObjectNameCollision
+	case errors.Is(err, syscall.EACCES) && replace:
+		return smb2.StatusAccessDenied // the target is a directory
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return d.notFound(target, err)
+	case errors.Is(err, syscall.EINVAL):
+		return smb2.StatusInvalidParameter // into its own subtree
+	}
+	return err
+}
