@@ -60,7 +60,7 @@ func (o *open) setDeleteOnClose(on bool) error {
 // Close implements server.Handle ([MS-SMB2] 3.3.5.10).
 func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	o.mu.Lock()
-	del := o.deleteOnClose
+	del, name := o.deleteOnClose, o.name // SET_INFO rename changes name under mu
 	o.mu.Unlock()
 	var resp *smb2.CloseResponse
 	if postQuery && !del {
@@ -79,8 +79,8 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	}
 	err := o.f.Close()
 	if del {
-		if rerr := o.d.fs.Remove(o.name); rerr != nil {
-			o.d.log.Debug("delete on close failed", "share", o.d.name, "file", o.name, "err", rerr)
+		if rerr := o.d.fs.Remove(name); rerr != nil {
+			o.d.log.Debug("delete on close failed", "share", o.d.name, "file", name, "err", rerr)
 		}
 	}
 	return resp, err
