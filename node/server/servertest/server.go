@@ -1,0 +1,223 @@
+package servertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/share"
+	"github.com/smbcluster/smbcluster/node/vfs/memfs"
+	"github.com/smbcluster/smbcluster/node/vfs/vfstest"
+)
+
+// The users every test server knows, with their passwords.
+const (
+	Alice         = "alice"
+	AlicePassword = "Alice-Pa55"
+	Bob           = "bob"
+	BobPassword   = "B0b-Secret"
+)
+
+// Share names of the test server: ShareName is a plain disk share,
+// EncShareName asks for encryption (SMB2_SHAREFLAG_ENCRYPT_DATA).
+const (
+	ShareName    = "share"
+	EncShareName = "encshare"
+)
+
+// Options configure a test server. The zero value serves dialects 2.0.2
+// through 3.1.1 without required signing or encryption.
+type Options struct {
+	SigningRequired        bool
+	Encryption             server.EncryptionMode
+	MinDialect, MaxDialect uint16 // zero → the server's defaults
+	MaxCredits             uint16 // zero → the server's default
+	Interfaces             []server.Interface
+	// Logf, when set, receives every log record (for debugging a test).
+	Logf func(format string, args ...any)
+}
+
+// Server is a running test server.
+type Server struct {
+	*server.Server
+	Addr    string           // host:port it listens on
+	FS      *memfs.FS        // the shares' files
+	Tracker *vfstest.Tracker // open files of FS
+	Log     *Recorder        // everything the server logged
+	l       net.Listener     // closed by Shutdown
+	served  chan error       // Serve's result
+	cfg     server.Config    // as passed to server.New
+	tb      testing.TB       // the test that started the server
+	once    sync.Once
+}
+
+// Start serves on 127.0.0.1:0 until the test ends; then it shuts the server
+// down and checks that no open leaked.
+func Start(tb testing.TB, opts Options) *Server {
+	tb.Helper()
+	fsys := memfs.New()
+	tr := vfstest.TrackOpens(fsys)
+	rec := &Recorder{tb: tb, logf: opts.Logf}
+	rec.init()
+	log := slog.New(rec)
+	disk := share.NewDisk(ShareName, tr.FS(), false, log)
+	shares := shareTable{
+		ShareName:    {Name: ShareName, Backend: disk},
+		EncShareName: {Name: EncShareName, Encrypt: true, Backend: share.NewDisk(EncShareName, tr.FS(), false, log)},
+	}
+	cfg := server.Config{
+		ServerName:      "TESTSRV",
+		Workgroup:       "TESTDOM",
+		Users:           users{Alice: auth.NTHash(AlicePassword), Bob: auth.NTHash(BobPassword)},
+		SigningRequired: opts.SigningRequired,
+		Encryption:      opts.Encryption,
+		MinDialect:      opts.MinDialect,
+		MaxDialect:      opts.MaxDialect,
+		MaxCredits:      opts.MaxCredits,
+		Interfaces:      opts.Interfaces,
+		Shares:          shares,
+		Logger:          log,
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Server{
+		Server: server.New(cfg), Addr: l.Addr().String(), FS: fsys, Tracker: tr, Log: rec,
+		l: l, served: make(chan error, 1), cfg: cfg, tb: tb,
+	}
+	go func() { s.served <- s.Serve(l) }()
+	tb.Cleanup(s.stop)
+	return s
+}
+
+// stop shuts the server down and checks for leaks and panics.
+func (s *Server) stop() {
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			s.tb.Errorf("servertest: shutdown: %v", err)
+		}
+		if err := <-s.served; !errors.Is(err, server.ErrServerClosed) {
+			s.tb.Errorf("servertest: Serve returned %v", err)
+		}
+		if n := s.OpenCount(); n != 0 {
+			s.tb.Errorf("servertest: %d open(s) leaked after shutdown", n)
+		}
+		s.Tracker.Check(s.tb)
+		s.Log.stop()
+	})
+}
+
+// ServerConfig returns the configuration the server was started with.
+func (s *Server) ServerConfig() server.Config { return s.cfg }
+
+type users map[string][16]byte
+
+func (u users) NTHash(user, _ string) ([16]byte, bool) {
+	h, ok := u[strings.ToLower(user)]
+	return h, ok
+}
+
+type shareTable map[string]*server.Share
+
+func (t shareTable) Lookup(name string) (*server.Share, bool) {
+	s, ok := t[strings.ToLower(name)]
+	return s, ok
+}
+
+func (t shareTable) List() []*server.Share {
+	out := make([]*server.Share, 0, len(t))
+	for _, s := range t {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Recorder is a slog.Handler that keeps every record and fails the test
+// when a record mentions a panic.
+type Recorder struct {
+	tb    testing.TB
+	logf  func(string, ...any)
+	attrs []slog.Attr
+
+	mu      *sync.Mutex
+	records *[]string
+	stopped *bool
+}
+
+func (r *Recorder) init() {
+	if r.mu == nil {
+		r.mu, r.records, r.stopped = new(sync.Mutex), new([]string), new(bool)
+	}
+}
+
+// Enabled records every level, Debug included.
+func (r *Recorder) Enabled(context.Context, slog.Level) bool { return true }
+
+// Handle records rec and fails the test if it mentions a panic.
+func (r *Recorder) Handle(_ context.Context, rec slog.Record) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", rec.Level, rec.Message)
+	for _, a := range r.attrs {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+	}
+	rec.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	line := b.String()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*r.records = append(*r.records, line)
+	if r.logf != nil && !*r.stopped {
+		r.logf("server: %s", line)
+	}
+	if strings.Contains(strings.ToLower(line), "panic") && !*r.stopped {
+		r.tb.Errorf("servertest: the server logged a panic: %s", line)
+	}
+	return nil
+}
+
+// WithAttrs returns a handler that adds attrs to every record.
+func (r *Recorder) WithAttrs(attrs []slog.Attr) slog.Handler {
+	r.init()
+	c := *r
+	c.attrs = append(append([]slog.Attr(nil), r.attrs...), attrs...)
+	return &c
+}
+
+// WithGroup is not needed by the server; groups are flattened.
+func (r *Recorder) WithGroup(string) slog.Handler { return r }
+
+// Records returns the records so far, one formatted line each.
+func (r *Recorder) Records() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), *r.records...)
+}
+
+// Contains reports whether a record contains substr.
+func (r *Recorder) Contains(substr string) bool {
+	for _, l := range r.Records() {
+		if strings.Contains(l, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Recorder) stop() {
+	r.mu.Lock()
+	*r.stopped = true
+	r.mu.Unlock()
+}
