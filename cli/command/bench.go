@@ -1,0 +1,215 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/smbcluster/smbcluster/cli/loadgen"
+)
+
+const benchUsage = `Usage: smbctl bench --server HOST[:PORT] --share NAME --user USER [flags]
+
+Run a fio-like workload against one file on an SMB share and report
+throughput, IOPS and latency percentiles. Every connection is its own SMB
+session; --iodepth requests are in flight on each. Reads are checked against
+the deterministic pattern the file is laid out with (and that writes write);
+any mismatch exits with code 3.
+
+Connection:
+  --server HOST[:PORT]  server address (port 445 if omitted)
+  --share NAME          share name
+  --user USER           user name (DOMAIN\USER or USER)
+  --password PASS       password (default $SMBCTL_PASSWORD)
+  --sign                require message signing
+  --encrypt             expect an encrypted session; go-smb2 cannot ask for
+                        encryption, it encrypts only when the server or share
+                        demands it (SMB2_SESSION_FLAG_ENCRYPT_DATA or
+                        SMB2_SHAREFLAG_ENCRYPT_DATA), so point it at such a
+                        share; needs dialect 3.x
+  --dialect D           3.1.1, 3.0.2, 3.0, 2.1 or 2.0.2 (default: negotiate)
+
+Workload:
+  --rw MODE             read, write, randread, randwrite or mixed (random
+                        reads and writes) (default read)
+  --rwmixread PCT       percentage of reads in mixed (default 50)
+  --bs SIZE             block size, a multiple of 512: 4k, 64k, 1m … (default 64k)
+  --conns N             connections (default 1)
+  --iodepth N           requests in flight per connection (default 16)
+  --size SIZE           file size (default 256m)
+  --runtime DUR         measured time (default 10s)
+  --warmup DUR          unmeasured time before it (default 2s)
+  --file NAME           file in the share (default smbctl-bench.dat); laid
+                        out with the pattern unless it already holds it
+  --keep                keep the file afterwards
+
+Output:
+  -o FORMAT             table or json (default table)
+  --no-progress         no progress line on stderr (shown only on a terminal)
+
+Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 data verification failed.
+`
+
+// benchFlags are bench's command line.
+type benchFlags struct {
+	server, share, user, password, domain string
+	rw, bs, size, dialect, file, output   string
+	mix, conns, iodepth                   int
+	runtime, warmup                       time.Duration
+	sign, encrypt, keep, noProgress       bool
+	seed                                  uint64
+	tcpLoopback                           bool
+}
+
+func (f *benchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.server, "server", "", "")
+	fs.StringVar(&f.share, "share", "", "")
+	fs.StringVar(&f.user, "user", "", "")
+	fs.StringVar(&f.password, "password", "", "")
+	fs.StringVar(&f.rw, "rw", "read", "")
+	fs.IntVar(&f.mix, "rwmixread", 50, "")
+	fs.StringVar(&f.bs, "bs", "64k", "")
+	fs.IntVar(&f.conns, "conns", 1, "")
+	fs.IntVar(&f.iodepth, "iodepth", 16, "")
+	fs.StringVar(&f.size, "size", "256m", "")
+	fs.DurationVar(&f.runtime, "runtime", 10*time.Second, "")
+	fs.DurationVar(&f.warmup, "warmup", 2*time.Second, "")
+	fs.BoolVar(&f.sign, "sign", false, "")
+	fs.BoolVar(&f.encrypt, "encrypt", false, "")
+	fs.StringVar(&f.dialect, "dialect", "", "")
+	fs.StringVar(&f.file, "file", "smbctl-bench.dat", "")
+	fs.BoolVar(&f.keep, "keep", false, "")
+	fs.StringVar(&f.output, "o", "table", "")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "")
+	// Hidden: the pattern seed, and the loopback TCP self-test that
+	// make bench reports as the machine's ceiling.
+	fs.Uint64Var(&f.seed, "seed", 1, "")
+	fs.BoolVar(&f.tcpLoopback, "tcp-loopback", false, "")
+}
+
+// benchJob is a validated command line.
+type benchJob struct {
+	cfg   loadgen.Config
+	smb   loadgen.SMBOptions
+	flags *benchFlags
+}
+
+// runBench implements smbctl bench.
+func runBench(ctx context.Context, e *env, args []string) int {
+	var f benchFlags
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	f.register(fs)
+	if code, ok := parseFlags(e, fs, benchUsage, args); !ok {
+		return code
+	}
+	p, err := newPrinter(e.stdout, f.output)
+	if err != nil {
+		return usageError(e, "bench", err)
+	}
+	if f.tcpLoopback {
+		return runTCPLoopback(ctx, e, p, &f)
+	}
+	job, err := f.job(e.getenv)
+	if err != nil {
+		return usageError(e, "bench", err)
+	}
+	if !f.noProgress && e.stderrTTY {
+		job.cfg.Progress = newProgressLine(e.stderr).update
+		defer fmt.Fprint(e.stderr, "\r\033[K")
+	}
+	return job.run(ctx, e, p)
+}
+
+// job validates the flags and turns them into a run description.
+func (f *benchFlags) job(getenv func(string) string) (*benchJob, error) {
+	if f.server == "" || f.share == "" || f.user == "" {
+		return nil, errors.New("--server, --share and --user are required")
+	}
+	if f.password == "" {
+		f.password = getenv("SMBCTL_PASSWORD")
+	}
+	wl, err := loadgen.ParseWorkload(f.rw)
+	if err != nil {
+		return nil, fmt.Errorf("--rw: %w", err)
+	}
+	bs, err := parseSize(f.bs)
+	if err != nil || bs > 8<<20 {
+		return nil, fmt.Errorf("--bs %q: want a size up to 8m such as 4k, 64k or 1m", f.bs)
+	}
+	size, err := parseSize(f.size)
+	if err != nil {
+		return nil, fmt.Errorf("--size %q: want a size such as 256m or 1g", f.size)
+	}
+	dialect, err := loadgen.ParseDialect(f.dialect)
+	if err != nil {
+		return nil, fmt.Errorf("--dialect: %w", err)
+	}
+	if f.encrypt && dialect != 0 && dialect < 0x300 {
+		return nil, fmt.Errorf("--encrypt needs SMB 3.x, not dialect %s", f.dialect)
+	}
+	if size%bs != 0 { // round down so every block lies inside the file
+		size -= size % bs
+	}
+	cfg := loadgen.Config{Workload: wl, ReadPercent: f.mix, BlockSize: int(bs), Conns: f.conns,
+		IODepth: f.iodepth, Size: size, Warmup: f.warmup, Runtime: f.runtime, Seed: f.seed}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	domain, user, ok := strings.Cut(f.user, `\`)
+	if !ok {
+		domain, user = "", f.user
+	}
+	perOp := (int(bs) + 65535) / 65536
+	credits := min(max(f.iodepth*perOp+32, 128), 8192)
+	return &benchJob{cfg: cfg, flags: f, smb: loadgen.SMBOptions{
+		Addr: loadgen.DefaultPort(f.server), Share: f.share, User: user, Domain: domain,
+		Password: f.password, File: f.file, Sign: f.sign, Dialect: dialect, Credits: uint16(credits),
+	}}, nil
+}
+
+// run connects, runs the workload and prints the result.
+func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
+	t := loadgen.NewSMBTarget(j.smb)
+	st, err := loadgen.Run(ctx, t, j.cfg)
+	if !j.flags.keep && st != nil {
+		if rerr := t.Remove(); rerr != nil {
+			fmt.Fprintf(e.stderr, "smbctl bench: removing %s: %v\n", j.smb.File, rerr)
+		}
+	}
+	t.Close()
+	if st == nil {
+		fmt.Fprintf(e.stderr, "smbctl bench: %v\n", err)
+		return ExitError
+	}
+	if perr := p.print(newBenchResult(j, st)); perr != nil {
+		return ExitError
+	}
+	if errors.Is(err, loadgen.ErrMismatch) {
+		fmt.Fprintf(e.stderr, "smbctl bench: %v\n", err)
+		return ExitVerify
+	}
+	return ExitOK
+}
+
+// parseSize parses a byte count with an optional binary suffix: 512, 4k,
+// 64K, 1m, 1MiB, 2g.
+func parseSize(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("kmgt", t[n-1]); i >= 0 {
+			mult = 1 << (10 * (i + 1))
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v <= 0 || v > (1<<50)/mult {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return v * mult, nil
+}
