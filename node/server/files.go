@@ -99,6 +99,9 @@ func (c *conn) serveRead(r *Request) (Response, error) {
 	if req.Length > c.srv.cfg.MaxTransact || c.dialect == smb2.Dialect202 && req.Length > 65536 {
 		return nil, smb2.StatusInvalidParameter
 	}
+	if int64(req.Offset) < 0 || int64(req.Offset+uint64(req.Length)) < 0 {
+		return nil, smb2.StatusInvalidParameter // beyond the largest file offset
+	}
 	if err := c.checkCharge(r, req.Length); err != nil {
 		return nil, err
 	}
@@ -121,6 +124,9 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 	if req.Length > c.srv.cfg.MaxTransact {
 		return nil, smb2.StatusInvalidParameter
 	}
+	if err := checkWriteRange(req.Offset, req.Length); err != nil {
+		return nil, err
+	}
 	if err := c.checkCharge(r, req.Length); err != nil {
 		return nil, err
 	}
@@ -129,6 +135,34 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 		return nil, smb2.StatusInvalidDeviceRequest
 	}
 	return h.Write(r, &req)
+}
+
+const (
+	// appendOffset in a WRITE means "at end of file" for an open with
+	// FILE_APPEND_DATA but not FILE_WRITE_DATA ([MS-SMB2] 3.3.5.13).
+	appendOffset = ^uint64(0)
+	// maxFileSize is the largest file NTFS allows (16 TiB - 64 KiB); writes
+	// beyond it fail as on Windows.
+	maxFileSize = 0xfffffff0000
+)
+
+// checkWriteRange refuses writes outside the offsets a Windows volume takes:
+// negative offsets and ranges beyond the largest file are invalid, and a
+// write that would grow a file to that size cannot be satisfied.
+func checkWriteRange(off uint64, n uint32) error {
+	switch {
+	case off == appendOffset:
+		return nil // the handler decides (append-only opens)
+	case int64(off) < 0:
+		return smb2.StatusInvalidParameter
+	case n == 0:
+		return nil
+	case off+uint64(n) > maxFileSize:
+		return smb2.StatusInvalidParameter
+	case off+uint64(n) == maxFileSize:
+		return smb2.StatusDiskFull
+	}
+	return nil
 }
 
 // checkCharge verifies that a multi-credit request paid for its payload

@@ -115,7 +115,13 @@ func (o *open) Read(r *server.Request, req *smb2.ReadRequest) (server.Response, 
 		return nil, err
 	}
 	if req.Length == 0 {
+		if req.MinimumCount > 0 {
+			return nil, smb2.StatusEndOfFile
+		}
 		return &readResponse{ReadResponse: smb2.ReadResponse{DataOffset: 0x50}}, nil
+	}
+	if req.MinimumCount > req.Length {
+		return nil, smb2.StatusEndOfFile
 	}
 	if ff, ok := o.f.(vfs.FdFile); ok && r.ZeroCopy(req.Length) {
 		return o.sendfileRead(ff, req)
@@ -130,6 +136,7 @@ func (o *open) Read(r *server.Request, req *smb2.ReadRequest) (server.Response, 
 		server.PutBuffer(buf)
 		return nil, smb2.StatusEndOfFile
 	}
+	o.setPosition(int64(req.Offset) + int64(n))
 	return &readResponse{
 		ReadResponse: smb2.ReadResponse{DataOffset: 0x50, DataLength: uint32(n)},
 		data:         (*buf)[:n],
@@ -146,8 +153,8 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 		return nil, err
 	}
 	off := int64(req.Offset)
-	if req.Offset == ^uint64(0) || o.access&smb2.FileWriteData == 0 {
-		// Append: FILE_APPEND_DATA alone, or the end-of-file offset.
+	if o.access&smb2.FileWriteData == 0 {
+		// FILE_APPEND_DATA alone: every write goes to the end of file.
 		fi, err := o.f.Stat()
 		if err != nil {
 			return nil, err
@@ -155,6 +162,9 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 		off = fi.Size
 	} else if off < 0 {
 		return nil, smb2.StatusInvalidParameter
+	}
+	if len(req.Data) == 0 {
+		return &smb2.WriteResponse{}, nil
 	}
 	n, err := o.f.WriteAt(req.Data, off)
 	if err != nil {
@@ -168,7 +178,16 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 			return nil, err
 		}
 	}
+	o.setPosition(off + int64(n))
 	return &smb2.WriteResponse{Count: uint32(n)}, nil
+}
+
+// setPosition records the current byte offset, as FilePositionInformation
+// reports it after a READ or WRITE.
+func (o *open) setPosition(p int64) {
+	o.mu.Lock()
+	o.position = p
+	o.mu.Unlock()
 }
 
 // Flush handles SMB2 FLUSH ([MS-SMB2] 3.3.5.11).
@@ -195,6 +214,7 @@ func (o *open) sendfileRead(ff vfs.FdFile, req *smb2.ReadRequest) (server.Respon
 	if uint32(n) < req.MinimumCount {
 		return nil, smb2.StatusEndOfFile
 	}
+	o.setPosition(off + n)
 	return &sendfileResponse{
 		ReadResponse: smb2.ReadResponse{DataOffset: 0x50, DataLength: uint32(n)},
 		fd:           ff.Fd(), off: off, n: int(n),
