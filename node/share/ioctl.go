@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	"golang.org/x/sys/unix"
@@ -81,6 +82,7 @@ var resumeKeys struct {
 	mu     sync.Mutex
 	byKey  map[[24]byte]resumeEntry
 	byOpen map[weak.Pointer[open]][24]byte
+	live   atomic.Int64 // len(byKey), read without mu
 }
 
 type resumeEntry struct {
@@ -113,8 +115,23 @@ func (o *open) resumeKey(s *server.Session) [24]byte {
 	}
 	resumeKeys.byKey[k] = resumeEntry{open: wp, session: s}
 	resumeKeys.byOpen[wp] = k
+	resumeKeys.live.Add(1)
 	runtime.AddCleanup(o, forgetResumeKey, k)
 	return k
+}
+
+// forgetResumeKeyOf drops the resume key of an open being closed: a
+// closed source is not found ([MS-SMB2] 3.3.5.15.6).
+func forgetResumeKeyOf(o *open) {
+	if resumeKeys.live.Load() == 0 {
+		return // the common case: no keys, no lock on the CLOSE path
+	}
+	resumeKeys.mu.Lock()
+	k, ok := resumeKeys.byOpen[weak.Make(o)]
+	resumeKeys.mu.Unlock()
+	if ok {
+		forgetResumeKey(k)
+	}
 }
 
 func forgetResumeKey(k [24]byte) {
@@ -123,6 +140,7 @@ func forgetResumeKey(k [24]byte) {
 	if e, ok := resumeKeys.byKey[k]; ok {
 		delete(resumeKeys.byOpen, e.open)
 		delete(resumeKeys.byKey, k)
+		resumeKeys.live.Add(-1)
 	}
 }
 

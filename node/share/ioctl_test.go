@@ -106,6 +106,11 @@ func TestCopychunk(t *testing.T) {
 	nrKey := resumeKeyOf(t, noRead, sess)
 	_, err = ioctl(dst, sess, smb2.FsctlSrvCopyChunk, encode(&fscc.CopychunkCopy{SourceKey: nrKey, Chunks: one.Chunks}), 12)
 	wantStatus(t, err, smb2.StatusAccessDenied)
+
+	// A closed source is not found (smbtorture copy_chunk_across_shares2).
+	src.Close(false)
+	_, err = ioctl(dst, sess, smb2.FsctlSrvCopyChunk, encode(one), 12)
+	wantStatus(t, err, smb2.StatusObjectNameNotFound)
 }
 
 func TestFileFsctls(t *testing.T) {

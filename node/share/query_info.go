@@ -55,6 +55,9 @@ var fileClasses = map[uint8]infoClass{
 func (o *open) QueryInfo(r *server.Request, req *smb2.QueryInfoRequest) (server.Response, error) {
 	switch req.InfoType {
 	case smb2.InfoFile:
+		if req.FileInfoClass == fscc.FileNormalizedNameInformation && r.Dialect() < smb2.Dialect311 {
+			return nil, smb2.StatusNotSupported // SMB 3.1.1 only ([MS-SMB2] 3.3.5.20.1)
+		}
 		return o.queryFile(req)
 	case smb2.InfoFilesystem:
 		return o.queryFS(req)
@@ -126,8 +129,12 @@ func (o *open) fileInfo(class uint8, fi vfs.FileInfo) (encoder, error) {
 		return &fscc.EaInformation{}, nil
 	case fscc.FileAccessInformation:
 		return &fscc.AccessInformation{AccessFlags: o.access}, nil
-	case fscc.FileNameInformation, fscc.FileNormalizedNameInformation:
+	case fscc.FileNameInformation:
 		return &fscc.NameInformation{FileName: o.wireName()}, nil
+	case fscc.FileNormalizedNameInformation:
+		// Relative to the share root, without a leading backslash; empty
+		// for the root ([MS-FSCC] 2.4.30).
+		return &fscc.NameInformation{FileName: strings.ReplaceAll(o.currentName(), "/", `\`)}, nil
 	case fscc.FilePositionInformation:
 		return &fscc.PositionInformation{CurrentByteOffset: o.currentPosition()}, nil
 	case fscc.FileModeInformation:
