@@ -77,6 +77,7 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 			}
 		}
 	}
+	forgetResumeKeyOf(o)
 	err := o.f.Close()
 	if del {
 		if rerr := o.d.fs.Remove(name); rerr != nil {
