@@ -215,3 +215,25 @@ func TestQueryDirectoryLayout(t *testing.T) {
 }
 
 var vfsCreate = vfs.OpenOptions{Create: vfs.CreateExclusive, Write: true}
+
+// FuzzQueryDirectory feeds arbitrary patterns, flags, classes and buffer
+// sizes: no panics, and never more output than asked for.
+func FuzzQueryDirectory(f *testing.F) {
+	f.Add("*", uint8(smb2.RestartScans), fscc.FileIdBothDirectoryInformation, uint32(200))
+	f.Add("<.txt", uint8(0), fscc.FileNamesInformation, uint32(20))
+	f.Add("a\"b>", uint8(smb2.ReturnSingleEntry), fscc.FileBothDirectoryInformation, uint32(1000))
+	f.Fuzz(func(t *testing.T, pattern string, flags, class uint8, max uint32) {
+		d := infoDisk(t)
+		dir := infoOpen(t, d, "d", true, 0)
+		for _, n := range []string{"a.txt", "b", "long name.dat"} {
+			infoOpen(t, d, `d\`+n, false, 0)
+		}
+		max %= 1 << 16
+		for range 3 {
+			b, _ := queryDir(dir, class, flags, pattern, max)
+			if len(b) > int(max) {
+				t.Fatalf("%d bytes for %d", len(b), max)
+			}
+		}
+	})
+}
