@@ -138,7 +138,7 @@ func (o *open) fileInfo(class uint8, fi vfs.FileInfo) (encoder, error) {
 	case fscc.FilePositionInformation:
 		return &fscc.PositionInformation{CurrentByteOffset: o.currentPosition()}, nil
 	case fscc.FileModeInformation:
-		return &fscc.ModeInformation{}, nil
+		return &fscc.ModeInformation{Mode: o.currentMode()}, nil
 	case fscc.FileAlignmentInformation:
 		return &fscc.AlignmentInformation{}, nil
 	case fscc.FileAllInformation:
@@ -203,6 +203,7 @@ func (o *open) allInfo(fi vfs.FileInfo) *fscc.AllInformation {
 		Internal: fscc.InternalInformation{IndexNumber: fi.FileID},
 		Access:   fscc.AccessInformation{AccessFlags: o.access},
 		Position: fscc.PositionInformation{CurrentByteOffset: o.currentPosition()},
+		Mode:     fscc.ModeInformation{Mode: o.currentMode()},
 		Name:     fscc.NameInformation{FileName: o.wireName()},
 	}
 }
@@ -231,6 +232,12 @@ func (o *open) currentPosition() int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.position
+}
+
+func (o *open) currentMode() uint32 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.mode
 }
 
 // wireName is the open's path as FILE_NAME_INFORMATION reports it: from

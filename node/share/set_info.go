@@ -93,10 +93,17 @@ func (o *open) setFileMisc(class uint8, b []byte) error {
 		o.mu.Unlock()
 		return nil
 	case fscc.FileModeInformation:
-		// Checked, then ignored: every open behaves as write-through
-		// synchronous I/O would.
+		// Kept for queries; the I/O path ignores it ([MS-FSA] 2.1.5.15.9:
+		// only FILE_WRITE_THROUGH and FILE_SEQUENTIAL_ONLY change).
 		var mi fscc.ModeInformation
-		return infoError(mi.Decode(b))
+		if err := mi.Decode(b); err != nil {
+			return infoError(err)
+		}
+		const settable = fscc.FileWriteThrough | fscc.FileSequentialOnly
+		o.mu.Lock()
+		o.mode = o.mode&^settable | mi.Mode&settable
+		o.mu.Unlock()
+		return nil
 	case fscc.FileValidDataLengthInformation:
 		var vi fscc.ValidDataLengthInformation
 		if err := vi.Decode(b); err != nil {

@@ -153,7 +153,16 @@ func TestSetMisc(t *testing.T) {
 		t.Fatalf("position %x", b)
 	}
 	wantStatus(t, setFileInfo(f, fscc.FileModeInformation, &fscc.ModeInformation{Mode: fscc.FileWriteThrough}), 0)
-	wantStatus(t, setFileInfo(f, fscc.FileModeInformation, &fscc.ModeInformation{Mode: 0x80000}), smb2.StatusInvalidParameter)
+	b, _ = queryFile(t, f, fscc.FileModeInformation, 4)
+	if b[0] != 2 {
+		t.Fatalf("mode %x", b)
+	}
+	b, _ = queryFile(t, f, fscc.FileAllInformation, 1024)
+	var ai fscc.AllInformation
+	if ai.Decode(b); ai.Mode.Mode != 2 || ai.Position.CurrentByteOffset != 4096 {
+		t.Fatalf("all: %+v", ai)
+	}
+	wantStatus(t, setFileInfo(f, fscc.FileModeInformation, &fscc.ModeInformation{Mode: 1}), smb2.StatusInvalidParameter)
 	wantStatus(t, setFileInfo(f, fscc.FileLinkInformation, &fscc.LinkInformation{FileName: "l"}), smb2.StatusNotSupported)
 	err := f.SetInfo(&server.Request{}, &smb2.SetInfoRequest{InfoType: smb2.InfoFile, FileInfoClass: 99, Buffer: make([]byte, 8)})
 	wantStatus(t, err, smb2.StatusInvalidInfoClass)
