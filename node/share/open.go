@@ -24,6 +24,7 @@ type open struct {
 	mu            sync.Mutex
 	deleteOnClose bool
 	position      int64
+	mode          uint32     // FILE_MODE_INFORMATION flags set by SET_INFO
 	dir           *dirCursor // QUERY_DIRECTORY state
 }
 
