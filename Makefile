@@ -50,8 +50,14 @@ run: build
 	@echo "connect with: smbclient //127.0.0.1/demo -p $(lastword $(subst :, ,$(DEMO_ADDR))) -U demo%demo"
 	bin/smbnode --listen $(DEMO_ADDR) --share demo=$(CURDIR)/run/demo --user demo:demo
 
+# smbctl bench against our node and a private Samba on loopback, paired
+# runs; results in bench/results/latest.md (see bench/README.md).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout $(TEST_TIMEOUT) ./...
+	GO=$(GO) bench/run.sh
+
+.PHONY: bench-quick
+bench-quick:
+	GO=$(GO) BENCH_RUNS=1 BENCH_RUNTIME=2s BENCH_WARMUP=500ms bench/run.sh
 
 clean:
 	rm -rf bin run

@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# bench/run.sh — `make bench`: smbctl bench against our smbnode and a private
+# Samba smbd on loopback, paired run by run, medians and ratios written to
+# bench/results/latest.{md,json,csv} (and latest.png when gnuplot exists).
+#
+# Settings (environment):
+#   BENCH_RUNS=3 BENCH_RUNTIME=5s BENCH_WARMUP=1s BENCH_SIZE=256m BENCH_IODEPTH=16
+#   BENCH_BS="4k 64k 1m" BENCH_RW="read write mixed" BENCH_CONNS="1 2 4"
+#   BENCH_EXTRA=1 (signed and encrypted 1 MiB reads)  BENCH_OUT=bench/results
+#   BENCH_PORT_OURS=14450 BENCH_PORT_SAMBA=14451
+# Needs root (Samba serves the files as root, like our node) and Debian's
+# samba package; nss_wrapper (libnss-wrapper) gives smbd its user without
+# touching /etc/passwd.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+GO=${GO:-go}
+RUNS=${BENCH_RUNS:-3}
+RUNTIME=${BENCH_RUNTIME:-5s}
+WARMUP=${BENCH_WARMUP:-1s}
+SIZE=${BENCH_SIZE:-256m}
+IODEPTH=${BENCH_IODEPTH:-16}
+BSS=${BENCH_BS:-4k 64k 1m}
+RWS=${BENCH_RW:-read write mixed}
+CONNS=${BENCH_CONNS:-1 2 4}
+EXTRA=${BENCH_EXTRA:-1}
+OUT=${BENCH_OUT:-$ROOT/bench/results}
+PORT_OURS=${BENCH_PORT_OURS:-14450}
+PORT_SAMBA=${BENCH_PORT_SAMBA:-14451}
+USER_NAME=bench
+PASS=bench-Passw0rd
+CLK_TCK=$(getconf CLK_TCK)
+
+log() { printf '%s bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (Samba must serve files as root, like smbnode)"
+SMBD=$(command -v smbd || true)
+[ -n "$SMBD" ] || die "smbd not found: apt-get install samba"
+
+# --- work directory: a tmpfs when /dev/shm has room, else a temp dir ------
+need_kb=$((4 * 1024 * 1024))
+if [ -d /dev/shm ] && [ "$(df -Pk /dev/shm | awk 'NR==2{print $4}')" -gt "$need_kb" ]; then
+	WORK=$(mktemp -d /dev/shm/smbbench.XXXXXX)
+	FSNOTE="tmpfs (/dev/shm)"
+else
+	WORK=$(mktemp -d /tmp/smbbench.XXXXXX)
+	FSNOTE="$(df -PT /tmp | awk 'NR==2{print $2}') ($WORK, /dev/shm too small)"
+fi
+OURS_PID="" SAMBA_PID=""
+cleanup() {
+	local rc=$?
+	set +e
+	[ -n "$OURS_PID" ] && kill "$OURS_PID" 2>/dev/null && wait "$OURS_PID" 2>/dev/null
+	[ -n "$SAMBA_PID" ] && kill "$SAMBA_PID" 2>/dev/null && wait "$SAMBA_PID" 2>/dev/null
+	if [ -f "$WORK/samba/pid/samba-dcerpcd.pid" ]; then
+		kill "$(cat "$WORK/samba/pid/samba-dcerpcd.pid")" 2>/dev/null
+	fi
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$OUT" "$WORK/ours" "$WORK/oursenc" "$WORK/samba/share" "$WORK/samba/shareenc"
+log "work directory $WORK on $FSNOTE"
+
+# --- build ------------------------------------------------------------------
+mkdir -p bin
+VERSION=$(git describe --always --dirty 2>/dev/null || echo dev)
+$GO build -ldflags "-X github.com/smbcluster/smbcluster/cli/command.Version=$VERSION" -o bin/smbctl ./cli
+OURS_NOTE=""
+if ! $GO build -o bin/smbnode ./node 2>"$WORK/ours-build.log"; then
+	OURS_NOTE="bin/smbnode did not build: $(head -c 600 "$WORK/ours-build.log" | tr '\n' ' ')"
+	log "$OURS_NOTE"
+fi
+
+# wait_port PORT: until something accepts on 127.0.0.1:PORT (10 s).
+wait_port() {
+	for _ in $(seq 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# --- our node -----------------------------------------------------------------
+start_ours() {
+	bin/smbnode --listen "127.0.0.1:$PORT_OURS" --user "$USER_NAME:$PASS" \
+		--share "bench=$WORK/ours" --share "benchenc=$WORK/oursenc,encrypt" \
+		--log-level warn >"$WORK/ours.log" 2>&1 &
+	OURS_PID=$!
+	if ! wait_port "$PORT_OURS"; then
+		OURS_NOTE="smbnode did not start listening: $(tail -c 600 "$WORK/ours.log" | tr '\n' ' ')"
+		log "$OURS_NOTE"
+		kill "$OURS_PID" 2>/dev/null || true
+		OURS_PID=""
+	fi
+}
+[ -z "$OURS_NOTE" ] && start_ours
+
+# --- private Samba --------------------------------------------------------------
+start_samba() {
+	local d=$WORK/samba conf=$WORK/samba/smb.conf env=() user=$USER_NAME
+	mkdir -p "$d"/{lock,state,cache,pid,private,ncalrpc,binddns,log}
+	local nss
+	nss=$(ls /usr/lib/*/libnss_wrapper.so 2>/dev/null | head -1 || true)
+	if [ -n "$nss" ]; then
+		printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n%s:x:30001:30001:%s:/nonexistent:/bin/false\n' \
+			"$user" "$user" >"$d/passwd"
+		printf 'root:x:0:\nnogroup:x:65534:\n%s:x:30001:\n' "$user" >"$d/group"
+		env=(LD_PRELOAD="$nss" NSS_WRAPPER_PASSWD="$d/passwd" NSS_WRAPPER_GROUP="$d/group")
+	else
+		user=root # no nss_wrapper: map the SMB user to the existing root account
+	fi
+	SAMBA_USER=$user
+	cat >"$conf" <<CONF
+[global]
+	server role = standalone server
+	smb ports = $PORT_SAMBA
+	interfaces = 127.0.0.1
+	bind interfaces only = yes
+	disable netbios = yes
+	server min protocol = SMB2_02
+	server max protocol = SMB3_11
+	server signing = auto
+	map to guest = never
+	load printers = no
+	printcap name = /dev/null
+	disable spoolss = yes
+	usershare max shares = 0
+	passdb backend = tdbsam:$d/private/passdb.tdb
+	lock directory = $d/lock
+	state directory = $d/state
+	cache directory = $d/cache
+	pid directory = $d/pid
+	private dir = $d/private
+	ncalrpc dir = $d/ncalrpc
+	binddns dir = $d/binddns
+	log file = $d/log/log.%m
+	log level = 0
+	kernel oplocks = no
+	use sendfile = yes
+	aio read size = 0
+	aio write size = 1
+	strict sync = no
+[bench]
+	path = $d/share
+	read only = no
+	force user = root
+[benchenc]
+	path = $d/shareenc
+	read only = no
+	force user = root
+	smb encrypt = required
+CONF
+	printf '%s\n%s\n' "$PASS" "$PASS" | env "${env[@]}" smbpasswd -c "$conf" -a -s "$user" >/dev/null
+	# Its own process group (no --no-process-group): smbd signals its whole
+	# group when it stops, which must not include this script.
+	env "${env[@]}" "$SMBD" --foreground --debug-stdout --debuglevel=0 \
+		--configfile="$conf" >"$d/smbd.log" 2>&1 &
+	SAMBA_PID=$!
+	wait_port "$PORT_SAMBA" || die "smbd did not start: $(tail -c 600 "$d/smbd.log")"
+}
+start_samba
+SAMBA_VERSION=$("$SMBD" --version)
+
+# cpu_ticks PID: user+system ticks of PID and all its descendants, plus the
+# children they already reaped (cutime/cstime), so exited per-connection
+# smbd children still count ([proc(5)] fields 14-17).
+cpu_ticks() {
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v root="$1" '
+	{
+		pid = $1
+		if (!match($0, /\) [A-Za-z] /)) next
+		n = split(substr($0, RSTART + 2), f, " ")
+		ppid[pid] = f[2]; t[pid] = f[12] + f[13] + f[14] + f[15]
+	}
+	END {
+		tree[root] = 1
+		do { grew = 0; for (p in ppid) if (!(p in tree) && (ppid[p] in tree)) { tree[p] = 1; grew = 1 } } while (grew)
+		s = 0; for (p in tree) s += t[p]; print s
+	}'
+}
+
+RUNS_FILE=$OUT/runs.json
+: >"$RUNS_FILE"
+: >"$OUT/errors.log"
+
+# one SERVER MODE RW BS CONNS RUN: one smbctl bench run, appended to runs.json.
+one() {
+	local server=$1 mode=$2 rw=$3 bs=$4 conns=$5 run=$6 port pid share user args=()
+	if [ "$server" = ours ]; then
+		port=$PORT_OURS pid=$OURS_PID user=$USER_NAME
+		[ -n "$pid" ] || { printf '{"server":"ours","mode":"%s","rw":"%s","bs":"%s","conns":%s,"run":%s,"exit":-1}\n' \
+			"$mode" "$rw" "$bs" "$conns" "$run" >>"$RUNS_FILE"; return; }
+	else
+		port=$PORT_SAMBA pid=$SAMBA_PID user=$SAMBA_USER
+	fi
+	share=bench
+	case $mode in
+	sign) args+=(--sign) ;;
+	encrypt) args+=(--encrypt) share=benchenc ;;
+	esac
+	local before after rc=0 res
+	before=$(cpu_ticks "$pid")
+	res=$(SMBCTL_PASSWORD=$PASS bin/smbctl bench --server "127.0.0.1:$port" --share "$share" \
+		--user "$user" --rw "$rw" --bs "$bs" --conns "$conns" --iodepth "$IODEPTH" --size "$SIZE" \
+		--runtime "${RT:-$RUNTIME}" --warmup "${WU:-$WARMUP}" --keep --no-progress -o json "${args[@]}" \
+		2>"$WORK/err") || rc=$?
+	after=$(cpu_ticks "$pid")
+	if [ "$rc" != 0 ]; then
+		printf '%s %s %s %s conns=%s run=%s exit=%s: %s\n' "$server" "$mode" "$rw" "$bs" "$conns" "$run" \
+			"$rc" "$(tr '\n' ' ' <"$WORK/err")" >>"$OUT/errors.log"
+		log "$server $mode $rw $bs x$conns failed (exit $rc): $(head -c 300 "$WORK/err")"
+		[ -n "$res" ] || res=null
+	fi
+	printf '{"server":"%s","mode":"%s","rw":"%s","bs":"%s","conns":%s,"run":%s,"exit":%s,"cpu_s":%s,"result":%s}\n' \
+		"$server" "$mode" "$rw" "$bs" "$conns" "$run" "$rc" \
+		"$(awk -v a="$before" -v b="$after" -v hz="$CLK_TCK" 'BEGIN{printf "%.3f", (b-a)/hz}')" \
+		"$(tr -d '\n' <<<"$res")" >>"$RUNS_FILE"
+}
+
+# pair MODE RW BS CONNS: BENCH_RUNS paired runs, alternating who goes first.
+pair() {
+	local r
+	for r in $(seq "$RUNS"); do
+		if [ $((r % 2)) = 1 ]; then
+			one ours "$@" "$r"; one samba "$@" "$r"
+		else
+			one samba "$@" "$r"; one ours "$@" "$r"
+		fi
+	done
+	log "done $*"
+}
+
+# Lay the files out once per share, unmeasured (later runs find the pattern).
+log "laying out $SIZE files"
+for s in ours samba; do
+	for m in plain encrypt; do
+		RT=1s WU=0s one "$s" "$m" read 1m 1 0
+	done
+done
+: >"$RUNS_FILE"
+
+log "loopback TCP reference"
+bin/smbctl bench --tcp-loopback --conns 1 --runtime 3s -o json >"$WORK/tcp1.json"
+bin/smbctl bench --tcp-loopback --conns 4 --runtime 3s -o json >"$WORK/tcp4.json"
+
+for bs in $BSS; do
+	for rw in $RWS; do
+		for c in $CONNS; do
+			pair plain "$rw" "$bs" "$c"
+		done
+	done
+done
+if [ "$EXTRA" = 1 ]; then
+	for c in 1 4; do
+		pair sign read 1m "$c"
+		pair encrypt read 1m "$c"
+	done
+fi
+
+# --- report -----------------------------------------------------------------------
+cat >"$OUT/meta.json" <<META
+{"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","commit":"$VERSION","kernel":"$(uname -r)",
+ "cpus":$(nproc),"cpu_model":"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo | tr -d '"')",
+ "filesystem":"$FSNOTE","samba":"$SAMBA_VERSION","runs":$RUNS,"runtime":"$RUNTIME","warmup":"$WARMUP",
+ "size":"$SIZE","iodepth":$IODEPTH,"ours_note":"$(tr -d '"\\' <<<"$OURS_NOTE")",
+ "tcp1":$(cat "$WORK/tcp1.json" | tr -d '\n'),"tcp4":$(cat "$WORK/tcp4.json" | tr -d '\n')}
+META
+$GO run ./bench/report -runs "$RUNS_FILE" -meta "$OUT/meta.json" -out "$OUT/latest"
+
+if ! command -v gnuplot >/dev/null && command -v apt-get >/dev/null; then
+	log "installing gnuplot-nox for the plot"
+	apt-get install -y -qq gnuplot-nox >/dev/null 2>&1 || true
+fi
+if command -v gnuplot >/dev/null; then
+	gnuplot "$OUT/latest.gp" && log "plot: $OUT/latest.png"
+else
+	log "gnuplot not available: no plot (apt-get install gnuplot-nox)"
+	printf '\n_No plot: gnuplot is not installed (apt-get install gnuplot-nox)._\n' >>"$OUT/latest.md"
+fi
+cat "$OUT/latest.md"
