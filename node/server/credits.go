@@ -16,13 +16,14 @@ type creditWindow struct {
 	mu   sync.Mutex
 	low  uint64 // lowest id not yet used
 	high uint64 // one past the highest id granted
-	max  uint64 // window size limit
+	max  uint64 // size of the ring of used bits: limit rounded up to 64
+	lim  uint64 // window size limit (Config.MaxCredits)
 	used []uint64
 }
 
 func newCreditWindow(max uint16) *creditWindow {
 	n := (uint64(max) + 63) / 64
-	return &creditWindow{high: 1, max: n * 64, used: make([]uint64, n)}
+	return &creditWindow{high: 1, max: n * 64, lim: uint64(max), used: make([]uint64, n)}
 }
 
 func (w *creditWindow) bit(id uint64) (int, uint64) {
@@ -68,7 +69,7 @@ func (w *creditWindow) grant(want uint16) uint16 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	outstanding := w.high - w.low
-	room := w.max - outstanding
+	room := w.lim - min(outstanding, w.lim)
 	g := uint64(want)
 	if g == 0 && outstanding == 0 {
 		g = 1
