@@ -54,6 +54,16 @@ type Conn struct {
 	Sign    bool
 	Encrypt bool
 
+	// Mangle, when set, sees every message after signing and before
+	// encryption and may change it (tests of tampered messages).
+	Mangle func(msg []byte)
+	// MangleWire, when set, sees every message as it goes on the wire
+	// (after encryption, without the NetBIOS header).
+	MangleWire func(msg []byte)
+	// LastEncrypted reports whether the last message Recv returned came
+	// encrypted.
+	LastEncrypted bool
+
 	signer   signing.Signer      // Channel.SigningKey of Session on this connection
 	sessions map[uint64]*Session // decryption keys by session id
 	// LastAsyncID is the AsyncId of the last interim response received.
@@ -211,8 +221,14 @@ func (c *Conn) PostCompound(hdrs []smb2.Header, bodies [][]byte) ([][]byte, erro
 		}
 		pdus[i] = msg[starts[i]:end]
 	}
+	if c.Mangle != nil {
+		c.Mangle(msg)
+	}
 	if c.Encrypt && c.Session != nil && c.Session.enc != nil {
 		msg = signing.Seal(nil, c.Session.enc, c.Session.nonces, c.Session.ID, msg)
+	}
+	if c.MangleWire != nil {
+		c.MangleWire(msg)
 	}
 	return pdus, c.SendFrame(msg)
 }
@@ -278,6 +294,7 @@ func (c *Conn) Recv() ([]smb2.Header, [][]byte, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		c.LastEncrypted = len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID
 		if msg, err = c.open(msg); err != nil {
 			return nil, nil, err
 		}
