@@ -60,6 +60,8 @@ type Conn struct {
 	// MangleWire, when set, sees every message as it goes on the wire
 	// (after encryption, without the NetBIOS header).
 	MangleWire func(msg []byte)
+	// SkipVerify turns off the verification of response signatures.
+	SkipVerify bool
 	// LastEncrypted reports whether the last message Recv returned came
 	// encrypted.
 	LastEncrypted bool
@@ -341,7 +343,7 @@ var ErrBadSignature = errors.New("servertest: response signature does not verify
 
 // verify checks the signature of a signed response of the current session.
 func (c *Conn) verify(h *smb2.Header, pdu []byte) error {
-	if h.Flags&smb2.FlagSigned == 0 || c.signer == nil || c.Session == nil || h.SessionID != c.Session.ID {
+	if c.SkipVerify || h.Flags&smb2.FlagSigned == 0 || c.signer == nil || c.Session == nil || h.SessionID != c.Session.ID {
 		return nil
 	}
 	if !c.signer.Verify(pdu) {
@@ -380,4 +382,15 @@ func (c *Conn) WaitClosed() error {
 func isReset(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && !op.Timeout()
+}
+
+// UseSigningKey makes the connection sign with key (and the negotiated
+// algorithm) instead of its channel's signing key.
+func (c *Conn) UseSigningKey(key []byte) error {
+	s, err := signing.NewSigner(c.SigningAlg, key)
+	if err != nil {
+		return err
+	}
+	c.signer = s
+	return nil
 }

@@ -163,3 +163,7 @@ func utf16le(s string) []byte {
 	}
 	return b
 }
+
+// NTLMNegotiateMessage is the NTLMSSP NEGOTIATE_MESSAGE SessionSetup sends
+// first, for tests that build SESSION_SETUP requests themselves.
+func NTLMNegotiateMessage() []byte { return ntlmNegotiate(true) }
