@@ -114,6 +114,11 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		res.body = body
 	case body != nil && (status == smb2.StatusMoreProcessingRequired || status == smb2.StatusBufferOverflow || status.IsWarning()):
 		res.body = body
+	case body != nil && res.open == nil:
+		// Some errors carry a body: an IOCTL's limits with
+		// STATUS_INVALID_PARAMETER (copychunk), the size with
+		// STATUS_BUFFER_TOO_SMALL.
+		res.body = body
 	default:
 		releaseBody(body)
 		if res.open != nil {

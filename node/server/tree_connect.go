@@ -22,12 +22,10 @@ func (c *conn) serveTreeConnect(r *Request) (Response, error) {
 	}
 	s := r.Session
 	encrypt := sh.Encrypt || s.EncryptData
-	if encrypt && s.encrypter == nil && (c.srv.cfg.Encryption == EncryptRequired || sh.Encrypt && !sh.Pipe) {
-		// The client cannot encrypt and the share insists ([MS-SMB2] 3.3.5.7).
-		if c.srv.cfg.Encryption == EncryptRequired || c.dialect >= smb2.Dialect300 {
-			return nil, smb2.StatusAccessDenied
-		}
-		encrypt = false
+	if sh.Encrypt && s.encrypter == nil && !sh.Pipe {
+		// The share requires encryption and this session cannot encrypt
+		// (RejectUnencryptedAccess, [MS-SMB2] 3.3.5.7).
+		return nil, smb2.StatusAccessDenied
 	}
 	t := &Tree{Session: s, Share: sh, EncryptData: encrypt && s.encrypter != nil, opens: map[uint64]*Open{}}
 	resp := &smb2.TreeConnectResponse{}

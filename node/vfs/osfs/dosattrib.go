@@ -16,20 +16,31 @@ const xattrDOS = "user.smbcluster.dosattrib"
 //	2  uint16  reserved, zero
 //	4  uint32  DOS attributes ([MS-FSCC] 2.6)
 //	8  int64   creation time, nanoseconds since the Unix epoch
+//	16 int64   change time set by a client (flag 4), nanoseconds
+//	24 int64   the file's mtime when that change time was set
 //
+// Linux cannot set a file's ctime, so a client-set change time is kept
+// here and reported for as long as the file's mtime is the one recorded
+// with it: the first write (or write-time change) ends it, as a change
+// would on Windows. Records of 16 bytes (no change time) are read too.
 // Records of another version are ignored, as if absent.
 type dosAttrib struct {
 	HasAttrs    bool
 	Attrs       uint32
 	HasCreation bool
 	Creation    time.Time
+	HasChange   bool
+	Change      time.Time
+	ChangeMtime time.Time
 }
 
 const (
 	dosVersion      = 1
 	dosFlagAttrs    = 1
 	dosFlagCreation = 2
-	dosRecordSize   = 16
+	dosFlagChange   = 4
+	dosMinSize      = 16
+	dosRecordSize   = 32
 )
 
 var errDOSRecord = errors.New("osfs: malformed dosattrib record")
@@ -49,16 +60,23 @@ func (d *dosAttrib) Encode(b []byte) {
 		flags |= dosFlagCreation
 		ct = d.Creation.UnixNano()
 	}
+	var chg, chgM int64
+	if d.HasChange {
+		flags |= dosFlagChange
+		chg, chgM = d.Change.UnixNano(), d.ChangeMtime.UnixNano()
+	}
 	b[0], b[1], b[2], b[3] = dosVersion, flags, 0, 0
 	binary.LittleEndian.PutUint32(b[4:], d.Attrs)
 	binary.LittleEndian.PutUint64(b[8:], uint64(ct))
+	binary.LittleEndian.PutUint64(b[16:], uint64(chg))
+	binary.LittleEndian.PutUint64(b[24:], uint64(chgM))
 }
 
 // Decode parses a record. Longer records (a later minor extension) are
 // accepted; unknown flag bits are ignored.
 func (d *dosAttrib) Decode(msg []byte) error {
 	*d = dosAttrib{}
-	if len(msg) < dosRecordSize || msg[0] != dosVersion {
+	if len(msg) < dosMinSize || msg[0] != dosVersion {
 		return errDOSRecord
 	}
 	flags := msg[1]
@@ -69,6 +87,11 @@ func (d *dosAttrib) Decode(msg []byte) error {
 	if flags&dosFlagCreation != 0 {
 		d.HasCreation = true
 		d.Creation = time.Unix(0, int64(binary.LittleEndian.Uint64(msg[8:])))
+	}
+	if flags&dosFlagChange != 0 && len(msg) >= dosRecordSize {
+		d.HasChange = true
+		d.Change = time.Unix(0, int64(binary.LittleEndian.Uint64(msg[16:])))
+		d.ChangeMtime = time.Unix(0, int64(binary.LittleEndian.Uint64(msg[24:])))
 	}
 	return nil
 }

@@ -151,8 +151,8 @@ func (f *file) Sync() error {
 func (f *file) Close() error { return f.f.Close() }
 
 // SetInfo sets access and write times (futimens), and the creation time
-// and DOS attributes (dosattrib xattr). The change time cannot be set on
-// Linux and is ignored.
+// and DOS attributes (dosattrib xattr). Linux cannot set a ctime, so a
+// change time goes into the dosattrib record (see dosAttrib).
 func (f *file) SetInfo(creation, access, write, change time.Time, attrs *uint32) error {
 	err := f.control(func(fd int) error {
 		if !access.IsZero() || !write.IsZero() {
@@ -160,10 +160,18 @@ func (f *file) SetInfo(creation, access, write, change time.Time, attrs *uint32)
 				return err
 			}
 		}
-		if creation.IsZero() && attrs == nil {
+		if creation.IsZero() && attrs == nil && change.IsZero() {
 			return nil
 		}
 		rec := f.fs.readDOSFd(fd)
+		if !change.IsZero() {
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return err
+			}
+			rec.HasChange, rec.Change = true, change
+			rec.ChangeMtime = time.Unix(st.Mtim.Unix())
+		}
 		if !creation.IsZero() {
 			rec.HasCreation, rec.Creation = true, creation
 		}

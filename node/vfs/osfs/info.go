@@ -50,6 +50,9 @@ func toInfo(name string, st *unix.Statx_t, rec *dosAttrib) vfs.FileInfo {
 	if !fi.IsDir {
 		fi.Size = int64(st.Size)
 	}
+	if rec.HasChange && rec.ChangeMtime.Equal(fi.LastWriteTime) {
+		fi.ChangeTime = rec.Change
+	}
 	switch {
 	case rec.HasCreation:
 		fi.CreationTime = rec.Creation

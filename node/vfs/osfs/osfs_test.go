@@ -79,21 +79,30 @@ func TestSpecialFilesRefused(t *testing.T) {
 }
 
 func TestDOSAttribRoundTrip(t *testing.T) {
-	for _, rec := range []dosAttrib{{}, {HasAttrs: true, Attrs: 0x27}, {HasCreation: true}, {HasAttrs: true, Attrs: 1, HasCreation: true}} {
+	for _, rec := range []dosAttrib{{}, {HasAttrs: true, Attrs: 0x27}, {HasCreation: true}, {HasAttrs: true, Attrs: 1, HasCreation: true}, {HasChange: true}} {
 		if rec.HasCreation {
 			rec.Creation = rec.Creation.AddDate(2024, 0, 0)
+		}
+		if rec.HasChange {
+			rec.Change, rec.ChangeMtime = time.Unix(1e9, 5), time.Unix(2e9, 7)
 		}
 		b := make([]byte, rec.Size())
 		rec.Encode(b)
 		var got dosAttrib
 		if err := got.Decode(b); err != nil || got.HasAttrs != rec.HasAttrs || got.Attrs != rec.Attrs ||
-			got.HasCreation != rec.HasCreation || !got.Creation.Equal(rec.Creation) && rec.HasCreation {
+			got.HasCreation != rec.HasCreation || !got.Creation.Equal(rec.Creation) && rec.HasCreation ||
+			got.HasChange != rec.HasChange || !got.Change.Equal(rec.Change) || !got.ChangeMtime.Equal(rec.ChangeMtime) {
 			t.Errorf("round trip %+v -> %+v, %v", rec, got, err)
 		}
-		for i := range b {
+		// A prefix shorter than the original 16-byte record never decodes;
+		// a 16-byte prefix is a record without the change-time extension.
+		for i := range dosMinSize {
 			if err := got.Decode(b[:i]); err == nil {
 				t.Errorf("truncated prefix of %d bytes decoded", i)
 			}
+		}
+		if err := got.Decode(b[:dosMinSize]); err != nil || got.HasChange {
+			t.Errorf("16-byte record: %+v, %v", got, err)
 		}
 	}
 }
