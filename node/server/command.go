@@ -39,5 +39,8 @@ func init() {
 
 // serveEcho handles SMB2 ECHO ([MS-SMB2] 3.3.5.17).
 func (c *conn) serveEcho(r *Request) (Response, error) {
+	if err := (&smb2.EchoRequest{}).Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
 	return &smb2.EchoResponse{}, nil
 }

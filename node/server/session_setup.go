@@ -182,6 +182,9 @@ func (s *Session) deriveKeys(fullKey, preauth []byte) error {
 
 // serveLogoff handles SMB2 LOGOFF ([MS-SMB2] 3.3.5.6).
 func (c *conn) serveLogoff(r *Request) (Response, error) {
+	if err := (&smb2.LogoffRequest{}).Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
 	r.forceSign = r.signResponse()
 	c.srv.expireSession(r.Session)
 	return &smb2.LogoffResponse{}, nil

@@ -62,6 +62,9 @@ func shareName(path string) (string, bool) {
 
 // serveTreeDisconnect handles SMB2 TREE_DISCONNECT ([MS-SMB2] 3.3.5.8).
 func (c *conn) serveTreeDisconnect(r *Request) (Response, error) {
+	if err := (&smb2.TreeDisconnectRequest{}).Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
 	s := r.Session
 	s.mu.Lock()
 	delete(s.trees, r.Tree.ID)

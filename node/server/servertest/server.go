@@ -60,11 +60,12 @@ type Server struct {
 }
 
 // Start serves on 127.0.0.1:0 until the test ends; then it shuts the server
-// down and checks that no open leaked.
+// down and checks that no open leaked. Files on the shares are capped at
+// MaxFileSize.
 func Start(tb testing.TB, opts Options) *Server {
 	tb.Helper()
 	fsys := memfs.New()
-	tr := vfstest.TrackOpens(fsys)
+	tr := vfstest.TrackOpens(capFS{fsys})
 	rec := &Recorder{tb: tb, logf: opts.Logf}
 	rec.init()
 	log := slog.New(rec)
