@@ -110,6 +110,44 @@ type StreamFS interface {
 	Streams(name string) ([]StreamInfo, error)
 }
 
+// StreamOpener is implemented by backends that can open alternate data
+// streams as files. Stream names are case-sensitive here: the share layer
+// folds case. A stream belongs to an existing file or directory; removing or
+// renaming that file takes its streams along. A stream file's Stat describes
+// the file it belongs to, with Size and AllocationSize those of the stream;
+// its SetInfo changes the file's times and attributes.
+// Wrappers may implement it and fail with errors.ErrUnsupported.
+type StreamOpener interface {
+	StreamFS
+	// OpenStream opens or creates the named stream of the existing file
+	// or directory name; o.Kind is ignored. created reports whether this
+	// call created the stream.
+	OpenStream(name, stream string, o OpenOptions) (f File, created bool, err error)
+	// RemoveStream deletes a named stream (fs.ErrNotExist if absent).
+	RemoveStream(name, stream string) error
+	// RenameStream renames a named stream of name; without replace an
+	// existing newStream fails with fs.ErrExist.
+	RenameStream(name, oldStream, newStream string, replace bool) error
+}
+
+// SecurityFile is implemented by files that keep a stored security
+// descriptor (self-relative, [MS-DTYP] 2.4.6; opaque to the backend).
+// Wrappers may implement it and fail with errors.ErrUnsupported.
+type SecurityFile interface {
+	// Security returns the stored descriptor, or nil when none is stored.
+	Security() ([]byte, error)
+	// SetSecurity stores sd, replacing any stored descriptor.
+	SetSecurity(sd []byte) error
+}
+
+// NameReader is implemented by directories that can list the names of
+// their entries more cheaply than ReadDir (no per-entry stat). Wrappers
+// may implement it and fail with errors.ErrUnsupported.
+type NameReader interface {
+	// ReadDirNames returns the entry names, without "." and "..".
+	ReadDirNames() ([]string, error)
+}
+
 // StreamInfo describes one alternate data stream.
 type StreamInfo struct {
 	Name string

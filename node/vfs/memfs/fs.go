@@ -24,6 +24,9 @@ type node struct {
 	hasAttrs                   bool
 	attrs                      uint32
 	btime, atime, mtime, ctime time.Time
+
+	streams map[string]*node // named streams (stream.go); their nodes hold only data
+	sd      []byte           // stored security descriptor
 }
 
 // FS is an in-memory share. It is safe for concurrent use.

@@ -27,11 +27,14 @@ type FS struct {
 
 	noXattr   atomic.Bool // user xattrs are unsupported here
 	closeOnce sync.Once
+	streamMu  sync.Mutex // serializes stream read-modify-writes (stream.go)
 }
 
 var (
-	_ vfs.FS     = (*FS)(nil)
-	_ vfs.FdFile = (*file)(nil)
+	_ vfs.FS           = (*FS)(nil)
+	_ vfs.FdFile       = (*file)(nil)
+	_ vfs.SecurityFile = (*file)(nil)
+	_ vfs.NameReader   = (*file)(nil)
 )
 
 // New opens the share rooted at the existing directory root.

@@ -52,6 +52,9 @@ func TestFS(t *testing.T, newFS func(t *testing.T) vfs.FS) {
 		{"BadNames", testBadNames},
 		{"Symlinks", testSymlinks},
 		{"StatFS", testStatFS},
+		{"Streams", testStreams},
+		{"Security", testSecurity},
+		{"ReadDirNames", testReadDirNames},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFS(t)) })

@@ -1,6 +1,7 @@
 package vfstest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -22,8 +23,12 @@ func TrackOpens(fsys vfs.FS) *Tracker {
 	return &Tracker{fs: fsys, open: make(map[*trackedFile]string)}
 }
 
-// FS returns the wrapping FS. It implements vfs.StreamFS when the wrapped
-// FS does, and its files implement vfs.FdFile when the wrapped ones do.
+// FS returns the wrapping FS. It implements vfs.StreamOpener when the
+// wrapped FS implements vfs.StreamFS (its stream methods then fail with
+// errors.ErrUnsupported unless the wrapped FS is a vfs.StreamOpener), and
+// its files implement vfs.FdFile when the wrapped ones do. Files always
+// implement vfs.SecurityFile and vfs.NameReader, failing with
+// errors.ErrUnsupported when the wrapped file does not.
 func (t *Tracker) FS() vfs.FS {
 	if _, ok := t.fs.(vfs.StreamFS); ok {
 		return trackedStreamFS{trackedFS{t}}
@@ -66,19 +71,52 @@ func (s trackedStreamFS) Streams(name string) ([]vfs.StreamInfo, error) {
 	return s.t.fs.(vfs.StreamFS).Streams(name)
 }
 
+// OpenStream, RemoveStream and RenameStream forward to the wrapped FS, or
+// fail with errors.ErrUnsupported when it is not a vfs.StreamOpener.
+func (s trackedStreamFS) OpenStream(name, stream string, o vfs.OpenOptions) (vfs.File, bool, error) {
+	so, ok := s.t.fs.(vfs.StreamOpener)
+	if !ok {
+		return nil, false, errors.ErrUnsupported
+	}
+	f, created, err := so.OpenStream(name, stream, o)
+	if err != nil {
+		return f, created, err
+	}
+	return s.track(f, name+":"+stream), created, nil
+}
+
+func (s trackedStreamFS) RemoveStream(name, stream string) error {
+	if so, ok := s.t.fs.(vfs.StreamOpener); ok {
+		return so.RemoveStream(name, stream)
+	}
+	return errors.ErrUnsupported
+}
+
+func (s trackedStreamFS) RenameStream(name, oldStream, newStream string, replace bool) error {
+	if so, ok := s.t.fs.(vfs.StreamOpener); ok {
+		return so.RenameStream(name, oldStream, newStream, replace)
+	}
+	return errors.ErrUnsupported
+}
+
 func (w trackedFS) Open(name string, o vfs.OpenOptions) (vfs.File, bool, error) {
 	f, created, err := w.t.fs.Open(name, o)
 	if err != nil {
 		return f, created, err
 	}
+	return w.track(f, name), created, nil
+}
+
+// track records f as open under name and wraps it.
+func (w trackedFS) track(f vfs.File, name string) vfs.File {
 	tf := &trackedFile{File: f, t: w.t}
 	w.t.mu.Lock()
 	w.t.open[tf] = name
 	w.t.mu.Unlock()
 	if fd, ok := f.(vfs.FdFile); ok {
-		return trackedFdFile{tf, fd}, created, nil
+		return trackedFdFile{tf, fd}
 	}
-	return tf, created, nil
+	return tf
 }
 
 func (w trackedFS) Stat(name string) (vfs.FileInfo, error) { return w.t.fs.Stat(name) }
@@ -97,6 +135,29 @@ func (f *trackedFile) Close() error {
 	delete(f.t.open, f)
 	f.t.mu.Unlock()
 	return f.File.Close()
+}
+
+// Security, SetSecurity and ReadDirNames forward to the wrapped file, or
+// fail with errors.ErrUnsupported when it lacks them.
+func (f *trackedFile) Security() ([]byte, error) {
+	if sf, ok := f.File.(vfs.SecurityFile); ok {
+		return sf.Security()
+	}
+	return nil, errors.ErrUnsupported
+}
+
+func (f *trackedFile) SetSecurity(sd []byte) error {
+	if sf, ok := f.File.(vfs.SecurityFile); ok {
+		return sf.SetSecurity(sd)
+	}
+	return errors.ErrUnsupported
+}
+
+func (f *trackedFile) ReadDirNames() ([]string, error) {
+	if nr, ok := f.File.(vfs.NameReader); ok {
+		return nr.ReadDirNames()
+	}
+	return nil, errors.ErrUnsupported
 }
 
 type trackedFdFile struct {

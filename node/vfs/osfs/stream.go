@@ -1,0 +1,405 @@
+package osfs
+
+import (
+	"io"
+	"io/fs"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/smbcluster/smbcluster/node/vfs"
+)
+
+// Alternate data streams and stored security descriptors live in extended
+// attributes of the file they belong to, so they follow the inode through
+// renames and disappear with it:
+//
+//	user.smbcluster.stream.<name>  the bytes of stream <name>
+//	user.smbcluster.sd             the self-relative security descriptor
+//
+// Limits: Linux caps an xattr value at 64 KiB (XATTR_SIZE_MAX) and its name
+// at 255 bytes, so a stream holds at most maxStreamSize bytes and its name
+// at most 232 bytes; ext4 without the ea_inode feature further requires all
+// of a file's xattrs to fit in one filesystem block (4 KiB usually). Writes
+// beyond what the filesystem accepts fail with syscall.ENOSPC (reported to
+// clients as STATUS_DISK_FULL). Stream writes are read-modify-write of the
+// whole value, serialized per FS: streams are for small metadata (Windows
+// Zone.Identifier, Mac Finder info), not bulk data.
+const (
+	xattrStreamPrefix = "user.smbcluster.stream."
+	xattrSD           = "user.smbcluster.sd"
+	maxStreamSize     = 64 << 10
+)
+
+var _ vfs.StreamOpener = (*FS)(nil)
+
+// streamAttr returns the xattr name of a stream, or an error for a name
+// that cannot be one.
+func streamAttr(stream string) (string, error) {
+	switch {
+	case stream == "", strings.IndexByte(stream, 0) >= 0, strings.IndexByte(stream, '/') >= 0:
+		return "", syscall.EINVAL
+	case len(xattrStreamPrefix)+len(stream) > 255:
+		return "", syscall.ENAMETOOLONG
+	}
+	return xattrStreamPrefix + stream, nil
+}
+
+// getxattr returns the whole value of attr on fd.
+func getxattr(fd int, attr string) ([]byte, error) {
+	for {
+		n, err := unix.Fgetxattr(fd, attr, nil)
+		if err != nil {
+			return nil, xattrErr(err)
+		}
+		b := make([]byte, n)
+		m, err := unix.Fgetxattr(fd, attr, b)
+		if err == unix.ERANGE {
+			continue // grew in between
+		}
+		if err != nil {
+			return nil, xattrErr(err)
+		}
+		return b[:m], nil
+	}
+}
+
+// setxattr stores value, mapping "too large" to ENOSPC.
+func setxattr(fd int, attr string, value []byte, flags int) error {
+	if len(value) > maxStreamSize {
+		return syscall.ENOSPC
+	}
+	return xattrErr(unix.Fsetxattr(fd, attr, value, flags))
+}
+
+// xattrErr maps xattr errors to the vfs conventions.
+func xattrErr(err error) error {
+	switch err {
+	case nil:
+		return nil
+	case unix.ENODATA:
+		return syscall.ENOENT
+	case unix.E2BIG, unix.ERANGE, unix.ENOSPC:
+		return syscall.ENOSPC
+	}
+	return err
+}
+
+// openBase opens the file or directory a stream belongs to.
+func (fsys *FS) openBase(op, name string) (*file, error) {
+	if err := checkName(op, name); err != nil {
+		return nil, err
+	}
+	f, err := fsys.openExisting(name, vfs.OpenOptions{Read: true})
+	if err != nil {
+		return nil, &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return f, nil
+}
+
+// Streams lists the named streams of name.
+func (fsys *FS) Streams(name string) ([]vfs.StreamInfo, error) {
+	base, err := fsys.openBase("streams", name)
+	if err != nil {
+		return nil, err
+	}
+	defer base.Close()
+	var out []vfs.StreamInfo
+	err = base.control(func(fd int) error {
+		names, err := listxattr(fd)
+		if err != nil {
+			return err
+		}
+		for _, a := range names {
+			s, ok := strings.CutPrefix(a, xattrStreamPrefix)
+			if !ok {
+				continue
+			}
+			n, err := unix.Fgetxattr(fd, a, nil)
+			if err != nil {
+				continue // removed meanwhile
+			}
+			out = append(out, vfs.StreamInfo{Name: s, Size: int64(n)})
+		}
+		return nil
+	})
+	return out, base.pathErr("streams", err)
+}
+
+// listxattr returns the xattr names of fd.
+func listxattr(fd int) ([]string, error) {
+	for {
+		n, err := unix.Flistxattr(fd, nil)
+		if err != nil || n == 0 {
+			if isNoXattrSupport(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		b := make([]byte, n)
+		m, err := unix.Flistxattr(fd, b)
+		if err == unix.ERANGE {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return strings.Split(strings.TrimRight(string(b[:m]), "\x00"), "\x00"), nil
+	}
+}
+
+// OpenStream opens or creates a named stream of name; see vfs.StreamOpener.
+func (fsys *FS) OpenStream(name, stream string, o vfs.OpenOptions) (vfs.File, bool, error) {
+	attr, err := streamAttr(stream)
+	if err != nil {
+		return nil, false, &fs.PathError{Op: "openstream", Path: name + ":" + stream, Err: err}
+	}
+	base, err := fsys.openBase("openstream", name)
+	if err != nil {
+		return nil, false, err
+	}
+	created := false
+	fsys.streamMu.Lock()
+	err = base.control(func(fd int) error {
+		_, err := unix.Fgetxattr(fd, attr, nil)
+		switch {
+		case err == nil && o.Create == vfs.CreateExclusive:
+			return syscall.EEXIST
+		case err == nil && o.Truncate:
+			return setxattr(fd, attr, nil, 0)
+		case err == nil:
+			return nil
+		case err != unix.ENODATA:
+			return xattrErr(err)
+		case o.Create == vfs.OpenExisting:
+			return syscall.ENOENT
+		}
+		created = true
+		return setxattr(fd, attr, nil, unix.XATTR_CREATE)
+	})
+	fsys.streamMu.Unlock()
+	if err != nil {
+		base.Close()
+		return nil, false, &fs.PathError{Op: "openstream", Path: name + ":" + stream, Err: err}
+	}
+	return &streamFile{base: base, attr: attr, read: o.Read, write: o.Write || o.Truncate}, created, nil
+}
+
+// RemoveStream deletes a named stream of name.
+func (fsys *FS) RemoveStream(name, stream string) error {
+	attr, err := streamAttr(stream)
+	if err != nil {
+		return &fs.PathError{Op: "removestream", Path: name + ":" + stream, Err: err}
+	}
+	base, err := fsys.openBase("removestream", name)
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	return base.pathErr("removestream", base.control(func(fd int) error {
+		return xattrErr(unix.Fremovexattr(fd, attr))
+	}))
+}
+
+// RenameStream renames a named stream of name.
+func (fsys *FS) RenameStream(name, oldStream, newStream string, replace bool) error {
+	oldAttr, err := streamAttr(oldStream)
+	if err != nil {
+		return &fs.PathError{Op: "renamestream", Path: name + ":" + oldStream, Err: err}
+	}
+	newAttr, err := streamAttr(newStream)
+	if err != nil {
+		return &fs.PathError{Op: "renamestream", Path: name + ":" + newStream, Err: err}
+	}
+	base, err := fsys.openBase("renamestream", name)
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	fsys.streamMu.Lock()
+	defer fsys.streamMu.Unlock()
+	return base.pathErr("renamestream", base.control(func(fd int) error {
+		v, err := getxattr(fd, oldAttr)
+		if err != nil {
+			return err
+		}
+		if oldAttr == newAttr {
+			return nil
+		}
+		flags := unix.XATTR_CREATE
+		if replace {
+			flags = 0
+		}
+		if err := setxattr(fd, newAttr, v, flags); err != nil {
+			return err
+		}
+		return xattrErr(unix.Fremovexattr(fd, oldAttr))
+	}))
+}
+
+// streamFile is an open named stream: the data is the xattr attr of base.
+type streamFile struct {
+	base        *file // the file or directory, opened read-only
+	attr        string
+	read, write bool
+}
+
+func (s *streamFile) value() ([]byte, error) {
+	var v []byte
+	err := s.base.control(func(fd int) (err error) {
+		v, err = getxattr(fd, s.attr)
+		return err
+	})
+	return v, err
+}
+
+// ReadAt reads the stream at off.
+func (s *streamFile) ReadAt(p []byte, off int64) (int, error) {
+	if !s.read {
+		return 0, s.base.pathErr("read", syscall.EBADF)
+	}
+	if off < 0 {
+		return 0, s.base.pathErr("read", syscall.EINVAL)
+	}
+	v, err := s.value()
+	if err != nil {
+		return 0, s.base.pathErr("read", err)
+	}
+	if off >= int64(len(v)) {
+		return 0, io.EOF
+	}
+	return copy(p, v[off:]), nil
+}
+
+// modify replaces the stream's value with fn(value), serialized per FS.
+func (s *streamFile) modify(op string, fn func(v []byte) ([]byte, error)) error {
+	if !s.write {
+		return s.base.pathErr(op, syscall.EBADF)
+	}
+	s.base.fs.streamMu.Lock()
+	defer s.base.fs.streamMu.Unlock()
+	return s.base.pathErr(op, s.base.control(func(fd int) error {
+		v, err := getxattr(fd, s.attr)
+		if err != nil {
+			return err
+		}
+		if v, err = fn(v); err != nil {
+			return err
+		}
+		return setxattr(fd, s.attr, v, unix.XATTR_REPLACE)
+	}))
+}
+
+// WriteAt writes p at off, growing the stream as needed.
+func (s *streamFile) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, s.base.pathErr("write", syscall.EINVAL)
+	}
+	if off+int64(len(p)) > maxStreamSize {
+		return 0, s.base.pathErr("write", syscall.ENOSPC)
+	}
+	err := s.modify("write", func(v []byte) ([]byte, error) {
+		if end := int(off) + len(p); end > len(v) {
+			v = append(v, make([]byte, end-len(v))...)
+		}
+		copy(v[off:], p)
+		return v, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Truncate sets the stream's size.
+func (s *streamFile) Truncate(size int64) error {
+	if size < 0 {
+		return s.base.pathErr("truncate", syscall.EINVAL)
+	}
+	if size > maxStreamSize {
+		return s.base.pathErr("truncate", syscall.ENOSPC)
+	}
+	return s.modify("truncate", func(v []byte) ([]byte, error) {
+		if int(size) <= len(v) {
+			return v[:size], nil
+		}
+		return append(v, make([]byte, int(size)-len(v))...), nil
+	})
+}
+
+// Stat describes the file the stream belongs to, with the stream's size.
+func (s *streamFile) Stat() (vfs.FileInfo, error) {
+	fi, err := s.base.Stat()
+	if err != nil {
+		return fi, err
+	}
+	v, err := s.value()
+	if err != nil {
+		return vfs.FileInfo{}, s.base.pathErr("stat", err)
+	}
+	fi.Size = int64(len(v))
+	fi.AllocationSize = (fi.Size + 4095) &^ 4095
+	return fi, nil
+}
+
+// Allocate is a no-op: an xattr has no reserved space.
+func (s *streamFile) Allocate(int64) error { return nil }
+
+// Sync flushes the file holding the stream.
+func (s *streamFile) Sync() error { return s.base.Sync() }
+
+// ReadDir fails: a stream is not a directory.
+func (s *streamFile) ReadDir() ([]vfs.FileInfo, error) {
+	return nil, s.base.pathErr("readdir", syscall.ENOTDIR)
+}
+
+// SetInfo changes the times and attributes of the file.
+func (s *streamFile) SetInfo(creation, access, write, change time.Time, attrs *uint32) error {
+	return s.base.SetInfo(creation, access, write, change, attrs)
+}
+
+// Security returns the file's stored descriptor.
+func (s *streamFile) Security() ([]byte, error) { return s.base.Security() }
+
+// SetSecurity stores the file's descriptor.
+func (s *streamFile) SetSecurity(sd []byte) error { return s.base.SetSecurity(sd) }
+
+// Close closes the file holding the stream.
+func (s *streamFile) Close() error { return s.base.Close() }
+
+// Security returns the stored security descriptor, nil when none is.
+func (f *file) Security() ([]byte, error) {
+	var v []byte
+	err := f.control(func(fd int) (err error) {
+		v, err = getxattr(fd, xattrSD)
+		if err == syscall.ENOENT || isNoXattrSupport(err) {
+			v, err = nil, nil
+		}
+		return err
+	})
+	return v, f.pathErr("security", err)
+}
+
+// SetSecurity stores a security descriptor.
+func (f *file) SetSecurity(sd []byte) error {
+	return f.pathErr("setsecurity", f.control(func(fd int) error {
+		return setxattr(fd, xattrSD, sd, 0)
+	}))
+}
+
+// ReadDirNames lists the names in a directory without describing them.
+func (f *file) ReadDirNames() ([]string, error) {
+	if !f.isDir {
+		return nil, f.pathErr("readdir", syscall.ENOTDIR)
+	}
+	f.dirMu.Lock()
+	defer f.dirMu.Unlock()
+	var names []string
+	err := f.control(func(fd int) (err error) {
+		names, err = readNames(fd)
+		return err
+	})
+	return names, f.pathErr("readdir", err)
+}

@@ -1,0 +1,155 @@
+package vfstest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"testing"
+
+	"github.com/smbcluster/smbcluster/node/vfs"
+)
+
+// streamFS returns fsys as a StreamOpener, skipping the test when it is
+// not one or keeps no xattrs.
+func streamFS(t *testing.T, fsys vfs.FS) vfs.StreamOpener {
+	t.Helper()
+	so, ok := fsys.(vfs.StreamOpener)
+	if !ok {
+		t.Skip("no vfs.StreamOpener")
+	}
+	if x, ok := fsys.(XattrReporter); ok && !x.XattrsSupported() {
+		t.Skip("no xattrs")
+	}
+	return so
+}
+
+func testStreams(t *testing.T, fsys vfs.FS) {
+	so := streamFS(t, fsys)
+	f := open(t, fsys, "f", rw)
+	if _, err := f.WriteAt([]byte("main data"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := so.OpenStream("f", "s1", vfs.OpenOptions{Read: true}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("OpenStream of a missing stream: %v, want fs.ErrNotExist", err)
+	}
+	if _, _, err := so.OpenStream("nofile", "s1", rw); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("OpenStream on a missing file: %v, want fs.ErrNotExist", err)
+	}
+	s, created, err := so.OpenStream("f", "s1", rw)
+	if err != nil || !created {
+		t.Fatalf("OpenStream create: created=%v err=%v", created, err)
+	}
+	defer s.Close()
+	if fi, err := s.Stat(); err != nil || fi.Size != 0 {
+		t.Fatalf("new stream Stat: %+v, %v", fi, err)
+	}
+	if _, err := s.WriteAt([]byte("hello"), 3); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	n, err := s.ReadAt(buf, 0)
+	if err != nil || !bytes.Equal(buf[:n], []byte("\x00\x00\x00hello")) {
+		t.Fatalf("stream ReadAt = %q, %v", buf[:n], err)
+	}
+	if _, err := s.ReadAt(buf, 8); err != io.EOF {
+		t.Fatalf("ReadAt at end: %v, want io.EOF", err)
+	}
+	if err := s.Truncate(4); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := s.Stat(); err != nil || fi.Size != 4 {
+		t.Fatalf("stream Stat after Truncate: size %d, %v", fi.Size, err)
+	}
+	if fi, _ := f.Stat(); fi.Size != 9 {
+		t.Fatalf("main stream size changed to %d", fi.Size)
+	}
+	if _, _, err := so.OpenStream("f", "s1", vfs.OpenOptions{Create: vfs.CreateExclusive}); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("exclusive create of an existing stream: %v", err)
+	}
+	list, err := so.Streams("f")
+	if err != nil || len(list) != 1 || list[0].Name != "s1" || list[0].Size != 4 {
+		t.Fatalf("Streams = %+v, %v", list, err)
+	}
+	testStreamRenameRemove(t, fsys, so)
+}
+
+func testStreamRenameRemove(t *testing.T, fsys vfs.FS, so vfs.StreamOpener) {
+	s2, _, err := so.OpenStream("f", "s2", rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	if err := so.RenameStream("f", "s1", "s2", false); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("RenameStream onto an existing stream: %v", err)
+	}
+	if err := so.RenameStream("f", "s1", "s3", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := so.RemoveStream("f", "s2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := so.RemoveStream("f", "s2"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("RemoveStream twice: %v", err)
+	}
+	if err := fsys.Rename("f", "g", false); err != nil {
+		t.Fatal(err)
+	}
+	list, err := so.Streams("g")
+	if err != nil || len(list) != 1 || list[0].Name != "s3" || list[0].Size != 4 {
+		t.Fatalf("Streams after renames = %+v, %v", list, err)
+	}
+	mkdirOK(t, fsys, "d")
+	ds, created, err := so.OpenStream("d", "x", rw)
+	if err != nil || !created {
+		t.Fatalf("stream on a directory: %v", err)
+	}
+	ds.Close()
+}
+
+func mkdirOK(t *testing.T, fsys vfs.FS, name string) {
+	t.Helper()
+	d, _, err := fsys.Open(name, mkdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+}
+
+func testSecurity(t *testing.T, fsys vfs.FS) {
+	f := open(t, fsys, "f", rw)
+	sf, ok := f.(vfs.SecurityFile)
+	if !ok {
+		t.Skip("no vfs.SecurityFile")
+	}
+	if x, ok := fsys.(XattrReporter); ok && !x.XattrsSupported() {
+		t.Skip("no xattrs")
+	}
+	if sd, err := sf.Security(); err != nil || sd != nil {
+		t.Fatalf("Security of a new file = %x, %v; want nil, nil", sd, err)
+	}
+	want := []byte{1, 0, 4, 0x80, 0, 0, 0, 0}
+	if err := sf.SetSecurity(want); err != nil {
+		t.Fatal(err)
+	}
+	g := open(t, fsys, "f", rdOnly)
+	if sd, err := g.(vfs.SecurityFile).Security(); err != nil || !bytes.Equal(sd, want) {
+		t.Fatalf("Security = %x, %v; want %x", sd, err, want)
+	}
+}
+
+func testReadDirNames(t *testing.T, fsys vfs.FS) {
+	mkdirOK(t, fsys, "d")
+	for _, n := range []string{"d/b", "d/a"} {
+		open(t, fsys, n, rw)
+	}
+	d := open(t, fsys, "d", rdOnly)
+	nr, ok := d.(vfs.NameReader)
+	if !ok {
+		t.Skip("no vfs.NameReader")
+	}
+	names, err := nr.ReadDirNames()
+	if err != nil || len(names) != 2 {
+		t.Fatalf("ReadDirNames = %q, %v", names, err)
+	}
+}
