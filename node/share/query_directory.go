@@ -169,6 +169,7 @@ func parentDir(name string) string {
 func dirEntry(fi vfs.FileInfo) fscc.DirEntry {
 	return fscc.DirEntry{
 		Name:           fi.Name,
+		ShortName:      dirShortName(fi.Name),
 		CreationTime:   fscc.Filetime(fi.CreationTime),
 		LastAccessTime: fscc.Filetime(fi.LastAccessTime),
 		LastWriteTime:  fscc.Filetime(fi.LastWriteTime),
@@ -183,15 +184,15 @@ func dirEntry(fi vfs.FileInfo) fscc.DirEntry {
 // shortName is the 8.3 name of name ([MS-FSCC] 2.1.5.2.1): the name itself,
 // upper-cased, when it already has that form, otherwise up to five
 // characters of the base, "~", two characters of a hash and up to three
-// of the extension, e.g. "LONGF~K3.TXT".
+// of the extension, e.g. "LONGF~K3.TXT". FileAlternateNameInformation and
+// the directory classes both use it, so they agree.
 func shortName(name string) string {
+	if is83(name) {
+		return strings.ToUpper(name)
+	}
 	base, ext := name, ""
 	if i := strings.LastIndexByte(name, '.'); i > 0 {
 		base, ext = name[:i], name[i+1:]
-	}
-	if len(base) <= 8 && len(ext) <= 3 && valid83(base) && (ext == "" || valid83(ext)) &&
-		strings.Count(name, ".") <= 1 {
-		return strings.ToUpper(name)
 	}
 	h := uint32(2166136261) // FNV-1a over the whole name
 	for i := 0; i < len(name); i++ {
@@ -203,6 +204,25 @@ func shortName(name string) string {
 		out += "." + e
 	}
 	return out
+}
+
+// dirShortName is the ShortName of a directory entry: empty when the name
+// is already a valid 8.3 name (or "." / ".."), as Windows reports it.
+func dirShortName(name string) string {
+	if isDot(name) || is83(name) {
+		return ""
+	}
+	return shortName(name)
+}
+
+// is83 reports whether name is a valid 8.3 name as it stands.
+func is83(name string) bool {
+	base, ext := name, ""
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		base, ext = name[:i], name[i+1:]
+	}
+	return len(base) <= 8 && len(ext) <= 3 && valid83(base) && (ext == "" || valid83(ext)) &&
+		strings.Count(name, ".") <= 1
 }
 
 // valid83 reports whether s is made of characters allowed in 8.3 names.
