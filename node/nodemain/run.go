@@ -18,6 +18,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/ipc"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
+	"github.com/smbcluster/smbcluster/node/state"
 	"github.com/smbcluster/smbcluster/node/vfs/osfs"
 )
 
@@ -171,6 +172,7 @@ func (t *shareTable) List() []*server.Share {
 // openShares opens every configured share and adds IPC$.
 func openShares(cfg *Config, log *slog.Logger) (*shareTable, func(), error) {
 	t := &shareTable{shares: map[string]*server.Share{}}
+	opens := state.NewTable() // one per node: shares over the same files share it
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {
@@ -184,9 +186,11 @@ func openShares(cfg *Config, log *slog.Logger) (*shareTable, func(), error) {
 			return nil, nil, fmt.Errorf("share %q: %w", sc.Name, err)
 		}
 		closers = append(closers, fsys.Close)
+		disk := share.NewDisk(sc.Name, fsys, sc.ReadOnly, log)
+		disk.SetOpenTable(opens)
 		t.shares[strings.ToLower(sc.Name)] = &server.Share{
 			Name: sc.Name, Comment: sc.Comment, Path: sc.Path, ReadOnly: sc.ReadOnly, Encrypt: sc.Encrypt,
-			Backend: share.NewDisk(sc.Name, fsys, sc.ReadOnly, log),
+			Backend: disk,
 		}
 	}
 	env := &ipc.Env{

@@ -24,7 +24,8 @@ func (c *conn) decrypt(msg []byte) (*[]byte, *Session, error) {
 		return nil, nil, dropError{err}
 	}
 	s := c.srv.lookupSession(sid)
-	if s == nil || s.decrypter == nil {
+	// valid() orders the read of decrypter after completeSession wrote it.
+	if s == nil || !s.valid() || s.decrypter == nil {
 		return nil, nil, dropError{errDecrypt}
 	}
 	buf := getBuf(len(msg))

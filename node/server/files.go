@@ -34,12 +34,14 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
+	o := c.srv.newOpen(r.Tree, c, req.Name, req.DesiredAccess)
+	r.Open = o
 	h, resp, err := r.Tree.Share.Backend.Create(r, &req)
 	if err != nil {
+		r.Open = nil
 		return nil, err
 	}
-	o := c.srv.addOpen(r.Tree, h, req.Name, req.DesiredAccess)
-	r.Open = o
+	c.srv.addOpen(o, h)
 	resp.FileID = smb2.FileID{Persistent: o.ID, Volatile: o.ID}
 	return resp, nil
 }
@@ -134,7 +136,11 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 	if !ok {
 		return nil, smb2.StatusInvalidDeviceRequest
 	}
-	return h.Write(r, &req)
+	resp, err := h.Write(r, &req)
+	if err != nil {
+		return nil, err // not a typed nil in the Response
+	}
+	return resp, nil
 }
 
 const (
@@ -269,12 +275,6 @@ func (c *conn) serveChangeNotify(r *Request) (Response, error) {
 		return nil, smb2.StatusNotSupported
 	}
 	return h.ChangeNotify(r, &req)
-}
-
-// serveOplockBreak handles an oplock or lease break acknowledgment
-// ([MS-SMB2] 3.3.5.22). Nothing is granted yet, so nothing can be broken.
-func (c *conn) serveOplockBreak(r *Request) (Response, error) {
-	return nil, smb2.StatusInvalidOplockProtocol
 }
 
 // releaseOpen drops the request's reference on its open, if it holds one.

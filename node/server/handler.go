@@ -40,6 +40,8 @@ type Request struct {
 	onEncoded  func(pdu []byte) // sees the encoded response (preauth integrity hash)
 	bindSigner signingKey       // signs responses of a binding in progress (the session's key)
 	openHeld   bool             // the request holds a reference on Open
+	last       bool             // the last (or only) PDU of its message: may go async
+	asyncID    uint64           // set by GoAsync
 	single     bool             // the message is one plaintext PDU (zero-copy eligible)
 }
 

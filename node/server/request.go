@@ -42,7 +42,7 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session) er
 	var st compoundState
 	results := make([]result, 0, len(pdus))
 	for i, p := range pdus {
-		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil}
+		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1}
 		r.related = i > 0 && hdrs[i].Flags&smb2.FlagRelatedOperations != 0
 		res, err := c.serveOne(r, &st, enc)
 		if err != nil {
@@ -127,7 +127,14 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		}
 		res.body = errorBody
 	}
-	res.hdr.Credits = c.credits.grant(max(h.Credits, 1))
+	if r.asyncID != 0 {
+		// The interim response granted the credits.
+		res.hdr.Flags |= smb2.FlagAsyncCommand
+		res.hdr.AsyncID = r.asyncID
+		c.untrackAsync(r.asyncID)
+	} else {
+		res.hdr.Credits = c.credits.grant(max(h.Credits, 1))
+	}
 	if err != nil {
 		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "status", status.String(), "err", err)
 	}

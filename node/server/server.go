@@ -213,16 +213,22 @@ func (s *Server) newSession() *Session {
 	return ss
 }
 
-// addOpen registers an open and returns it.
-func (s *Server) addOpen(t *Tree, h Handle, name string, access uint32) *Open {
-	o := &Open{ID: s.nextOpen.Add(1), Tree: t, Session: t.Session, Handle: h, Name: name, Access: access, created: time.Now()}
+// newOpen allocates an open of tree t made on connection c; it is
+// registered by addOpen once the backend has created its handle.
+func (s *Server) newOpen(t *Tree, c *conn, name string, access uint32) *Open {
+	return &Open{ID: s.nextOpen.Add(1), Tree: t, Session: t.Session, Name: name, Access: access, created: time.Now(), conn: c}
+}
+
+// addOpen registers an open with its handle.
+func (s *Server) addOpen(o *Open, h Handle) {
+	o.Handle = h
+	t := o.Tree
 	s.mu.Lock()
 	s.opens[o.ID] = o
 	s.mu.Unlock()
 	t.mu.Lock()
 	t.opens[o.ID] = o
 	t.mu.Unlock()
-	return o
 }
 
 // removeOpen unregisters o; it reports false if o was already removed, so

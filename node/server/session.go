@@ -114,13 +114,29 @@ type Open struct {
 	Name    string // share-relative path, for logging and listings
 	Access  uint32 // granted access
 	created time.Time
+	conn    *conn // the connection that opened it (oplock breaks go there first)
 
 	// In-flight operations hold a reference so that the handle is closed
 	// only after they finish (a queued sendfile still reads its fd).
-	mu     sync.Mutex
-	refs   int
-	closed bool
-	idle   *sync.Cond
+	mu      sync.Mutex
+	refs    int
+	closed  bool
+	idle    *sync.Cond
+	closing chan struct{} // closed when the open starts closing
+}
+
+// Closing returns a channel closed when the open starts to close, so that
+// operations waiting on it (CHANGE_NOTIFY) can finish and let it close.
+func (o *Open) Closing() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closing == nil {
+		o.closing = make(chan struct{})
+		if o.closed {
+			close(o.closing)
+		}
+	}
+	return o.closing
 }
 
 // acquire takes a reference; it fails once the open is closing.
@@ -148,6 +164,14 @@ func (o *Open) release() {
 func (o *Open) drain() {
 	o.mu.Lock()
 	o.closed = true
+	if o.closing == nil {
+		o.closing = make(chan struct{})
+	}
+	select {
+	case <-o.closing:
+	default:
+		close(o.closing)
+	}
 	for o.refs > 0 {
 		if o.idle == nil {
 			o.idle = sync.NewCond(&o.mu)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
@@ -104,6 +105,7 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		r.Session = nil
 		return nil, err
 	}
+	c.endPreviousSession(s, req.PreviousSessionID)
 	if s.Guest {
 		resp.SessionFlags |= smb2.SessionFlagIsGuest
 	} else if s.Anonymous {
@@ -117,6 +119,21 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 	c.srv.log.Info("session established", "remote", c.remote, "user", s.User, "session", s.ID,
 		"dialect", dialectString(c.dialect), "signing", s.SigningRequired, "encrypt", s.EncryptData)
 	return resp, nil
+}
+
+// endPreviousSession ends the session a reconnecting client names in
+// PreviousSessionId, if it belongs to the same user ([MS-SMB2] 3.3.5.5.3):
+// its opens are closed so that the new session can reopen the files.
+func (c *conn) endPreviousSession(s *Session, prev uint64) {
+	if prev == 0 || prev == s.ID {
+		return
+	}
+	old := c.srv.lookupSession(prev)
+	if old == nil || !old.valid() || !strings.EqualFold(old.User, s.User) || old.Anonymous || old.Guest {
+		return
+	}
+	c.srv.log.Info("session replaced by a reconnect", "old", old.ID, "new", s.ID, "user", s.User)
+	c.srv.expireSession(old)
 }
 
 // failAuth forgets a failed authentication: a new session is removed, a

@@ -8,6 +8,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+	"github.com/smbcluster/smbcluster/node/state"
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
 
@@ -35,7 +36,7 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 	if d.readOnly && (access&writeAccess != 0 || req.CreateDisposition != smb2.FileOpen) {
 		return nil, nil, smb2.StatusAccessDenied
 	}
-	o, action, err := d.open(pn.name, req, access)
+	o, action, truncate, err := d.open(pn.name, req, access)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,7 +46,24 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 		return nil, nil, err
 	}
 	o.isDir = fi.IsDir
+	oplock, err := d.admit(r, o, fi, req)
+	if err != nil {
+		o.f.Close()
+		return nil, nil, err
+	}
+	if truncate {
+		// Only now that the share modes allow it may the data go.
+		if err := o.f.Truncate(0); err != nil {
+			o.release()
+			return nil, nil, err
+		}
+		if fi, err = o.f.Stat(); err != nil {
+			o.release()
+			return nil, nil, err
+		}
+	}
 	resp := &smb2.CreateResponse{
+		OplockLevel:    oplock,
 		CreateAction:   action,
 		CreationTime:   fscc.Filetime(fi.CreationTime),
 		LastAccessTime: fscc.Filetime(fi.LastAccessTime),
@@ -56,6 +74,9 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 		FileAttributes: fi.Attributes,
 	}
 	resp.Contexts = d.createContexts(req, fi, access)
+	if action == smb2.FileCreated {
+		d.notify.post(actionAdded, o.name, nameFilter(o.isDir))
+	}
 	return o, resp, nil
 }
 
@@ -89,9 +110,39 @@ func checkCreate(req *smb2.CreateRequest) error {
 	return nil
 }
 
-// open performs the disposition on the vfs and returns the open and the
-// create action.
-func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open, uint32, error) {
+// admit enters the open into the open table: share modes are checked
+// against the file's other opens (after breaking their oplocks, during
+// which the CREATE goes async) and an oplock is granted
+// ([MS-SMB2] 3.3.5.9, [MS-FSA] 2.1.5.1.2).
+func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.CreateRequest) (uint8, error) {
+	o.so = &state.Open{
+		Key:         state.FileKey{Volume: d.volumeID, FileID: fi.FileID},
+		Name:        o.name,
+		Access:      o.access,
+		ShareAccess: req.ShareAccess,
+		Breaker:     r.Open,
+	}
+	want := req.RequestedOplockLevel
+	if want == smb2.OplockLevelLease || o.isDir {
+		want = smb2.OplockLevelNone // leases are not granted yet
+	}
+	toNone := req.CreateDisposition == smb2.FileOverwrite || req.CreateDisposition == smb2.FileOverwriteIf ||
+		req.CreateDisposition == smb2.FileSupersede
+	level, err := d.table.Admit(r.Ctx, o.so, want, toNone, func() { r.GoAsync() })
+	switch {
+	case errors.Is(err, state.ErrSharingViolation):
+		return 0, smb2.StatusSharingViolation
+	case errors.Is(err, state.ErrDeletePending):
+		return 0, smb2.StatusDeletePending
+	case err != nil:
+		return 0, err
+	}
+	return level, nil
+}
+
+// open performs the disposition on the vfs and returns the open, the
+// create action and whether the file must be truncated once admitted.
+func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open, uint32, bool, error) {
 	opts := vfs.OpenOptions{
 		Read:       true,
 		Write:      access&(smb2.FileWriteData|smb2.FileAppendData) != 0,
@@ -105,7 +156,7 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 		opts.Kind = vfs.RegularOnly
 	}
 	if name == "" && req.CreateDisposition != smb2.FileOpen && req.CreateDisposition != smb2.FileOpenIf {
-		return nil, 0, smb2.StatusAccessDenied // the share root cannot be created or overwritten
+		return nil, 0, false, smb2.StatusAccessDenied // the share root cannot be created or overwritten
 	}
 	action := smb2.FileOpened
 	switch req.CreateDisposition {
@@ -127,24 +178,26 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 	}
 	if opts.Truncate || opts.Write {
 		if err := d.checkWritable(name, access, opts); err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 	}
+	truncate := opts.Truncate
+	opts.Truncate = false
 	f, created, err := d.fs.Open(name, opts)
 	if err != nil {
-		return nil, 0, d.openError(name, err)
+		return nil, 0, false, d.openError(name, err)
 	}
 	if created {
-		action = smb2.FileCreated
+		action, truncate = smb2.FileCreated, false
 	}
 	o := &open{d: d, f: f, name: name, access: access}
 	if req.CreateOptions&smb2.FileDeleteOnClose != 0 {
 		if err := o.setDeleteOnClose(true); err != nil {
 			f.Close()
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 	}
-	return o, action, nil
+	return o, action, truncate, nil
 }
 
 // checkWritable refuses to write or truncate a file with the read-only

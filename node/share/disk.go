@@ -2,10 +2,10 @@ package share
 
 import (
 	"log/slog"
-	"sync"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/state"
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
 
@@ -23,11 +23,8 @@ type Disk struct {
 	readOnly bool
 	log      *slog.Logger
 	volumeID uint64
-
-	// pendingDelete tracks names with a delete pending ([MS-FSA] 2.1.5.4),
-	// keyed by FileID.
-	mu      sync.Mutex
-	deletes map[uint64]bool
+	table    *state.Table // share modes, delete-pending and oplocks of every open
+	notify   notifier     // CHANGE_NOTIFY watchers
 }
 
 // NewDisk returns the backend for a disk share named name over fsys.
@@ -35,12 +32,17 @@ func NewDisk(name string, fsys vfs.FS, readOnly bool, log *slog.Logger) *Disk {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Disk{name: name, fs: fsys, readOnly: readOnly, log: log, deletes: map[uint64]bool{}}
+	d := &Disk{name: name, fs: fsys, readOnly: readOnly, log: log, table: state.NewTable()}
 	if st, err := fsys.StatFS(); err == nil {
 		d.volumeID = uint64(st.SerialNumber)
 	}
 	return d
 }
+
+// SetOpenTable makes the share use t, shared with the other shares of the
+// node (and, in a cluster, reached through the file's owner). Call it
+// before serving.
+func (d *Disk) SetOpenTable(t *state.Table) { d.table = t }
 
 // MaximalAccess implements server.Backend.
 func (d *Disk) MaximalAccess(*server.Session) uint32 {

@@ -9,6 +9,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+	"github.com/smbcluster/smbcluster/node/state"
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
 
@@ -20,6 +21,9 @@ type open struct {
 	name   string
 	access uint32
 	isDir  bool
+
+	so    *state.Open // the open's entry in the open table; set once admitted
+	watch *watcher    // CHANGE_NOTIFY state of a directory open
 
 	mu            sync.Mutex
 	deleteOnClose bool
@@ -79,13 +83,44 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 		}
 	}
 	forgetResumeKeyOf(o)
+	o.mu.Lock()
+	if o.watch != nil {
+		o.d.notify.remove(o.watch)
+	}
+	o.mu.Unlock()
+	if del && o.so != nil {
+		o.d.table.SetDeletePending(o.so.Key, true)
+	}
+	last, pending := o.release()
 	err := o.f.Close()
-	if del {
+	if last && (pending || del) {
+		// The last open of a file with a delete pending deletes it
+		// ([MS-FSA] 2.1.5.4).
 		if rerr := o.d.fs.Remove(name); rerr != nil {
 			o.d.log.Debug("delete on close failed", "share", o.d.name, "file", name, "err", rerr)
+		} else {
+			o.d.notify.post(actionRemoved, name, nameFilter(o.isDir))
 		}
 	}
 	return resp, err
+}
+
+// release takes the open out of the open table; it reports whether it was
+// the file's last open and whether a delete is pending.
+func (o *open) release() (last, deletePending bool) {
+	if o.so == nil {
+		return true, false
+	}
+	return o.d.table.Remove(o.so)
+}
+
+// AckOplock takes the client's acknowledgment of an oplock break
+// ([MS-SMB2] 3.3.5.22.1).
+func (o *open) AckOplock(level uint8) (uint8, error) {
+	if o.so == nil || !o.d.table.Ack(o.so, level) {
+		return 0, smb2.StatusInvalidOplockProtocol
+	}
+	return o.d.table.Oplock(o.so), nil
 }
 
 func (o *open) need(mask uint32) error {
@@ -168,6 +203,9 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 	if len(req.Data) == 0 {
 		return &smb2.WriteResponse{}, nil
 	}
+	if o.so != nil {
+		o.d.table.BreakLevelII(o.so.Key, o.so)
+	}
 	n, err := o.f.WriteAt(req.Data, off)
 	if err != nil {
 		if errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EINVAL) {
@@ -181,6 +219,7 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 		}
 	}
 	o.setPosition(off + int64(n))
+	o.d.notify.post(actionModified, o.currentName(), smb2.FileNotifyChangeLastWrite|smb2.FileNotifyChangeSize)
 	return &smb2.WriteResponse{Count: uint32(n)}, nil
 }
 
@@ -233,3 +272,11 @@ type sendfileResponse struct {
 
 func (r *sendfileResponse) Segment() (uintptr, int64, int) { return r.fd, r.off, r.n }
 func (r *sendfileResponse) Release()                       {}
+
+// nameFilter is the CHANGE_NOTIFY filter bit for adding or removing a name.
+func nameFilter(isDir bool) uint32 {
+	if isDir {
+		return smb2.FileNotifyChangeDirName
+	}
+	return smb2.FileNotifyChangeFileName
+}

@@ -160,7 +160,13 @@ func (o *open) setDisposition(del bool) error {
 	if err := o.need(smb2.Delete); err != nil {
 		return err
 	}
-	return o.setDeleteOnClose(del)
+	if err := o.setDeleteOnClose(del); err != nil {
+		return err
+	}
+	if o.so != nil {
+		o.d.table.SetDeletePending(o.so.Key, del)
+	}
+	return nil
 }
 
 // setEndOfFile applies FILE_END_OF_FILE_INFORMATION ([MS-FSA] 2.1.5.15.4).
@@ -251,10 +257,35 @@ func (o *open) rename(target string, root uint64, replace bool) error {
 	if pn.name == o.name {
 		return nil
 	}
+	if err := o.d.checkRename(o); err != nil {
+		return err
+	}
 	if err := o.d.fs.Rename(o.name, pn.name, replace); err != nil {
 		return o.d.renameError(pn.name, replace, err)
 	}
+	old := o.name
 	o.name = pn.name
+	if o.so != nil {
+		o.d.table.Renamed(o.so.Key, pn.name)
+	}
+	o.d.notify.post(actionRenamedOld, old, nameFilter(o.isDir))
+	o.d.notify.post(actionRenamedNew, pn.name, nameFilter(o.isDir))
+	return nil
+}
+
+// checkRename refuses a rename that the file's other opens forbid (they
+// did not share delete) or a directory rename with files open below it
+// ([MS-FSA] 2.1.5.15.11).
+func (d *Disk) checkRename(o *open) error {
+	if o.so == nil {
+		return nil
+	}
+	if err := d.table.CheckRename(o.so); err != nil {
+		return smb2.StatusSharingViolation
+	}
+	if o.isDir && d.table.HasOpenBelow(o.name) {
+		return smb2.StatusAccessDenied
+	}
 	return nil
 }
 
