@@ -114,7 +114,8 @@ type StreamFS interface {
 // streams as files. Stream names are case-sensitive here: the share layer
 // folds case. A stream belongs to an existing file or directory; removing or
 // renaming that file takes its streams along. A stream file's Stat describes
-// the file it belongs to, with Size and AllocationSize those of the stream;
+// the file it belongs to, with Size and AllocationSize those of the stream
+// and IsDir false (the attributes still say whether the file is a directory);
 // its SetInfo changes the file's times and attributes.
 // Wrappers may implement it and fail with errors.ErrUnsupported.
 type StreamOpener interface {
@@ -138,6 +139,23 @@ type SecurityFile interface {
 	Security() ([]byte, error)
 	// SetSecurity stores sd, replacing any stored descriptor.
 	SetSecurity(sd []byte) error
+}
+
+// EAFile is implemented by files that keep extended attributes
+// ([MS-FSCC] 2.4.15): names are stored as given (the share layer folds
+// case), values are at most 65535 bytes. Wrappers may implement it and
+// fail with errors.ErrUnsupported.
+type EAFile interface {
+	// EAs returns the file's extended attributes, in a stable order.
+	EAs() ([]EA, error)
+	// SetEA stores an extended attribute; an empty value removes it.
+	SetEA(name string, value []byte) error
+}
+
+// EA is one extended attribute.
+type EA struct {
+	Name  string
+	Value []byte
 }
 
 // NameReader is implemented by directories that can list the names of

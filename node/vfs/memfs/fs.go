@@ -25,8 +25,9 @@ type node struct {
 	attrs                      uint32
 	btime, atime, mtime, ctime time.Time
 
-	streams map[string]*node // named streams (stream.go); their nodes hold only data
-	sd      []byte           // stored security descriptor
+	streams map[string]*node  // named streams (stream.go); their nodes hold only data
+	sd      []byte            // stored security descriptor
+	eas     map[string][]byte // extended attributes
 }
 
 // FS is an in-memory share. It is safe for concurrent use.

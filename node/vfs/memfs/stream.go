@@ -3,6 +3,7 @@ package memfs
 import (
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ var (
 	_ vfs.StreamOpener = (*FS)(nil)
 	_ vfs.SecurityFile = (*file)(nil)
 	_ vfs.NameReader   = (*file)(nil)
+	_ vfs.EAFile       = (*file)(nil)
 )
 
 func checkStream(stream string) error {
@@ -221,6 +223,7 @@ func (f *streamFile) Stat() (vfs.FileInfo, error) {
 		return fi, err
 	}
 	f.base.fs.mu.Lock()
+	fi.IsDir = false // a stream is data, even on a directory
 	fi.Size = int64(len(f.s.data))
 	f.base.fs.mu.Unlock()
 	fi.AllocationSize = (fi.Size + 4095) &^ 4095
@@ -272,3 +275,42 @@ func (f *file) ReadDirNames() ([]string, error) {
 	}
 	return f.n.sortedNames(), nil
 }
+
+// EAs returns the file's extended attributes sorted by name.
+func (f *file) EAs() ([]vfs.EA, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.check("eas", false, false); err != nil {
+		return nil, err
+	}
+	var out []vfs.EA
+	for n, v := range f.n.eas {
+		out = append(out, vfs.EA{Name: n, Value: append([]byte(nil), v...)})
+	}
+	slices.SortFunc(out, func(a, b vfs.EA) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// SetEA stores or, with an empty value, removes an extended attribute.
+func (f *file) SetEA(name string, value []byte) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.check("setea", false, false); err != nil {
+		return err
+	}
+	if name == "" {
+		return f.pathErr("setea", syscall.EINVAL)
+	}
+	if len(value) == 0 {
+		delete(f.n.eas, name)
+		return nil
+	}
+	if f.n.eas == nil {
+		f.n.eas = map[string][]byte{}
+	}
+	f.n.eas[name] = append([]byte(nil), value...)
+	return nil
+}
+
+func (f *streamFile) EAs() ([]vfs.EA, error)                { return f.base.EAs() }
+func (f *streamFile) SetEA(name string, value []byte) error { return f.base.SetEA(name, value) }

@@ -3,6 +3,7 @@ package osfs
 import (
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 //
 //	user.smbcluster.stream.<name>  the bytes of stream <name>
 //	user.smbcluster.sd             the self-relative security descriptor
+//	user.smbcluster.ea.<name>      the value of extended attribute <name>
 //
 // Limits: Linux caps an xattr value at 64 KiB (XATTR_SIZE_MAX) and its name
 // at 255 bytes, so a stream holds at most maxStreamSize bytes and its name
@@ -30,10 +32,14 @@ import (
 const (
 	xattrStreamPrefix = "user.smbcluster.stream."
 	xattrSD           = "user.smbcluster.sd"
+	xattrEAPrefix     = "user.smbcluster.ea."
 	maxStreamSize     = 64 << 10
 )
 
-var _ vfs.StreamOpener = (*FS)(nil)
+var (
+	_ vfs.StreamOpener = (*FS)(nil)
+	_ vfs.EAFile       = (*file)(nil)
+)
 
 // streamAttr returns the xattr name of a stream, or an error for a name
 // that cannot be one.
@@ -339,6 +345,7 @@ func (s *streamFile) Stat() (vfs.FileInfo, error) {
 	if err != nil {
 		return vfs.FileInfo{}, s.base.pathErr("stat", err)
 	}
+	fi.IsDir = false // a stream is data, even on a directory
 	fi.Size = int64(len(v))
 	fi.AllocationSize = (fi.Size + 4095) &^ 4095
 	return fi, nil
@@ -403,3 +410,54 @@ func (f *file) ReadDirNames() ([]string, error) {
 	})
 	return names, f.pathErr("readdir", err)
 }
+
+// EAs returns the file's extended attributes, sorted by name.
+func (f *file) EAs() ([]vfs.EA, error) {
+	var out []vfs.EA
+	err := f.control(func(fd int) error {
+		names, err := listxattr(fd)
+		if err != nil {
+			return err
+		}
+		slices.Sort(names)
+		for _, a := range names {
+			n, ok := strings.CutPrefix(a, xattrEAPrefix)
+			if !ok {
+				continue
+			}
+			v, err := getxattr(fd, a)
+			if err == syscall.ENOENT {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, vfs.EA{Name: n, Value: v})
+		}
+		return nil
+	})
+	return out, f.pathErr("eas", err)
+}
+
+// SetEA stores or, with an empty value, removes an extended attribute.
+func (f *file) SetEA(name string, value []byte) error {
+	if name == "" || strings.IndexByte(name, 0) >= 0 || len(xattrEAPrefix)+len(name) > 255 {
+		return f.pathErr("setea", syscall.EINVAL)
+	}
+	return f.pathErr("setea", f.control(func(fd int) error {
+		if len(value) == 0 {
+			err := xattrErr(unix.Fremovexattr(fd, xattrEAPrefix+name))
+			if err == syscall.ENOENT {
+				err = nil
+			}
+			return err
+		}
+		return setxattr(fd, xattrEAPrefix+name, value, 0)
+	}))
+}
+
+// EAs returns the file's extended attributes.
+func (s *streamFile) EAs() ([]vfs.EA, error) { return s.base.EAs() }
+
+// SetEA stores an extended attribute of the file.
+func (s *streamFile) SetEA(name string, value []byte) error { return s.base.SetEA(name, value) }

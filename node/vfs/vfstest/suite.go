@@ -55,6 +55,7 @@ func TestFS(t *testing.T, newFS func(t *testing.T) vfs.FS) {
 		{"Streams", testStreams},
 		{"Security", testSecurity},
 		{"ReadDirNames", testReadDirNames},
+		{"EAs", testEAs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFS(t)) })

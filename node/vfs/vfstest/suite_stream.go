@@ -153,3 +153,29 @@ func testReadDirNames(t *testing.T, fsys vfs.FS) {
 		t.Fatalf("ReadDirNames = %q, %v", names, err)
 	}
 }
+
+func testEAs(t *testing.T, fsys vfs.FS) {
+	f := open(t, fsys, "f", rw)
+	ef, ok := f.(vfs.EAFile)
+	if !ok {
+		t.Skip("no vfs.EAFile")
+	}
+	if x, ok := fsys.(XattrReporter); ok && !x.XattrsSupported() {
+		t.Skip("no xattrs")
+	}
+	if eas, err := ef.EAs(); err != nil || len(eas) != 0 {
+		t.Fatalf("EAs of a new file = %v, %v", eas, err)
+	}
+	for _, e := range []vfs.EA{{"B", []byte("2")}, {"A", []byte("1")}, {"C", []byte("3")}} {
+		if err := ef.SetEA(e.Name, e.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ef.SetEA("C", nil); err != nil {
+		t.Fatal(err)
+	}
+	eas, err := ef.EAs()
+	if err != nil || len(eas) != 2 || eas[0].Name != "A" || string(eas[1].Value) != "2" {
+		t.Fatalf("EAs = %q, %v", eas, err)
+	}
+}

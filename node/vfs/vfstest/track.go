@@ -27,7 +27,7 @@ func TrackOpens(fsys vfs.FS) *Tracker {
 // wrapped FS implements vfs.StreamFS (its stream methods then fail with
 // errors.ErrUnsupported unless the wrapped FS is a vfs.StreamOpener), and
 // its files implement vfs.FdFile when the wrapped ones do. Files always
-// implement vfs.SecurityFile and vfs.NameReader, failing with
+// implement vfs.SecurityFile, vfs.NameReader and vfs.EAFile, failing with
 // errors.ErrUnsupported when the wrapped file does not.
 func (t *Tracker) FS() vfs.FS {
 	if _, ok := t.fs.(vfs.StreamFS); ok {
@@ -137,7 +137,7 @@ func (f *trackedFile) Close() error {
 	return f.File.Close()
 }
 
-// Security, SetSecurity and ReadDirNames forward to the wrapped file, or
+// Security, SetSecurity, ReadDirNames, EAs and SetEA forward to the wrapped file, or
 // fail with errors.ErrUnsupported when it lacks them.
 func (f *trackedFile) Security() ([]byte, error) {
 	if sf, ok := f.File.(vfs.SecurityFile); ok {
@@ -158,6 +158,20 @@ func (f *trackedFile) ReadDirNames() ([]string, error) {
 		return nr.ReadDirNames()
 	}
 	return nil, errors.ErrUnsupported
+}
+
+func (f *trackedFile) EAs() ([]vfs.EA, error) {
+	if ef, ok := f.File.(vfs.EAFile); ok {
+		return ef.EAs()
+	}
+	return nil, errors.ErrUnsupported
+}
+
+func (f *trackedFile) SetEA(name string, value []byte) error {
+	if ef, ok := f.File.(vfs.EAFile); ok {
+		return ef.SetEA(name, value)
+	}
+	return errors.ErrUnsupported
 }
 
 type trackedFdFile struct {
