@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 	"io/fs"
+	"path"
 	"strings"
 
 	"github.com/smbcluster/smbcluster/node/vfs"
@@ -94,8 +95,8 @@ func readNames(f vfs.File) ([]string, error) {
 // renamed (a change of case only).
 func (d *Disk) renameTarget(target, current string) string {
 	r := d.caseName(target)
-	if r != target && strings.EqualFold(r, current) {
-		return joinName(parentDir(r), target[strings.LastIndexByte("/"+target, '/'):])
+	if r != target && r == current {
+		return joinName(parentDir(r), path.Base(target))
 	}
 	return r
 }

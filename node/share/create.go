@@ -29,8 +29,12 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 	if err != nil {
 		return nil, nil, err
 	}
+	pn.name = d.caseName(pn.name) // casefold.go
 	if pn.stream != "" {
-		return nil, nil, smb2.StatusObjectNameNotFound // named streams: not yet
+		return d.createStream(r, req, pn) // stream.go
+	}
+	if err := dataStreamOptions(req, pn); err != nil {
+		return nil, nil, err
 	}
 	access := d.mapGeneric(req.DesiredAccess)
 	if d.readOnly && (access&writeAccess != 0 || req.CreateDisposition != smb2.FileOpen) {
@@ -61,6 +65,11 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 			o.release()
 			return nil, nil, err
 		}
+	}
+	if err := o.applyCreateContexts(req, action); err != nil { // ea.go: ExtA, SecD
+		o.release()
+		o.f.Close()
+		return nil, nil, err
 	}
 	resp := &smb2.CreateResponse{
 		OplockLevel:    oplock,

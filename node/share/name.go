@@ -14,6 +14,9 @@ import (
 type parsedName struct {
 	name   string // slash-separated, relative to the share root; "" is the root
 	stream string // named stream, "" for the default data stream
+	// dataStream is set when the client named the default data stream
+	// explicitly ("file::$DATA"): the name then cannot be a directory.
+	dataStream bool
 }
 
 // parseName validates an SMB2 path name ([MS-FSCC] 2.1.5) and converts it to
@@ -33,7 +36,7 @@ func parseName(n string) (parsedName, error) {
 		if err != nil {
 			return parsedName{}, err
 		}
-		p.stream = stream
+		p.stream, p.dataStream = stream, stream == ""
 		n = n[:i]
 		if strings.ContainsRune(n, ':') || n == "" && stream != "" {
 			return parsedName{}, smb2.StatusObjectNameInvalid

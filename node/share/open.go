@@ -26,6 +26,7 @@ type open struct {
 	watch *watcher    // CHANGE_NOTIFY state of a directory open
 
 	mu            sync.Mutex
+	stream        string // named stream (stream.go), "" for the file itself; rename changes it
 	deleteOnClose bool
 	position      int64
 	mode          uint32     // FILE_MODE_INFORMATION flags set by SET_INFO
@@ -96,7 +97,7 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	if last && (pending || del) {
 		// The last open of a file with a delete pending deletes it
 		// ([MS-FSA] 2.1.5.4).
-		if rerr := o.d.fs.Remove(name); rerr != nil {
+		if rerr := o.remove(name); rerr != nil {
 			o.d.log.Debug("delete on close failed", "share", o.d.name, "file", name, "err", rerr)
 		} else {
 			o.d.notify.post(actionRemoved, name, nameFilter(o.isDir))

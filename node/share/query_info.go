@@ -101,8 +101,7 @@ func (o *open) queryFile(req *smb2.QueryInfoRequest) (server.Response, error) {
 		return nil, smb2.StatusAccessDenied
 	}
 	if req.FileInfoClass == fscc.FileFullEaInformation {
-		// No extended attributes are kept ([MS-FSA] 2.1.5.11.7).
-		return nil, smb2.StatusNoEasOnFile
+		return o.queryEAs(req.OutputBufferLength) // ea.go
 	}
 	fi, err := o.f.Stat()
 	if err != nil {
@@ -126,7 +125,7 @@ func (o *open) fileInfo(class uint8, fi vfs.FileInfo) (encoder, error) {
 	case fscc.FileInternalInformation:
 		return &fscc.InternalInformation{IndexNumber: fi.FileID}, nil
 	case fscc.FileEaInformation:
-		return &fscc.EaInformation{}, nil
+		return &fscc.EaInformation{EaSize: o.eaSize()}, nil
 	case fscc.FileAccessInformation:
 		return &fscc.AccessInformation{AccessFlags: o.access}, nil
 	case fscc.FileNameInformation:
@@ -134,7 +133,7 @@ func (o *open) fileInfo(class uint8, fi vfs.FileInfo) (encoder, error) {
 	case fscc.FileNormalizedNameInformation:
 		// Relative to the share root, without a leading backslash; empty
 		// for the root ([MS-FSCC] 2.4.30).
-		return &fscc.NameInformation{FileName: strings.ReplaceAll(o.currentName(), "/", `\`)}, nil
+		return &fscc.NameInformation{FileName: o.streamSuffixed(strings.ReplaceAll(o.currentName(), "/", `\`))}, nil
 	case fscc.FilePositionInformation:
 		return &fscc.PositionInformation{CurrentByteOffset: o.currentPosition()}, nil
 	case fscc.FileModeInformation:
@@ -149,10 +148,7 @@ func (o *open) fileInfo(class uint8, fi vfs.FileInfo) (encoder, error) {
 		}
 		return &fscc.NameInformation{FileName: shortName(fi.Name)}, nil
 	case fscc.FileStreamInformation:
-		if fi.IsDir {
-			return fscc.StreamInformation{}, nil
-		}
-		return fscc.StreamInformation{{Name: "::$DATA", Size: fi.Size, AllocationSize: fi.AllocationSize}}, nil
+		return o.streamList(fi)
 	case fscc.FileCompressionInformation:
 		return &fscc.CompressionInformation{CompressedFileSize: fi.Size}, nil
 	case fscc.FileNetworkOpenInformation:
@@ -201,6 +197,7 @@ func (o *open) allInfo(fi vfs.FileInfo) *fscc.AllInformation {
 		Basic:    *basicInfo(fi),
 		Standard: o.standardInfo(fi),
 		Internal: fscc.InternalInformation{IndexNumber: fi.FileID},
+		Ea:       fscc.EaInformation{EaSize: o.eaSize()},
 		Access:   fscc.AccessInformation{AccessFlags: o.access},
 		Position: fscc.PositionInformation{CurrentByteOffset: o.currentPosition()},
 		Mode:     fscc.ModeInformation{Mode: o.currentMode()},
@@ -243,7 +240,15 @@ func (o *open) currentMode() uint32 {
 // wireName is the open's path as FILE_NAME_INFORMATION reports it: from
 // the share root, with a leading backslash ([MS-FSCC] 2.4.28).
 func (o *open) wireName() string {
-	return `\` + strings.ReplaceAll(o.currentName(), "/", `\`)
+	return o.streamSuffixed(`\` + strings.ReplaceAll(o.currentName(), "/", `\`))
+}
+
+// streamSuffixed appends ":stream" to a name for a stream open.
+func (o *open) streamSuffixed(name string) string {
+	if s := o.currentStream(); s != "" {
+		return name + ":" + s
+	}
+	return name
 }
 
 // fsClasses are the FsInformationClass values QUERY_INFO serves, with the

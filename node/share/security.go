@@ -2,6 +2,7 @@ package share
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -55,7 +56,7 @@ func (o *open) querySecurity(req *smb2.QueryInfoRequest) (server.Response, error
 	if err != nil {
 		return nil, err
 	}
-	sd := securityDescriptor(fi)
+	sd := o.fileSD(fi)
 	b := sd.EncodeFiltered(si)
 	if uint64(len(b)) > uint64(req.OutputBufferLength) {
 		need := make([]byte, 4)
@@ -65,10 +66,25 @@ func (o *open) querySecurity(req *smb2.QueryInfoRequest) (server.Response, error
 	return &smb2.QueryInfoResponse{Buffer: b}, nil
 }
 
+// fileSD is the open's file descriptor: the stored one when the backend
+// keeps one (vfs.SecurityFile) and it decodes, else the default.
+func (o *open) fileSD(fi vfs.FileInfo) fscc.SecurityDescriptor {
+	if sf, ok := o.f.(vfs.SecurityFile); ok {
+		if b, err := sf.Security(); err == nil && b != nil {
+			var sd fscc.SecurityDescriptor
+			if sd.Decode(b) == nil {
+				return sd
+			}
+		}
+	}
+	return securityDescriptor(fi)
+}
+
 // setSecurity serves SET_INFO with InfoType SMB2_0_INFO_SECURITY
-// ([MS-SMB2] 3.3.5.21.3). The descriptor is checked and the access needed
-// for each part enforced, but nothing is stored: files keep the
-// descriptor derived from their POSIX identity.
+// ([MS-SMB2] 3.3.5.21.3). The descriptor is checked, the access needed for
+// each part enforced, and the parts AdditionalInformation names replace
+// those of the file's descriptor, which the backend stores. Access checks
+// do not consult it: the share's access rules stay those of MaximalAccess.
 func (o *open) setSecurity(req *smb2.SetInfoRequest) error {
 	si := req.AdditionalInformation
 	if si&secOwnerGroup != 0 && o.access&smb2.WriteOwner == 0 {
@@ -87,5 +103,89 @@ func (o *open) setSecurity(req *smb2.SetInfoRequest) error {
 	if si&fscc.OwnerSecurityInformation != 0 && sd.Owner == nil {
 		return smb2.StatusInvalidOwner
 	}
+	sf, ok := o.f.(vfs.SecurityFile)
+	if !ok {
+		return nil // nothing is stored: the default descriptor stays
+	}
+	fi, err := o.f.Stat()
+	if err != nil {
+		return err
+	}
+	cur := o.fileSD(fi)
+	mergeSD(&cur, &sd, si)
+	return storeSD(sf, &cur)
+}
+
+// storeSD stores sd; a backend that cannot store is not an error.
+func storeSD(sf vfs.SecurityFile, sd *fscc.SecurityDescriptor) error {
+	if err := sf.SetSecurity(sd.Bytes()); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
 	return nil
+}
+
+// Control bits that belong to the DACL and the SACL ([MS-DTYP] 2.4.6).
+const (
+	daclControl = fscc.SEDACLPresent | fscc.SEDACLDefaulted | fscc.SEDACLAutoInheritReq |
+		fscc.SEDACLAutoInherited | fscc.SEDACLProtected | fscc.SEDACLTrusted
+	saclControl = fscc.SESACLPresent | fscc.SESACLDefaulted | fscc.SESACLAutoInheritReq |
+		fscc.SESACLAutoInherited | fscc.SESACLProtected
+)
+
+// mergeSD replaces the parts of cur that si names with those of sd.
+func mergeSD(cur, sd *fscc.SecurityDescriptor, si uint32) {
+	if si&fscc.OwnerSecurityInformation != 0 {
+		cur.Owner = sd.Owner
+		cur.Control = cur.Control&^fscc.SEOwnerDefaulted | sd.Control&fscc.SEOwnerDefaulted
+	}
+	if si&fscc.GroupSecurityInformation != 0 && sd.Group != nil {
+		cur.Group = sd.Group
+		cur.Control = cur.Control&^fscc.SEGroupDefaulted | sd.Control&fscc.SEGroupDefaulted
+	}
+	if si&fscc.DACLSecurityInformation != 0 {
+		cur.DACL = sd.DACL
+		cur.Control = cur.Control&^daclControl | sd.Control&daclControl
+	}
+	if si&fscc.SACLSecurityInformation != 0 {
+		cur.SACL = sd.SACL
+		cur.Control = cur.Control&^saclControl | sd.Control&saclControl
+	}
+}
+
+// applySecD stores the descriptor of an SMB2_CREATE_SD_BUFFER create
+// context ("SecD", [MS-SMB2] 2.2.13.2.1) on a file the CREATE made: its
+// parts replace those of the default descriptor.
+func (o *open) applySecD(req *smb2.CreateRequest) error {
+	b, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxSecurityDescriptor)
+	if !ok {
+		return nil
+	}
+	var sd fscc.SecurityDescriptor
+	if err := sd.Decode(b); err != nil {
+		return smb2.StatusInvalidSecurityDescr
+	}
+	sf, ok := o.f.(vfs.SecurityFile)
+	if !ok {
+		return nil
+	}
+	fi, err := o.f.Stat()
+	if err != nil {
+		return err
+	}
+	cur := securityDescriptor(fi)
+	si := uint32(fscc.DACLSecurityInformation)
+	if sd.Owner != nil {
+		si |= fscc.OwnerSecurityInformation
+	}
+	if sd.Group != nil {
+		si |= fscc.GroupSecurityInformation
+	}
+	if sd.SACL != nil {
+		si |= fscc.SACLSecurityInformation
+	}
+	if sd.DACL == nil && sd.Control&fscc.SEDACLPresent == 0 {
+		si &^= fscc.DACLSecurityInformation // no DACL given: keep the default
+	}
+	mergeSD(&cur, &sd, si)
+	return storeSD(sf, &cur)
 }

@@ -111,7 +111,7 @@ func (o *open) setFileMisc(class uint8, b []byte) error {
 		}
 		return o.setValidDataLength(vi.ValidDataLength)
 	case fscc.FileFullEaInformation:
-		return statusEasNotSupported
+		return o.setEAs(b) // ea.go
 	case fscc.FileShortNameInformation:
 		return smb2.StatusNotSupported
 	}
@@ -237,7 +237,7 @@ func (o *open) rename(target string, root uint64, replace bool) error {
 		return smb2.StatusInvalidParameter
 	}
 	if len(target) > 0 && target[0] == ':' {
-		return smb2.StatusNotSupported // stream renames: no named streams
+		return o.renameStream(target, replace) // stream.go
 	}
 	pn, err := parseName(target)
 	if err != nil {
@@ -246,6 +246,10 @@ func (o *open) rename(target string, root uint64, replace bool) error {
 	if pn.stream != "" || pn.name == "" {
 		return smb2.StatusObjectNameInvalid
 	}
+	if o.currentStream() != "" {
+		return smb2.StatusInvalidParameter // a stream is renamed to a stream only
+	}
+	pn.name = o.d.renameTarget(pn.name, o.currentName()) // casefold.go
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.name == "" {

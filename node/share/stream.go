@@ -1,0 +1,261 @@
+package share
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"syscall"
+
+	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+	"github.com/smbcluster/smbcluster/node/vfs"
+)
+
+// Alternate data streams ([MS-FSCC] 2.1.5.1, [MS-FSA] 2.1.5.1.2.1): a
+// CREATE of "file:stream[:$DATA]" opens a named stream of file through the
+// backend's vfs.StreamOpener. The open's name stays the file's; its stream
+// field names the stream. Stream names are case-insensitive like file
+// names. Stream opens take no part in share modes or oplocks.
+
+// dataStreamOptions applies an explicit "::$DATA" suffix: the default
+// data stream of a directory does not exist ([MS-FSA] 2.1.5.1).
+func dataStreamOptions(req *smb2.CreateRequest, pn parsedName) error {
+	if !pn.dataStream {
+		return nil
+	}
+	if req.CreateOptions&smb2.FileDirectoryFile != 0 {
+		return smb2.StatusNotADirectory
+	}
+	req.CreateOptions |= smb2.FileNonDirectoryFile
+	return nil
+}
+
+// streamOpener returns the share's stream backend, or nil.
+func (d *Disk) streamOpener() vfs.StreamOpener {
+	so, _ := d.fs.(vfs.StreamOpener)
+	return so
+}
+
+// createStream handles CREATE of a named stream.
+func (d *Disk) createStream(r *server.Request, req *smb2.CreateRequest, pn parsedName) (server.Handle, *smb2.CreateResponse, error) {
+	so := d.streamOpener()
+	if so == nil {
+		return nil, nil, smb2.StatusObjectNameNotFound
+	}
+	if req.CreateOptions&smb2.FileDirectoryFile != 0 {
+		return nil, nil, smb2.StatusNotADirectory // a stream is never a directory
+	}
+	access := d.mapGeneric(req.DesiredAccess)
+	if d.readOnly && (access&writeAccess != 0 || req.CreateDisposition != smb2.FileOpen) {
+		return nil, nil, smb2.StatusAccessDenied
+	}
+	o, action, err := d.openStream(so, pn, req, access)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := o.f.Stat()
+	if err != nil {
+		o.f.Close()
+		return nil, nil, err
+	}
+	resp := &smb2.CreateResponse{
+		CreateAction:   action,
+		CreationTime:   fscc.Filetime(fi.CreationTime),
+		LastAccessTime: fscc.Filetime(fi.LastAccessTime),
+		LastWriteTime:  fscc.Filetime(fi.LastWriteTime),
+		ChangeTime:     fscc.Filetime(fi.ChangeTime),
+		AllocationSize: uint64(fi.AllocationSize),
+		EndOfFile:      uint64(fi.Size),
+		FileAttributes: attrs(fi),
+	}
+	resp.Contexts = d.createContexts(req, fi, access)
+	return o, resp, nil
+}
+
+// openStream performs the disposition on a stream, creating the file
+// first when the disposition allows and it is missing.
+func (d *Disk) openStream(so vfs.StreamOpener, pn parsedName, req *smb2.CreateRequest, access uint32) (*open, uint32, error) {
+	opts, action := streamOptions(req.CreateDisposition)
+	opts.Read = true
+	opts.Write = opts.Write || access&(smb2.FileWriteData|smb2.FileAppendData) != 0
+	baseCreated, err := d.streamBase(pn.name, req, opts.Create)
+	if err != nil {
+		return nil, 0, err
+	}
+	if opts.Truncate || opts.Write {
+		if err := d.checkWritable(pn.name, access, opts); err != nil {
+			return nil, 0, err
+		}
+	}
+	stream := d.streamCase(so, pn.name, pn.stream)
+	f, created, err := so.OpenStream(pn.name, stream, opts)
+	if err != nil {
+		if baseCreated {
+			d.fs.Remove(pn.name)
+		}
+		return nil, 0, streamError(err)
+	}
+	if created {
+		action = smb2.FileCreated
+	}
+	o := &open{d: d, f: f, name: pn.name, stream: stream, access: access}
+	if err := o.applyCreateContexts(req, action); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if req.CreateOptions&smb2.FileDeleteOnClose != 0 {
+		if err := o.setDeleteOnClose(true); err != nil {
+			f.Close()
+			return nil, 0, err
+		}
+	}
+	return o, action, nil
+}
+
+// streamOptions maps a CreateDisposition to vfs options and the action
+// reported when the stream already existed.
+func streamOptions(disp uint32) (vfs.OpenOptions, uint32) {
+	switch disp {
+	case smb2.FileCreate:
+		return vfs.OpenOptions{Create: vfs.CreateExclusive}, smb2.FileCreated
+	case smb2.FileOpenIf:
+		return vfs.OpenOptions{Create: vfs.CreateIfAbsent}, smb2.FileOpened
+	case smb2.FileOverwrite:
+		return vfs.OpenOptions{Create: vfs.OpenExisting, Truncate: true, Write: true}, smb2.FileOverwritten
+	case smb2.FileOverwriteIf:
+		return vfs.OpenOptions{Create: vfs.CreateIfAbsent, Truncate: true, Write: true}, smb2.FileOverwritten
+	case smb2.FileSupersede:
+		return vfs.OpenOptions{Create: vfs.CreateIfAbsent, Truncate: true, Write: true}, smb2.FileSuperseded
+	}
+	return vfs.OpenOptions{Create: vfs.OpenExisting}, smb2.FileOpened
+}
+
+// streamBase makes sure the file a stream belongs to exists, creating an
+// empty regular file when the disposition may create; it reports whether
+// it did.
+func (d *Disk) streamBase(name string, req *smb2.CreateRequest, mode vfs.CreateMode) (bool, error) {
+	if _, err := d.fs.Stat(name); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) || mode == vfs.OpenExisting {
+		return false, d.openError(name, err)
+	}
+	f, created, err := d.fs.Open(name, vfs.OpenOptions{
+		Create: vfs.CreateIfAbsent, Kind: vfs.RegularOnly,
+		Attributes: req.FileAttributes &^ vfs.AttrNormal & vfs.StoredAttrs,
+	})
+	if err != nil {
+		return false, d.openError(name, err)
+	}
+	f.Close()
+	return created, nil
+}
+
+// streamCase returns the stored spelling of stream on name, or stream.
+func (d *Disk) streamCase(so vfs.StreamOpener, name, stream string) string {
+	list, err := so.Streams(name)
+	if err != nil {
+		return stream
+	}
+	for _, s := range list {
+		if s.Name == stream {
+			return stream
+		}
+	}
+	for _, s := range list {
+		if strings.EqualFold(s.Name, stream) {
+			return s.Name
+		}
+	}
+	return stream
+}
+
+// streamError maps a failed stream open.
+func streamError(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return smb2.StatusObjectNameNotFound
+	case errors.Is(err, fs.ErrExist):
+		return smb2.StatusObjectNameCollision
+	case errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.EINVAL):
+		return smb2.StatusObjectNameInvalid
+	case errors.Is(err, errors.ErrUnsupported), errors.Is(err, syscall.ENOTSUP):
+		return smb2.StatusObjectNameNotFound
+	}
+	return err
+}
+
+// remove deletes what a delete-on-close open names: its stream, or the
+// file with its streams.
+func (o *open) remove(name string) error {
+	if stream := o.currentStream(); stream != "" {
+		if so := o.d.streamOpener(); so != nil {
+			return so.RemoveStream(name, stream)
+		}
+	}
+	return o.d.fs.Remove(name)
+}
+
+// streamList is FILE_STREAM_INFORMATION of the open's file ([MS-FSCC]
+// 2.4.43): "::$DATA" for a file, then ":name:$DATA" for each named stream.
+func (o *open) streamList(fi vfs.FileInfo) (fscc.StreamInformation, error) {
+	var out fscc.StreamInformation
+	name := o.currentName()
+	base := fi
+	if o.currentStream() != "" {
+		b, err := o.d.fs.Stat(name)
+		if err != nil {
+			return nil, err
+		}
+		base = b
+	}
+	if !base.IsDir {
+		out = append(out, fscc.StreamEntry{Name: "::$DATA", Size: base.Size, AllocationSize: base.AllocationSize})
+	}
+	so := o.d.streamOpener()
+	if so == nil {
+		return out, nil
+	}
+	list, err := so.Streams(name)
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return nil, err
+	}
+	for _, s := range list {
+		out = append(out, fscc.StreamEntry{Name: ":" + s.Name + ":$DATA", Size: s.Size, AllocationSize: (s.Size + 4095) &^ 4095})
+	}
+	return out, nil
+}
+
+// renameStream applies FILE_RENAME_INFORMATION with a target ":name" to a
+// stream open ([MS-FSA] 2.1.5.15.12.1).
+func (o *open) renameStream(target string, replace bool) error {
+	so := o.d.streamOpener()
+	if so == nil || o.currentStream() == "" {
+		return smb2.StatusInvalidParameter
+	}
+	stream, err := parseStream(target)
+	if err != nil {
+		return err
+	}
+	if stream == "" {
+		return smb2.StatusInvalidParameter // back to the default stream: not supported
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	stream = o.d.streamCase(so, o.name, stream)
+	if strings.EqualFold(stream, o.stream) && stream != o.stream {
+		replace = true // a change of case
+	}
+	if err := so.RenameStream(o.name, o.stream, stream, replace); err != nil {
+		return streamError(err)
+	}
+	o.stream = stream
+	return nil
+}
+
+// currentStream is the open's stream name; rename changes it.
+func (o *open) currentStream() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stream
+}
