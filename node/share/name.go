@@ -59,7 +59,9 @@ func parseStream(s string) (string, error) {
 	if hasType && !strings.EqualFold(typ, "$DATA") {
 		return "", smb2.StatusObjectNameInvalid
 	}
-	if strings.ContainsAny(name, `\/:*?"<>|`) {
+	// Stream names may hold any character but the separators and NUL
+	// (smbtorture smb2.streams.names2, as Windows).
+	if strings.ContainsAny(name, "\\/:\x00") {
 		return "", smb2.StatusObjectNameInvalid
 	}
 	return name, nil

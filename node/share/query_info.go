@@ -111,6 +111,9 @@ func (o *open) queryFile(req *smb2.QueryInfoRequest) (server.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.Size() == 0 && c.variable && req.FileInfoClass == fscc.FileStreamInformation {
+		return &smb2.QueryInfoResponse{}, nil // a directory without streams: an empty list
+	}
 	return fit(e, c, req.OutputBufferLength)
 }
 

@@ -177,6 +177,7 @@ func FuzzSetInfo(f *testing.F) {
 	f.Add(uint8(smb2.InfoFile), fscc.FileBasicInformation, make([]byte, 40))
 	f.Add(uint8(smb2.InfoSecurity), uint8(0), make([]byte, 20))
 	f.Add(uint8(smb2.InfoFile), fscc.FileEndOfFileInformation, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(uint8(smb2.InfoFile), fscc.FileFullEaInformation, []byte{0, 0, 0, 0, 0, 1, 1, 0, 'A', 0, 'v'})
 	f.Fuzz(func(t *testing.T, typ, class uint8, buf []byte) {
 		d := infoDisk(t)
 		o := infoOpen(t, d, "f", false, 0)

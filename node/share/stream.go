@@ -231,7 +231,7 @@ func (o *open) streamList(fi vfs.FileInfo) (fscc.StreamInformation, error) {
 func (o *open) renameStream(target string, replace bool) error {
 	so := o.d.streamOpener()
 	if so == nil || o.currentStream() == "" {
-		return smb2.StatusInvalidParameter
+		return smb2.StatusNotSupported // the default stream is not renamed
 	}
 	stream, err := parseStream(target)
 	if err != nil {

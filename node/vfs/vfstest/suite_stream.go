@@ -166,7 +166,7 @@ func testEAs(t *testing.T, fsys vfs.FS) {
 	if eas, err := ef.EAs(); err != nil || len(eas) != 0 {
 		t.Fatalf("EAs of a new file = %v, %v", eas, err)
 	}
-	for _, e := range []vfs.EA{{"B", []byte("2")}, {"A", []byte("1")}, {"C", []byte("3")}} {
+	for _, e := range []vfs.EA{{Name: "B", Value: []byte("2")}, {Name: "A", Value: []byte("1")}, {Name: "C", Value: []byte("3")}} {
 		if err := ef.SetEA(e.Name, e.Value); err != nil {
 			t.Fatal(err)
 		}
