@@ -43,7 +43,9 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session) er
 	results := make([]result, 0, len(pdus))
 	for i, p := range pdus {
 		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1}
-		r.related = i > 0 && hdrs[i].Flags&smb2.FlagRelatedOperations != 0
+		// A related first request has nothing to relate to: it fails, as do
+		// the related requests after any request that resolved no session.
+		r.related = hdrs[i].Flags&smb2.FlagRelatedOperations != 0
 		res, err := c.serveOne(r, &st, enc)
 		if err != nil {
 			return err
@@ -101,8 +103,9 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		return res, err
 	}
 	st.session, st.tree = r.Session, r.Tree
+	st.haveFile = r.Open != nil // a related request takes the previous request's open, or none
 	if r.Open != nil {
-		st.fileID, st.haveFile = smb2.FileID{Persistent: r.Open.ID, Volatile: r.Open.ID}, true
+		st.fileID = smb2.FileID{Persistent: r.Open.ID, Volatile: r.Open.ID}
 	}
 	if h.Command == smb2.CmdCreate {
 		st.createErr = err
@@ -149,9 +152,12 @@ func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error
 		return nil, smb2.StatusInvalidParameter
 	}
 	cmd := &commands[h.Command]
+	if r.related && (cmd.needSession && st.session == nil || cmd.needTree && st.tree == nil) {
+		return nil, smb2.StatusInvalidParameter
+	}
 	if cmd.needSession {
 		sid := h.SessionID
-		if r.related && st.session != nil {
+		if r.related {
 			sid = st.session.ID
 		}
 		s, err := c.resolveSession(sid)
@@ -165,7 +171,7 @@ func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error
 	}
 	if cmd.needTree {
 		tid := h.TreeID
-		if r.related && st.tree != nil {
+		if r.related {
 			tid = st.tree.ID
 		}
 		t := r.Session.tree(tid)
