@@ -1,6 +1,7 @@
 package share
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"syscall"
@@ -129,7 +130,13 @@ func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.Crea
 		Name:        o.name,
 		Access:      o.access,
 		ShareAccess: req.ShareAccess,
-		Breaker:     r.Open,
+	}
+	if r.Open != nil {
+		o.so.Breaker = r.Open
+	}
+	ctx := r.Ctx
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	want := req.RequestedOplockLevel
 	if want == smb2.OplockLevelLease || o.isDir {
@@ -137,7 +144,7 @@ func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.Crea
 	}
 	toNone := req.CreateDisposition == smb2.FileOverwrite || req.CreateDisposition == smb2.FileOverwriteIf ||
 		req.CreateDisposition == smb2.FileSupersede
-	level, err := d.table.Admit(r.Ctx, o.so, want, toNone, func() { r.GoAsync() })
+	level, err := d.table.Admit(ctx, o.so, want, toNone, func() { r.GoAsync() })
 	switch {
 	case errors.Is(err, state.ErrSharingViolation):
 		return 0, smb2.StatusSharingViolation

@@ -79,6 +79,9 @@ func TestSetRename(t *testing.T) {
 
 	noDel := infoOpen(t, d, "b", false, smb2.FileReadData)
 	wantStatus(t, ren(noDel, "q", false), smb2.StatusAccessDenied)
+	// A file is deleted when its last open closes ([MS-FSA] 2.1.5.4):
+	// close the second open of o's file before o's delete-on-close.
+	noDel.Close(false)
 
 	// Delete-on-close removes the file under its new name.
 	wantStatus(t, o.setDisposition(true), 0)
