@@ -13,7 +13,7 @@ func (r *Request) GoAsync() bool {
 	if r.asyncID != 0 {
 		return true
 	}
-	if !r.last {
+	if !r.last || r.conn == nil {
 		return false
 	}
 	c := r.conn
