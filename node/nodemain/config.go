@@ -24,6 +24,9 @@ type Config struct {
 	// ZeroCopyThreshold is the smallest plain READ sent with sendfile
 	// (bytes; 0 → the default, negative → never).
 	ZeroCopyThreshold int `json:"zero_copy_threshold"`
+	// DebugAddr serves Go's pprof endpoints on this address (loopback
+	// only in practice; empty disables).
+	DebugAddr string `json:"debug_addr"`
 }
 
 // defaultZeroCopyThreshold is the READ size from which sendfile beats a
@@ -78,6 +81,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.ServerName, "server-name", "", "NetBIOS `NAME` of the server (default SMBCLUSTER)")
 	fs.StringVar(&cfg.Workgroup, "workgroup", "", "NetBIOS `DOMAIN` (default WORKGROUP)")
 	fs.BoolVar(&cfg.AllowGuest, "allow-guest", false, "map unknown users and bad passwords to a guest session")
+	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve Go profiling endpoints (/debug/pprof/) on `ADDR`, e.g. 127.0.0.1:6060")
 	fs.IntVar(&cfg.ZeroCopyThreshold, "zero-copy-threshold", 0, "smallest plain READ in `BYTES` sent with sendfile (0: default 65536, -1: never)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -122,6 +126,9 @@ func merge(file, flags *Config) *Config {
 	out := *file
 	out.SigningRequired = file.SigningRequired || flags.SigningRequired
 	out.AllowGuest = file.AllowGuest || flags.AllowGuest
+	if flags.DebugAddr != "" {
+		out.DebugAddr = flags.DebugAddr
+	}
 	if flags.ZeroCopyThreshold != 0 {
 		out.ZeroCopyThreshold = flags.ZeroCopyThreshold
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // --debug-addr
 	"os"
 	"os/signal"
 	"strings"
@@ -75,6 +77,14 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 
 		ZeroCopyThreshold: zeroCopyThreshold(cfg.ZeroCopyThreshold),
 	})
+	if cfg.DebugAddr != "" {
+		go func() {
+			log.Info("profiling endpoints", "addr", cfg.DebugAddr)
+			if err := http.ListenAndServe(cfg.DebugAddr, nil); err != nil {
+				log.Warn("profiling endpoints stopped", "err", err)
+			}
+		}()
+	}
 	var listeners []net.Listener
 	for _, addr := range cfg.Listen {
 		l, err := net.Listen("tcp", addr)
