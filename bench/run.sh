@@ -85,18 +85,40 @@ wait_port() {
 }
 
 # --- our node -----------------------------------------------------------------
+# The node's log is kept in $OUT/ours.log; if it dies, the run that notices
+# records how (exit status, log tail) in errors.log and starts it again.
+OURS_RESTARTS=0
 start_ours() {
-	bin/smbnode --listen "127.0.0.1:$PORT_OURS" --user "$USER_NAME:$PASS" \
+	echo "=== $(date +%T) starting smbnode" >>"$OUT/ours.log"
+	# A private copy whose name lacks "smbnode": on a shared machine other
+	# people's `pkill smbnode` cleanups killed the benchmarked node mid-run.
+	cp bin/smbnode "$WORK/bench-ournode"
+	"$WORK/bench-ournode" --listen "127.0.0.1:$PORT_OURS" --user "$USER_NAME:$PASS" \
 		--share "bench=$WORK/ours" --share "benchenc=$WORK/oursenc,encrypt" \
-		--log-level warn >"$WORK/ours.log" 2>&1 &
+		--log-level warn >>"$OUT/ours.log" 2>&1 &
 	OURS_PID=$!
 	if ! wait_port "$PORT_OURS"; then
-		OURS_NOTE="smbnode did not start listening: $(tail -c 600 "$WORK/ours.log" | tr '\n' ' ')"
+		OURS_NOTE="smbnode did not start listening: $(tail -c 600 "$OUT/ours.log" | tr '\n' ' ')"
 		log "$OURS_NOTE"
 		kill "$OURS_PID" 2>/dev/null || true
 		OURS_PID=""
 	fi
 }
+
+# check_ours: restart smbnode if it died since the last run.
+check_ours() {
+	[ -n "$OURS_PID" ] || return 0
+	kill -0 "$OURS_PID" 2>/dev/null && return 0
+	local st=0
+	wait "$OURS_PID" || st=$?
+	OURS_RESTARTS=$((OURS_RESTARTS + 1))
+	printf 'smbnode (pid %s) died before this run (exit status %s); log tail: %s\n' "$OURS_PID" "$st" \
+		"$(tail -c 1500 "$OUT/ours.log" | tr '\n' ' ')" >>"$OUT/errors.log"
+	log "smbnode died (exit status $st), restarting; see $OUT/ours.log"
+	start_ours
+}
+: >"$OUT/ours.log"
+: >"$OUT/errors.log"
 [ -z "$OURS_NOTE" ] && start_ours
 
 # --- private Samba --------------------------------------------------------------
@@ -185,12 +207,12 @@ cpu_ticks() {
 
 RUNS_FILE=$OUT/runs.json
 : >"$RUNS_FILE"
-: >"$OUT/errors.log"
 
 # one SERVER MODE RW BS CONNS RUN: one smbctl bench run, appended to runs.json.
 one() {
 	local server=$1 mode=$2 rw=$3 bs=$4 conns=$5 run=$6 port pid share user args=()
 	if [ "$server" = ours ]; then
+		check_ours
 		port=$PORT_OURS pid=$OURS_PID user=$USER_NAME
 		[ -n "$pid" ] || { printf '{"server":"ours","mode":"%s","rw":"%s","bs":"%s","conns":%s,"run":%s,"exit":-1}\n' \
 			"$mode" "$rw" "$bs" "$conns" "$run" >>"$RUNS_FILE"; return; }
@@ -210,7 +232,7 @@ one() {
 		2>"$WORK/err") || rc=$?
 	after=$(cpu_ticks "$pid")
 	if [ "$rc" != 0 ]; then
-		printf '%s %s %s %s conns=%s run=%s exit=%s: %s\n' "$server" "$mode" "$rw" "$bs" "$conns" "$run" \
+		printf '%s %s %s %s %s conns=%s run=%s exit=%s: %s\n' "$(date +%T)" "$server" "$mode" "$rw" "$bs" "$conns" "$run" \
 			"$rc" "$(tr '\n' ' ' <"$WORK/err")" >>"$OUT/errors.log"
 		log "$server $mode $rw $bs x$conns failed (exit $rc): $(head -c 300 "$WORK/err")"
 		[ -n "$res" ] || res=null
@@ -266,7 +288,8 @@ cat >"$OUT/meta.json" <<META
 {"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","commit":"$VERSION","kernel":"$(uname -r)",
  "cpus":$(nproc),"cpu_model":"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo | tr -d '"')",
  "filesystem":"$FSNOTE","samba":"$SAMBA_VERSION","runs":$RUNS,"runtime":"$RUNTIME","warmup":"$WARMUP",
- "size":"$SIZE","iodepth":$IODEPTH,"ours_note":"$(tr -d '"\\' <<<"$OURS_NOTE")",
+ "size":"$SIZE","iodepth":$IODEPTH,"ours_restarts":$OURS_RESTARTS,
+ "ours_note":"$(tr -d '"\\' <<<"$OURS_NOTE")",
  "tcp1":$(cat "$WORK/tcp1.json" | tr -d '\n'),"tcp4":$(cat "$WORK/tcp4.json" | tr -d '\n')}
 META
 $GO run ./bench/report -runs "$RUNS_FILE" -meta "$OUT/meta.json" -out "$OUT/latest"
