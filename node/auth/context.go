@@ -308,6 +308,11 @@ func (c *Context) serveAuthenticate(msg []byte) ([]byte, error) {
 	if len(am.NtResponse) < ntProofStrSize+ntlmv2ClientFixedSize {
 		return nil, ErrLogonFailure // NTLMv1, LM-only or truncated: refused
 	}
+	if _, _, err := avPair(ntlmv2AVPairs(am.NtResponse), avEOL); err != nil {
+		// A malformed NTLMv2_CLIENT_CHALLENGE is refused before the
+		// password is checked, as Samba does ([MS-NLMP] 2.2.2.7, 2.2.2.1).
+		return nil, ErrInvalidToken
+	}
 	key, ok := c.verifyNTLMv2(&am)
 	if !ok {
 		if !c.cfg.AllowGuest {

@@ -8,42 +8,54 @@ import (
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 )
 
+// statusRequestOutOfSequence is STATUS_REQUEST_OUT_OF_SEQUENCE ([MS-ERREF]
+// 2.3.1), missing from node/smb2's status table.
+const statusRequestOutOfSequence smb2.Status = 0xC000042A
+
+// echoesSignature reports whether an unsigned response to a signed request
+// echoes the request's SMB2_FLAGS_SIGNED and signature, as Windows and Samba
+// do (they copy the request's flags and signature into every response
+// header they do not sign). Clients that require signing accept these
+// statuses unverified — given before any key of the connection is known —
+// but refuse an unsigned response, so the echo is what lets them see the
+// status. It is kept to those statuses: the server signs everything else
+// it can.
+func echoesSignature(cmd smb2.Command, st smb2.Status) bool {
+	switch st {
+	case smb2.StatusUserSessionDeleted:
+		return true
+	case smb2.StatusAccessDenied, smb2.StatusNotSupported, statusRequestOutOfSequence:
+		return cmd == smb2.CmdSessionSetup
+	}
+	return false
+}
+
 // bindSession handles a SESSION_SETUP with SMB2_SESSION_FLAG_BINDING: a new
-// channel for an existing session ([MS-SMB2] 3.3.5.5.2).
+// channel for an existing session ([MS-SMB2] 3.3.5.5, 3.3.5.5.2).
+//
+// The request's signature is verified first, with the key the client must
+// have used: the session's signing key, or this connection's channel key
+// when the connection already is a channel of the session. Once it
+// verifies, every response is signed with that key, refusals included, so
+// that a client that requires signing sees the real status. A request that
+// does not verify gets an unsigned STATUS_ACCESS_DENIED: the server never
+// signs for a client that has not proved it holds the key.
 func (c *conn) bindSession(r *Request, req *smb2.SessionSetupRequest) (Response, error) {
-	if c.dialect < smb2.Dialect300 {
-		return nil, smb2.StatusRequestNotAccepted
+	if r.Header.SessionID == 0 {
+		return nil, smb2.StatusInvalidParameter
 	}
 	s := c.srv.lookupSession(r.Header.SessionID)
 	if s == nil {
 		return nil, smb2.StatusUserSessionDeleted
 	}
-	s.mu.Lock()
-	state, ch := s.state, s.channels[c]
-	s.mu.Unlock()
-	switch {
-	case state == sessionExpired:
-		return nil, smb2.StatusNetworkSessionExpired
-	case state != sessionValid:
-		return nil, smb2.StatusRequestNotAccepted
-	case s.Dialect != c.dialect:
-		return nil, smb2.StatusInvalidParameter
-	case s.ClientGUID != c.clientGUID:
-		return nil, smb2.StatusUserSessionDeleted
-	case s.Guest || s.Anonymous:
-		return nil, smb2.StatusNotSupported
-	case c.dialect == smb2.Dialect311 && (s.Cipher != c.cipher || s.SigningAlg != c.signingAlg):
-		return nil, smb2.StatusInvalidParameter
-	case r.Header.Flags&smb2.FlagSigned == 0:
-		return nil, smb2.StatusInvalidParameter
+	ch := s.channelFor(c)
+	if r.Header.Flags&smb2.FlagSigned != 0 {
+		if err := c.verifySetup(r, s, ch); err != nil {
+			return nil, err
+		}
 	}
-	// Binding requests are signed with the session's signing key.
-	sessionSigner, err := signing.NewSigner(s.SigningAlg, s.Keys.Signing)
-	if err != nil || !sessionSigner.Verify(r.Msg) {
-		return nil, smb2.StatusAccessDenied
-	}
-	if ch != nil && !ch.binding {
-		return nil, smb2.StatusRequestNotAccepted // already a channel of this session
+	if err := c.checkBinding(r, s, ch); err != nil {
+		return nil, err
 	}
 	if ch == nil {
 		ch = &channel{auth: auth.NewContext(c.authConfig()), preauth: c.preauth, binding: true}
@@ -51,8 +63,50 @@ func (c *conn) bindSession(r *Request, req *smb2.SessionSetupRequest) (Response,
 		s.channels[c] = ch
 		s.mu.Unlock()
 	}
-	r.Session = s
-	r.bindSigner = sessionSigner
+	return c.bindStep(r, s, ch, req)
+}
+
+// checkBinding applies the refusals of [MS-SMB2] 3.3.5.5 step 4 to a
+// binding request whose signature verified (or that is unsigned). The
+// order follows Windows and Samba, which smbtorture's smb2.session
+// bind_negative tests pin down: signing algorithm mismatches first (a
+// session or connection using AES-GMAC cannot mix algorithms), then the
+// dialect family, the signature, the dialect and the cipher.
+//
+// Session.Connection.ClientGuid is not compared: the specification allows
+// refusing another client's connection (MAY), Windows binds it.
+func (c *conn) checkBinding(r *Request, s *Session, ch *channel) error {
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	if state != sessionValid {
+		return smb2.StatusRequestNotAccepted // still authenticating
+	}
+	// Immutable once the session is valid (completeSession).
+	switch {
+	case s.SigningAlg >= signing.AESGMAC && c.signingAlg != s.SigningAlg:
+		return statusRequestOutOfSequence
+	case c.signingAlg >= signing.AESGMAC && c.signingAlg != s.SigningAlg:
+		return smb2.StatusNotSupported
+	case c.dialect < smb2.Dialect300:
+		return smb2.StatusRequestNotAccepted
+	case r.Header.Flags&smb2.FlagSigned == 0:
+		return smb2.StatusInvalidParameter
+	case s.Dialect != c.dialect:
+		return smb2.StatusInvalidParameter
+	case s.Cipher != c.cipher:
+		return smb2.StatusInvalidParameter
+	case ch != nil && !ch.binding:
+		return smb2.StatusRequestNotAccepted // already a channel of this session
+	case s.Guest || s.Anonymous:
+		return smb2.StatusNotSupported
+	}
+	return nil
+}
+
+// bindStep runs one round of the binding's authentication; the last one
+// derives the channel's signing key ([MS-SMB2] 3.3.5.5.3).
+func (c *conn) bindStep(r *Request, s *Session, ch *channel, req *smb2.SessionSetupRequest) (Response, error) {
 	if c.dialect == smb2.Dialect311 {
 		ch.preauth.Update(r.Msg)
 	}
@@ -65,16 +119,19 @@ func (c *conn) bindSession(r *Request, req *smb2.SessionSetupRequest) (Response,
 		}
 		return resp, smb2.StatusMoreProcessingRequired
 	case err != nil:
+		// A failed binding removes the channel, not the session.
 		c.dropChannel(s)
-		return nil, smb2.StatusLogonFailure
+		return nil, authStatus(err)
 	}
 	res := ch.auth.Result()
-	if res.User != s.User || res.Guest || res.Anonymous {
+	if !sameUser(res, s) {
 		c.dropChannel(s)
 		return nil, smb2.StatusAccessDenied
 	}
 	keys := signing.SessionKeys(s.Dialect, s.Cipher, res.SessionKey, ch.preauth[:])
-	signer, err := signing.NewSigner(s.SigningAlg, keys.Signing)
+	// The channel signs with its connection's algorithm ([MS-SMB2] 3.3.5.5.3:
+	// Channel.SigningKey; 3.1.4.1 picks the algorithm by Connection).
+	signer, err := signing.NewSigner(c.signingAlg, keys.Signing)
 	if err != nil {
 		c.dropChannel(s)
 		return nil, err
@@ -82,10 +139,17 @@ func (c *conn) bindSession(r *Request, req *smb2.SessionSetupRequest) (Response,
 	s.mu.Lock()
 	ch.auth, ch.signer, ch.binding = nil, signer, false
 	s.mu.Unlock()
+	// The final response is signed with the new channel key.
 	r.bindSigner = nil
 	r.forceSign = true
 	c.srv.log.Info("channel bound", "remote", c.remote, "user", s.User, "session", s.ID)
 	return resp, nil
+}
+
+// sameUser reports whether an authentication result names the session's
+// user with a real (keyed) logon.
+func sameUser(res auth.Result, s *Session) bool {
+	return !res.Guest && !res.Anonymous && res.SessionKey != nil && equalFoldUser(res.User, s.User)
 }
 
 // dropChannel removes this connection's unfinished channel from s.

@@ -38,7 +38,8 @@ type Request struct {
 	compound   *compoundState
 	forceSign  bool             // sign the response even though the request was not (final SESSION_SETUP)
 	onEncoded  func(pdu []byte) // sees the encoded response (preauth integrity hash)
-	bindSigner signingKey       // signs responses of a binding in progress (the session's key)
+	bindSigner signingKey       // signs the response of a SESSION_SETUP with the key that verified it
+	encrypted  bool             // the request came in a TRANSFORM message
 	openHeld   bool             // the request holds a reference on Open
 	last       bool             // the last (or only) PDU of its message: may go async
 	asyncID    uint64           // set by GoAsync

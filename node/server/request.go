@@ -42,7 +42,7 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session) er
 	var st compoundState
 	results := make([]result, 0, len(pdus))
 	for i, p := range pdus {
-		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1}
+		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1, encrypted: enc != nil}
 		// A related first request has nothing to relate to: it fails, as do
 		// the related requests after any request that resolved no session.
 		r.related = hdrs[i].Flags&smb2.FlagRelatedOperations != 0
@@ -97,6 +97,10 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	}
 	if r.Tree != nil {
 		res.hdr.TreeID = r.Tree.ID
+	}
+	if res.signer == nil && res.encrypt == nil && h.Flags&smb2.FlagSigned != 0 && echoesSignature(h.Command, statusOf(err)) {
+		res.hdr.Flags |= smb2.FlagSigned
+		res.hdr.Signature = h.Signature
 	}
 	res.onEncoded = r.onEncoded
 	if errors.As(err, new(dropError)) {

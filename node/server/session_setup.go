@@ -55,20 +55,91 @@ func (c *conn) setupChannel(r *Request) (*Session, *channel, error) {
 	if s == nil {
 		return nil, nil, smb2.StatusUserSessionDeleted
 	}
+	ch := s.channelFor(c)
+	if err := c.checkSetupSignature(r, s, ch); err != nil {
+		return nil, nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch := s.channels[c]
 	switch {
 	case s.state == sessionExpired:
 		return nil, nil, smb2.StatusNetworkSessionExpired
 	case ch == nil:
 		return nil, nil, smb2.StatusUserSessionDeleted
 	case ch.auth == nil:
-		// Re-authentication of a valid session ([MS-SMB2] 3.3.5.5.2).
-		ch.auth = auth.NewContext(c.authConfig())
+		// Re-authentication of a valid session ([MS-SMB2] 3.3.5.5.2). An
+		// anonymous one is allowed whatever the configuration says: the
+		// session keeps its keys and its user, and gains nothing.
+		cfg := c.authConfig()
+		cfg.AllowAnonymous = true
+		ch.auth = auth.NewContext(cfg)
 		ch.preauth = c.preauth
 	}
 	return s, ch, nil
+}
+
+// checkSetupSignature enforces signing on a SESSION_SETUP for an existing
+// session ([MS-SMB2] 3.3.5.2.4): a signed request must verify, and once a
+// channel of a session that requires signing is established here, an
+// unsigned plaintext request is refused.
+func (c *conn) checkSetupSignature(r *Request, s *Session, ch *channel) error {
+	if r.Header.Flags&smb2.FlagSigned != 0 {
+		return c.verifySetup(r, s, ch)
+	}
+	if r.encrypted {
+		return nil
+	}
+	s.mu.Lock()
+	established := ch != nil && ch.signer != nil
+	s.mu.Unlock()
+	if established && s.SigningRequired {
+		return smb2.StatusAccessDenied
+	}
+	return nil
+}
+
+// verifySetup verifies a signed SESSION_SETUP of session s: with this
+// connection's channel key once the channel is established, else with the
+// session's signing key (a binding, or a request on a connection that is no
+// channel of the session). When it verifies, r's response is signed with
+// that key whatever its status; when it does not, the request fails with
+// STATUS_ACCESS_DENIED, unsigned. With no key to verify with yet (a session
+// still authenticating, guest or anonymous) the request goes on and its
+// response stays unsigned.
+func (c *conn) verifySetup(r *Request, s *Session, ch *channel) error {
+	signer := setupSigner(s, ch)
+	if signer == nil {
+		return nil
+	}
+	if !signer.Verify(r.Msg) {
+		return smb2.StatusAccessDenied
+	}
+	r.Session, r.bindSigner = s, signer
+	return nil
+}
+
+// setupSigner returns the key that signs SESSION_SETUP requests of s on the
+// connection of ch (nil when it has none), or nil.
+func setupSigner(s *Session, ch *channel) signing.Signer {
+	s.mu.Lock()
+	valid := s.state == sessionValid
+	var signer signing.Signer
+	if ch != nil {
+		signer = ch.signer
+	}
+	s.mu.Unlock()
+	if signer != nil {
+		return signer
+	}
+	if !valid || len(s.Keys.Signing) == 0 {
+		return nil
+	}
+	// The keys are immutable once the session is valid.
+	signer, err := signing.NewSigner(s.SigningAlg, s.Keys.Signing)
+	if err != nil {
+		return nil
+	}
+	return signer
 }
 
 // authStep feeds the client's token to the channel's authentication and
@@ -86,19 +157,20 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		}
 		return resp, smb2.StatusMoreProcessingRequired
 	case err != nil:
+		// The session ends, a re-authenticated one included
+		// ([MS-SMB2] 3.3.5.5.3). The response is still signed when the
+		// request verified (r.bindSigner).
 		c.failAuth(s, ch)
 		c.srv.log.Info("logon failed", "remote", c.remote, "err", err)
-		r.Session = nil
-		return nil, smb2.StatusLogonFailure
+		if r.bindSigner == nil {
+			r.Session = nil
+		}
+		return nil, authStatus(err)
 	}
 	res := ch.auth.Result()
 	ch.auth = nil
 	if s.valid() {
-		// Re-authentication keeps keys; the user must not change.
-		if res.User != s.User || res.Guest != s.Guest {
-			return nil, smb2.StatusAccessDenied
-		}
-		return resp, nil
+		return c.reauthenticated(r, s, res, resp)
 	}
 	if err := c.completeSession(s, ch, res, req); err != nil {
 		c.failAuth(s, ch)
@@ -120,6 +192,34 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		"dialect", dialectString(c.dialect), "signing", s.SigningRequired, "encrypt", s.EncryptData)
 	return resp, nil
 }
+
+// reauthenticated completes the re-authentication of a valid session
+// ([MS-SMB2] 3.3.5.5.3). The session keeps its keys, its signing state and
+// its user: the new logon must be the same user, or anonymous (Windows and
+// Samba accept an anonymous re-authentication; opens made before keep
+// their access).
+func (c *conn) reauthenticated(r *Request, s *Session, res auth.Result, resp *smb2.SessionSetupResponse) (Response, error) {
+	switch {
+	case res.Anonymous:
+	case res.Guest != s.Guest || !equalFoldUser(res.User, s.User):
+		return nil, smb2.StatusAccessDenied
+	}
+	c.srv.log.Info("session re-authenticated", "remote", c.remote, "session", s.ID, "user", s.User, "anonymous", res.Anonymous)
+	return resp, nil
+}
+
+// authStatus is the SESSION_SETUP status of a failed authentication: a
+// malformed token is STATUS_INVALID_PARAMETER, anything else
+// STATUS_LOGON_FAILURE.
+func authStatus(err error) error {
+	if errors.Is(err, auth.ErrInvalidToken) {
+		return smb2.StatusInvalidParameter
+	}
+	return smb2.StatusLogonFailure
+}
+
+// equalFoldUser compares user names as Windows does, without case.
+func equalFoldUser(a, b string) bool { return strings.EqualFold(a, b) }
 
 // endPreviousSession ends the session a reconnecting client names in
 // PreviousSessionId, if it belongs to the same user ([MS-SMB2] 3.3.5.5.3):
