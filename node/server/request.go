@@ -86,7 +86,7 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		if res.encrypt == nil && r.Session.EncryptData && h.Command != smb2.CmdSessionSetup {
 			res.encrypt = r.Session
 		}
-		if res.encrypt == nil && r.Tree != nil && r.Tree.EncryptData && r.Session.encrypter != nil {
+		if res.encrypt == nil && r.Tree != nil && r.Tree.EncryptData && r.Session.encrypter != nil && h.Command != smb2.CmdTreeConnect {
 			res.encrypt = r.Session
 		}
 		if res.encrypt == nil && r.bindSigner != nil {
