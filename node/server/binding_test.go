@@ -84,27 +84,18 @@ func TestBindingChecks(t *testing.T) {
 	srv := servertest.Start(t, servertest.Options{})
 	c1 := servertest.Connect(t, srv.Addr, servertest.Alice, servertest.AlicePassword, servertest.ShareName, smb2.Dialect311)
 
-	t.Run("wrong ClientGuid", func(t *testing.T) {
+	t.Run("other ClientGuid", func(t *testing.T) {
+		// The server MAY refuse it; Windows binds (smbtorture's
+		// bind_negative_smb3signCtoHd expects success).
 		c2 := servertest.Dial(t, srv.Addr)
 		if err := c2.Negotiate(smb2.Dialect311); err != nil {
 			t.Fatal(err)
 		}
-		if err := c2.Bind(c1.Session, servertest.Alice, servertest.AlicePassword); err != smb2.StatusUserSessionDeleted {
-			t.Fatalf("got %v, want STATUS_USER_SESSION_DELETED", err)
+		if err := c2.Bind(c1.Session, servertest.Alice, servertest.AlicePassword); err != nil {
+			t.Fatalf("got %v, want success", err)
 		}
 	})
-	t.Run("dialect mismatch", func(t *testing.T) {
-		c2 := secondChannel(t, srv, c1, smb2.Dialect302)
-		if err := c2.Bind(c1.Session, servertest.Alice, servertest.AlicePassword); err != smb2.StatusInvalidParameter {
-			t.Fatalf("got %v, want STATUS_INVALID_PARAMETER", err)
-		}
-	})
-	t.Run("2.1", func(t *testing.T) {
-		c2 := secondChannel(t, srv, c1, smb2.Dialect210)
-		if err := c2.Bind(c1.Session, servertest.Alice, servertest.AlicePassword); err != smb2.StatusRequestNotAccepted {
-			t.Fatalf("got %v, want STATUS_REQUEST_NOT_ACCEPTED", err)
-		}
-	})
+	// More refusals, with the statuses' signatures, in binding_torture_test.go.
 	t.Run("unsigned", func(t *testing.T) {
 		c2 := secondChannel(t, srv, c1, smb2.Dialect311)
 		h := c2.Header(smb2.CmdSessionSetup)
