@@ -32,7 +32,8 @@ type outcome struct {
 			P99 float64 `json:"p99"`
 		} `json:"lat_us"`
 	} `json:"total"`
-	Moved int64 `json:"moved_bytes"`
+	Moved     int64   `json:"moved_bytes"`
+	ClientCPU float64 `json:"client_cpu_s"`
 }
 
 type cellKey struct {
@@ -50,6 +51,9 @@ type side struct {
 	IOPS      float64 `json:"iops"`
 	P99us     float64 `json:"p99_us"`
 	CPUPerGiB float64 `json:"cpu_s_per_gib"`
+	// ClientCPUPerGiB is smbctl's CPU per GiB: when it nears the cores
+	// left over, the client, not the server, limits the cell.
+	ClientCPUPerGiB float64 `json:"client_cpu_s_per_gib"`
 }
 
 // cell is one row of the report.
@@ -146,7 +150,7 @@ func cpuPerGiB(r run) float64 {
 
 func sideOf(rs []run, server string) side {
 	var s side
-	var mib, iops, p99, cpu []float64
+	var mib, iops, p99, cpu, client []float64
 	for _, r := range rs {
 		if r.Server != server {
 			continue
@@ -160,7 +164,11 @@ func sideOf(rs []run, server string) side {
 		iops = append(iops, r.Result.Total.IOPS)
 		p99 = append(p99, r.Result.Total.Latency.P99)
 		cpu = append(cpu, cpuPerGiB(r))
+		if r.Result.Moved > 0 {
+			client = append(client, r.Result.ClientCPU/(float64(r.Result.Moved)/(1<<30)))
+		}
 	}
+	s.ClientCPUPerGiB = median(client)
 	s.MiBps, s.IOPS, s.P99us, s.CPUPerGiB = median(mib), median(iops), median(p99), median(cpu)
 	return s
 }

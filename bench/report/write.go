@@ -74,7 +74,8 @@ func markdown(meta map[string]any, cells []cell) string {
 	}
 	b.WriteString("\nMedians of the runs per cell; ratios are medians of ours/Samba over paired runs " +
 		"(same run number, order alternating). CPU = server user+system seconds per GiB moved " +
-		"(Samba: every smbd process of the instance). p99 in µs. Failed runs: errors.log.\n\n")
+		"(Samba: every smbd process of the instance). p99 in µs. Failed runs: errors.log. " +
+		"The client shares the machine: latest.csv/json also give smbctl's own CPU s/GiB.\n\n")
 	b.WriteString("| mode | rw | bs | conns | ours MiB/s | Samba MiB/s | ours/Samba | ours IOPS | Samba IOPS | " +
 		"ours p99 | Samba p99 | ours CPU s/GiB | Samba CPU s/GiB | CPU ours/Samba |\n")
 	b.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
@@ -93,13 +94,13 @@ func csvText(cells []cell) string {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
 	w.Write([]string{"mode", "rw", "bs", "conns", "ours_ok", "ours_runs", "ours_mib_s", "ours_iops",
-		"ours_p99_us", "ours_cpu_s_per_gib", "samba_ok", "samba_runs", "samba_mib_s", "samba_iops",
-		"samba_p99_us", "samba_cpu_s_per_gib", "ratio_mib_s", "ratio_cpu"})
+		"ours_p99_us", "ours_cpu_s_per_gib", "ours_client_cpu_s_per_gib", "samba_ok", "samba_runs", "samba_mib_s",
+		"samba_iops", "samba_p99_us", "samba_cpu_s_per_gib", "samba_client_cpu_s_per_gib", "ratio_mib_s", "ratio_cpu"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, c := range cells {
 		row := []string{c.Mode, c.RW, c.BS, strconv.Itoa(c.Conns)}
 		for _, s := range []side{c.Ours, c.Samba} {
-			row = append(row, strconv.Itoa(s.OK), strconv.Itoa(s.Runs), f(s.MiBps), f(s.IOPS), f(s.P99us), f(s.CPUPerGiB))
+			row = append(row, strconv.Itoa(s.OK), strconv.Itoa(s.Runs), f(s.MiBps), f(s.IOPS), f(s.P99us), f(s.CPUPerGiB), f(s.ClientCPUPerGiB))
 		}
 		w.Write(append(row, f(c.RatioMiB), f(c.RatioCPU)))
 	}

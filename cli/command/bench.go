@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/smbcluster/smbcluster/cli/loadgen"
@@ -174,7 +175,9 @@ func (f *benchFlags) job(getenv func(string) string) (*benchJob, error) {
 // run connects, runs the workload and prints the result.
 func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
 	t := loadgen.NewSMBTarget(j.smb)
+	cpu0 := cpuSeconds()
 	st, err := loadgen.Run(ctx, t, j.cfg)
+	clientCPU := cpuSeconds() - cpu0
 	if !j.flags.keep && st != nil {
 		if rerr := t.Remove(); rerr != nil {
 			fmt.Fprintf(e.stderr, "smbctl bench: removing %s: %v\n", j.smb.File, rerr)
@@ -185,7 +188,9 @@ func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
 		fmt.Fprintf(e.stderr, "smbctl bench: %v\n", err)
 		return ExitError
 	}
-	if perr := p.print(newBenchResult(j, st)); perr != nil {
+	res := newBenchResult(j, st)
+	res.ClientCPU = round3(clientCPU)
+	if perr := p.print(res); perr != nil {
 		return ExitError
 	}
 	if errors.Is(err, loadgen.ErrMismatch) {
@@ -193,6 +198,16 @@ func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
 		return ExitVerify
 	}
 	return ExitOK
+}
+
+// cpuSeconds returns the user+system CPU time smbctl has used, so results
+// show when the client, not the server, was the bottleneck.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // parseSize parses a byte count with an optional binary suffix: 512, 4k,

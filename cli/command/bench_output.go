@@ -32,6 +32,7 @@ type benchResult struct {
 	Moved      int64   `json:"moved_bytes"` // read+written, warmup included
 	Verified   int64   `json:"verified_blocks"`
 	Mismatched int64   `json:"mismatched_blocks"`
+	ClientCPU  float64 `json:"client_cpu_s"` // smbctl's own CPU, layout and warmup included
 }
 
 // opStats are one direction's numbers (or both, for total).
