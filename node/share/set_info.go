@@ -3,12 +3,14 @@ package share
 import (
 	"errors"
 	"io/fs"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+	"github.com/smbcluster/smbcluster/node/state"
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
 
@@ -290,7 +292,23 @@ func (d *Disk) checkRename(o *open) error {
 	if o.isDir && d.table.HasOpenBelow(o.name) {
 		return smb2.StatusAccessDenied
 	}
+	// The rename adds a name to the parent directory: it must be able to
+	// open it for FILE_ADD_FILE sharing read and write, as Windows does.
+	if pfi, err := d.fs.Stat(parentOf(o.name)); err == nil {
+		key := state.FileKey{Volume: d.volumeID, FileID: pfi.FileID}
+		if d.table.CheckAccess(key, smb2.FileAddFile, smb2.FileShareRead|smb2.FileShareWrite) != nil {
+			return smb2.StatusSharingViolation
+		}
+	}
 	return nil
+}
+
+// parentOf returns the vfs name of name's directory ("" for the root).
+func parentOf(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[:i]
+	}
+	return ""
 }
 
 // renameError maps a failed vfs rename to what Windows answers.

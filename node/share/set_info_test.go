@@ -49,7 +49,7 @@ func TestSetBasic(t *testing.T) {
 
 func TestSetRename(t *testing.T) {
 	d := infoDisk(t)
-	infoOpen(t, d, "dir", true, 0)
+	infoOpen(t, d, "dir", true, smb2.FileListDirectory) // a DELETE-access open of the parent would block renames in it
 	o := infoOpen(t, d, "a", false, 0)
 	infoOpen(t, d, "b", false, 0)
 

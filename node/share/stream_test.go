@@ -55,7 +55,7 @@ func utf16(s string) []byte {
 
 func TestCaseInsensitiveNames(t *testing.T) {
 	d := infoDisk(t)
-	infoOpen(t, d, "Dir", true, 0)
+	infoOpen(t, d, "Dir", true, smb2.FileListDirectory)
 	infoOpen(t, d, `Dir\File.TXT`, false, 0)
 	o := infoOpen(t, d, `dIR\file.txt`, false, 0)
 	if o.currentName() != "Dir/File.TXT" {

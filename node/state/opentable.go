@@ -332,3 +332,22 @@ func (t *Table) HasOpenBelow(dir string) bool {
 	}
 	return false
 }
+
+// CheckAccess reports ErrSharingViolation if an open of key with access and
+// share would conflict with the file's current opens. A rename uses it for
+// the directories it changes, as if it opened them for adding a file.
+func (t *Table) CheckAccess(key FileKey, access, share uint32) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.files[key]
+	if f == nil {
+		return nil
+	}
+	probe := &Open{Access: access, ShareAccess: share}
+	for _, e := range f.opens {
+		if conflicts(e, probe) {
+			return ErrSharingViolation
+		}
+	}
+	return nil
+}
