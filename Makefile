@@ -11,7 +11,7 @@ DEMO_ADDR     ?= 127.0.0.1:4450
 # The end-to-end tests use the binary `make build` just made.
 TESTENV := SMBNODE_BIN=$(CURDIR)/bin/smbnode
 
-.PHONY: all build test test-short fuzz fuzz-smoke lint vet run bench clean
+.PHONY: all build test test-short fuzz fuzz-smoke lint vet run bench clean proto proto-check
 
 all: build
 
@@ -26,13 +26,21 @@ vet:
 
 # Full suite: unit tests, end-to-end tests with real clients (against
 # bin/smbnode via SMBNODE_BIN), smbtorture allowlist, then a fuzz smoke.
-test: build vet
+test: build vet proto-check
 	$(TESTENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz-smoke
 
 # Skips the slow parts: 100 MiB transfers, 10,000-entry listings, smbtorture.
 test-short: build vet
 	$(TESTENV) $(GO) test -short -timeout 10m ./...
+
+# Regenerate the committed gRPC/protobuf code (pinned generators, see
+# proto/gen.sh); proto-check fails if the committed code is stale.
+proto:
+	GO=$(GO) proto/gen.sh proto
+
+proto-check:
+	GO=$(GO) proto/gen.sh -check
 
 fuzz-smoke:
 	GO=$(GO) scripts/fuzz.sh $(FUZZSMOKE)
