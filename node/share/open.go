@@ -92,6 +92,7 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	if del && o.so != nil {
 		o.d.table.SetDeletePending(o.so.Key, true)
 	}
+	o.releaseLocks() // byte-range locks go with the open ([MS-FSA] 2.1.5.4)
 	last, pending := o.release()
 	err := o.f.Close()
 	if last && (pending || del) {
@@ -161,6 +162,9 @@ func (o *open) Read(r *server.Request, req *smb2.ReadRequest) (server.Response, 
 	if req.MinimumCount > req.Length {
 		return nil, smb2.StatusEndOfFile
 	}
+	if err := o.checkLocks(req.Offset, uint64(req.Length), false); err != nil {
+		return nil, err
+	}
 	if ff, ok := o.f.(vfs.FdFile); ok && r.ZeroCopy(req.Length) {
 		return o.sendfileRead(ff, req)
 	}
@@ -203,6 +207,9 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 	}
 	if len(req.Data) == 0 {
 		return &smb2.WriteResponse{}, nil
+	}
+	if err := o.checkLocks(uint64(off), uint64(len(req.Data)), true); err != nil {
+		return nil, err
 	}
 	if o.so != nil {
 		o.d.table.BreakLevelII(o.so.Key, o.so)
