@@ -55,8 +55,8 @@ type conn struct {
 
 	credits *creditWindow
 
-	// Owned by the writer goroutine.
-	out chan frame
+	// wmu serializes whole frames onto the socket; whoever holds it writes.
+	wmu sync.Mutex
 
 	mu        sync.Mutex
 	pending   map[uint64]*pendingReq // by message id
@@ -90,7 +90,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 		cancel:  cancel,
 		raw:     rawConnOf(nc),
 		credits: newCreditWindow(s.cfg.MaxCredits),
-		out:     make(chan frame, 64),
 		pending: map[uint64]*pendingReq{},
 		async:   map[uint64]*pendingReq{},
 	}
@@ -111,16 +110,9 @@ func (c *conn) close() {
 func (c *conn) serve() {
 	log := c.srv.log.With("remote", c.remote)
 	log.Debug("connection accepted")
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.writeLoop()
-	}()
 	err := c.readLoop()
 	c.close()
 	c.wg.Wait() // request goroutines finish (their contexts are cancelled)
-	close(c.out)
-	<-writerDone
 	c.teardown()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		log.Info("connection closed", "err", err)
@@ -243,8 +235,10 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
 		c.serveCancel(&hdrs[0])
 		return nil
 	}
-	if hdrs[0].Command == smb2.CmdNegotiate {
-		// NEGOTIATE changes connection state everything else reads: serve it inline.
+	if hdrs[0].Command == smb2.CmdNegotiate || len(pdus) == 1 && c.inline(&hdrs[0], len(*buf)) {
+		// NEGOTIATE changes connection state everything else reads, and
+		// READs and small WRITEs never wait on anything but the disk:
+		// serving them in the reader saves a goroutine and a wake-up each.
 		defer putBuf(buf)
 		return c.serveCompound(pdus, hdrs, encSession)
 	}
@@ -266,35 +260,46 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
 	return nil
 }
 
-// send queues a frame for the writer; it reports false if the connection is closing.
-func (c *conn) send(f frame) bool {
-	select {
-	case c.out <- f:
+// inlineWriteMax is the largest WRITE served by the reader itself; larger
+// ones go to their own goroutine so that one connection's writes use every
+// core (the seeds measured small writes faster inline, large ones faster
+// spread out).
+const inlineWriteMax = 64 << 10
+
+// inline reports whether a lone request is served in the read loop.
+func (c *conn) inline(h *smb2.Header, size int) bool {
+	switch h.Command {
+	case smb2.CmdRead:
 		return true
-	case <-c.ctx.Done():
-		if f.release != nil {
-			f.release()
-		}
-		return false
+	case smb2.CmdWrite:
+		return size <= inlineWriteMax
 	}
+	return false
 }
 
-func (c *conn) writeLoop() {
-	for f := range c.out {
-		if c.ctx.Err() == nil {
-			var err error
-			if f.file != nil {
-				err = c.sendHeaderAndFile(f.parts[0], f.file)
-			} else {
-				_, err = f.parts.WriteTo(c.nc)
-			}
-			if err != nil {
-				// A partly written frame poisons the stream.
-				c.close()
-			}
+// send writes a frame: the goroutine that made the response writes it,
+// under wmu, so no hand-off to a writer goroutine is paid per response. A
+// failed or partial write poisons the stream and closes the connection. It
+// reports whether the frame went out; the frame's buffers are released
+// either way.
+func (c *conn) send(f frame) bool {
+	c.wmu.Lock()
+	ok := c.ctx.Err() == nil
+	if ok {
+		var err error
+		if f.file != nil {
+			err = c.sendHeaderAndFile(f.parts[0], f.file)
+		} else {
+			_, err = f.parts.WriteTo(c.nc)
 		}
-		if f.release != nil {
-			f.release()
+		if err != nil {
+			ok = false
+			c.close()
 		}
 	}
+	c.wmu.Unlock()
+	if f.release != nil {
+		f.release()
+	}
+	return ok
 }

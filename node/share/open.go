@@ -11,6 +11,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 	"github.com/smbcluster/smbcluster/node/state"
 	"github.com/smbcluster/smbcluster/node/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // open is one open of a file or directory on a disk share.
@@ -251,10 +252,13 @@ func (o *open) Flush(r *server.Request) error {
 // writes the header, then the file's bytes go from the page cache to the
 // socket without passing through user space.
 func (o *open) sendfileRead(ff vfs.FdFile, req *smb2.ReadRequest) (server.Response, error) {
-	fi, err := ff.Stat()
-	if err != nil {
+	// Only the size matters here: one fstat, not the full Stat with its
+	// extended attributes.
+	var st unix.Stat_t
+	if err := unix.Fstat(int(ff.Fd()), &st); err != nil {
 		return nil, err
 	}
+	fi := vfs.FileInfo{Size: st.Size}
 	off := int64(req.Offset)
 	if off < 0 || off >= fi.Size {
 		return nil, smb2.StatusEndOfFile
