@@ -312,3 +312,105 @@ func TestLockSequence(t *testing.T) {
 		t.Fatal("index 64")
 	}
 }
+
+// FuzzLockTable runs random operations of three opens on one file against
+// a byte-set model of [MS-FSA] 2.1.5.7/2.1.5.8 on small ranges, and checks
+// that releasing every open leaves the table empty.
+func FuzzLockTable(f *testing.F) {
+	f.Add([]byte{0x01, 0x22, 0x43, 0x94, 0x15, 0x26})
+	f.Add([]byte{0x00, 0x50, 0x10, 0x50, 0x82, 0x50, 0x03})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		lt := NewLockTable()
+		opens := []*Open{lockOpen(), lockOpen(), lockOpen()}
+		type held struct {
+			o    int
+			l    Lock
+			dead bool
+		}
+		var model []held
+		bytes := func(l Lock) map[uint64]bool {
+			m := map[uint64]bool{}
+			for i := uint64(0); i < l.Length; i++ {
+				m[l.Offset+i] = true
+			}
+			return m
+		}
+		meets := func(a, b Lock) bool {
+			if a.Length == 0 && b.Length == 0 {
+				return false
+			}
+			if a.Length == 0 {
+				a, b = b, a
+			}
+			if b.Length == 0 {
+				return a.Offset < b.Offset && b.Offset <= a.Offset+a.Length-1
+			}
+			ba := bytes(a)
+			for x := range bytes(b) {
+				if ba[x] {
+					return true
+				}
+			}
+			return false
+		}
+		for len(ops) >= 2 {
+			op, arg := ops[0], ops[1]
+			ops = ops[2:]
+			who := int(op>>2) % 3
+			l := Lock{Offset: uint64(arg >> 4), Length: uint64(arg & 7), Exclusive: arg&8 != 0}
+			switch op & 3 {
+			case 0: // lock
+				want := error(nil)
+				for _, h := range model {
+					if !h.dead && meets(h.l, l) && (l.Exclusive || h.l.Exclusive && h.o != who) {
+						want = ErrLockNotGranted
+					}
+				}
+				if err := lt.Lock(opens[who], []Lock{l}); err != want {
+					t.Fatalf("lock %d %+v: %v, want %v", who, l, err, want)
+				}
+				if want == nil {
+					model = append(model, held{o: who, l: l})
+				}
+			case 1: // unlock: the exclusive one first
+				at := -1
+				for i, h := range model {
+					if !h.dead && h.o == who && h.l.Offset == l.Offset && h.l.Length == l.Length && (at < 0 || h.l.Exclusive && !model[at].l.Exclusive) {
+						at = i
+					}
+				}
+				_, err := lt.Unlock(opens[who], []Lock{l})
+				if (err == nil) != (at >= 0) {
+					t.Fatalf("unlock %d %+v: %v", who, l, err)
+				}
+				if at >= 0 {
+					model[at].dead = true
+				}
+			case 2: // I/O
+				write := arg&8 != 0
+				want := error(nil)
+				for _, h := range model {
+					if !h.dead && h.l.Length > 0 && l.Length > 0 && meets(h.l, l) && (h.l.Exclusive && h.o != who || !h.l.Exclusive && write) {
+						want = ErrLockConflict
+					}
+				}
+				if err := lt.CheckIO(opens[who], l.Offset, l.Length, write); err != want {
+					t.Fatalf("io %d %+v write=%v: %v, want %v", who, l, write, err, want)
+				}
+			case 3:
+				lt.Release(opens[who])
+				for i := range model {
+					if model[i].o == who {
+						model[i].dead = true
+					}
+				}
+			}
+		}
+		for _, o := range opens {
+			lt.Release(o)
+		}
+		if lt.held.Load() != 0 || len(lt.files) != 0 || len(lt.seqs) != 0 {
+			t.Fatalf("held=%d files=%d after releasing every open", lt.held.Load(), len(lt.files))
+		}
+	})
+}
