@@ -1,0 +1,302 @@
+// Command smbcoord is the smbcluster coordinator: a stateless gRPC admin
+// API (proto/smbcluster/admin/v1) over the cluster's etcd. Run one or
+// several against the same etcd.
+//
+//	smbcoord --listen ADDR (--etcd ENDPOINTS | --embedded-etcd DIR)
+//	         --tls-cert F --tls-key F [--client-ca F] --token-file F --secret-file F
+//	smbcoord --dev-loopback-insecure --listen 127.0.0.1:7445 --embedded-etcd DIR --secret-file F
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/smbcluster/smbcluster/coordinator/service"
+	"github.com/smbcluster/smbcluster/coordinator/store"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+// minTokenLen is the shortest bearer token accepted.
+const minTokenLen = 16
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// config is the parsed command line.
+type config struct {
+	listen                    string
+	etcd                      string
+	embeddedEtcd              string
+	etcdCA, etcdCert, etcdKey string
+	tlsCert, tlsKey, clientCA string
+	tokenFile, secretFile     string
+	devInsecure, printVersion bool
+	logLevel                  string
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("smbcoord", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7445", "gRPC listen address")
+	fs.StringVar(&c.etcd, "etcd", "", "comma-separated etcd endpoints (production)")
+	fs.StringVar(&c.embeddedEtcd, "embedded-etcd", "", "run an embedded single-member etcd with its data in `DIR` (development)")
+	fs.StringVar(&c.etcdCA, "etcd-ca", "", "CA certificate `file` for etcd's TLS")
+	fs.StringVar(&c.etcdCert, "etcd-cert", "", "client certificate `file` for etcd")
+	fs.StringVar(&c.etcdKey, "etcd-key", "", "client key `file` for etcd")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "server certificate `file`")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "server key `file`")
+	fs.StringVar(&c.clientCA, "client-ca", "", "CA `file`: require client certificates signed by it (mTLS)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "`file` holding the bearer token clients must present")
+	fs.StringVar(&c.secretFile, "secret-file", "", "`file` holding the cluster secret that seals password hashes (created in --dev-loopback-insecure mode if missing)")
+	fs.BoolVar(&c.devInsecure, "dev-loopback-insecure", false, "development only: serve without TLS (and without a token unless --token-file) on a loopback address")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&c.printVersion, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return c, nil
+}
+
+// check refuses configurations that would run unprotected or half set up.
+func (c *config) check() error {
+	if (c.etcd == "") == (c.embeddedEtcd == "") {
+		return errors.New("give exactly one of --etcd ENDPOINTS (production) and --embedded-etcd DIR (development)")
+	}
+	if c.secretFile == "" {
+		return errors.New("--secret-file is required: the cluster secret seals users' password hashes (e.g. `head -c 32 /dev/urandom | base64 > secret`)")
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return errors.New("give both --tls-cert and --tls-key")
+	}
+	if c.clientCA != "" && c.tlsCert == "" {
+		return errors.New("--client-ca needs --tls-cert and --tls-key")
+	}
+	if c.devInsecure {
+		return checkLoopback(c.listen)
+	}
+	if c.tlsCert == "" {
+		return errors.New("--tls-cert and --tls-key are required (or --dev-loopback-insecure for a loopback development setup)")
+	}
+	if c.tokenFile == "" && c.clientCA == "" {
+		return errors.New("--token-file or --client-ca is required: the admin API needs a bearer token or client certificates")
+	}
+	return nil
+}
+
+// checkLoopback refuses a listen address that is not on loopback.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %v", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("--dev-loopback-insecure serves without TLS or token, so only on a loopback address (127.0.0.1, ::1): --listen %q is not", addr)
+	}
+	return nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if c.printVersion {
+		fmt.Fprintln(stdout, "smbcoord", version)
+		return 0
+	}
+	if err := c.check(); err != nil {
+		fmt.Fprintln(stderr, "smbcoord:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: parseLevel(c.logLevel)}))
+	if err := serve(ctx, c, log, nil); err != nil {
+		fmt.Fprintln(stderr, "smbcoord:", err)
+		return 1
+	}
+	return 0
+}
+
+func parseLevel(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// serve runs the coordinator until ctx ends; ready, if set, gets the
+// listening address.
+func serve(ctx context.Context, c *config, log *slog.Logger, ready func(net.Addr)) error {
+	sealer, err := loadSealer(c)
+	if err != nil {
+		return err
+	}
+	token, err := loadToken(c.tokenFile)
+	if err != nil {
+		return err
+	}
+	creds, err := serverTLS(c)
+	if err != nil {
+		return err
+	}
+	endpoints := strings.Split(c.etcd, ",")
+	if c.embeddedEtcd != "" {
+		var stopEtcd func()
+		endpoints, stopEtcd, err = store.StartEmbedded(c.embeddedEtcd)
+		if err != nil {
+			return err
+		}
+		defer stopEtcd()
+		log.Info("embedded etcd started", "endpoints", endpoints, "dir", c.embeddedEtcd)
+	}
+	etcd, err := dialEtcd(c, endpoints)
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+
+	l, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return err
+	}
+	if tcp, ok := l.Addr().(*net.TCPAddr); c.devInsecure && (!ok || !tcp.IP.IsLoopback()) {
+		l.Close()
+		return fmt.Errorf("--dev-loopback-insecure: %s is not a loopback address", l.Addr())
+	}
+	var opts []grpc.ServerOption
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	g := service.NewGRPCServer(service.Options{
+		Store: store.New(etcd), Sealer: sealer, Token: token, Version: version, Logger: log,
+	}, opts...)
+	log.Info("smbcoord serving", "addr", l.Addr().String(), "tls", creds != nil, "token", token != "", "version", version)
+	if ready != nil {
+		ready(l.Addr())
+	}
+	go func() {
+		<-ctx.Done()
+		g.GracefulStop()
+	}()
+	return g.Serve(l)
+}
+
+func loadSealer(c *config) (*statev1.Sealer, error) {
+	if _, err := os.Stat(c.secretFile); c.devInsecure && errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(c.secretFile, statev1.GenerateSecret(), 0o600); err != nil {
+			return nil, fmt.Errorf("creating cluster secret: %w", err)
+		}
+	}
+	secret, err := statev1.LoadSecretFile(c.secretFile)
+	if err != nil {
+		return nil, err
+	}
+	return statev1.NewSealer(secret)
+}
+
+func loadToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < minTokenLen {
+		return "", fmt.Errorf("token in %s: %d characters, need at least %d", path, len(tok), minTokenLen)
+	}
+	return tok, nil
+}
+
+// serverTLS returns the gRPC transport credentials, nil for plaintext.
+func serverTLS(c *config) (credentials.TransportCredentials, error) {
+	if c.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("server certificate: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if c.clientCA != "" {
+		pool, err := loadPool(c.clientCA)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+func loadPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificates", path)
+	}
+	return pool, nil
+}
+
+func dialEtcd(c *config, endpoints []string) (*clientv3.Client, error) {
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second}
+	if c.etcdCA != "" || c.etcdCert != "" {
+		t := &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.etcdCA != "" {
+			pool, err := loadPool(c.etcdCA)
+			if err != nil {
+				return nil, err
+			}
+			t.RootCAs = pool
+		}
+		if c.etcdCert != "" {
+			cert, err := tls.LoadX509KeyPair(c.etcdCert, c.etcdKey)
+			if err != nil {
+				return nil, fmt.Errorf("etcd client certificate: %w", err)
+			}
+			t.Certificates = []tls.Certificate{cert}
+		}
+		cfg.TLS = t
+	}
+	cl, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd %v: %w", endpoints, err)
+	}
+	return cl, nil
+}

@@ -1,0 +1,110 @@
+package service
+
+import (
+	"context"
+	"unicode/utf16"
+
+	"github.com/smbcluster/smbcluster/coordinator/store"
+	adminv1 "github.com/smbcluster/smbcluster/proto/smbcluster/admin/v1"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+	"golang.org/x/crypto/md4" //nolint:staticcheck // NTOWFv1 is MD4 by definition
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// userService implements adminv1.UserService over UserRecords.
+type userService struct {
+	adminv1.UnimplementedUserServiceServer
+	b *backend
+}
+
+// NTHash is the NT one-way function of password: MD4 of its UTF-16LE
+// encoding ([MS-NLMP] 3.3.1 NTOWFv1, also what NTOWFv2 keys on).
+func NTHash(password string) []byte {
+	u := utf16.Encode([]rune(password))
+	b := make([]byte, 2*len(u))
+	for i, c := range u {
+		b[2*i], b[2*i+1] = byte(c), byte(c>>8)
+	}
+	h := md4.New()
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+func (s *userService) CreateUser(ctx context.Context, req *adminv1.CreateUserRequest) (*adminv1.CreateUserResponse, error) {
+	name := req.GetName()
+	if err := checkUserName(name); err != nil {
+		return nil, invalid(err)
+	}
+	if err := checkPassword(req.GetPassword()); err != nil {
+		return nil, invalid(err)
+	}
+	key := statev1.UserKey(name)
+	now := timestamppb.New(s.b.now())
+	rec := &statev1.UserRecord{
+		Name:               name,
+		NtHash:             s.b.sealer.Seal(NTHash(req.Password), key),
+		CreateTime:         now,
+		PasswordChangeTime: now,
+	}
+	if _, err := s.b.st.Create(ctx, key, rec); err != nil {
+		return nil, storeError(err, quote("user", name))
+	}
+	s.b.log.Info("user created", "user", name)
+	return &adminv1.CreateUserResponse{User: userOf(rec)}, nil
+}
+
+func (s *userService) DeleteUser(ctx context.Context, req *adminv1.DeleteUserRequest) (*adminv1.DeleteUserResponse, error) {
+	if err := checkUserName(req.GetName()); err != nil {
+		return nil, invalid(err)
+	}
+	if err := s.b.st.Delete(ctx, statev1.UserKey(req.Name), 0); err != nil {
+		return nil, storeError(err, quote("user", req.Name))
+	}
+	s.b.log.Info("user deleted", "user", req.Name)
+	return &adminv1.DeleteUserResponse{}, nil
+}
+
+func (s *userService) SetPassword(ctx context.Context, req *adminv1.SetPasswordRequest) (*adminv1.SetPasswordResponse, error) {
+	name := req.GetName()
+	if err := checkUserName(name); err != nil {
+		return nil, invalid(err)
+	}
+	if err := checkPassword(req.GetPassword()); err != nil {
+		return nil, invalid(err)
+	}
+	key := statev1.UserKey(name)
+	sealed := s.b.sealer.Seal(NTHash(req.Password), key)
+	rec := &statev1.UserRecord{}
+	_, err := s.b.st.Modify(ctx, key, rec, func() error {
+		rec.NtHash = sealed
+		rec.PasswordChangeTime = timestamppb.New(s.b.now())
+		return nil
+	})
+	if err != nil {
+		return nil, storeError(err, quote("user", name))
+	}
+	s.b.log.Info("user password set", "user", rec.Name)
+	return &adminv1.SetPasswordResponse{User: userOf(rec)}, nil
+}
+
+func (s *userService) ListUsers(ctx context.Context, req *adminv1.ListUsersRequest) (*adminv1.ListUsersResponse, error) {
+	items, err := store.List(ctx, s.b.st, statev1.UsersPrefix, func() *statev1.UserRecord { return &statev1.UserRecord{} })
+	if err != nil {
+		return nil, storeError(err, "users")
+	}
+	resp := &adminv1.ListUsersResponse{}
+	for _, it := range items {
+		resp.Users = append(resp.Users, userOf(it.Record))
+	}
+	return resp, nil
+}
+
+// userOf converts a record to its API form; the hash never leaves.
+func userOf(r *statev1.UserRecord) *adminv1.User {
+	return &adminv1.User{
+		Name:               r.Name,
+		CreateTime:         proto.CloneOf(r.CreateTime),
+		PasswordChangeTime: proto.CloneOf(r.PasswordChangeTime),
+	}
+}
