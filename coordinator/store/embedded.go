@@ -46,7 +46,9 @@ func startEmbedded(dir string) ([]string, func(), error) {
 	cfg.ListenPeerUrls = []url.URL{peer}
 	cfg.AdvertisePeerUrls = []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.LogLevel = "error"
+	// etcd logs "setting up serving ... failed" at error level whenever it
+	// is closed; start-up failures come back as errors regardless.
+	cfg.LogLevel = "fatal"
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
