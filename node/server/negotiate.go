@@ -121,7 +121,7 @@ func (c *conn) negotiateResponse(dialect uint16) *smb2.NegotiateResponse {
 	if dialect == smb2.Dialect202 {
 		resp.MaxTransactSize, resp.MaxReadSize, resp.MaxWriteSize = 65536, 65536, 65536
 	} else if dialect != smb2.DialectWildcard {
-		resp.Capabilities |= smb2.CapLargeMTU
+		resp.Capabilities |= smb2.CapLargeMTU | smb2.CapLeasing // leases: oplock.go
 	}
 	if dialect >= smb2.Dialect300 && dialect != smb2.DialectWildcard {
 		resp.Capabilities |= smb2.CapMultiChannel

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/state"
 )
 
 var errNoChannel = errors.New("server: no connection left to deliver a break on")
@@ -54,15 +55,62 @@ func (o *Open) channel() *conn {
 	return nil
 }
 
+// LeaseAcker is implemented by backends that grant leases: it takes the
+// client's acknowledgment of a lease break and returns the state now held.
+type LeaseAcker interface {
+	AckLease(clientGUID, key [16]byte, state uint32) (uint32, error)
+}
+
+// BreakLease sends a lease break notification for o's lease ([MS-SMB2]
+// 3.3.4.7) on any live connection of its client: the one that opened o,
+// another channel of its session, or another connection with the same
+// ClientGuid. It does not wait.
+func (o *Open) BreakLease(b state.LeaseBreak) error {
+	n := &smb2.LeaseBreakNotification{LeaseKey: b.ID.Key, CurrentLeaseState: b.From, NewLeaseState: b.To}
+	if b.AckRequired {
+		n.Flags = smb2.LeaseBreakFlagAckRequired
+	}
+	if b.Version >= 2 {
+		n.NewEpoch = b.Epoch
+	}
+	encrypt := o.Session.EncryptData || o.Tree.EncryptData
+	res := result{
+		hdr: smb2.Header{
+			Command:   smb2.CmdOplockBreak,
+			Flags:     smb2.FlagServerToRedir,
+			MessageID: ^uint64(0),
+		},
+		body: n,
+	}
+	if c := o.channel(); c != nil {
+		res.hdr.SessionID = o.Session.ID
+		if encrypt {
+			res.encrypt = o.Session
+		}
+		c.writeResults([]result{res})
+		return nil
+	}
+	if encrypt || o.conn == nil {
+		return errNoChannel // no key to seal it with on another session's connection
+	}
+	for _, c := range o.conn.srv.connsOfClient(b.ID.Client) {
+		if c.dialect >= smb2.Dialect210 {
+			c.writeResults([]result{res})
+			return nil
+		}
+	}
+	return errNoChannel
+}
+
 // serveOplockBreak handles an oplock break acknowledgment ([MS-SMB2]
-// 3.3.5.22.1). Leases are not granted, so a lease acknowledgment is refused.
+// 3.3.5.22.1) or a lease break acknowledgment (3.3.5.22.2).
 func (c *conn) serveOplockBreak(r *Request) (Response, error) {
 	isLease, err := smb2.DecodeOplockBreak(r.Msg)
 	if err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
 	if isLease {
-		return nil, smb2.StatusInvalidParameter
+		return c.serveLeaseBreakAck(r)
 	}
 	var req smb2.OplockBreakAck
 	if err := req.Decode(r.Msg); err != nil {
@@ -80,4 +128,23 @@ func (c *conn) serveOplockBreak(r *Request) (Response, error) {
 		return nil, err
 	}
 	return &smb2.OplockBreakAck{OplockLevel: level, FileID: req.FileID}, nil
+}
+
+// serveLeaseBreakAck handles a lease break acknowledgment ([MS-SMB2]
+// 3.3.5.22.2); the lease is found by the connection's ClientGuid and the
+// LeaseKey.
+func (c *conn) serveLeaseBreakAck(r *Request) (Response, error) {
+	var req smb2.LeaseBreakAck
+	if err := req.Decode(r.Msg); err != nil {
+		return nil, smb2.StatusInvalidParameter
+	}
+	a, ok := r.Tree.Share.Backend.(LeaseAcker)
+	if !ok || c.dialect < smb2.Dialect210 {
+		return nil, smb2.StatusObjectNameNotFound
+	}
+	st, err := a.AckLease(c.clientGUID, req.LeaseKey, req.LeaseState)
+	if err != nil {
+		return nil, err
+	}
+	return &smb2.LeaseBreakAck{LeaseKey: req.LeaseKey, LeaseState: st}, nil
 }

@@ -288,3 +288,18 @@ func (s *Server) expireSession(ss *Session) {
 		s.closeTree(t)
 	}
 }
+
+// connsOfClient returns the live connections whose client negotiated
+// ClientGuid guid: a lease break may go out on any of them ([MS-SMB2]
+// 3.3.4.7).
+func (s *Server) connsOfClient(guid [16]byte) []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cs []*conn
+	for c := range s.conns {
+		if c.clientGUID == guid && c.ctx.Err() == nil {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}

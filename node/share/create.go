@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"syscall"
 
 	"github.com/smbcluster/smbcluster/node/server"
@@ -51,7 +52,11 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 		return nil, nil, err
 	}
 	o.isDir = fi.IsDir
-	oplock, err := d.admit(r, o, fi, req)
+	if err := d.authorize(r, o, req, action); err != nil { // access.go
+		o.f.Close()
+		return nil, nil, err
+	}
+	oplock, lease, err := d.admit(r, o, fi, req)
 	if err != nil {
 		o.f.Close()
 		return nil, nil, err
@@ -79,11 +84,14 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 		LastAccessTime: fscc.Filetime(fi.LastAccessTime),
 		LastWriteTime:  fscc.Filetime(fi.LastWriteTime),
 		ChangeTime:     fscc.Filetime(fi.ChangeTime),
-		AllocationSize: uint64(fi.AllocationSize),
+		AllocationSize: uint64(o.allocationSize(fi)), // alloc.go
 		EndOfFile:      uint64(fi.Size),
 		FileAttributes: fi.Attributes,
 	}
 	resp.Contexts = d.createContexts(req, fi, access)
+	if lease != nil {
+		resp.Contexts = append(resp.Contexts, leaseContext(lease)) // lease.go
+	}
 	if action == smb2.FileCreated {
 		d.notify.post(actionAdded, o.name, nameFilter(o.isDir))
 	}
@@ -93,6 +101,8 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 // checkCreate validates the request fields ([MS-SMB2] 3.3.5.9).
 func checkCreate(req *smb2.CreateRequest) error {
 	switch {
+	case strings.HasPrefix(req.Name, `\`):
+		return smb2.StatusInvalidParameter // [MS-SMB2] 3.3.5.9: a leading separator
 	case req.ImpersonationLevel > 3:
 		return smb2.StatusBadImpersonationLevel
 	case req.CreateDisposition > smb2.FileOverwriteIf:
@@ -121,10 +131,11 @@ func checkCreate(req *smb2.CreateRequest) error {
 }
 
 // admit enters the open into the open table: share modes are checked
-// against the file's other opens (after breaking their oplocks, during
-// which the CREATE goes async) and an oplock is granted
-// ([MS-SMB2] 3.3.5.9, [MS-FSA] 2.1.5.1.2).
-func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.CreateRequest) (uint8, error) {
+// against the file's other opens (after breaking their oplocks and leases,
+// during which the CREATE goes async) and an oplock or lease is granted
+// ([MS-SMB2] 3.3.5.9, 3.3.5.9.8, 3.3.5.9.11, [MS-FSA] 2.1.5.1.2).
+// Directories get neither: directory leasing is not advertised.
+func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.CreateRequest) (uint8, *state.LeaseGrant, error) {
 	o.so = &state.Open{
 		Key:         state.FileKey{Volume: d.volumeID, FileID: fi.FileID},
 		Name:        o.name,
@@ -138,22 +149,30 @@ func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.Crea
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	want := req.RequestedOplockLevel
-	if want == smb2.OplockLevelLease || o.isDir {
-		want = smb2.OplockLevelNone // leases are not granted yet
+	sreq := state.Request{
+		Oplock: req.RequestedOplockLevel,
+		Overwrite: req.CreateDisposition == smb2.FileOverwrite || req.CreateDisposition == smb2.FileOverwriteIf ||
+			req.CreateDisposition == smb2.FileSupersede,
 	}
-	toNone := req.CreateDisposition == smb2.FileOverwrite || req.CreateDisposition == smb2.FileOverwriteIf ||
-		req.CreateDisposition == smb2.FileSupersede
-	level, err := d.table.Admit(ctx, o.so, want, toNone, func() { r.GoAsync() })
+	sreq.Lease, _ = leaseRequest(r, req)
+	sreq.NoCaching = o.isDir
+	if req.RequestedOplockLevel == smb2.OplockLevelLease || o.isDir {
+		sreq.Oplock = smb2.OplockLevelNone
+	}
+	g, err := d.table.Admit(ctx, o.so, sreq, func() { r.GoAsync() })
 	switch {
 	case errors.Is(err, state.ErrSharingViolation):
-		return 0, smb2.StatusSharingViolation
+		return 0, nil, smb2.StatusSharingViolation
 	case errors.Is(err, state.ErrDeletePending):
-		return 0, smb2.StatusDeletePending
+		return 0, nil, smb2.StatusDeletePending
+	case errors.Is(err, state.ErrLeaseKeyInUse):
+		return 0, nil, smb2.StatusInvalidParameter
 	case err != nil:
-		return 0, err
+		return 0, nil, err
+	case g.Lease != nil:
+		return smb2.OplockLevelLease, g.Lease, nil
 	}
-	return level, nil
+	return g.Oplock, nil, nil
 }
 
 // open performs the disposition on the vfs and returns the open, the
@@ -210,6 +229,9 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 	if req.CreateOptions&smb2.FileDeleteOnClose != 0 {
 		if err := o.setDeleteOnClose(true); err != nil {
 			f.Close()
+			if created { // e.g. FILE_ATTRIBUTE_READONLY: no file is left behind
+				d.fs.Remove(name)
+			}
 			return nil, 0, false, err
 		}
 	}

@@ -25,6 +25,9 @@ type open struct {
 
 	so    *state.Open // the open's entry in the open table; set once admitted
 	watch *watcher    // CHANGE_NOTIFY state of a directory open
+	owner fscc.SID    // the user who opened it, owner of a file without a stored descriptor (access.go); set by CREATE
+
+	allocation int64 // allocation set through this open (alloc.go); under mu
 
 	mu            sync.Mutex
 	stream        string // named stream (stream.go), "" for the file itself; rename changes it
@@ -213,7 +216,7 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 		return nil, err
 	}
 	if o.so != nil {
-		o.d.table.BreakLevelII(o.so.Key, o.so)
+		o.d.table.BreakRead(o.so.Key, o.so)
 	}
 	n, err := o.f.WriteAt(req.Data, off)
 	if err != nil {

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"time"
@@ -27,6 +26,10 @@ const (
 	accessWriteData = 0x0002
 	accessAppend    = 0x0004
 	accessExecute   = 0x0020
+	accessReadAttr  = 0x0080
+	accessWriteAttr = 0x0100
+	accessReadCtl   = 0x00020000
+	accessSync      = 0x00100000
 	accessDelete    = 0x00010000
 
 	shareRead   = 1
@@ -38,13 +41,11 @@ const (
 var (
 	ErrSharingViolation = errors.New("state: sharing violation")
 	ErrDeletePending    = errors.New("state: delete pending")
+	ErrLeaseKeyInUse    = errors.New("state: lease key in use on another file")
+	ErrNoLease          = errors.New("state: no such lease")
+	ErrNotBreaking      = errors.New("state: no lease break pending")
+	ErrAckNotAccepted   = errors.New("state: acknowledged lease state not a subset of the break")
 )
-
-// Breaker delivers an oplock break to the client holding an open. It must
-// not block on the client: the acknowledgment arrives through Ack.
-type Breaker interface {
-	BreakOplock(to uint8) error
-}
 
 // Open is one open's entry in the table.
 type Open struct {
@@ -54,18 +55,17 @@ type Open struct {
 	ShareAccess uint32
 	Breaker     Breaker
 
-	// Guarded by the table's mutex.
-	oplock   uint8
-	breaking bool
-	breakTo  uint8
-	acked    chan struct{} // closed when a pending break is acknowledged or times out
+	h *holder // guarded by the table's mutex: the open's oplock or lease, nil if none
 }
 
-// Oplock returns the open's current oplock level.
+// Oplock returns the open's current oplock level (none for a lease).
 func (t *Table) Oplock(o *Open) uint8 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return o.oplock
+	if o.h == nil || o.h.isLease {
+		return OplockNone
+	}
+	return levelOf(o.h.state)
 }
 
 type file struct {
@@ -73,159 +73,20 @@ type file struct {
 	deletePending bool
 }
 
-// Table is one node's open table. It is safe for concurrent use.
+// Table is one node's open and lease table. It is safe for concurrent use.
 type Table struct {
-	// BreakTimeout bounds the wait for an oplock break acknowledgment
-	// ([MS-SMB2] 3.3.2.1, 35 s by default).
+	// BreakTimeout bounds the wait for an oplock or lease break
+	// acknowledgment ([MS-SMB2] 3.3.2.1, 35 s by default).
 	BreakTimeout time.Duration
 
-	mu    sync.Mutex
-	files map[FileKey]*file
+	mu     sync.Mutex
+	files  map[FileKey]*file
+	leases map[LeaseID]*holder
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{BreakTimeout: 35 * time.Second, files: map[FileKey]*file{}}
-}
-
-// Admit adds o to its file's opens if its access and sharing are compatible
-// with the opens already there, first breaking the oplocks that stand in
-// the way (waiting for their acknowledgment or the break timeout). It
-// returns the oplock granted for the requested level.
-// onWait, if not nil, is called once before the first wait.
-func (t *Table) Admit(ctx context.Context, o *Open, want uint8, breakToNone bool, onWait func()) (uint8, error) {
-	for {
-		wait, err := t.tryAdmit(o, want, breakToNone)
-		if err != nil || wait == nil {
-			return o.oplock, err
-		}
-		if onWait != nil {
-			onWait()
-			onWait = nil
-		}
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return OplockNone, ctx.Err()
-		}
-	}
-}
-
-// tryAdmit admits o, or starts the breaks it needs and returns a channel
-// to wait on before trying again.
-func (t *Table) tryAdmit(o *Open, want uint8, breakToNone bool) (<-chan struct{}, error) {
-	t.mu.Lock()
-	f := t.files[o.Key]
-	if f == nil {
-		f = &file{}
-		t.files[o.Key] = f
-	}
-	if f.deletePending {
-		t.mu.Unlock()
-		return nil, ErrDeletePending
-	}
-	// Exclusive and batch oplocks of other opens break before the share
-	// modes are judged: the holder may close and lift the conflict.
-	var breaks []*Open
-	var wait <-chan struct{}
-	for _, e := range f.opens {
-		if e.oplock >= OplockExclusive || e.breaking {
-			if !e.breaking {
-				e.breaking, e.breakTo, e.acked = true, OplockLevelII, make(chan struct{})
-				if breakToNone {
-					e.breakTo = OplockNone
-				}
-				breaks = append(breaks, e)
-			}
-			wait = e.acked
-		}
-	}
-	if wait != nil {
-		t.mu.Unlock()
-		for _, e := range breaks {
-			t.sendBreak(e)
-		}
-		return wait, nil
-	}
-	for _, e := range f.opens {
-		if conflicts(e, o) {
-			t.mu.Unlock()
-			return nil, ErrSharingViolation
-		}
-	}
-	o.oplock = grant(f, want)
-	f.opens = append(f.opens, o)
-	t.mu.Unlock()
-	return nil, nil
-}
-
-// grant decides the oplock for a new open given the file's other opens.
-func grant(f *file, want uint8) uint8 {
-	switch {
-	case want == OplockNone:
-		return OplockNone
-	case len(f.opens) == 0 && (want == OplockExclusive || want == OplockBatch):
-		return want
-	}
-	for _, e := range f.opens {
-		if e.oplock > OplockLevelII {
-			return OplockNone
-		}
-	}
-	return OplockLevelII
-}
-
-// sendBreak asks the holder to break, and arms the timeout after which
-// the break counts as acknowledged to none.
-func (t *Table) sendBreak(e *Open) {
-	t.mu.Lock()
-	to, acked := e.breakTo, e.acked
-	t.mu.Unlock()
-	if e.Breaker == nil || e.Breaker.BreakOplock(to) != nil {
-		t.Ack(e, OplockNone)
-		return
-	}
-	timer := time.AfterFunc(t.BreakTimeout, func() { t.Ack(e, OplockNone) })
-	go func() {
-		<-acked
-		timer.Stop()
-	}()
-}
-
-// Ack records the acknowledgment of a pending break (or its timeout) and
-// sets the open's oplock to level. It reports false if no break was pending.
-func (t *Table) Ack(o *Open, level uint8) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !o.breaking {
-		return false
-	}
-	o.breaking = false
-	o.oplock = min(level, o.breakTo)
-	close(o.acked)
-	return true
-}
-
-// BreakLevelII breaks every level II oplock on the file except except's to
-// none, as a write or truncate does ([MS-FSA] 2.1.5.17); no acknowledgment
-// is awaited.
-func (t *Table) BreakLevelII(key FileKey, except *Open) {
-	t.mu.Lock()
-	var breaks []*Open
-	if f := t.files[key]; f != nil {
-		for _, e := range f.opens {
-			if e != except && e.oplock == OplockLevelII {
-				e.oplock = OplockNone
-				breaks = append(breaks, e)
-			}
-		}
-	}
-	t.mu.Unlock()
-	for _, e := range breaks {
-		if e.Breaker != nil {
-			e.Breaker.BreakOplock(OplockNone)
-		}
-	}
+	return &Table{BreakTimeout: 35 * time.Second, files: map[FileKey]*file{}, leases: map[LeaseID]*holder{}}
 }
 
 // conflicts reports whether the share modes of an existing open e and a
@@ -251,10 +112,7 @@ func denies(share, access uint32) bool {
 func (t *Table) Remove(o *Open) (last, deletePending bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if o.breaking {
-		o.breaking = false
-		close(o.acked)
-	}
+	t.detach(o)
 	f := t.files[o.Key]
 	if f == nil {
 		return true, false
