@@ -9,6 +9,10 @@ import (
 // credits) and the final response later carries the AsyncId. CANCEL can then
 // name it by AsyncId. A request inside a compound, other than the last,
 // stays synchronous; GoAsync reports whether the request went async.
+// When the last request of a compound goes async, the responses of the
+// requests before it go out now, compounded with the interim response, as
+// Windows sends them ([MS-SMB2] 3.3.4.2 <footnote>; smbtorture
+// smb2.compound.interim1).
 func (r *Request) GoAsync() bool {
 	if r.asyncID != 0 {
 		return true
@@ -42,9 +46,24 @@ func (r *Request) GoAsync() bool {
 			res.encrypt = r.Session
 		}
 	}
-	c.writeResults([]result{res})
+	rs := []result{res}
+	if st := r.compound; st != nil && len(st.earlier) > 0 && !st.flushed {
+		res.hdr.Flags |= h.Flags & smb2.FlagRelatedOperations
+		if res.encrypt == nil {
+			res.encrypt = st.earlier[0].encrypt
+		}
+		rs = append(st.earlier[:len(st.earlier):len(st.earlier)], res)
+		st.flushed = true
+	}
+	c.writeResults(rs)
 	return true
 }
+
+// Interior reports whether the request is inside a compound and not its
+// last: it cannot go async, and an operation that must wait fails there
+// with STATUS_INTERNAL_ERROR as on Windows (smbtorture
+// smb2.compound.interim2).
+func (r *Request) Interior() bool { return r.conn != nil && !r.last }
 
 // untrackAsync forgets an async request once its final response is made.
 func (c *conn) untrackAsync(id uint64) {

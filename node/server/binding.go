@@ -30,6 +30,12 @@ func echoesSignature(cmd smb2.Command, st smb2.Status) bool {
 	return false
 }
 
+// maxChannels is the most channels a session has, its first connection
+// included: Windows Server 2012 R2 and 2016 refuse the 33rd with
+// STATUS_INSUFFICIENT_RESOURCES (smbtorture smb2.multichannel.generic.
+// num_channels).
+const maxChannels = 32
+
 // bindSession handles a SESSION_SETUP with SMB2_SESSION_FLAG_BINDING: a new
 // channel for an existing session ([MS-SMB2] 3.3.5.5, 3.3.5.5.2).
 //
@@ -60,8 +66,14 @@ func (c *conn) bindSession(r *Request, req *smb2.SessionSetupRequest) (Response,
 	if ch == nil {
 		ch = &channel{auth: auth.NewContext(c.authConfig()), preauth: c.preauth, binding: true}
 		s.mu.Lock()
-		s.channels[c] = ch
+		full := len(s.channels) >= maxChannels
+		if !full {
+			s.channels[c] = ch
+		}
 		s.mu.Unlock()
+		if full {
+			return nil, smb2.StatusInsufficientResources
+		}
 	}
 	return c.bindStep(r, s, ch, req)
 }

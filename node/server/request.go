@@ -17,6 +17,11 @@ type compoundState struct {
 	fileID    smb2.FileID
 	haveFile  bool
 	createErr error // a failed CREATE fails the related operations after it
+	// earlier holds the responses of the operations before the current
+	// one; GoAsync of the last operation sends them with its interim
+	// response and sets flushed.
+	earlier []result
+	flushed bool
 }
 
 // result is one response of a compound, ready to be encoded.
@@ -46,11 +51,16 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session) er
 		// A related first request has nothing to relate to: it fails, as do
 		// the related requests after any request that resolved no session.
 		r.related = hdrs[i].Flags&smb2.FlagRelatedOperations != 0
+		st.earlier = results
 		res, err := c.serveOne(r, &st, enc)
 		if err != nil {
 			return err
 		}
 		results = append(results, res)
+	}
+	if st.flushed {
+		// The earlier responses went out with the interim response.
+		results = results[len(results)-1:]
 	}
 	c.writeResults(results)
 	return nil
@@ -318,7 +328,7 @@ func (c *conn) writeResults(rs []result) {
 	size := 0
 	for i := range rs {
 		n := smb2.HeaderSize + rs[i].body.Size()
-		if i < len(rs)-1 {
+		if len(rs) > 1 {
 			n = (n + 7) &^ 7
 		}
 		size += n
@@ -338,9 +348,13 @@ func (c *conn) writeResults(rs []result) {
 			payloads = append(payloads, p)
 		}
 		pduLen := smb2.HeaderSize + bodyLen + len(payload)
+		// Every response of a compound is padded to 8 bytes, the last
+		// one too, as Windows does (smbtorture smb2.compound.compound-padding).
 		pad := 0
-		if i < len(rs)-1 {
+		if len(rs) > 1 {
 			pad = (8 - pduLen%8) % 8
+		}
+		if i < len(rs)-1 {
 			res.hdr.NextCommand = uint32(pduLen + pad)
 		}
 		if res.signer != nil {

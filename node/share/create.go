@@ -127,7 +127,7 @@ func checkCreate(req *smb2.CreateRequest) error {
 			return smb2.StatusInvalidParameter
 		}
 	}
-	return nil
+	return checkContexts(req) // contexts.go
 }
 
 // admit enters the open into the open table: share modes are checked

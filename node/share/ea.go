@@ -114,9 +114,12 @@ func (o *open) storeEAs(l fscc.FullEaInformation) error {
 }
 
 // applyCreateContexts stores what the create contexts of a CREATE that
-// made a new file ask for: EAs ("ExtA") and a security descriptor
-// ("SecD") ([MS-SMB2] 2.2.13.2).
+// made a new file ask for: EAs ("ExtA"), a security descriptor ("SecD")
+// and an allocation size ("AlSi") ([MS-SMB2] 2.2.13.2).
 func (o *open) applyCreateContexts(req *smb2.CreateRequest, action uint32) error {
+	if err := o.applyAllocSize(req, action); err != nil { // alloc.go: AlSi
+		return err
+	}
 	if action != smb2.FileCreated && action != smb2.FileOverwritten && action != smb2.FileSuperseded {
 		return nil
 	}

@@ -132,7 +132,10 @@ func (o *open) ChangeNotify(r *server.Request, req *smb2.ChangeNotifyRequest) (s
 		if changes, overflow := w.take(); overflow || len(changes) > 0 {
 			return notifyResponse(changes, overflow, req.OutputBufferLength)
 		}
-		r.GoAsync()
+		if !r.GoAsync() && r.Interior() {
+			// Windows fails a wait inside a compound ([MS-SMB2] 3.3.5.19 <footnote>).
+			return nil, smb2.StatusInternalError
+		}
 		select {
 		case <-w.signal:
 		case <-r.Ctx.Done():

@@ -107,6 +107,7 @@ func (o *open) queryFile(req *smb2.QueryInfoRequest) (server.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	fi.AllocationSize = o.allocationSize(fi) // alloc.go
 	e, err := o.fileInfo(req.FileInfoClass, fi)
 	if err != nil {
 		return nil, err

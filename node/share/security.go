@@ -18,17 +18,21 @@ const (
 		fscc.AttributeSecurityInformation | fscc.ScopeSecurityInformation | fscc.BackupSecurityInformation
 )
 
-// The vfs reports no POSIX owner or mode, so every file is described as
-// owned by uid 0 and gid 0 with mode 0755 (directories) or 0644 (files),
-// write bits removed for FILE_ATTRIBUTE_READONLY.
+// The vfs reports no POSIX owner or mode, so a file without a stored
+// descriptor is described as owned by the user who opened it (access.go),
+// group gid 0, with mode 0755 (directories) or 0644 (files), write bits
+// removed for FILE_ATTRIBUTE_READONLY.
 const (
 	defaultDirMode  = 0o755
 	defaultFileMode = 0o644
 )
 
-// securityDescriptor is the descriptor of a file: built from its POSIX
-// identity, as no descriptors are stored.
-func securityDescriptor(fi vfs.FileInfo) fscc.SecurityDescriptor {
+// securityDescriptor is the default descriptor of a file owned by owner
+// (uid 0 when owner is the zero SID).
+func securityDescriptor(fi vfs.FileInfo, owner fscc.SID) fscc.SecurityDescriptor {
+	if owner.Revision == 0 {
+		owner = fscc.UnixUserSID(0)
+	}
 	mode := uint32(defaultFileMode)
 	if fi.IsDir {
 		mode = defaultDirMode
@@ -36,7 +40,7 @@ func securityDescriptor(fi vfs.FileInfo) fscc.SecurityDescriptor {
 	if fi.Attributes&vfs.AttrReadOnly != 0 {
 		mode &^= 0o222
 	}
-	return fscc.DefaultSD(fscc.UnixUserSID(0), fscc.UnixGroupSID(0), mode, fi.IsDir)
+	return fscc.DefaultSD(owner, fscc.UnixGroupSID(0), mode, fi.IsDir)
 }
 
 // querySecurity serves InfoType SMB2_0_INFO_SECURITY ([MS-SMB2]
@@ -77,14 +81,14 @@ func (o *open) fileSD(fi vfs.FileInfo) fscc.SecurityDescriptor {
 			}
 		}
 	}
-	return securityDescriptor(fi)
+	return securityDescriptor(fi, o.owner)
 }
 
 // setSecurity serves SET_INFO with InfoType SMB2_0_INFO_SECURITY
 // ([MS-SMB2] 3.3.5.21.3). The descriptor is checked, the access needed for
 // each part enforced, and the parts AdditionalInformation names replace
-// those of the file's descriptor, which the backend stores. Access checks
-// do not consult it: the share's access rules stay those of MaximalAccess.
+// those of the file's descriptor, which the backend stores. Opens made
+// after it are checked against it (access.go); this one keeps its access.
 func (o *open) setSecurity(req *smb2.SetInfoRequest) error {
 	si := req.AdditionalInformation
 	if si&secOwnerGroup != 0 && o.access&smb2.WriteOwner == 0 {
@@ -143,8 +147,13 @@ func mergeSD(cur, sd *fscc.SecurityDescriptor, si uint32) {
 		cur.Control = cur.Control&^fscc.SEGroupDefaulted | sd.Control&fscc.SEGroupDefaulted
 	}
 	if si&fscc.DACLSecurityInformation != 0 {
+		// A DACL that is absent or not marked present is the NULL DACL
+		// (everyone has every access), which is still "present".
 		cur.DACL = sd.DACL
-		cur.Control = cur.Control&^daclControl | sd.Control&daclControl
+		if sd.Control&fscc.SEDACLPresent == 0 {
+			cur.DACL = nil
+		}
+		cur.Control = cur.Control&^daclControl | sd.Control&daclControl | fscc.SEDACLPresent
 	}
 	if si&fscc.SACLSecurityInformation != 0 {
 		cur.SACL = sd.SACL
@@ -172,7 +181,7 @@ func (o *open) applySecD(req *smb2.CreateRequest) error {
 	if err != nil {
 		return err
 	}
-	cur := securityDescriptor(fi)
+	cur := o.fileSD(fi) // the inherited descriptor, or the default
 	si := uint32(fscc.DACLSecurityInformation)
 	if sd.Owner != nil {
 		si |= fscc.OwnerSecurityInformation

@@ -70,7 +70,7 @@ func TestSetSecurity(t *testing.T) {
 	d := infoDisk(t)
 	f := infoOpen(t, d, "f", false, 0)
 	fi, _ := f.f.Stat()
-	sd := securityDescriptor(fi)
+	sd := securityDescriptor(fi, fscc.SID{})
 	set := func(o *open, si uint32, b []byte) error {
 		return o.SetInfo(&server.Request{}, &smb2.SetInfoRequest{InfoType: smb2.InfoSecurity, AdditionalInformation: si, Buffer: b})
 	}

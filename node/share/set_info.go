@@ -196,9 +196,15 @@ func (o *open) setAllocation(size int64) error {
 		return err
 	}
 	if size < fi.Size {
-		return truncErr(o.f.Truncate(size))
+		err = o.f.Truncate(size)
+	} else {
+		err = o.f.Allocate(size)
 	}
-	return truncErr(o.f.Allocate(size))
+	if err != nil {
+		return truncErr(err)
+	}
+	o.setAllocationHint(size) // alloc.go: what the open reports
+	return nil
 }
 
 // setValidDataLength accepts FILE_VALID_DATA_LENGTH_INFORMATION up to the

@@ -161,7 +161,6 @@ func (n *node) info(name string) vfs.FileInfo {
 				fi.NumLinks++
 			}
 		}
-		fi.AllocationSize = 4096
 	} else {
 		fi.Size = int64(len(n.data))
 		fi.AllocationSize = (fi.Size + 4095) &^ 4095

@@ -40,7 +40,6 @@ func toInfo(name string, st *unix.Statx_t, rec *dosAttrib) vfs.FileInfo {
 	fi := vfs.FileInfo{
 		Name:           name,
 		IsDir:          st.Mode&unix.S_IFMT == unix.S_IFDIR,
-		AllocationSize: int64(st.Blocks) * 512,
 		LastAccessTime: ts(st.Atime),
 		LastWriteTime:  ts(st.Mtime),
 		ChangeTime:     ts(st.Ctime),
@@ -49,6 +48,7 @@ func toInfo(name string, st *unix.Statx_t, rec *dosAttrib) vfs.FileInfo {
 	}
 	if !fi.IsDir {
 		fi.Size = int64(st.Size)
+		fi.AllocationSize = dataAllocation(int64(st.Blocks)*512, fi.Size)
 	}
 	if rec.HasChange && rec.ChangeMtime.Equal(fi.LastWriteTime) {
 		fi.ChangeTime = rec.Change
@@ -198,3 +198,14 @@ func getxattrat(dirfd int, path string, flags int, b []byte) (int, error) {
 const xattrBufSize = 64
 
 var xattrBufs = sync.Pool{New: func() any { return new([xattrBufSize]byte) }}
+
+// dataAllocation is the allocation reported for a regular file: the
+// blocks it occupies, but no more than its size rounded up to 4 KiB.
+// st_blocks also counts the block ext4 gives extended attributes that do
+// not fit in the inode (ours: streams, descriptors, EAs) and space
+// reserved beyond the end of file, neither of which is the data's
+// allocation as Windows reports it ([MS-FSCC] 2.4.41: AllocationSize).
+// Directories report 0, as Samba and Windows do for an empty one.
+func dataAllocation(blocks, size int64) int64 {
+	return min(blocks, (size+4095)&^4095)
+}
