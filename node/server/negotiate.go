@@ -76,6 +76,7 @@ func (c *conn) serveNegotiate(r *Request) (Response, error) {
 		return nil, smb2.StatusNotSupported
 	}
 	c.clientGUID = req.ClientGUID
+	c.srv.addClientConn(c) // lease breaks: oplock.go
 	c.clientCaps = req.Capabilities
 	c.clientSecMode = req.SecurityMode
 	c.clientDialects = req.Dialects

@@ -62,9 +62,9 @@ type LeaseAcker interface {
 }
 
 // BreakLease sends a lease break notification for o's lease ([MS-SMB2]
-// 3.3.4.7) on any live connection of its client: the one that opened o,
-// another channel of its session, or another connection with the same
-// ClientGuid. It does not wait.
+// 3.3.4.7) on a live connection of its client: the oldest connection with
+// its ClientGuid, or, when the session must be encrypted, a channel of
+// o's session (whose key seals it). It does not wait.
 func (o *Open) BreakLease(b state.LeaseBreak) error {
 	n := &smb2.LeaseBreakNotification{LeaseKey: b.ID.Key, CurrentLeaseState: b.From, NewLeaseState: b.To}
 	if b.AckRequired {
@@ -82,24 +82,24 @@ func (o *Open) BreakLease(b state.LeaseBreak) error {
 		},
 		body: n,
 	}
-	if c := o.channel(); c != nil {
-		res.hdr.SessionID = o.Session.ID
-		if encrypt {
-			res.encrypt = o.Session
-		}
-		c.writeResults([]result{res})
-		return nil
-	}
-	if encrypt || o.conn == nil {
-		return errNoChannel // no key to seal it with on another session's connection
-	}
-	for _, c := range o.conn.srv.connsOfClient(b.ID.Client) {
-		if c.dialect >= smb2.Dialect210 {
-			c.writeResults([]result{res})
-			return nil
+	if !encrypt && o.conn != nil {
+		for _, c := range o.conn.srv.connsOfClient(b.ID.Client) {
+			if c.dialect >= smb2.Dialect210 {
+				c.writeResults([]result{res})
+				return nil
+			}
 		}
 	}
-	return errNoChannel
+	c := o.channel()
+	if c == nil {
+		return errNoChannel
+	}
+	res.hdr.SessionID = o.Session.ID
+	if encrypt {
+		res.encrypt = o.Session
+	}
+	c.writeResults([]result{res})
+	return nil
 }
 
 // serveOplockBreak handles an oplock break acknowledgment ([MS-SMB2]

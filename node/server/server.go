@@ -35,7 +35,10 @@ type Server struct {
 	sessions  map[uint64]*Session
 	opens     map[uint64]*Open
 	closed    bool
-	wg        sync.WaitGroup
+	// clientConns lists the connections of each ClientGuid, oldest first,
+	// for lease breaks (oplock.go); dead ones are pruned on lookup.
+	clientConns map[[16]byte][]*conn
+	wg          sync.WaitGroup
 }
 
 // New returns a server for cfg.
@@ -290,16 +293,31 @@ func (s *Server) expireSession(ss *Session) {
 }
 
 // connsOfClient returns the live connections whose client negotiated
-// ClientGuid guid: a lease break may go out on any of them ([MS-SMB2]
-// 3.3.4.7).
+// ClientGuid guid, oldest first: a lease break goes out on one of them
+// ([MS-SMB2] 3.3.4.7), the oldest as Windows and Samba choose.
 func (s *Server) connsOfClient(guid [16]byte) []*conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var cs []*conn
-	for c := range s.conns {
-		if c.clientGUID == guid && c.ctx.Err() == nil {
-			cs = append(cs, c)
+	live := s.clientConns[guid][:0]
+	for _, c := range s.clientConns[guid] {
+		if c.ctx.Err() == nil {
+			live = append(live, c)
 		}
 	}
-	return cs
+	if len(live) == 0 {
+		delete(s.clientConns, guid)
+		return nil
+	}
+	s.clientConns[guid] = live
+	return append([]*conn(nil), live...)
+}
+
+// addClientConn records that c negotiated with its ClientGuid.
+func (s *Server) addClientConn(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clientConns == nil {
+		s.clientConns = map[[16]byte][]*conn{}
+	}
+	s.clientConns[c.clientGUID] = append(s.clientConns[c.clientGUID], c)
 }

@@ -1,10 +1,12 @@
 package share
 
 import (
+	"context"
 	"errors"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 	"github.com/smbcluster/smbcluster/node/state"
 )
 
@@ -67,4 +69,19 @@ func (d *Disk) AckLease(clientGUID, key [16]byte, st uint32) (uint32, error) {
 		return 0, smb2.StatusRequestNotAccepted
 	}
 	return got, err
+}
+
+// breakHandlesFor breaks the handle caching of the file's other leases
+// before a rename, waiting for the acknowledgments (the SET_INFO goes
+// async meanwhile), as Windows does before renaming a file whose cached
+// handles would pin the old name ([MS-SMB2] 3.3.4.7).
+func (o *open) breakHandlesFor(r *server.Request, class uint8) error {
+	if o.so == nil || class != fscc.FileRenameInformation && class != fscc.FileRenameInformationEx {
+		return nil
+	}
+	ctx := r.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return o.d.table.BreakHandle(ctx, o.so.Key, o.so, func() { r.GoAsync() })
 }

@@ -22,6 +22,9 @@ const statusEasNotSupported = smb2.Status(0xC000004F)
 func (o *open) SetInfo(r *server.Request, req *smb2.SetInfoRequest) error {
 	switch req.InfoType {
 	case smb2.InfoFile:
+		if err := o.breakHandlesFor(r, req.FileInfoClass); err != nil { // lease.go
+			return err
+		}
 		return o.setFile(req.FileInfoClass, req.Buffer)
 	case smb2.InfoFilesystem:
 		// Labels, quotas and object ids cannot be changed ([MS-FSA] 2.1.5.16).
@@ -167,6 +170,9 @@ func (o *open) setDisposition(del bool) error {
 	}
 	if o.so != nil {
 		o.d.table.SetDeletePending(o.so.Key, del)
+		if del {
+			o.d.table.BreakHandle(nil, o.so.Key, o.so, nil) // lease.go
+		}
 	}
 	return nil
 }

@@ -23,8 +23,8 @@ type Grant struct {
 // returns the oplock or lease granted. onWait, if not nil, is called once
 // before the first wait.
 func (t *Table) Admit(ctx context.Context, o *Open, req Request, onWait func()) (Grant, error) {
-	for {
-		wait, msgs, g, err := t.tryAdmit(o, req)
+	for first := true; ; first = false {
+		wait, msgs, g, err := t.tryAdmit(o, req, first)
 		t.send(msgs)
 		if err != nil || wait == nil {
 			return g, err
@@ -50,7 +50,7 @@ func isStat(access uint32) bool {
 
 // tryAdmit admits o, or starts the breaks it needs and returns a channel
 // to wait on before trying again.
-func (t *Table) tryAdmit(o *Open, req Request) (<-chan struct{}, []*breakMsg, Grant, error) {
+func (t *Table) tryAdmit(o *Open, req Request, first bool) (<-chan struct{}, []*breakMsg, Grant, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := t.files[o.Key]
@@ -75,7 +75,7 @@ func (t *Table) tryAdmit(o *Open, req Request) (<-chan struct{}, []*breakMsg, Gr
 	var msgs []*breakMsg
 	if !isStat(o.Access) {
 		var wait <-chan struct{}
-		wait, msgs = t.breakFor(f, own, req.Overwrite, violation)
+		wait, msgs = t.breakFor(f, own, req.Overwrite, violation, first)
 		if wait != nil {
 			return wait, msgs, Grant{}, nil
 		}
@@ -95,8 +95,9 @@ func (t *Table) tryAdmit(o *Open, req Request) (<-chan struct{}, []*breakMsg, Gr
 // cannot live with: write caching, or handle caching when only closing
 // their handles could lift a sharing violation, and everything on an
 // overwrite. It returns a channel to wait on if the open must wait for
-// an acknowledgment. The caller holds t.mu.
-func (t *Table) breakFor(f *file, own *holder, overwrite, violation bool) (<-chan struct{}, []*breakMsg) {
+// an acknowledgment: for what it needs broken, or for a break already in
+// progress when it retries (first is false). The caller holds t.mu.
+func (t *Table) breakFor(f *file, own *holder, overwrite, violation, first bool) (<-chan struct{}, []*breakMsg) {
 	mask := LeaseWrite
 	if violation {
 		mask = LeaseHandle
@@ -118,10 +119,10 @@ func (t *Table) breakFor(f *file, own *holder, overwrite, violation bool) (<-cha
 		if !h.isLease {
 			to &^= LeaseHandle | LeaseWrite // an oplock breaks to level II or none
 		}
-		if m := t.startBreak(h, to); m != nil {
+		if m := t.startBreak(h, to, false); m != nil {
 			msgs = append(msgs, m)
 		}
-		if h.breaking && (cur&mask != 0 || wasBreaking) {
+		if h.breaking && (cur&mask != 0 || wasBreaking && !first) {
 			wait = h.acked
 		}
 	}

@@ -1,6 +1,9 @@
 package state
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Lease states ([MS-SMB2] 2.2.13.2.8); an oplock is held as the lease state
 // it amounts to: level II is R, exclusive RW, batch RWH.
@@ -114,9 +117,11 @@ func levelOf(s uint32) uint8 {
 // startBreak begins breaking h to the state to ([MS-SMB2] 3.3.4.6,
 // 3.3.4.7) and returns the notification to send, or nil if h is already
 // breaking (the pending break then goes on down to to once acknowledged).
-// A break that needs no acknowledgment takes effect at once.
-// The caller holds t.mu.
-func (t *Table) startBreak(h *holder, to uint32) *breakMsg {
+// A break that needs no acknowledgment takes effect at once. A version 2
+// lease gets a new epoch, except for a break that continues an
+// acknowledged one and again needs an acknowledgment (keepEpoch), as
+// Windows does. The caller holds t.mu.
+func (t *Table) startBreak(h *holder, to uint32, keepEpoch bool) *breakMsg {
 	if h.breaking {
 		h.required &= to
 		return nil
@@ -132,7 +137,7 @@ func (t *Table) startBreak(h *holder, to uint32) *breakMsg {
 	}
 	ackRequired := h.state&LeaseWrite != 0 || h.isLease && h.state&LeaseHandle != 0
 	if h.isLease {
-		if h.version >= 2 {
+		if h.version >= 2 && !(keepEpoch && ackRequired) {
 			h.epoch++
 		}
 		m.lease = LeaseBreak{ID: h.id, From: h.state, To: to, Epoch: h.epoch, Version: h.version, AckRequired: ackRequired}
@@ -228,7 +233,7 @@ func (t *Table) finishBreak(h *holder, state uint32) *breakMsg {
 	if h.isLease && state&LeaseHandle != 0 && to&LeaseHandle == 0 {
 		to |= state & LeaseRead
 	}
-	m := t.startBreak(h, to)
+	m := t.startBreak(h, to, true)
 	h.required = required
 	return m
 }
@@ -263,7 +268,7 @@ func (t *Table) BreakRead(key FileKey, except *Open) {
 			if h.state&LeaseRead == 0 {
 				continue
 			}
-			if m := t.startBreak(h, LeaseNone); m != nil {
+			if m := t.startBreak(h, LeaseNone, false); m != nil {
 				msgs = append(msgs, m)
 			}
 		}
@@ -330,4 +335,44 @@ func (t *Table) LeaseState(id LeaseID) (state uint32, breaking, ok bool) {
 		return 0, false, false
 	}
 	return h.state, h.breaking, true
+}
+
+// BreakHandle breaks the handle caching of every other lease on the file,
+// as a rename or a pending delete of the file needs the cached handles
+// closed ([MS-SMB2] 3.3.4.7). With a non-nil ctx it waits until those
+// breaks are acknowledged or time out (calling onWait once before the
+// first wait); with a nil ctx it does not wait.
+func (t *Table) BreakHandle(ctx context.Context, key FileKey, except *Open, onWait func()) error {
+	for {
+		t.mu.Lock()
+		var msgs []*breakMsg
+		var wait <-chan struct{}
+		if f := t.files[key]; f != nil {
+			for _, h := range holders(f, except.h) {
+				if !h.isLease || h.state&LeaseHandle == 0 {
+					continue
+				}
+				if m := t.startBreak(h, h.state&^LeaseHandle, false); m != nil {
+					msgs = append(msgs, m)
+				}
+				if h.breaking {
+					wait = h.acked
+				}
+			}
+		}
+		t.mu.Unlock()
+		t.send(msgs)
+		if wait == nil || ctx == nil {
+			return nil
+		}
+		if onWait != nil {
+			onWait()
+			onWait = nil
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
