@@ -214,3 +214,53 @@ func BenchmarkReadDir10k(b *testing.B) {
 		}
 	}
 }
+
+// TestAllocationIsData: a file's AllocationSize leaves out the block ext4
+// gives extended attributes that do not fit in the inode (a stored
+// descriptor here) and space reserved beyond the end of file; a directory
+// reports 0 (smbtorture smb2.setinfo, smb2.create.open).
+func TestAllocationIsData(t *testing.T) {
+	fsys := newTestFS(t)
+	f, _, err := fsys.Open("f", vfs.OpenOptions{Read: true, Write: true, Create: vfs.CreateIfAbsent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.(vfs.SecurityFile).SetSecurity(make([]byte, 3000)); err != nil {
+		t.Skipf("no xattrs here: %v", err)
+	}
+	if err := f.Allocate(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.AllocationSize != 0 {
+		t.Fatalf("empty file with an xattr and reserved space reports allocation %d", fi.AllocationSize)
+	}
+	if _, err := f.WriteAt([]byte("x"), 10000); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ = f.Stat(); fi.AllocationSize > 12288 || fi.AllocationSize%4096 != 0 {
+		t.Fatalf("10001-byte file reports allocation %d", fi.AllocationSize)
+	}
+	d, _, err := fsys.Open("d", vfs.OpenOptions{Read: true, Create: vfs.CreateExclusive, Kind: vfs.DirOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if fi, err = fsys.Stat("d"); err != nil || fi.AllocationSize != 0 {
+		t.Fatalf("directory allocation %d (%v)", fi.AllocationSize, err)
+	}
+}
+
+func TestDataAllocation(t *testing.T) {
+	for _, c := range []struct{ blocks, size, want int64 }{
+		{0, 0, 0}, {4096, 0, 0}, {8192, 37, 4096}, {4096, 1 << 40, 4096}, {1 << 20, 1 << 20, 1 << 20},
+	} {
+		if got := dataAllocation(c.blocks, c.size); got != c.want {
+			t.Errorf("dataAllocation(%d, %d) = %d, want %d", c.blocks, c.size, got, c.want)
+		}
+	}
+}
