@@ -185,6 +185,9 @@ func (o *open) setEndOfFile(size int64) error {
 	if err := o.need(smb2.FileWriteData); err != nil {
 		return err
 	}
+	if o.so != nil {
+		o.d.table.BreakRead(o.so.Key, o.so) // lease.go: truncation breaks read caching
+	}
 	return truncErr(o.f.Truncate(size))
 }
 
@@ -202,6 +205,9 @@ func (o *open) setAllocation(size int64) error {
 		return err
 	}
 	if size < fi.Size {
+		if o.so != nil {
+			o.d.table.BreakRead(o.so.Key, o.so)
+		}
 		err = o.f.Truncate(size)
 	} else {
 		err = o.f.Allocate(size)

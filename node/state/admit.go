@@ -73,7 +73,7 @@ func (t *Table) tryAdmit(o *Open, req Request, first bool) (<-chan struct{}, []*
 		violation = violation || conflicts(e, o)
 	}
 	var msgs []*breakMsg
-	if !isStat(o.Access) {
+	if !isStat(o.Access) || req.Overwrite {
 		var wait <-chan struct{}
 		wait, msgs = t.breakFor(f, own, req.Overwrite, violation, first)
 		if wait != nil {

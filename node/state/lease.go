@@ -119,8 +119,7 @@ func levelOf(s uint32) uint8 {
 // breaking (the pending break then goes on down to to once acknowledged).
 // A break that needs no acknowledgment takes effect at once. A version 2
 // lease gets a new epoch, except for a break that continues an
-// acknowledged one and again needs an acknowledgment (keepEpoch), as
-// Windows does. The caller holds t.mu.
+// acknowledged one (keepEpoch), as Windows does. The caller holds t.mu.
 func (t *Table) startBreak(h *holder, to uint32, keepEpoch bool) *breakMsg {
 	if h.breaking {
 		h.required &= to
@@ -137,7 +136,7 @@ func (t *Table) startBreak(h *holder, to uint32, keepEpoch bool) *breakMsg {
 	}
 	ackRequired := h.state&LeaseWrite != 0 || h.isLease && h.state&LeaseHandle != 0
 	if h.isLease {
-		if h.version >= 2 && !(keepEpoch && ackRequired) {
+		if h.version >= 2 && !keepEpoch {
 			h.epoch++
 		}
 		m.lease = LeaseBreak{ID: h.id, From: h.state, To: to, Epoch: h.epoch, Version: h.version, AckRequired: ackRequired}
@@ -257,14 +256,19 @@ func (t *Table) Ack(o *Open, level uint8) bool {
 	return true
 }
 
-// BreakRead breaks the read caching of every other lease and oplock on
-// the file to none, as a write or truncate through except does
-// ([MS-FSA] 2.1.5.17, [MS-SMB2] 3.3.4.7). It does not wait.
+// BreakRead breaks the read caching of the file's leases and level II
+// oplocks to none, as a write or truncate through except does ([MS-FSA]
+// 2.1.5.17, [MS-SMB2] 3.3.4.7): except's own lease keeps its state, but
+// its own level II oplock breaks too, as Windows does. It does not wait.
 func (t *Table) BreakRead(key FileKey, except *Open) {
 	t.mu.Lock()
 	var msgs []*breakMsg
+	var skip *holder
+	if except.h != nil && except.h.isLease {
+		skip = except.h
+	}
 	if f := t.files[key]; f != nil {
-		for _, h := range holders(f, except.h) {
+		for _, h := range holders(f, skip) {
 			if h.state&LeaseRead == 0 {
 				continue
 			}
