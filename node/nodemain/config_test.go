@@ -1,0 +1,82 @@
+package nodemain
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	cases := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"defaults", nil, ""},
+		{"full", []string{"--listen", "127.0.0.1:0", "--share", "data=" + dir + ",readonly,encrypt,comment=a, b", "--user", "alice:pw:with:colons", "--encryption", "desired", "--log-level", "debug"}, ""},
+		{"share without path", []string{"--share", "data"}, "want NAME=PATH"},
+		{"share path missing", []string{"--share", "data=" + filepath.Join(dir, "nope")}, "no such file"},
+		{"share path is a file", []string{"--share", "data=" + file}, "not a directory"},
+		{"unknown share option", []string{"--share", "data=" + dir + ",fast"}, `unknown option "fast"`},
+		{"bad share name", []string{"--share", "da/ta=" + dir}, "invalid name"},
+		{"IPC$ reserved", []string{"--share", "ipc$=" + dir}, "built in"},
+		{"duplicate share", []string{"--share", "a=" + dir, "--share", "A=" + dir}, "defined twice"},
+		{"bad user", []string{"--user", "alice"}, "want NAME:PASSWORD"},
+		{"bad encryption", []string{"--encryption", "sometimes"}, "want off, desired or required"},
+		{"bad log level", []string{"--log-level", "loud"}, "--log-level"},
+		{"stray argument", []string{"extra"}, "unexpected argument"},
+		{"unknown flag", []string{"--nope"}, "not defined"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := parseFlags(c.args, devnull)
+			if c.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if len(cfg.Listen) == 0 {
+					t.Fatal("no listen address")
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("err = %v, want it to mention %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseShareOptions(t *testing.T) {
+	sc, err := parseShare(`data=/srv/data,readonly,encrypt,comment=team, shared`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Name != "data" || sc.Path != "/srv/data" || !sc.ReadOnly || !sc.Encrypt || sc.Comment != "team, shared" {
+		t.Fatalf("%+v", sc)
+	}
+}
+
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "node.json")
+	os.WriteFile(path, []byte(`{"listen":["127.0.0.1:0"],"shares":[{"name":"d","path":"`+dir+`"}],"users":[{"name":"u","password":"p"}],"encryption":"required"}`), 0o644)
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	cfg, err := parseFlags([]string{"--config", path, "--user", "v:q"}, devnull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Shares) != 1 || len(cfg.Users) != 2 || cfg.Encryption != "required" {
+		t.Fatalf("%+v", cfg)
+	}
+	os.WriteFile(path, []byte(`{"shares":[],"colour":"blue"}`), 0o644)
+	if _, err := parseFlags([]string{"--config", path}, devnull); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Fatalf("unknown field accepted: %v", err)
+	}
+}
