@@ -249,6 +249,10 @@ func (d *Disk) inherit(o *open, t *token) error {
 	if len(dacl.ACEs) == 0 {
 		return nil // nothing inherited: the default descriptor describes it
 	}
+	if dacl.Size() > 0xffff { // AclSize is 16 bits ([MS-DTYP] 2.4.5)
+		d.fs.Remove(o.name)
+		return smb2.StatusInvalidSecurityDescr
+	}
 	sf, ok := o.f.(vfs.SecurityFile)
 	if !ok {
 		return nil

@@ -285,3 +285,42 @@ func TestAllocationSize(t *testing.T) {
 		t.Fatalf("directory reports allocation %#x", resp.AllocationSize)
 	}
 }
+
+// FuzzAccessCheck: any descriptor a client can store is checked and
+// inherited without panicking; what a file inherits applies to it and is
+// marked inherited, and a NULL DACL grants everything.
+func FuzzAccessCheck(f *testing.F) {
+	dacl := &fscc.ACL{Revision: 2, ACEs: []fscc.ACE{
+		ace(fscc.AccessDeniedACEType, fscc.ObjectInheritACE, fscc.FileWriteData, fscc.SIDEveryone),
+		ace(fscc.AccessAllowedACEType, fscc.ObjectInheritACE|fscc.ContainerInheritACE, smb2.GenericAll, fscc.SIDCreatorOwner),
+	}}
+	owner := UserSID("alice")
+	f.Add((&fscc.SecurityDescriptor{Owner: &owner, DACL: dacl}).Bytes())
+	f.Add((&fscc.SecurityDescriptor{Control: fscc.SEDACLPresent}).Bytes())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var sd fscc.SecurityDescriptor
+		if sd.Decode(b) != nil {
+			return
+		}
+		g := grantedBy(&sd, tokenOf(alice))
+		if sd.DACL == nil {
+			if g != fscc.FileAllAccess {
+				t.Fatalf("NULL DACL grants %#x", g)
+			}
+			return
+		}
+		for _, isDir := range []bool{false, true} {
+			acl := inheritedACL(sd.DACL, isDir, owner, fscc.UnixGroupSID(0))
+			for _, a := range acl.ACEs {
+				if a.Flags&fscc.InheritedACE == 0 || !isDir && a.Flags&(fscc.ObjectInheritACE|fscc.ContainerInheritACE|fscc.InheritOnlyACE) != 0 {
+					t.Fatalf("inherited ACE %+v (dir %v)", a, isDir)
+				}
+			}
+			out := fscc.SecurityDescriptor{Owner: &owner, DACL: acl}
+			var back fscc.SecurityDescriptor
+			if err := back.Decode(out.Bytes()); err != nil && acl.Size() <= 0xffff {
+				t.Fatalf("inherited descriptor does not decode: %v", err)
+			}
+		}
+	})
+}
