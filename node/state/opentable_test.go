@@ -26,7 +26,15 @@ func (b *breaker) BreakOplock(to uint8) error {
 	return nil
 }
 
+func (b *breaker) BreakLease(LeaseBreak) error { return nil }
+
 var key = FileKey{Volume: 1, FileID: 42}
+
+// admitOplock admits o asking for an oplock of level.
+func admitOplock(tb *Table, ctx context.Context, o *Open, level uint8, onWait func()) (uint8, error) {
+	g, err := tb.Admit(ctx, o, Request{Oplock: level}, onWait)
+	return g.Oplock, err
+}
 
 func open(access, share uint32) *Open {
 	return &Open{Key: key, Access: access, ShareAccess: share}
@@ -54,10 +62,10 @@ func TestShareModes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tb := NewTable()
-			if _, err := tb.Admit(context.Background(), open(c.a1, c.s1), OplockNone, false, nil); err != nil {
+			if _, err := admitOplock(tb, context.Background(), open(c.a1, c.s1), OplockNone, nil); err != nil {
 				t.Fatal(err)
 			}
-			_, err := tb.Admit(context.Background(), open(c.a2, c.s2), OplockNone, false, nil)
+			_, err := admitOplock(tb, context.Background(), open(c.a2, c.s2), OplockNone, nil)
 			if got := errors.Is(err, ErrSharingViolation); got != c.wantViolation {
 				t.Fatalf("violation = %v (%v), want %v", got, err, c.wantViolation)
 			}
@@ -69,12 +77,12 @@ func TestDeletePendingAndLastClose(t *testing.T) {
 	tb := NewTable()
 	a, b := open(accessReadData, 7), open(accessReadData, 7)
 	for _, o := range []*Open{a, b} {
-		if _, err := tb.Admit(context.Background(), o, OplockNone, false, nil); err != nil {
+		if _, err := admitOplock(tb, context.Background(), o, OplockNone, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	tb.SetDeletePending(key, true)
-	if _, err := tb.Admit(context.Background(), open(accessReadData, 7), OplockNone, false, nil); !errors.Is(err, ErrDeletePending) {
+	if _, err := admitOplock(tb, context.Background(), open(accessReadData, 7), OplockNone, nil); !errors.Is(err, ErrDeletePending) {
 		t.Fatalf("open of a delete-pending file: %v", err)
 	}
 	if last, _ := tb.Remove(a); last {
@@ -88,11 +96,11 @@ func TestDeletePendingAndLastClose(t *testing.T) {
 func TestOplockGrants(t *testing.T) {
 	tb := NewTable()
 	first := open(accessReadData, 7)
-	if lvl, _ := tb.Admit(context.Background(), first, OplockLevelII, false, nil); lvl != OplockLevelII {
+	if lvl, _ := admitOplock(tb, context.Background(), first, OplockLevelII, nil); lvl != OplockLevelII {
 		t.Fatalf("level II request got %#x", lvl)
 	}
 	second := open(accessReadData, 7)
-	if lvl, _ := tb.Admit(context.Background(), second, OplockBatch, false, nil); lvl != OplockLevelII {
+	if lvl, _ := admitOplock(tb, context.Background(), second, OplockBatch, nil); lvl != OplockLevelII {
 		t.Fatalf("batch beside a level II holder got %#x, want level II", lvl)
 	}
 }
@@ -104,13 +112,13 @@ func TestOplockBreakAcknowledged(t *testing.T) {
 	holder := open(accessReadData|accessWriteData, 7)
 	br := newBreaker()
 	holder.Breaker = br
-	if lvl, _ := tb.Admit(context.Background(), holder, OplockBatch, false, nil); lvl != OplockBatch {
+	if lvl, _ := admitOplock(tb, context.Background(), holder, OplockBatch, nil); lvl != OplockBatch {
 		t.Fatalf("got %#x, want batch", lvl)
 	}
 	waited := make(chan struct{})
 	done := make(chan uint8)
 	go func() {
-		lvl, err := tb.Admit(context.Background(), open(accessReadData, 7), OplockLevelII, false, func() { close(waited) })
+		lvl, err := admitOplock(tb, context.Background(), open(accessReadData, 7), OplockLevelII, func() { close(waited) })
 		if err != nil {
 			t.Error(err)
 		}
@@ -142,9 +150,9 @@ func TestOplockBreakTimeout(t *testing.T) {
 		tb.BreakTimeout = 35 * time.Second
 		holder := open(accessReadData, 7)
 		holder.Breaker = newBreaker()
-		tb.Admit(context.Background(), holder, OplockExclusive, false, nil)
+		admitOplock(tb, context.Background(), holder, OplockExclusive, nil)
 		start := time.Now()
-		lvl, err := tb.Admit(context.Background(), open(accessReadData, 7), OplockNone, false, nil)
+		lvl, err := admitOplock(tb, context.Background(), open(accessReadData, 7), OplockNone, nil)
 		if err != nil || lvl != OplockNone {
 			t.Fatalf("got %#x, %v", lvl, err)
 		}
@@ -163,13 +171,13 @@ func TestOplockBreakCancelled(t *testing.T) {
 		tb := NewTable()
 		holder := open(accessReadData, 7)
 		holder.Breaker = newBreaker()
-		tb.Admit(context.Background(), holder, OplockBatch, false, nil)
+		admitOplock(tb, context.Background(), holder, OplockBatch, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			time.Sleep(time.Second) // fake time inside the bubble
 			cancel()
 		}()
-		if _, err := tb.Admit(ctx, open(accessReadData, 7), OplockNone, false, nil); !errors.Is(err, context.Canceled) {
+		if _, err := admitOplock(tb, ctx, open(accessReadData, 7), OplockNone, nil); !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want canceled", err)
 		}
 		tb.Remove(holder)
@@ -181,11 +189,11 @@ func TestRenameChecks(t *testing.T) {
 	a := open(0x80, shareRead|shareDelete) // attributes only: admitted beside anything
 	b := open(accessReadData, shareRead)
 	a.Name, b.Name = "dir/f", "dir/f"
-	tb.Admit(context.Background(), a, OplockNone, false, nil)
+	admitOplock(tb, context.Background(), a, OplockNone, nil)
 	if err := tb.CheckRename(a); err != nil {
 		t.Fatalf("lone open: %v", err)
 	}
-	if _, err := tb.Admit(context.Background(), b, OplockNone, false, nil); err != nil {
+	if _, err := admitOplock(tb, context.Background(), b, OplockNone, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := tb.CheckRename(a); !errors.Is(err, ErrSharingViolation) {
