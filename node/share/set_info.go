@@ -204,10 +204,10 @@ func (o *open) setAllocation(size int64) error {
 	if err != nil {
 		return err
 	}
+	if o.so != nil {
+		o.d.table.BreakRead(o.so.Key, o.so) // lease.go: any allocation change breaks read caching
+	}
 	if size < fi.Size {
-		if o.so != nil {
-			o.d.table.BreakRead(o.so.Key, o.so)
-		}
 		err = o.f.Truncate(size)
 	} else {
 		err = o.f.Allocate(size)

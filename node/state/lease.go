@@ -264,8 +264,8 @@ func (t *Table) BreakRead(key FileKey, except *Open) {
 	t.mu.Lock()
 	var msgs []*breakMsg
 	var skip *holder
-	if except.h != nil && except.h.isLease {
-		skip = except.h
+	if h := except.h; h != nil && (h.isLease || h.state&LeaseWrite != 0) {
+		skip = h // the writer's own lease, exclusive or batch oplock stays
 	}
 	if f := t.files[key]; f != nil {
 		for _, h := range holders(f, skip) {
