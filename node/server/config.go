@@ -50,10 +50,6 @@ type Config struct {
 	// nil → the listeners' addresses.
 	Interfaces []Interface
 
-	// Control, if set, lets a cluster agent change what the server
-	// admits and offers while it runs (cluster.go).
-	Control *Control
-
 	Logger *slog.Logger
 }
 

@@ -122,7 +122,8 @@ func (c *conn) serve() {
 }
 
 // teardown unbinds the connection from its sessions; a session whose last
-// channel goes away ends, closing its trees and opens.
+// channel goes away ends, closing its trees and opens but for the durable
+// ones, which wait for their client (durable.go).
 func (c *conn) teardown() {
 	c.srv.mu.Lock()
 	var sessions []*Session
@@ -137,7 +138,7 @@ func (c *conn) teardown() {
 		last := bound && len(s.channels) == 0
 		s.mu.Unlock()
 		if last {
-			c.srv.expireSession(s)
+			c.srv.endSession(s, true)
 		}
 	}
 }

@@ -34,6 +34,17 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
+	dc, err := parseDurable(c.dialect, &req) // durable.go
+	if err != nil {
+		return nil, err
+	}
+	if dc.reconnect() {
+		return c.reconnectDurable(r, &req, &dc)
+	}
+	if resp := c.replayDurable(r, &dc); resp != nil {
+		return resp, nil
+	}
+	c.srv.closeAppInstance(r, &req, &dc)
 	o := c.srv.newOpen(r.Tree, c, req.Name, req.DesiredAccess)
 	r.Open = o
 	h, resp, err := r.Tree.Share.Backend.Create(r, &req)
@@ -43,6 +54,7 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 	}
 	c.srv.addOpen(o, h)
 	resp.FileID = smb2.FileID{Persistent: o.ID, Volatile: o.ID}
+	c.grantDurable(r, o, &dc, resp)
 	return resp, nil
 }
 

@@ -39,6 +39,8 @@ type Server struct {
 	// for lease breaks (oplock.go); dead ones are pruned on lookup.
 	clientConns map[[16]byte][]*conn
 	wg          sync.WaitGroup
+
+	dur durables // durable opens and their records (durable.go)
 }
 
 // New returns a server for cfg.
@@ -169,7 +171,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.close()
 	}
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); s.closeDetached(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -240,6 +242,7 @@ func (s *Server) removeOpen(o *Open) bool {
 	s.mu.Lock()
 	_, ok := s.opens[o.ID]
 	delete(s.opens, o.ID)
+	s.forgetDurable(o)
 	s.mu.Unlock()
 	if !ok {
 		return false
@@ -275,7 +278,13 @@ func (s *Server) closeTree(t *Tree) {
 }
 
 // expireSession ends a session: its trees and opens are closed.
-func (s *Server) expireSession(ss *Session) {
+func (s *Server) expireSession(ss *Session) { s.endSession(ss, false) }
+
+// endSession ends a session. Its trees and opens are closed, but with
+// keepDurable (a lost connection, a reconnect naming the session in
+// PreviousSessionId) its durable opens are kept for their client to
+// reconnect (durable.go, [MS-SMB2] 3.3.7.1).
+func (s *Server) endSession(ss *Session, keepDurable bool) {
 	s.mu.Lock()
 	delete(s.sessions, ss.ID)
 	s.mu.Unlock()
@@ -288,7 +297,11 @@ func (s *Server) expireSession(ss *Session) {
 	ss.trees = map[uint32]*Tree{}
 	ss.mu.Unlock()
 	for _, t := range trees {
-		s.closeTree(t)
+		if keepDurable {
+			s.detachTree(t)
+		} else {
+			s.closeTree(t)
+		}
 	}
 }
 

@@ -116,6 +116,11 @@ type Open struct {
 	created time.Time
 	conn    *conn // the connection that opened it (oplock breaks go there first)
 
+	// dur is the durable state of a durable open, nil otherwise; guarded
+	// by Server.mu. A durable reconnect moves the open to a new Tree,
+	// Session and conn (durable.go).
+	dur *durable
+
 	// In-flight operations hold a reference so that the handle is closed
 	// only after they finish (a queued sendfile still reads its fd).
 	mu      sync.Mutex

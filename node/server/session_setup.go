@@ -223,7 +223,8 @@ func equalFoldUser(a, b string) bool { return strings.EqualFold(a, b) }
 
 // endPreviousSession ends the session a reconnecting client names in
 // PreviousSessionId, if it belongs to the same user ([MS-SMB2] 3.3.5.5.3):
-// its opens are closed so that the new session can reopen the files.
+// its opens are closed so that the new session can reopen the files, but
+// its durable opens are kept for the new session to reconnect.
 func (c *conn) endPreviousSession(s *Session, prev uint64) {
 	if prev == 0 || prev == s.ID {
 		return
@@ -233,7 +234,7 @@ func (c *conn) endPreviousSession(s *Session, prev uint64) {
 		return
 	}
 	c.srv.log.Info("session replaced by a reconnect", "old", old.ID, "new", s.ID, "user", s.User)
-	c.srv.expireSession(old)
+	c.srv.endSession(old, true) // durable opens wait for the reconnect
 }
 
 // failAuth forgets a failed authentication: a new session is removed, a
@@ -303,7 +304,9 @@ func (c *conn) serveLogoff(r *Request) (Response, error) {
 		return nil, smb2.StatusInvalidParameter
 	}
 	r.forceSign = r.signResponse()
-	c.srv.expireSession(r.Session)
+	// Durable opens outlive a LOGOFF for a later reconnect, as on Windows
+	// and Samba (smbtorture smb2.durable-open.reopen4).
+	c.srv.endSession(r.Session, true)
 	return &smb2.LogoffResponse{}, nil
 }
 

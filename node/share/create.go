@@ -61,6 +61,11 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 		o.f.Close()
 		return nil, nil, err
 	}
+	if r.Async() && action != smb2.FileCreated && d.goneWhileWaiting(pn.name, fi) { // durable.go
+		o.release()
+		o.f.Close()
+		return d.Create(r, req)
+	}
 	if truncate {
 		// Only now that the share modes allow it may the data go.
 		if err := o.f.Truncate(0); err != nil {

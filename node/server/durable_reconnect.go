@@ -1,0 +1,129 @@
+package server
+
+import (
+	"strings"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// reconnectDurable serves a CREATE with a DHnC or DH2C context: the
+// detached open it names is given to the request's session and tree, with
+// the same FileId ([MS-SMB2] 3.3.5.9.7, 3.3.5.9.12). The CREATE's other
+// fields are ignored; no durable response context is sent.
+func (c *conn) reconnectDurable(r *Request, req *smb2.CreateRequest, d *durableCtx) (Response, error) {
+	s := c.srv
+	o, err := s.claimDetached(r, d)
+	if err != nil {
+		return nil, err
+	}
+	r.Open = o
+	resp, err := o.Handle.(DurableHandle).Reattach(r, req)
+	if err != nil {
+		r.Open = nil
+		s.unclaim(o)
+		return nil, err
+	}
+	s.reattach(o, r)
+	resp.FileID = smb2.FileID{Persistent: o.ID, Volatile: o.ID}
+	s.log.Debug("durable open reconnected", "file", o.Name, "id", o.ID, "session", r.Session.ID)
+	return resp, nil
+}
+
+// claimDetached finds the detached open a reconnect names and marks it
+// busy so that neither another reconnect nor the scavenger takes it.
+func (s *Server) claimDetached(r *Request, d *durableCtx) (*Open, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.opens[d.fid.Persistent]
+	if o == nil || o.dur == nil || !o.dur.detached || o.dur.busy || o.dur.gone {
+		return nil, smb2.StatusObjectNameNotFound // still connected, or unknown
+	}
+	dur := o.dur
+	if d.rc2 && dur.rec.CreateGUID != d.createGUID || o.Tree.Share != r.Tree.Share {
+		return nil, smb2.StatusObjectNameNotFound
+	}
+	if !strings.EqualFold(dur.rec.User, r.Session.User) || !strings.EqualFold(dur.rec.Domain, r.Session.Domain) {
+		return nil, smb2.StatusAccessDenied // not the DurableOwner
+	}
+	dur.busy = true
+	return o, nil
+}
+
+// unclaim returns a claimed open to the detached opens after a failed
+// reconnect; one whose timeout passed meanwhile is scavenged.
+func (s *Server) unclaim(o *Open) {
+	s.mu.Lock()
+	o.dur.busy = false
+	expired := !time.Now().Before(o.dur.rec.Expires())
+	s.mu.Unlock()
+	if expired {
+		s.scavenge(o)
+	}
+}
+
+// reattach moves a claimed open to r's session, tree and connection.
+func (s *Server) reattach(o *Open, r *Request) {
+	t := r.Tree
+	s.mu.Lock()
+	d := o.dur
+	d.detached, d.busy = false, false
+	if d.stop != nil {
+		d.stop()
+		d.stop = nil
+	}
+	o.Tree, o.Session, o.conn = t, r.Session, r.conn
+	d.rec.DisconnectedAt = time.Time{}
+	d.rec.ClientGUID = r.conn.clientGUID
+	s.DurableStore().Put(d.rec)
+	s.mu.Unlock()
+	t.mu.Lock()
+	t.opens[o.ID] = o
+	t.mu.Unlock()
+}
+
+// replayDurable answers a replayed CREATE (SMB2_FLAGS_REPLAY_OPERATION)
+// with a DH2Q whose CreateGuid names an open of the same client and
+// session: the open is returned again, not created twice ([MS-SMB2]
+// 3.3.5.9.10). It returns nil when the CREATE is to be served normally.
+func (c *conn) replayDurable(r *Request, d *durableCtx) Response {
+	if !d.v2 || r.Header.Flags&smb2.FlagReplayOperation == 0 {
+		return nil
+	}
+	s := c.srv
+	rec, ok := s.DurableStore().ByCreateGUID(c.clientGUID, d.req2.CreateGUID)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.opens[rec.FileID]
+	if o == nil || o.dur == nil || o.dur.detached || o.dur.gone || o.Session != r.Session || o.dur.resp == nil {
+		return nil
+	}
+	resp := *o.dur.resp
+	r.Open = o
+	return &resp
+}
+
+// closeAppInstance closes the opens a CREATE with a DH2Q and an
+// AppInstanceId replaces: those of the same application instance, user
+// and share, connected or not ([MS-SMB2] 3.3.5.9.13). Their client is not
+// told; their handles answer STATUS_FILE_CLOSED.
+func (s *Server) closeAppInstance(r *Request, req *smb2.CreateRequest, d *durableCtx) {
+	if !d.v2 || !d.hasAppInstance {
+		return
+	}
+	for _, rec := range s.DurableStore().ByAppInstance(d.appInstance) {
+		if rec.Share != r.Tree.Share.Name || !strings.EqualFold(rec.User, r.Session.User) {
+			continue
+		}
+		s.mu.Lock()
+		o := s.opens[rec.FileID]
+		s.mu.Unlock()
+		if o != nil {
+			s.log.Debug("open closed by its application instance's new open", "file", o.Name, "id", o.ID)
+			s.closeOpen(o)
+		}
+	}
+}
