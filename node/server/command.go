@@ -17,7 +17,7 @@ var commands [smb2.NumCommands]command
 func init() {
 	commands = [smb2.NumCommands]command{
 		smb2.CmdNegotiate:      {serve: (*conn).serveNegotiate},
-		smb2.CmdSessionSetup:   {serve: (*conn).serveSessionSetup},
+		smb2.CmdSessionSetup:   {serve: (*conn).serveAdmittedSessionSetup},
 		smb2.CmdLogoff:         {needSession: true, serve: (*conn).serveLogoff},
 		smb2.CmdTreeConnect:    {needSession: true, serve: (*conn).serveTreeConnect},
 		smb2.CmdTreeDisconnect: {needSession: true, needTree: true, serve: (*conn).serveTreeDisconnect},

@@ -50,6 +50,10 @@ type Config struct {
 	// nil → the listeners' addresses.
 	Interfaces []Interface
 
+	// Control, if set, lets a cluster agent change what the server
+	// admits and offers while it runs (cluster.go).
+	Control *Control
+
 	Logger *slog.Logger
 }
 

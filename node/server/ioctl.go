@@ -83,6 +83,9 @@ func (c *conn) queryInterfaces(req *smb2.IoctlRequest) (Response, error) {
 
 // interfaces returns the configured interfaces, or one per listener address.
 func (s *Server) interfaces() []Interface {
+	if ifs, ok := s.cfg.Control.offered(); ok {
+		return ifs
+	}
 	if len(s.cfg.Interfaces) > 0 {
 		return s.cfg.Interfaces
 	}

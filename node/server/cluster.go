@@ -1,0 +1,201 @@
+package server
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// Admission is how much new work a server takes. A cluster agent lowers
+// it while its node drains or has lost its cluster membership.
+type Admission uint32
+
+const (
+	// AdmitAll serves new connections and new sessions.
+	AdmitAll Admission = iota
+	// AdmitNoSessions refuses new sessions (a draining node): existing
+	// sessions go on, and their channels may still be bound and
+	// re-authenticated.
+	AdmitNoSessions
+	// AdmitNothing refuses new sessions and new connections too (a node
+	// that lost its cluster lease and may be fenced off).
+	AdmitNothing
+)
+
+// Control is what a cluster agent changes while the server runs. The zero
+// value admits everything and offers the listeners' addresses; it is safe
+// for concurrent use.
+type Control struct {
+	admission atomic.Uint32
+
+	mu         sync.Mutex
+	interfaces []Interface
+	offerSet   bool
+}
+
+// SetAdmission sets how much new work the server takes.
+func (c *Control) SetAdmission(a Admission) { c.admission.Store(uint32(a)) }
+
+// Admission returns how much new work the server takes.
+func (c *Control) Admission() Admission {
+	if c == nil {
+		return AdmitAll
+	}
+	return Admission(c.admission.Load())
+}
+
+// SetInterfaces replaces what FSCTL_QUERY_NETWORK_INTERFACE_INFO offers
+// clients; an empty, non-nil list offers nothing. ResetInterfaces returns
+// to Config.Interfaces or the listeners' addresses.
+func (c *Control) SetInterfaces(ifs []Interface) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.interfaces = append([]Interface{}, ifs...)
+	c.offerSet = true
+}
+
+// ResetInterfaces undoes SetInterfaces.
+func (c *Control) ResetInterfaces() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.interfaces, c.offerSet = nil, false
+}
+
+// offered returns the interfaces set by SetInterfaces, if any.
+func (c *Control) offered() ([]Interface, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.interfaces, c.offerSet
+}
+
+// AcceptsConnections reports whether new connections are served.
+func (s *Server) AcceptsConnections() bool {
+	return s.cfg.Control.Admission() < AdmitNothing
+}
+
+// serveAdmittedSessionSetup refuses a SESSION_SETUP that would create a
+// session while the cluster agent admits none, with
+// STATUS_REQUEST_NOT_ACCEPTED ([MS-ERREF] 2.3.1): a client then tries
+// another node. Re-authentication and binding of existing sessions pass.
+func (c *conn) serveAdmittedSessionSetup(r *Request) (Response, error) {
+	if r.Header.SessionID == 0 && c.srv.cfg.Control.Admission() != AdmitAll {
+		return nil, smb2.StatusRequestNotAccepted
+	}
+	return c.serveSessionSetup(r)
+}
+
+// EndShareTrees ends every tree connect of share sh (a share that is no
+// longer served): its opens are closed and the client's next request on
+// the tree fails with STATUS_NETWORK_NAME_DELETED. It returns the number
+// of trees ended.
+func (s *Server) EndShareTrees(sh *Share) int {
+	var trees []*Tree
+	for _, ss := range s.allSessions() {
+		ss.mu.Lock()
+		for id, t := range ss.trees {
+			if t.Share == sh {
+				trees = append(trees, t)
+				delete(ss.trees, id)
+			}
+		}
+		ss.mu.Unlock()
+	}
+	for _, t := range trees {
+		s.closeTree(t)
+	}
+	return len(trees)
+}
+
+// EndUserSessions ends every session of user (case-insensitive, any
+// domain), as when the user is deleted. It returns how many ended.
+func (s *Server) EndUserSessions(user string) int {
+	n := 0
+	for _, ss := range s.Sessions() {
+		if strings.EqualFold(ss.User, user) {
+			s.expireSession(ss)
+			n++
+		}
+	}
+	return n
+}
+
+// CloseSession ends session id; it reports whether the server held it.
+func (s *Server) CloseSession(id uint64) bool {
+	ss := s.lookupSession(id)
+	if ss == nil {
+		return false
+	}
+	s.expireSession(ss)
+	return true
+}
+
+// CloseOpen closes the open whose persistent FileId is id; it reports
+// whether the server held it. The client's next request on it fails with
+// STATUS_FILE_CLOSED.
+func (s *Server) CloseOpen(id uint64) bool {
+	s.mu.Lock()
+	o := s.opens[id]
+	s.mu.Unlock()
+	if o == nil {
+		return false
+	}
+	s.closeOpen(o)
+	return true
+}
+
+// OpenInfo describes an open for a cluster listing.
+type OpenInfo struct {
+	ID        uint64 // persistent (and volatile) FileId
+	SessionID uint64
+	User      string
+	Share     string
+	Path      string
+	Access    uint32
+	Durable   bool
+	Created   time.Time
+}
+
+// Opens returns a snapshot of the server's opens.
+func (s *Server) Opens() []OpenInfo {
+	s.mu.Lock()
+	out := make([]OpenInfo, 0, len(s.opens))
+	for _, o := range s.opens {
+		out = append(out, OpenInfo{
+			ID: o.ID, SessionID: o.Session.ID, User: o.Session.User, Share: o.Tree.Share.Name,
+			Path: o.Name, Access: o.Access, Durable: o.dur != nil, Created: o.created,
+		})
+	}
+	s.mu.Unlock()
+	return out
+}
+
+// ChannelAddrs returns the client addresses of the session's channels on
+// this server.
+func (ss *Session) ChannelAddrs() []string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := make([]string, 0, len(ss.channels))
+	for c, ch := range ss.channels {
+		if ch.signer != nil || !ch.binding {
+			out = append(out, c.remote)
+		}
+	}
+	return out
+}
+
+// allSessions returns every session, valid or not.
+func (s *Server) allSessions() []*Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		out = append(out, ss)
+	}
+	return out
+}
