@@ -20,8 +20,10 @@ func (r *Request) resolveOpen(fid smb2.FileID) error {
 	s := r.conn.srv
 	s.mu.Lock()
 	o := s.opens[fid.Volatile]
+	// Session and Tree change under s.mu when a durable open reconnects.
+	mine := o != nil && o.ID == fid.Persistent && o.Session == r.Session && o.Tree == r.Tree
 	s.mu.Unlock()
-	if o == nil || o.ID != fid.Persistent || o.Session != r.Session || o.Tree != r.Tree || !o.acquire() {
+	if !mine || !o.acquire() {
 		return smb2.StatusFileClosed
 	}
 	r.Open, r.openHeld = o, true
