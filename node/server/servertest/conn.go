@@ -141,6 +141,11 @@ func (c *Conn) Send(hdr smb2.Header, body []byte) (smb2.Header, []byte) {
 		c.tb.Fatalf("servertest: send %v: %v", hdr.Command, err)
 	}
 	hs, pdus, err := c.Recv()
+	// Responses may come in any order: a late answer to an earlier request
+	// (one that went async, or ran longer than this one) is skipped.
+	for err == nil && len(hs) == 1 && hs[0].MessageID < hdr.MessageID {
+		hs, pdus, err = c.Recv()
+	}
 	if err != nil {
 		c.tb.Fatalf("servertest: %v response: %v", hdr.Command, err)
 	}
