@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 )
 
 // Config is the node's configuration, from flags or a JSON file.
@@ -27,11 +28,37 @@ type Config struct {
 	// DebugAddr serves Go's pprof endpoints on this address (loopback
 	// only in practice; empty disables).
 	DebugAddr string `json:"debug_addr"`
+
+	// Cluster membership (node/cluster): with Etcd set, the node joins
+	// the cluster and takes shares and users from it.
+	Etcd          string   `json:"etcd"` // comma-separated endpoints
+	EtcdCA        string   `json:"etcd_ca"`
+	EtcdCert      string   `json:"etcd_cert"`
+	EtcdKey       string   `json:"etcd_key"`
+	Name          string   `json:"name"`
+	JoinToken     string   `json:"join_token"`
+	JoinTokenFile string   `json:"join_token_file"`
+	SecretFile    string   `json:"secret_file"`
+	Advertise     []string `json:"advertise"`
+	LeaseTTL      Duration `json:"lease_ttl"`
+}
+
+// Duration is a time.Duration that reads "5s" in JSON.
+type Duration time.Duration
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
 }
 
 // defaultZeroCopyThreshold is the READ size from which sendfile beats a
 // buffered copy on loopback (see README, Performance).
-const defaultZeroCopyThreshold = 64 << 10
+const defaultZeroCopyThreshold = 16 << 10
 
 // ShareConfig is one disk share.
 type ShareConfig struct {
@@ -60,6 +87,11 @@ smbnode serves SMB 2.0.2 - 3.1.1 shares from local directories.
 Examples:
   smbnode --listen 127.0.0.1:4450 --share data=/srv/data --user alice:secret
   smbnode --config /etc/smbcluster/node.json
+  smbnode --etcd http://10.0.0.5:2379 --name node1 --join-token-file /etc/smbcluster/join-token \
+          --secret-file /etc/smbcluster/secret --listen 10.0.0.11:445
+
+With --etcd the node joins a cluster: "smbctl node add NAME" admits it and
+prints its join token; shares and users come from the cluster.
 
 Flags:
 `
@@ -68,7 +100,8 @@ Flags:
 func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs := flag.NewFlagSet("smbnode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var listen, shares, users listFlag
+	var listen, shares, users, advertise listFlag
+	var leaseTTL time.Duration
 	var cfgFile string
 	cfg := &Config{}
 	fs.Var(&listen, "listen", "`ADDR` to listen on, host:port (repeatable; default :445)")
@@ -82,7 +115,17 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.Workgroup, "workgroup", "", "NetBIOS `DOMAIN` (default WORKGROUP)")
 	fs.BoolVar(&cfg.AllowGuest, "allow-guest", false, "map unknown users and bad passwords to a guest session")
 	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve Go profiling endpoints (/debug/pprof/) on `ADDR`, e.g. 127.0.0.1:6060")
-	fs.IntVar(&cfg.ZeroCopyThreshold, "zero-copy-threshold", 0, "smallest plain READ in `BYTES` sent with sendfile (0: default 65536, -1: never)")
+	fs.StringVar(&cfg.Etcd, "etcd", "", "join the cluster whose etcd is at `ENDPOINTS` (comma-separated URLs)")
+	fs.StringVar(&cfg.EtcdCA, "etcd-ca", "", "CA certificate `FILE` for etcd's TLS")
+	fs.StringVar(&cfg.EtcdCert, "etcd-cert", "", "client certificate `FILE` for etcd")
+	fs.StringVar(&cfg.EtcdKey, "etcd-key", "", "client key `FILE` for etcd")
+	fs.StringVar(&cfg.Name, "name", "", "the node's `NAME` in the cluster, as admitted by smbctl node add")
+	fs.StringVar(&cfg.JoinToken, "join-token", "", "the join `TOKEN` smbctl node add printed (prefer --join-token-file)")
+	fs.StringVar(&cfg.JoinTokenFile, "join-token-file", "", "`FILE` holding the join token")
+	fs.StringVar(&cfg.SecretFile, "secret-file", "", "`FILE` holding the cluster secret (the coordinator's --secret-file)")
+	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster (repeatable; default: the addresses the node was admitted with)")
+	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "`TTL` of the node's etcd lease: how soon a dead node shows down (default 5s)")
+	fs.IntVar(&cfg.ZeroCopyThreshold, "zero-copy-threshold", 0, "smallest plain READ in `BYTES` sent with sendfile (0: default 16384, -1: never)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -101,6 +144,10 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 		cfg = merge(fileCfg, cfg)
 	}
 	cfg.Listen = append(cfg.Listen, listen...)
+	cfg.Advertise = append(cfg.Advertise, advertise...)
+	if leaseTTL != 0 {
+		cfg.LeaseTTL = Duration(leaseTTL)
+	}
 	for _, s := range shares {
 		sc, err := parseShare(s)
 		if err != nil {
@@ -138,6 +185,9 @@ func merge(file, flags *Config) *Config {
 	}{
 		{&out.Encryption, flags.Encryption}, {&out.LogLevel, flags.LogLevel},
 		{&out.ServerName, flags.ServerName}, {&out.Workgroup, flags.Workgroup},
+		{&out.Etcd, flags.Etcd}, {&out.EtcdCA, flags.EtcdCA}, {&out.EtcdCert, flags.EtcdCert},
+		{&out.EtcdKey, flags.EtcdKey}, {&out.Name, flags.Name}, {&out.JoinToken, flags.JoinToken},
+		{&out.JoinTokenFile, flags.JoinTokenFile}, {&out.SecretFile, flags.SecretFile},
 	} {
 		if p.v != "" {
 			*p.dst = p.v
@@ -211,6 +261,7 @@ func (c *Config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--encryption %q: want off, desired or required", c.Encryption))
 	}
+	errs = append(errs, c.validateCluster()...)
 	var lv slog.Level
 	if c.LogLevel != "" {
 		if err := lv.UnmarshalText([]byte(c.LogLevel)); err != nil {
@@ -230,4 +281,28 @@ func validShareName(n string) bool {
 		}
 	}
 	return true
+}
+
+// validateCluster checks the cluster flags: all or nothing.
+func (c *Config) validateCluster() []error {
+	if c.Etcd == "" {
+		if c.Name != "" || c.JoinToken != "" || c.JoinTokenFile != "" {
+			return []error{errors.New("--name and --join-token join a cluster: give --etcd ENDPOINTS too")}
+		}
+		return nil
+	}
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("--etcd needs --name NAME (the name smbctl node add admitted)"))
+	}
+	if (c.JoinToken == "") == (c.JoinTokenFile == "") {
+		errs = append(errs, errors.New("--etcd needs one of --join-token TOKEN and --join-token-file FILE"))
+	}
+	if c.SecretFile == "" {
+		errs = append(errs, errors.New("--etcd needs --secret-file FILE (the cluster secret the coordinator uses)"))
+	}
+	if c.LeaseTTL < 0 {
+		errs = append(errs, errors.New("--lease-ttl must be positive"))
+	}
+	return errs
 }
