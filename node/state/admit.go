@@ -45,7 +45,7 @@ func (t *Table) Admit(ctx context.Context, o *Open, req Request, onWait func()) 
 // descriptor for reading: such an open neither breaks caching nor is
 // refused for it.
 func isStat(access uint32) bool {
-	return access&^(accessReadAttr|accessWriteAttr|accessReadCtl|accessSync) == 0
+	return access&^(accessReadAttr|accessWriteAttr|accessSync) == 0
 }
 
 // tryAdmit admits o, or starts the breaks it needs and returns a channel
