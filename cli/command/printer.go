@@ -24,6 +24,13 @@ type printable interface {
 	table() table
 }
 
+// sectioned is a printable whose -o table rendering has several tables,
+// separated by blank lines (status: a summary, then the nodes).
+type sectioned interface {
+	printable
+	tables() []table
+}
+
 // printer writes values in the format chosen with -o.
 type printer struct {
 	w      io.Writer
@@ -51,16 +58,34 @@ func (p *printer) print(v printable) error {
 		_, err = p.w.Write(append(b, '\n'))
 		return err
 	}
-	t := v.table()
+	ts := []table{v.table()}
+	if s, ok := v.(sectioned); ok {
+		ts = s.tables()
+	}
 	var b strings.Builder
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		renderTable(&b, t)
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+// renderTable writes t's title and aligned rows; a table without a
+// header is a list of "Field:  value" lines.
+func renderTable(b *strings.Builder, t table) {
 	if t.title != "" {
 		b.WriteString(t.title + "\n")
 	}
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	for _, r := range append([][]string{t.header}, t.rows...) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	rows := t.rows
+	if t.header != nil {
+		rows = append([][]string{t.header}, rows...)
+	}
+	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
-	_, err := io.WriteString(p.w, b.String())
-	return err
 }
