@@ -103,13 +103,13 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		return &config{}, nil
 	}
 	if err != nil {
-		return nil, usagef("config file: %v", err)
+		return nil, setupf("config file: %v", err)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	c := &config{}
 	if err := dec.Decode(c); err != nil {
-		return nil, usagef("config file %s: %v", path, err)
+		return nil, setupf("config file %s: %v", path, err)
 	}
 	return c, nil
 }
@@ -147,7 +147,7 @@ func (f *connFlags) resolve(getenv func(string) string) (*settings, error) {
 	s.timeout = f.requestTimeout
 	if s.timeout == 0 && cfg.RequestTimeout != "" {
 		if s.timeout, err = time.ParseDuration(cfg.RequestTimeout); err != nil {
-			return nil, usagef("config file: request_timeout: %v", err)
+			return nil, setupf("config file: request_timeout: %v", err)
 		}
 	}
 	if s.timeout <= 0 {
@@ -190,11 +190,11 @@ func resolveToken(f *connFlags, getenv func(string) string, cfg *config) (string
 func readTokenFile(what, path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", usagef("%s: %v", what, err)
+		return "", setupf("%s: %v", what, err)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return "", usagef("%s: %s is empty", what, path)
+		return "", setupf("%s: %s is empty", what, path)
 	}
 	return tok, nil
 }
@@ -211,11 +211,11 @@ func transportCreds(endpoint string, insecureOn bool, ca, cert, key string) (cre
 	if ca != "" {
 		pem, err := os.ReadFile(ca)
 		if err != nil {
-			return nil, usagef("--ca: %v", err)
+			return nil, setupf("--ca: %v", err)
 		}
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, usagef("--ca: no PEM certificate in %s", ca)
+			return nil, setupf("--ca: no PEM certificate in %s", ca)
 		}
 	}
 	if (cert == "") != (key == "") {
@@ -224,7 +224,7 @@ func transportCreds(endpoint string, insecureOn bool, ca, cert, key string) (cre
 	if cert != "" {
 		pair, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
-			return nil, usagef("--cert/--key: %v", err)
+			return nil, setupf("--cert/--key: %v", err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}

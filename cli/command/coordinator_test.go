@@ -57,6 +57,9 @@ type coord struct {
 	l    *bufconn.Listener
 	vars map[string]string // smbctl's environment
 	out  strings.Builder   // the transcript
+	// dialer reaches the coordinator: c.dial; nil dials TCP for real.
+	dialer func(ctx context.Context, addr string) (net.Conn, error)
+	tmp    string // a directory for files, shown as $TMP in the transcript
 }
 
 func newCoord(t *testing.T) *coord {
@@ -69,7 +72,8 @@ func newCoord(t *testing.T) *coord {
 		t.Fatal(err)
 	}
 	c := &coord{t: t, l: bufconn.Listen(1 << 20),
-		vars: map[string]string{"SMBCTL_TOKEN": testToken, "SMBCTL_INSECURE": "1", "HOME": t.TempDir()}}
+		vars: map[string]string{"SMBCTL_TOKEN": testToken, "SMBCTL_INSECURE": "1", "HOME": t.TempDir()}, tmp: t.TempDir()}
+	c.dialer = c.dial
 	g := service.NewGRPCServer(service.Options{Store: store.New(etcd), Sealer: sealer, Token: testToken,
 		Version: "v0.0.0-test", Now: func() time.Time { return testNow }})
 	c.serve(g)
@@ -87,16 +91,19 @@ func (c *coord) dial(ctx context.Context, _ string) (net.Conn, error) { return c
 func (c *coord) smbctl(stdin string, args ...string) (code int, stdout, stderr string) {
 	var out, errb strings.Builder
 	e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return c.vars[k] },
-		stdin: strings.NewReader(stdin), dial: c.dial,
+		stdin: strings.NewReader(stdin), dial: c.dialer,
 		readSecret: func(string) (string, error) { return "", fmt.Errorf("no terminal in tests") }}
 	code = run(c.t.Context(), e, args)
-	fmt.Fprintf(&c.out, "$ smbctl %s\n", shellJoin(args))
+	fmt.Fprintf(&c.out, "$ smbctl %s\n", c.normalize(shellJoin(args)))
+	if stdin != "" {
+		c.out.WriteString("(stdin piped)\n")
+	}
 	fmt.Fprintf(&c.out, "exit %d\n", code)
 	if out.Len() > 0 {
-		c.out.WriteString(normalize(out.String()))
+		c.out.WriteString(c.normalize(out.String()))
 	}
 	if errb.Len() > 0 {
-		c.out.WriteString("stderr:\n" + normalize(errb.String()))
+		c.out.WriteString("stderr:\n" + c.normalize(errb.String()))
 	}
 	c.out.WriteString("\n")
 	return code, out.String(), errb.String()
@@ -138,8 +145,9 @@ var (
 )
 
 // normalize hides what differs between runs: join tokens (kept at their
-// length, so columns stay aligned) and etcd revisions.
-func normalize(s string) string {
+// length, so columns stay aligned), etcd revisions, the temporary directory.
+func (c *coord) normalize(s string) string {
+	s = strings.ReplaceAll(s, c.tmp, "$TMP")
 	s = joinTokenRE.ReplaceAllString(s, statev1.JoinTokenPrefix+strings.Repeat("X", 43))
 	return revisionRE.ReplaceAllString(s, "${1}REV")
 }

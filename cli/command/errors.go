@@ -31,6 +31,11 @@ func (c *call) failed(err error) int {
 	if errors.As(err, &ue) {
 		return usageError(c.e, c.name, ue.error)
 	}
+	var se setupErr
+	if errors.As(err, &se) {
+		fmt.Fprintf(c.e.stderr, "smbctl %s: %v\n", c.name, se.error)
+		return ExitUsage
+	}
 	var xe exitError
 	if errors.As(err, &xe) {
 		fmt.Fprintf(c.e.stderr, "smbctl %s: %s\n", c.name, xe.msg)

@@ -48,7 +48,7 @@ type env struct {
 	stderrTTY      bool // progress output is wanted
 
 	stdin      io.Reader
-	stdinTTY   bool                                 // passwords are prompted for without echo
+	stdinTTY   bool                                // passwords are prompted for without echo
 	readSecret func(prompt string) (string, error) // reads a line from the terminal without echo
 	// dial, if set, replaces the TCP dialer for the coordinator (tests).
 	dial func(ctx context.Context, addr string) (net.Conn, error)

@@ -29,6 +29,12 @@ type usageErr struct{ error }
 
 func usagef(format string, args ...any) error { return usageErr{fmt.Errorf(format, args...)} }
 
+// setupErr is a bad setting outside the command line (config file, token
+// or CA file): ExitUsage, without pointing at --help.
+type setupErr struct{ error }
+
+func setupf(format string, args ...any) error { return setupErr{fmt.Errorf(format, args...)} }
+
 // call is one verb's invocation.
 type call struct {
 	e    *env
@@ -84,7 +90,7 @@ func capitalize(s string) string {
 func verbUsage(n *noun, v *verb, fs *flag.FlagSet) string {
 	var b strings.Builder
 	name := strings.TrimSpace(n.name + " " + v.name)
-	fmt.Fprintf(&b, "Usage: smbctl %s [flags] %s\n\n%s.\n\nFlags:\n", name, v.args, capitalize(v.summary))
+	fmt.Fprintf(&b, "Usage: %s\n\n%s.\n\nFlags:\n", strings.TrimSpace("smbctl "+name+" [flags] "+v.args), capitalize(v.summary))
 	var lines []string
 	fs.VisitAll(func(f *flag.Flag) {
 		if connFlagNames[f.Name] {
