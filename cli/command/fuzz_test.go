@@ -1,6 +1,10 @@
 package command
 
 import (
+	"context"
+	"errors"
+	"net"
+	"strings"
 	"testing"
 
 	"github.com/smbcluster/smbcluster/cli/loadgen"
@@ -43,6 +47,36 @@ func FuzzBenchArgs(f *testing.F) {
 		}
 		if _, err := loadgen.ParseDialect(dialect); err != nil {
 			t.Fatal("job accepted a bad dialect")
+		}
+	})
+}
+
+// FuzzAdminArgs: no command line makes an admin command panic, and every
+// one ends with a documented exit code. The coordinator is unreachable
+// (every dial fails at once), so nothing leaves the process.
+func FuzzAdminArgs(f *testing.F) {
+	for _, s := range []string{"share add data /srv/data --read-only", "share set data --comment x --if-revision 3",
+		"node drain n1 --timeout 5m", "session close 0x42 --timeout -1s", "open close n1 0xffffffffffffffff",
+		"open ls --session 1e3", "user add alice --password x", "--endpoint [::1] --insecure status -o json",
+		"share add -- -x /y", "node add n1 --address ,,, -o", "completion fish", "status extra"} {
+		f.Add(s)
+	}
+	refuse := func(context.Context, string) (net.Conn, error) { return nil, errors.New("no network in fuzzing") }
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Fields(line)
+		if len(args) > 0 && args[0] == "bench" {
+			return // FuzzBenchArgs covers bench
+		}
+		var out, errb strings.Builder
+		e := &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" },
+			stdin: strings.NewReader(""), dial: refuse,
+			readSecret: func(string) (string, error) { return "", errors.New("no terminal") }}
+		code := run(context.Background(), e, args)
+		if code < ExitOK || code > ExitIncomplete {
+			t.Fatalf("%q: exit code %d", line, code)
+		}
+		if code != ExitOK && errb.Len() == 0 {
+			t.Fatalf("%q: exit %d without a message", line, code)
 		}
 	})
 }
