@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -15,6 +16,10 @@ import (
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 )
+
+// readBufferSize is the connection's read buffer: enough for a window of
+// small pipelined requests per read(2).
+const readBufferSize = 64 << 10
 
 // maxMessageSize bounds one NetBIOS frame: the largest WRITE we advertise
 // plus room for headers, compounds and the transform header.
@@ -36,6 +41,10 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	raw    syscall.RawConn // nil unless TCP: the zero-copy path needs it
+
+	// Owned by the read loop. Pipelined requests arrive in one read(2);
+	// a payload larger than the buffer is read straight into its own.
+	br *bufio.Reader
 
 	// Set by NEGOTIATE, which completes before any other request is
 	// accepted; read-only afterwards.
@@ -89,6 +98,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		ctx:     ctx,
 		cancel:  cancel,
 		raw:     rawConnOf(nc),
+		br:      bufio.NewReaderSize(nc, readBufferSize),
 		credits: newCreditWindow(s.cfg.MaxCredits),
 		pending: map[uint64]*pendingReq{},
 		async:   map[uint64]*pendingReq{},
@@ -155,7 +165,7 @@ func (c *conn) readLoop() (err error) {
 		if d := c.srv.cfg.IdleTimeout; d > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(d))
 		}
-		if _, err := io.ReadFull(c.nc, nb[:]); err != nil {
+		if _, err := io.ReadFull(c.br, nb[:]); err != nil {
 			return err
 		}
 		if nb[0] != 0 {
@@ -166,7 +176,7 @@ func (c *conn) readLoop() (err error) {
 			return fmt.Errorf("bad message length %d", n)
 		}
 		buf := getBuf(n)
-		if _, err := io.ReadFull(c.nc, *buf); err != nil {
+		if _, err := io.ReadFull(c.br, *buf); err != nil {
 			putBuf(buf)
 			return err
 		}
