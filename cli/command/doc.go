@@ -1,8 +1,16 @@
 // Package command implements smbctl's commands: one file per noun
-// (bench.go, version.go …), listed in the nouns table in main.go, each
-// printing through a Printer that renders -o table or -o json.
+// (node.go, share.go, user.go, session.go, open.go, status.go, bench.go,
+// version.go, completion.go), listed in the nouns table in main.go. Admin
+// nouns are tables of verbs (verb.go) that talk to the coordinator's
+// admin gRPC API (proto/smbcluster/admin/v1) through one connection whose
+// settings come from flags, then the environment, then the config file
+// (client.go); errors.go turns gRPC codes into messages that say what to
+// do and into exit codes. Every command prints through a printer that
+// renders -o table or -o json; the JSON field names are the stable
+// interface for scripts.
 //
 // Invariant: Main never exits the process and writes only to the writers
-// it is given; its return value is one of the Exit* codes, which scripts
-// may rely on.
+// it is given (and, to prompt for a password, the terminal); its return
+// value is one of the Exit* codes, which scripts may rely on. Nothing here
+// imports node/...: smbctl shares only proto/ with the servers.
 package command

@@ -77,8 +77,8 @@ type nodeAdded struct {
 }
 
 func (a nodeAdded) table() table {
-	return kv(fmt.Sprintf("Node %q admitted. Its join token is shown only once; start the node with\n"+
-		"  smbnode --name %s --join-token TOKEN --etcd ENDPOINTS\n", a.Node.Name, a.Node.Name),
+	return kv(fmt.Sprintf("Node %q admitted. Its join token is shown only once: save it in a file and start the node with\n"+
+		"  smbnode --etcd ENDPOINTS --name %s --join-token-file FILE\n", a.Node.Name, a.Node.Name),
 		"Name", a.Node.Name, "Addresses", strings.Join(a.Node.Addresses, ", "), "Join token", a.JoinToken)
 }
 
