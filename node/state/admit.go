@@ -75,7 +75,7 @@ func (t *Table) tryAdmit(o *Open, req Request, first bool) (<-chan struct{}, []*
 	var msgs []*breakMsg
 	if !isStat(o.Access) || req.Overwrite {
 		var wait <-chan struct{}
-		wait, msgs = t.breakFor(f, own, req.Overwrite, violation, first)
+		wait, msgs = t.breakFor(f, own, req.Overwrite, violation, first, o.Access)
 		if wait != nil {
 			return wait, msgs, Grant{}, nil
 		}
@@ -97,14 +97,18 @@ func (t *Table) tryAdmit(o *Open, req Request, first bool) (<-chan struct{}, []*
 // overwrite. It returns a channel to wait on if the open must wait for
 // an acknowledgment: for what it needs broken, or for a break already in
 // progress when it retries (first is false). The caller holds t.mu.
-func (t *Table) breakFor(f *file, own *holder, overwrite, violation, first bool) (<-chan struct{}, []*breakMsg) {
+func (t *Table) breakFor(f *file, own *holder, overwrite, violation, first bool, access uint32) (<-chan struct{}, []*breakMsg) {
 	mask := LeaseWrite
 	if violation {
 		mask = LeaseHandle
 	}
 	var wait <-chan struct{}
 	var msgs []*breakMsg
+	leaseStat := !overwrite && access&^(accessReadAttr|accessWriteAttr|accessReadCtl|accessSync) == 0
 	for _, h := range holders(f, own) {
+		if leaseStat && h.isLease {
+			continue // reading the security descriptor breaks an oplock, not a lease
+		}
 		cur, wasBreaking := h.state, h.breaking
 		to := cur &^ mask
 		if overwrite {

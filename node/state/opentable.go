@@ -28,6 +28,7 @@ const (
 	accessExecute   = 0x0020
 	accessReadAttr  = 0x0080
 	accessWriteAttr = 0x0100
+	accessReadCtl   = 0x00020000
 	accessSync      = 0x00100000
 	accessDelete    = 0x00010000
 
