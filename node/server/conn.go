@@ -194,18 +194,37 @@ func (c *conn) handleMessage(buf *[]byte) error {
 		defer putBuf(buf)
 		return c.serveSMB1(msg)
 	case smb2.TransformProtocolID:
-		plain, s, err := c.decrypt(msg)
-		putBuf(buf)
-		if err != nil {
-			return err
+		if len(msg) > inlineWriteMax {
+			// A large sealed message (a WRITE) is opened off the read
+			// loop, so that decryption of one connection's writes runs on
+			// every core.
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				if err := c.openAndDispatch(buf); err != nil {
+					c.srv.log.Info("dropping connection", "remote", c.remote, "err", err)
+					c.close()
+				}
+			}()
+			return nil
 		}
-		return c.dispatch(plain, s)
+		return c.openAndDispatch(buf)
 	case smb2.ProtocolID:
 		return c.dispatch(buf, nil)
 	default:
 		putBuf(buf)
 		return errors.New("unknown protocol id")
 	}
+}
+
+// openAndDispatch decrypts a transform message and dispatches its PDUs.
+func (c *conn) openAndDispatch(buf *[]byte) error {
+	plain, s, err := c.decrypt(*buf)
+	putBuf(buf)
+	if err != nil {
+		return err
+	}
+	return c.dispatch(plain, s)
 }
 
 // dispatch splits msg into its PDUs and serves them: a lone PDU in its own
@@ -246,7 +265,7 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
 		c.serveCancel(&hdrs[0])
 		return nil
 	}
-	if hdrs[0].Command == smb2.CmdNegotiate || len(pdus) == 1 && c.inline(&hdrs[0], len(*buf)) {
+	if hdrs[0].Command == smb2.CmdNegotiate || len(pdus) == 1 && c.inline(&hdrs[0], pdus[0], encSession != nil) {
 		// NEGOTIATE changes connection state everything else reads, and
 		// READs and small WRITEs never wait on anything but the disk:
 		// serving them in the reader saves a goroutine and a wake-up each.
@@ -277,13 +296,20 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
 // spread out).
 const inlineWriteMax = 64 << 10
 
-// inline reports whether a lone request is served in the read loop.
-func (c *conn) inline(h *smb2.Header, size int) bool {
+// inline reports whether a lone request is served in the read loop: a
+// plain READ (sendfile or one copy), or a READ or WRITE small enough that
+// signing or sealing its response costs less than a goroutine hand-off.
+// Large signed or sealed READs run in their own goroutine so that their
+// cryptography spreads over the cores.
+func (c *conn) inline(h *smb2.Header, pdu []byte, sealed bool) bool {
 	switch h.Command {
 	case smb2.CmdRead:
-		return true
+		if !sealed && h.Flags&smb2.FlagSigned == 0 {
+			return true
+		}
+		return len(pdu) >= smb2.HeaderSize+8 && binary.LittleEndian.Uint32(pdu[smb2.HeaderSize+4:]) <= inlineWriteMax
 	case smb2.CmdWrite:
-		return size <= inlineWriteMax
+		return len(pdu) <= inlineWriteMax
 	}
 	return false
 }
