@@ -1,6 +1,8 @@
 // Package state holds the per-file state that must be coherent between all
-// opens of a file: share modes, delete-pending, and oplocks (leases and
-// byte-range locks join it later).
+// opens of a file: share modes, delete-pending, oplocks and leases (one
+// lease per ClientGuid and LeaseKey, bound to one file, shared by that
+// client's opens with the key; an oplock is held as the lease state it
+// amounts to, so both break by the same rules).
 //
 // It is reached only through narrow interfaces (OpenTable) keyed by a
 // FileKey that is the same on every node sharing the filesystem, so that a
