@@ -80,6 +80,9 @@ func (o *open) lock(r *server.Request, lt *state.LockTable, els []smb2.LockEleme
 		}
 		locks[i] = state.Lock{Offset: e.Offset, Length: e.Length, Exclusive: e.Flags&smb2.LockFlagExclusive != 0}
 	}
+	// Taking a byte-range lock breaks the read caching (level II oplocks,
+	// R leases) of the file's other opens ([MS-FSA] 2.1.5.7).
+	o.d.table.BreakRead(o.so.Key, o.so)
 	if len(els) == 1 && els[0].Flags&smb2.LockFlagFailImmediately == 0 {
 		return o.lockWait(r, lt, locks[0])
 	}
