@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/cluster"
 	"github.com/smbcluster/smbcluster/node/ipc"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
@@ -61,10 +62,11 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	defer closeShares()
-	users := userDB{}
+	users := newUserDB()
 	for _, u := range cfg.Users {
-		users[strings.ToLower(u.Name)] = auth.NTHash(u.Password)
+		users.static[strings.ToLower(u.Name)] = auth.NTHash(u.Password)
 	}
+	control := &server.Control{}
 	srv := server.New(server.Config{
 		ServerName:      orDefault(cfg.ServerName, "SMBCLUSTER"),
 		Workgroup:       orDefault(cfg.Workgroup, "WORKGROUP"),
@@ -74,6 +76,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Encryption:      encryptionMode(cfg.Encryption),
 		Shares:          shares,
 		Logger:          log,
+		Control:         control,
 
 		ZeroCopyThreshold: zeroCopyThreshold(cfg.ZeroCopyThreshold),
 	})
@@ -96,9 +99,17 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		}
 		listeners = append(listeners, l)
 	}
-	errc := make(chan error, len(listeners))
+	errc := make(chan error, len(listeners)+1)
 	var wg sync.WaitGroup
+	agent, err := startAgent(ctx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users}, errc)
+	if err != nil {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return err
+	}
 	for _, l := range listeners {
+		l := gateListener{Listener: l, srv: srv}
 		log.Info("listening", "addr", l.Addr().String())
 		wg.Add(1)
 		go func() {
@@ -120,6 +131,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		log.Warn("shutdown incomplete", "err", err)
 	}
 	wg.Wait()
+	if agent != nil {
+		agent.Leave(sctx)
+	}
 	return runErr
 }
 
@@ -147,19 +161,16 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// userDB is the node's local user table: lower-case name → NT hash.
-type userDB map[string][16]byte
-
-func (u userDB) NTHash(user, domain string) ([16]byte, bool) {
-	h, ok := u[strings.ToLower(user)]
-	return h, ok
-}
-
 // shareTable implements server.Shares; it is safe for concurrent use so
 // that shares can later be added and removed while serving.
 type shareTable struct {
-	mu     sync.RWMutex
-	shares map[string]*server.Share // by lower-case name
+	// Immutable after openShares.
+	opens *state.Table
+	log   *slog.Logger
+
+	mu      sync.RWMutex
+	shares  map[string]*server.Share       // by lower-case name
+	closers map[*server.Share]func() error // the cluster's shares' directories
 }
 
 func (t *shareTable) Lookup(name string) (*server.Share, bool) {
@@ -181,13 +192,14 @@ func (t *shareTable) List() []*server.Share {
 
 // openShares opens every configured share and adds IPC$.
 func openShares(cfg *Config, log *slog.Logger) (*shareTable, func(), error) {
-	t := &shareTable{shares: map[string]*server.Share{}}
 	opens := state.NewTable() // one per node: shares over the same files share it
+	t := &shareTable{opens: opens, log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {
 			c()
 		}
+		t.releaseAll()
 	}
 	for _, sc := range cfg.Shares {
 		fsys, err := osfs.New(sc.Path)

@@ -1,0 +1,107 @@
+package cluster
+
+import (
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/smbcluster/smbcluster/node/server"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// offerState is what the agent knows of every node: admission records and
+// live records, by lower-case name. Owned by the agent's goroutine.
+type offerState struct {
+	nodes map[string]*statev1.NodeRecord
+	live  map[string]*statev1.NodeLiveRecord
+}
+
+func (o *offerState) init() {
+	o.nodes = map[string]*statev1.NodeRecord{}
+	o.live = map[string]*statev1.NodeLiveRecord{}
+}
+
+// reset replaces both tables.
+func (o *offerState) reset(nodes, live []*mvccpb.KeyValue) {
+	clear(o.nodes)
+	clear(o.live)
+	for _, kv := range nodes {
+		o.onNode(string(kv.Key), kv.Value)
+	}
+	for _, kv := range live {
+		o.onLive(string(kv.Key), kv.Value)
+	}
+}
+
+func (o *offerState) onNode(key string, value []byte) {
+	name := statev1.LastKeyPart(key)
+	rec := &statev1.NodeRecord{}
+	if value == nil || proto.Unmarshal(value, rec) != nil {
+		delete(o.nodes, name)
+		return
+	}
+	o.nodes[name] = rec
+}
+
+func (o *offerState) onLive(key string, value []byte) {
+	name := statev1.LastKeyPart(key)
+	rec := &statev1.NodeLiveRecord{}
+	if value == nil || proto.Unmarshal(value, rec) != nil {
+		delete(o.live, name)
+		return
+	}
+	o.live[name] = rec
+}
+
+// interfaces lists the addresses clients are offered: those of every live,
+// admitted, non-draining node, self first, then by name. Addresses that
+// are not IP literals (host names) are left out: the answer carries IPs.
+func (o *offerState) interfaces(self string) []server.Interface {
+	names := make([]string, 0, len(o.live))
+	for name := range o.live {
+		if rec := o.nodes[name]; rec != nil && !rec.Draining {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(x, y string) int {
+		switch {
+		case x == y:
+			return 0
+		case x == self:
+			return -1
+		case y == self:
+			return 1
+		}
+		return strings.Compare(x, y)
+	})
+	var out []server.Interface
+	seen := map[string]bool{}
+	for _, name := range names {
+		for _, addr := range o.live[name].Addresses {
+			ip := addrIP(addr)
+			if ip == nil || ip.IsUnspecified() || seen[ip.String()] {
+				continue
+			}
+			seen[ip.String()] = true
+			out = append(out, server.Interface{Index: uint32(len(out) + 1), IP: ip, LinkSpeed: 10_000_000_000, RSS: true})
+		}
+	}
+	return out
+}
+
+// addrIP returns the IP of "ip" or "ip:port", nil for a host name.
+func addrIP(addr string) net.IP {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	return net.ParseIP(addr)
+}
+
+// applyOffer sets what the server offers multichannel clients.
+func (a *Agent) applyOffer() {
+	if a.node.Control != nil {
+		a.node.Control.SetInterfaces(a.offer.interfaces(strings.ToLower(a.cfg.Name)))
+	}
+}

@@ -1,0 +1,226 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/server"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// maxTxnOps is the most operations in one etcd transaction (etcd's
+// default --max-txn-ops is 128).
+const maxTxnOps = 64
+
+// liveRefresh is how often, at most, the live record's session count is
+// refreshed.
+const liveRefresh = 2 * time.Second
+
+// pubState is what the node has published under its current lease.
+// Owned by the agent's goroutine.
+type pubState struct {
+	sessions map[uint64]bool   // SessionKey written
+	channels map[uint64]string // ChannelKey written, with its addresses joined
+	opens    map[uint64]bool   // OpenKey written
+	count    uint32            // SessionCount in the live record
+	liveAt   time.Time         // last live record write
+}
+
+func (p *pubState) init() { p.reset() }
+
+// reset forgets everything: after a new lease nothing is published.
+func (p *pubState) reset() {
+	p.sessions = map[uint64]bool{}
+	p.channels = map[uint64]string{}
+	p.opens = map[uint64]bool{}
+	p.count = 0
+	p.liveAt = time.Now()
+}
+
+// sweep publishes the changes to the node's sessions, channels and opens
+// since the last sweep, refreshes the live record's session count, and
+// retries shares that failed to apply.
+func (a *Agent) sweep(ctx context.Context) error {
+	if len(a.conf.failed) > 0 {
+		a.reconcileShares()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*dialTimeout)
+	defer cancel()
+	sessions := a.node.Server.Sessions()
+	var b batch
+	a.sessionOps(&b, sessions)
+	a.openOps(&b)
+	err := a.commit(ctx, &b)
+	if err == nil {
+		err = a.refreshLive(ctx, uint32(len(sessions)))
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return errLeaseLost
+	}
+	if err != nil {
+		a.log.Warn("publishing sessions and opens", "err", err)
+	}
+	return nil
+}
+
+// batch is a list of etcd operations and what to record once they commit.
+type batch struct {
+	ops   []clientv3.Op
+	after []func()
+}
+
+func (b *batch) add(op clientv3.Op, after func()) {
+	b.ops = append(b.ops, op)
+	b.after = append(b.after, after)
+}
+
+// commit runs b in transactions of at most maxTxnOps operations and
+// records each that succeeded.
+func (a *Agent) commit(ctx context.Context, b *batch) error {
+	for start := 0; start < len(b.ops); start += maxTxnOps {
+		end := min(start+maxTxnOps, len(b.ops))
+		if _, err := a.cli.Txn(ctx).Then(b.ops[start:end]...).Commit(); err != nil {
+			return err
+		}
+		for _, f := range b.after[start:end] {
+			f()
+		}
+	}
+	return nil
+}
+
+// sessionOps adds the writes and deletes of session and channel records.
+func (a *Agent) sessionOps(b *batch, sessions []*server.Session) {
+	name := a.cfg.Name
+	now := map[uint64]bool{}
+	for _, ss := range sessions {
+		id := ss.ID
+		now[id] = true
+		if !a.pub.sessions[id] {
+			v, err := proto.Marshal(a.sessionRecord(ss))
+			if err != nil {
+				continue
+			}
+			b.add(clientv3.OpPut(statev1.SessionKey(id), string(v), clientv3.WithLease(a.lease)),
+				func() { a.pub.sessions[id] = true })
+		}
+		addrs := ss.ChannelAddrs()
+		slices.Sort(addrs)
+		joined := strings.Join(addrs, ",")
+		if old, ok := a.pub.channels[id]; !ok || old != joined {
+			v, _ := proto.Marshal(&statev1.ChannelRecord{
+				SessionId: id, Node: name, ClientAddresses: addrs, BindTime: timestamppb.New(ss.CreatedAt),
+			})
+			b.add(clientv3.OpPut(statev1.ChannelKey(name, id), string(v), clientv3.WithLease(a.lease)),
+				func() { a.pub.channels[id] = joined })
+		}
+	}
+	for id := range a.pub.sessions {
+		if !now[id] {
+			b.add(clientv3.OpDelete(statev1.SessionKey(id)), func() { delete(a.pub.sessions, id) })
+		}
+	}
+	for id := range a.pub.channels {
+		if !now[id] {
+			b.add(clientv3.OpDelete(statev1.ChannelKey(name, id)), func() { delete(a.pub.channels, id) })
+		}
+	}
+}
+
+// sessionRecord describes ss for other nodes, its key sealed.
+func (a *Agent) sessionRecord(ss *server.Session) *statev1.SessionRecord {
+	r := ss.Record()
+	rec := &statev1.SessionRecord{
+		SessionId: r.ID, Node: a.cfg.Name, NodeEpoch: a.epoch, User: r.User, Domain: r.Domain,
+		ClientGuid: r.ClientGUID[:], Dialect: uint32(r.Dialect), CipherId: uint32(r.Cipher),
+		SigningAlgorithmId: uint32(r.SigningAlg), SigningRequired: r.SigningRequired, EncryptData: r.EncryptData,
+		CreateTime: timestamppb.New(r.CreatedAt), IsGuest: ss.Guest, IsAnonymous: ss.Anonymous,
+	}
+	if addrs := ss.ChannelAddrs(); len(addrs) > 0 {
+		rec.ClientAddress = addrs[0]
+	}
+	if len(r.SessionKey) > 0 {
+		rec.SessionKey = a.cfg.Sealer.Seal(r.SessionKey, statev1.SessionKey(r.ID))
+	}
+	return rec
+}
+
+// openOps adds the writes and deletes of open records. Durable opens are
+// written without the lease: they outlive the node's membership.
+func (a *Agent) openOps(b *batch) {
+	name := a.cfg.Name
+	now := map[uint64]bool{}
+	for _, o := range a.node.Server.Opens() {
+		id := o.ID
+		now[id] = true
+		if a.pub.opens[id] {
+			continue
+		}
+		v, err := proto.Marshal(&statev1.OpenRecord{
+			PersistentFileId: id, VolatileFileId: id, Node: name, SessionId: o.SessionID,
+			User: o.User, Share: o.Share, Path: o.Path, DesiredAccess: o.Access,
+			Durable: o.Durable, OpenTime: timestamppb.New(o.Created),
+		})
+		if err != nil {
+			continue
+		}
+		var opts []clientv3.OpOption
+		if !o.Durable {
+			opts = append(opts, clientv3.WithLease(a.lease))
+		}
+		b.add(clientv3.OpPut(statev1.OpenKey(name, id), string(v), opts...), func() { a.pub.opens[id] = true })
+	}
+	for id := range a.pub.opens {
+		if !now[id] {
+			b.add(clientv3.OpDelete(statev1.OpenKey(name, id)), func() { delete(a.pub.opens, id) })
+		}
+	}
+}
+
+// refreshLive rewrites the live record when the session count changed,
+// at most every liveRefresh.
+func (a *Agent) refreshLive(ctx context.Context, count uint32) error {
+	if count == a.pub.count || time.Since(a.pub.liveAt) < liveRefresh {
+		return nil
+	}
+	v, err := proto.Marshal(a.liveRecord(a.rec, a.epoch, a.lease, count))
+	if err != nil {
+		return err
+	}
+	if _, err := a.cli.Put(ctx, statev1.NodeLiveKey(a.cfg.Name), string(v), clientv3.WithLease(a.lease)); err != nil {
+		return fmt.Errorf("live record: %w", err)
+	}
+	a.pub.count, a.pub.liveAt = count, time.Now()
+	return nil
+}
+
+// onClose acts on a close request: a session this node holds a channel
+// of, or an open of this node, is closed, and a sweep deletes its records.
+func (a *Agent) onClose(key string) {
+	switch {
+	case strings.HasPrefix(key, statev1.CloseSessionsPrefix):
+		id, err := statev1.ParseIDKeyPart(strings.TrimPrefix(key, statev1.CloseSessionsPrefix))
+		if err == nil && a.node.Server.CloseSession(id) {
+			a.log.Info("session closed on request", "session_id", fmt.Sprintf("%#x", id))
+			a.Kick()
+		}
+	case strings.HasPrefix(key, statev1.CloseOpensPrefix):
+		node, fid, _ := strings.Cut(strings.TrimPrefix(key, statev1.CloseOpensPrefix), "/")
+		if node != strings.ToLower(a.cfg.Name) {
+			return
+		}
+		id, err := statev1.ParseIDKeyPart(fid)
+		if err == nil && a.node.Server.CloseOpen(id) {
+			a.log.Info("open closed on request", "file_id", fmt.Sprintf("%#x", id))
+			a.Kick()
+		}
+	}
+}

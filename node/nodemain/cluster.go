@@ -1,0 +1,240 @@
+package nodemain
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/cluster"
+	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/share"
+	"github.com/smbcluster/smbcluster/node/vfs/osfs"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+)
+
+// Version is the node's build version, published to the cluster (set at
+// build time with -ldflags "-X .../nodemain.Version=...").
+var Version = "dev"
+
+// startAgent joins the cluster when cfg asks for it and runs the agent in
+// the background; the agent's fatal error (the node was removed) goes to
+// errc. It returns nil, nil without --etcd.
+func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, errc chan<- error) (*cluster.Agent, error) {
+	if cfg.Etcd == "" {
+		return nil, nil
+	}
+	ccfg, err := clusterConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	a, err := cluster.New(ccfg, node)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Join(ctx); err != nil {
+		a.Leave(context.Background())
+		return nil, err
+	}
+	go func() {
+		if err := a.Run(ctx); err != nil {
+			errc <- err
+		}
+	}()
+	return a, nil
+}
+
+// clusterConfig reads the files the cluster flags name.
+func clusterConfig(cfg *Config, log *slog.Logger) (cluster.Config, error) {
+	token := cfg.JoinToken
+	if cfg.JoinTokenFile != "" {
+		b, err := os.ReadFile(cfg.JoinTokenFile)
+		if err != nil {
+			return cluster.Config{}, fmt.Errorf("join token: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	secret, err := statev1.LoadSecretFile(cfg.SecretFile)
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	sealer, err := statev1.NewSealer(secret)
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	tlsCfg, err := etcdTLS(cfg)
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	return cluster.Config{
+		Endpoints: strings.Split(cfg.Etcd, ","), TLS: tlsCfg,
+		Name: cfg.Name, JoinToken: token, Sealer: sealer,
+		Advertise: cfg.Advertise, Version: Version,
+		LeaseTTL: time.Duration(cfg.LeaseTTL), Logger: log,
+	}, nil
+}
+
+// etcdTLS is the TLS configuration for etcd, nil for plaintext.
+func etcdTLS(cfg *Config) (*tls.Config, error) {
+	if cfg.EtcdCA == "" && cfg.EtcdCert == "" {
+		return nil, nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.EtcdCA != "" {
+		pem, err := os.ReadFile(cfg.EtcdCA)
+		if err != nil {
+			return nil, fmt.Errorf("--etcd-ca: %w", err)
+		}
+		t.RootCAs = x509.NewCertPool()
+		if !t.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--etcd-ca %s: no PEM certificates", cfg.EtcdCA)
+		}
+	}
+	if cfg.EtcdCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.EtcdCert, cfg.EtcdKey)
+		if err != nil {
+			return nil, fmt.Errorf("--etcd-cert: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
+}
+
+// gateListener closes new connections while the server takes no new
+// work (the node lost its cluster lease).
+type gateListener struct {
+	net.Listener
+	srv *server.Server
+}
+
+func (g gateListener) Accept() (net.Conn, error) {
+	for {
+		c, err := g.Listener.Accept()
+		if err != nil || g.srv.AcceptsConnections() {
+			return c, err
+		}
+		c.Close()
+	}
+}
+
+// userDB is the node's user table: lower-case name → NT hash. Users from
+// the cluster take precedence over those from flags. Safe for concurrent
+// use: the cluster agent changes it while sessions authenticate.
+type userDB struct {
+	mu      sync.RWMutex
+	static  map[string][16]byte // from --user; set before serving
+	cluster map[string][16]byte
+}
+
+func newUserDB() *userDB {
+	return &userDB{static: map[string][16]byte{}, cluster: map[string][16]byte{}}
+}
+
+func (u *userDB) NTHash(user, domain string) ([16]byte, bool) {
+	name := strings.ToLower(user)
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	if h, ok := u.cluster[name]; ok {
+		return h, true
+	}
+	h, ok := u.static[name]
+	return h, ok
+}
+
+// SetUser adds or changes a cluster user.
+func (u *userDB) SetUser(name string, h [16]byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.cluster[strings.ToLower(name)] = h
+}
+
+// DeleteUser removes a cluster user.
+func (u *userDB) DeleteUser(name string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.cluster, strings.ToLower(name))
+}
+
+// Put serves a share from the cluster (cluster.Shares). A share whose path
+// and read-only mode are unchanged keeps its backend, so its trees go on.
+func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Share, error) {
+	key := strings.ToLower(rec.Name)
+	if key == "ipc$" {
+		return nil, errors.New("IPC$ is built in")
+	}
+	t.mu.RLock()
+	old := t.shares[key]
+	t.mu.RUnlock()
+	sh := &server.Share{
+		Name: rec.Name, Comment: rec.Comment, Path: rec.Path, ReadOnly: rec.ReadOnly,
+		Encrypt: rec.EncryptData || encryptAll,
+	}
+	reuse := old != nil && old.Path == rec.Path && old.ReadOnly == rec.ReadOnly && !old.Pipe
+	if reuse {
+		sh.Backend = old.Backend
+	} else {
+		fsys, err := osfs.New(rec.Path)
+		if err != nil {
+			return nil, err
+		}
+		disk := share.NewDisk(rec.Name, fsys, rec.ReadOnly, t.log)
+		disk.SetOpenTable(t.opens)
+		sh.Backend = disk
+		t.mu.Lock()
+		t.closers[sh] = fsys.Close
+		t.mu.Unlock()
+	}
+	t.mu.Lock()
+	t.shares[key] = sh
+	if reuse {
+		t.closers[sh] = t.closers[old]
+		delete(t.closers, old)
+	}
+	t.mu.Unlock()
+	if reuse {
+		return nil, nil
+	}
+	return old, nil
+}
+
+// Delete stops serving share name (cluster.Shares).
+func (t *shareTable) Delete(name string) (*server.Share, bool) {
+	key := strings.ToLower(name)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sh, ok := t.shares[key]
+	if !ok || sh.Pipe {
+		return nil, false
+	}
+	delete(t.shares, key)
+	return sh, true
+}
+
+// Release closes the directory of a share no longer served.
+func (t *shareTable) Release(sh *server.Share) {
+	t.mu.Lock()
+	c := t.closers[sh]
+	delete(t.closers, sh)
+	t.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// releaseAll closes the cluster shares' directories at shutdown.
+func (t *shareTable) releaseAll() {
+	t.mu.Lock()
+	cs := t.closers
+	t.closers = map[*server.Share]func() error{}
+	t.mu.Unlock()
+	for _, c := range cs {
+		c()
+	}
+}
