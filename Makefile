@@ -52,11 +52,13 @@ lint: vet
 	@unformatted=$$(find . -name '*.go' ! -name '*.pb.go' ! -path './.git/*' -print0 | xargs -0 gofmt -l); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
-# Placeholder until the local cluster exists: one node, one demo share.
+# A local cluster on loopback in one process: embedded etcd (run/etcd),
+# the coordinator (127.0.0.1:7445, development mode), three nodes on
+# 127.0.0.1-3 (port 445 as root, else 4450), a demo share (run/demo) and
+# user demo/demo. Ctrl-C stops it. See deploy/localcluster.
 run: build
-	mkdir -p run/demo
-	@echo "connect with: smbclient //127.0.0.1/demo -p $(lastword $(subst :, ,$(DEMO_ADDR))) -U demo%demo"
-	bin/smbnode --listen $(DEMO_ADDR) --share demo=$(CURDIR)/run/demo --user demo:demo
+	$(GO) build -o bin/localcluster ./deploy/localcluster
+	bin/localcluster --dir $(CURDIR)/run
 
 # smbctl bench against our node and a private Samba on loopback, paired
 # runs; results in bench/results/latest.md (see bench/README.md).

@@ -1,0 +1,260 @@
+// Command localcluster is what `make run` starts: a whole smbcluster on
+// loopback in one process — an embedded etcd (data under DIR/etcd), the
+// coordinator in its loopback development mode, and three nodes on
+// 127.0.0.1, 127.0.0.2 and 127.0.0.3 — with a demo share (DIR/demo) and a
+// demo user (demo, password demo). Ctrl-C stops it all.
+//
+//	localcluster [--dir ./run] [--port 445|4450] [--coordinator 127.0.0.1:7445] [--nodes 3]
+//
+// The SMB port is 445 when run as root, 4450 otherwise (an unprivileged
+// process cannot bind ports below 1024).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/smbcluster/smbcluster/coordinator/service"
+	"github.com/smbcluster/smbcluster/coordinator/store"
+	"github.com/smbcluster/smbcluster/node/nodemain"
+	adminv1 "github.com/smbcluster/smbcluster/proto/smbcluster/admin/v1"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// ReadyLine is printed on stdout once the cluster serves (tests wait for it).
+const ReadyLine = "local cluster ready"
+
+type options struct {
+	dir, coord, logLevel string
+	port, nodes          int
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o := options{}
+	flag.StringVar(&o.dir, "dir", "run", "`DIR` for etcd's data, the cluster secret, tokens and the demo share")
+	flag.IntVar(&o.port, "port", defaultPort(), "SMB `PORT` of every node (445 as root, else 4450)")
+	flag.StringVar(&o.coord, "coordinator", "127.0.0.1:7445", "coordinator `ADDR` (loopback)")
+	flag.IntVar(&o.nodes, "nodes", 3, "number of nodes, on 127.0.0.1, 127.0.0.2, ...")
+	flag.StringVar(&o.logLevel, "log-level", "warn", "nodes' log `LEVEL`")
+	flag.Parse()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "localcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func defaultPort() int {
+	if os.Geteuid() == 0 {
+		return 445
+	}
+	return 4450
+}
+
+func run(ctx context.Context, o options, stdout io.Writer) error {
+	if o.nodes < 1 || o.nodes > 254 {
+		return fmt.Errorf("--nodes %d: want 1 to 254", o.nodes)
+	}
+	dir, err := filepath.Abs(o.dir)
+	if err != nil {
+		return err
+	}
+	demo := filepath.Join(dir, "demo")
+	if err := os.MkdirAll(demo, 0o755); err != nil {
+		return err
+	}
+	secretFile := filepath.Join(dir, "secret")
+	sealer, err := loadSecret(secretFile)
+	if err != nil {
+		return err
+	}
+	endpoints, stopEtcd, err := store.StartEmbedded(filepath.Join(dir, "etcd"))
+	if err != nil {
+		return err
+	}
+	defer stopEtcd()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	stopCoord, err := startCoordinator(o.coord, cli, sealer)
+	if err != nil {
+		return err
+	}
+	defer stopCoord()
+	admin, err := grpc.NewClient(o.coord, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	nodes, err := setUp(ctx, admin, o, dir, demo)
+	if err != nil {
+		return err
+	}
+	return serveNodes(ctx, o, nodes, endpoints, secretFile, stdout)
+}
+
+// loadSecret reads the cluster secret, creating it on first start.
+func loadSecret(path string) (*statev1.Sealer, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(path, statev1.GenerateSecret(), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	secret, err := statev1.LoadSecretFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return statev1.NewSealer(secret)
+}
+
+// startCoordinator serves the admin API without TLS or token on a
+// loopback address, as smbcoord --dev-loopback-insecure does.
+func startCoordinator(addr string, cli *clientv3.Client, sealer *statev1.Sealer) (func(), error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	if tcp, ok := l.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		l.Close()
+		return nil, fmt.Errorf("coordinator %s: not a loopback address", addr)
+	}
+	g := service.NewGRPCServer(service.Options{Store: store.New(cli), Sealer: sealer, Version: nodemain.Version})
+	go g.Serve(l)
+	return g.Stop, nil
+}
+
+// node is one node to start.
+type node struct {
+	name, addr, token string
+}
+
+// setUp admits the nodes (again, for fresh join tokens), and creates the
+// demo share and user if they do not exist.
+func setUp(ctx context.Context, conn *grpc.ClientConn, o options, dir, demo string) ([]node, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	nc := adminv1.NewNodeServiceClient(conn)
+	var nodes []node
+	for i := 1; i <= o.nodes; i++ {
+		n := node{name: "node" + strconv.Itoa(i), addr: net.JoinHostPort("127.0.0."+strconv.Itoa(i), strconv.Itoa(o.port))}
+		_, err := nc.RemoveNode(ctx, &adminv1.RemoveNodeRequest{Name: n.name, Force: true})
+		if err != nil && status.Code(err) != codes.NotFound {
+			return nil, fmt.Errorf("node %s: %w", n.name, err)
+		}
+		resp, err := nc.AddNode(ctx, &adminv1.AddNodeRequest{Name: n.name, Addresses: []string{n.addr}})
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.name, err)
+		}
+		n.token = resp.JoinToken
+		nodes = append(nodes, n)
+	}
+	_, err := adminv1.NewShareServiceClient(conn).CreateShare(ctx, &adminv1.CreateShareRequest{
+		Share: &adminv1.Share{Name: "demo", Path: demo, Comment: "smbcluster demo share"}})
+	if err != nil && status.Code(err) != codes.AlreadyExists {
+		return nil, fmt.Errorf("demo share: %w", err)
+	}
+	uc := adminv1.NewUserServiceClient(conn)
+	_, err = uc.CreateUser(ctx, &adminv1.CreateUserRequest{Name: "demo", Password: "demo"})
+	if status.Code(err) == codes.AlreadyExists {
+		_, err = uc.SetPassword(ctx, &adminv1.SetPasswordRequest{Name: "demo", Password: "demo"})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("demo user: %w", err)
+	}
+	return nodes, nil
+}
+
+// serveNodes runs the nodes in this process until ctx ends.
+func serveNodes(ctx context.Context, o options, nodes []node, endpoints []string, secretFile string, stdout io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	exits := make(chan int, len(nodes))
+	for _, n := range nodes {
+		args := []string{
+			"--listen", n.addr, "--etcd", endpoints[0], "--name", n.name, "--join-token", n.token,
+			"--secret-file", secretFile, "--log-level", o.logLevel, "--lease-ttl", "3s",
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			exits <- nodemain.Run(ctx, args)
+		}()
+	}
+	ready := waitListening(ctx, nodes)
+	if ready == nil {
+		printHelp(stdout, o, nodes, endpoints)
+	}
+	select {
+	case <-ctx.Done():
+	case c := <-exits:
+		slog.Error("a node stopped", "exit", c)
+	}
+	cancel()
+	wg.Wait()
+	if ready != nil && ctx.Err() == nil {
+		return ready
+	}
+	return nil
+}
+
+// waitListening waits until every node accepts connections.
+func waitListening(ctx context.Context, nodes []node) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for _, n := range nodes {
+		for {
+			c, err := net.DialTimeout("tcp", n.addr, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if ctx.Err() != nil || time.Now().After(deadline) {
+				return fmt.Errorf("node %s on %s: %v", n.name, n.addr, err)
+			}
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		}
+	}
+	return nil
+}
+
+func printHelp(w io.Writer, o options, nodes []node, endpoints []string) {
+	port := ""
+	if o.port != 445 {
+		port = " -p " + strconv.Itoa(o.port)
+	}
+	fmt.Fprintf(w, "%s: etcd %s, coordinator %s\n", ReadyLine, endpoints[0], o.coord)
+	for _, n := range nodes {
+		fmt.Fprintf(w, "  %s  smb://%s\n", n.name, n.addr)
+	}
+	host, _, _ := net.SplitHostPort(nodes[0].addr)
+	fmt.Fprintf(w, "\nConnect (any node serves the demo share):\n")
+	fmt.Fprintf(w, "  smbclient //%s/demo%s -U demo%%demo -c 'ls'\n", host, port)
+	fmt.Fprintf(w, "Manage:\n")
+	fmt.Fprintf(w, "  bin/smbctl --endpoint %s node ls\n", o.coord)
+	fmt.Fprintf(w, "  bin/smbctl --endpoint %s share add NAME PATH\n", o.coord)
+	fmt.Fprintf(w, "Ctrl-C stops the cluster; its state stays under %s.\n", o.dir)
+}
