@@ -85,8 +85,11 @@ func (s *Server) reattach(o *Open, r *Request) {
 // replayDurable answers a replayed CREATE (SMB2_FLAGS_REPLAY_OPERATION)
 // with a DH2Q whose CreateGuid names an open of the same client and
 // session: the open is returned again, not created twice ([MS-SMB2]
-// 3.3.5.9.10). It returns nil when the CREATE is to be served normally.
-func (c *conn) replayDurable(r *Request, d *durableCtx) Response {
+// 3.3.5.9.10). With an oplock, the response carries the level the replay
+// asks for, and the DH2Q answer only if that level could be durable; the
+// open itself keeps what it holds (smbtorture smb2.replay.replay-dhv2-oplock2).
+// It returns nil when the CREATE is to be served normally.
+func (c *conn) replayDurable(r *Request, req *smb2.CreateRequest, d *durableCtx) Response {
 	if !d.v2 || r.Header.Flags&smb2.FlagReplayOperation == 0 {
 		return nil
 	}
@@ -102,8 +105,25 @@ func (c *conn) replayDurable(r *Request, d *durableCtx) Response {
 		return nil
 	}
 	resp := *o.dur.resp
+	if resp.OplockLevel != smb2.OplockLevelLease && req.RequestedOplockLevel != smb2.OplockLevelLease {
+		resp.OplockLevel = min(req.RequestedOplockLevel, resp.OplockLevel)
+		if resp.OplockLevel != smb2.OplockLevelBatch {
+			resp.Contexts = withoutContext(resp.Contexts, smb2.CreateCtxDurableHandleRequestV2)
+		}
+	}
 	r.Open = o
 	return &resp
+}
+
+// withoutContext returns cs without the contexts named name.
+func withoutContext(cs []smb2.CreateContext, name string) []smb2.CreateContext {
+	var out []smb2.CreateContext
+	for _, c := range cs {
+		if c.Name != name {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // closeAppInstance closes the opens a CREATE with a DH2Q and an

@@ -43,7 +43,7 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 	if dc.reconnect() {
 		return c.reconnectDurable(r, &req, &dc)
 	}
-	if resp := c.replayDurable(r, &dc); resp != nil {
+	if resp := c.replayDurable(r, &req, &dc); resp != nil {
 		return resp, nil
 	}
 	c.srv.closeAppInstance(r, &req, &dc)
