@@ -59,6 +59,9 @@ func (o *open) Lock(r *server.Request, req *smb2.LockRequest) error {
 // connection, as the server advertises SMB2_GLOBAL_CAP_MULTI_CHANNEL
 // there. Durable and resilient opens of 2.1 join when they exist.
 func lockSequenceChecked(r *server.Request) bool {
+	if r.Open != nil && r.Open.Durable() {
+		return true // durable opens of 2.1 too ([MS-SMB2] 3.3.5.14)
+	}
 	return r.Session != nil && r.Session.Dialect >= smb2.Dialect300 && r.Session.Dialect != smb2.DialectWildcard
 }
 
