@@ -1,0 +1,279 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/smbcluster/smbcluster/integration/framework"
+	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+)
+
+// clusterDeadline bounds waits for a change to reach the nodes.
+const clusterDeadline = 30 * time.Second
+
+// TestCluster is the admin plane's acceptance test: embedded etcd, the
+// coordinator and two nodes, driven with smbctl and checked with smbclient
+// and a Go SMB client.
+func TestCluster(t *testing.T) {
+	framework.RequireTool(t, "smbclient")
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 2})
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	// The share outlives the subtests, which all use it.
+	dataDir := t.TempDir()
+	c.MustSMBCtl(t, "share", "add", "data", dataDir, "--comment", "cluster data")
+
+	t.Run("ShareOnEveryNode", func(t *testing.T) {
+		c.MustSMBCtl(t, "user", "add", "erin", "--password", "Erin-Pass-1")
+		local := t.TempDir()
+		os.WriteFile(filepath.Join(local, "hello.txt"), []byte("hello from node1\n"), 0o644)
+		erin := func(n *framework.ClusterNode) framework.SMBClient {
+			return framework.SMBClient{Node: n.Node, User: "erin", Password: "Erin-Pass-1"}
+		}
+		framework.WaitFor(t, clusterDeadline, "share data on node1", func() bool {
+			return erin(n1).Script(t, local, "data", "put hello.txt").ExitCode == 0
+		})
+		var r framework.Result
+		framework.WaitFor(t, clusterDeadline, "share data on node2", func() bool {
+			r = erin(n2).Script(t, local, "data", "get hello.txt copy.txt")
+			return r.ExitCode == 0
+		})
+		if b, err := os.ReadFile(filepath.Join(local, "copy.txt")); err != nil || string(b) != "hello from node1\n" {
+			t.Errorf("file read through node2: %q %v\n%s", b, err, r)
+		}
+		for _, n := range c.Nodes {
+			if l := erin(n).List(t); l.ExitCode != 0 || !strings.Contains(l.Stdout, "data") {
+				t.Errorf("smbclient -L on %s does not list share data:\n%s", n.Name, l)
+			}
+		}
+	})
+
+	t.Run("UserRemovedEndsSessions", func(t *testing.T) {
+		c.MustSMBCtl(t, "user", "add", "frank", "--password", "Frank-Pass-1")
+		frank := framework.SMBClient{Node: n2.Node, User: "frank", Password: "Frank-Pass-1"}
+		var r framework.Result
+		framework.WaitFor(t, clusterDeadline, "frank logs in", func() bool {
+			r = frank.Script(t, "", "data", "ls")
+			return r.ExitCode == 0
+		})
+		live := servertest.Connect(t, n2.Addr, "frank", "Frank-Pass-1", "data", smb2.Dialect311)
+		c.MustSMBCtl(t, "user", "rm", "frank")
+		framework.WaitFor(t, clusterDeadline, "frank's live session to end", func() bool {
+			_, err := live.TreeConnect("data")
+			return err == smb2.StatusUserSessionDeleted || err == smb2.StatusNetworkSessionExpired
+		})
+		if r := frank.Script(t, "", "data", "ls"); r.ExitCode == 0 || !strings.Contains(r.Output(), "LOGON_FAILURE") {
+			t.Errorf("login of a removed user:\n%s", r)
+		}
+	})
+
+	t.Run("DrainStopsOffering", func(t *testing.T) {
+		c.MustSMBCtl(t, "user", "add", "gina", "--password", "Gina-Pass-1")
+		var s *servertest.Conn
+		framework.WaitFor(t, clusterDeadline, "gina logs in", func() bool {
+			s = dialSession(t, n1.Addr, "gina", "Gina-Pass-1")
+			return s != nil
+		})
+		framework.WaitFor(t, clusterDeadline, "both nodes offered", func() bool {
+			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1", "127.0.0.2"})
+		})
+		c.MustSMBCtl(t, "node", "drain", "node2")
+		framework.WaitFor(t, clusterDeadline, "node2 no longer offered", func() bool {
+			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1"})
+		})
+		gina := framework.SMBClient{Node: n2.Node, User: "gina", Password: "Gina-Pass-1"}
+		if r := gina.Script(t, "", "data", "ls"); r.ExitCode == 0 || !strings.Contains(r.Output(), "REQUEST_NOT_ACCEPTED") {
+			t.Errorf("new session on a draining node:\n%s", r)
+		}
+		if _, draining := c.NodeState(t, "node2"); !draining {
+			t.Error("node ls does not show node2 draining")
+		}
+		c.MustSMBCtl(t, "node", "resume", "node2")
+		framework.WaitFor(t, clusterDeadline, "node2 offered again", func() bool {
+			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1", "127.0.0.2"})
+		})
+	})
+
+	t.Run("AdminAuthAndInput", func(t *testing.T) {
+		if r := c.SMBCtlNoToken(t, "node", "ls"); r.ExitCode != 5 {
+			t.Errorf("no token: exit %d, want 5 (unauthenticated)\n%s", r.ExitCode, r)
+		}
+		if r := c.SMBCtlNoToken(t, "--token", "wrong-token-0123456789", "node", "ls"); r.ExitCode != 5 {
+			t.Errorf("wrong token: exit %d, want 5 (unauthenticated)\n%s", r.ExitCode, r)
+		}
+		for _, args := range [][]string{
+			{"share", "add", "bad/name", t.TempDir()},
+			{"share", "add", "rel", "relative/path"},
+			{"node", "add", "Bad_Name"},
+			{"user", "add", "bad\\user", "--password", "x"},
+		} {
+			if r := c.SMBCtl(t, args...); r.ExitCode != 2 {
+				t.Errorf("smbctl %v: exit %d, want 2 (invalid argument)\n%s", args, r.ExitCode, r)
+			}
+		}
+	})
+
+	t.Run("NotAdmittedRefused", func(t *testing.T) {
+		tok := filepath.Join(t.TempDir(), "token")
+		os.WriteFile(tok, []byte("smbjoin1_not-a-real-token"), 0o600)
+		r := runNode(t, c, "stranger", "127.0.0.3:"+strconv.Itoa(c.Port), "--join-token-file", tok)
+		if r.ExitCode == 0 || !strings.Contains(r.Output(), "node stranger is not admitted: run smbctl node add stranger") {
+			t.Errorf("a node never admitted:\n%s", r)
+		}
+		r = runNode(t, c, "node1", "127.0.0.3:"+strconv.Itoa(c.Port), "--join-token-file", tok)
+		if r.ExitCode == 0 || !strings.Contains(r.Output(), "join token does not match") {
+			t.Errorf("a node with another's token:\n%s", r)
+		}
+	})
+
+	t.Run("KilledNodeShowsDown", func(t *testing.T) {
+		if st, _ := c.NodeState(t, "node2"); st != "up" {
+			t.Fatalf("node2 is %q before the kill", st)
+		}
+		n2.Kill(t)
+		// The lease TTL bounds how long a dead node shows up; the
+		// deadline leaves room for etcd's lease expiry checks.
+		framework.WaitFor(t, 5*c.LeaseTTL+10*time.Second, "node2 shown down", func() bool {
+			st, _ := c.NodeState(t, "node2")
+			return st == "down"
+		})
+		if st, _ := c.NodeState(t, "node1"); st != "up" {
+			t.Errorf("node1 is %q", st)
+		}
+	})
+}
+
+// runNode runs smbnode as a cluster node expected to refuse to start.
+func runNode(t *testing.T, c *framework.Cluster, name, addr string, extra ...string) framework.Result {
+	t.Helper()
+	args := append([]string{"--listen", addr, "--etcd", strings.Join(c.Endpoints, ","), "--name", name,
+		"--secret-file", filepath.Join(filepath.Dir(c.TokenFile), "secret")}, extra...)
+	return framework.Run(t, "", framework.BuildNode(t), args...)
+}
+
+// dialSession opens a session of user on addr, nil if the logon fails.
+func dialSession(t *testing.T, addr, user, password string) *servertest.Conn {
+	t.Helper()
+	s := servertest.Dial(t, addr)
+	if err := s.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SessionSetup(user, password); err != nil {
+		s.Close()
+		return nil
+	}
+	if _, err := s.TreeConnect("IPC$"); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// offeredIPs returns what FSCTL_QUERY_NETWORK_INTERFACE_INFO offers.
+func offeredIPs(t *testing.T, s *servertest.Conn) []string {
+	t.Helper()
+	out, err := s.Ioctl(smb2.FsctlQueryNetworkInterfaceInfo, smb2.AnyFileID, nil, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifs, err := fscc.DecodeNetworkInterfaces(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, i := range ifs {
+		ips = append(ips, i.IP.String())
+	}
+	return ips
+}
+
+// TestMakeRun runs what `make run` runs (deploy/localcluster) on a fresh
+// directory, connects to its demo share on every node with smbclient, and
+// stops it with Ctrl-C (SIGINT).
+func TestMakeRun(t *testing.T) {
+	framework.RequireTool(t, "smbclient")
+	root, err := framework.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "localcluster")
+	build := exec.Command("go", "build", "-o", bin, "./deploy/localcluster")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./deploy/localcluster: %v\n%s", err, out)
+	}
+	port := framework.CommonFreePort(t, 3)
+	coord := framework.FreeAddr(t, "127.0.0.1")
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "--dir", dir, "--port", strconv.Itoa(port), "--coordinator", coord)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		var all strings.Builder
+		for sc.Scan() {
+			all.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "Ctrl-C stops the cluster") {
+				ready <- all.String()
+			}
+		}
+		io.Copy(io.Discard, stdout)
+		exited <- cmd.Wait()
+	}()
+	var banner string
+	select {
+	case banner = <-ready:
+	case err := <-exited:
+		t.Fatalf("localcluster exited before it was ready: %v\n%s", err, stderr.String())
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("localcluster not ready\n%s", stderr.String())
+	}
+	if !strings.Contains(banner, "smbclient //127.0.0.1/demo -p "+strconv.Itoa(port)+" -U demo%demo") {
+		t.Errorf("the banner does not say how to connect:\n%s", banner)
+	}
+	for i := 1; i <= 3; i++ {
+		host := "127.0.0." + strconv.Itoa(i)
+		n := &framework.Node{Host: host, Port: port, Addr: net.JoinHostPort(host, strconv.Itoa(port))}
+		r := framework.SMBClient{Node: n, User: "demo", Password: "demo"}.Script(t, "", "demo", "ls")
+		if r.ExitCode != 0 {
+			t.Errorf("demo share on %s:\n%s", host, r)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("localcluster after Ctrl-C: %v\n%s", err, stderr.String())
+		}
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		t.Fatal("localcluster did not stop on Ctrl-C")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "demo")); err != nil {
+		t.Errorf("demo share directory: %v", err)
+	}
+}

@@ -1,0 +1,346 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/smbcluster/smbcluster/coordinator/service"
+	"github.com/smbcluster/smbcluster/coordinator/store"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ClusterOptions configures NewCluster.
+type ClusterOptions struct {
+	// Nodes is the number of nodes, on 127.0.0.1, 127.0.0.2, ... (default 2).
+	Nodes int
+	// LeaseTTL is the nodes' etcd lease TTL (default 2s): a killed node
+	// shows down within it.
+	LeaseTTL time.Duration
+}
+
+// Cluster is an embedded etcd, a coordinator (in this process, plaintext
+// on loopback with a bearer token) and smbnode processes that joined it,
+// all on the same SMB port of their own loopback address.
+type Cluster struct {
+	Endpoints []string // etcd
+	CoordAddr string
+	Token     string
+	TokenFile string
+	Port      int // every node's SMB port
+	Nodes     []*ClusterNode
+	LeaseTTL  time.Duration
+
+	dir        string
+	secretFile string
+}
+
+// ClusterNode is one smbnode of a Cluster.
+type ClusterNode struct {
+	*Node
+	Name   string
+	killed bool
+}
+
+// NewCluster starts a cluster of opts.Nodes nodes and waits until every
+// node listens. Everything stops when the test ends.
+func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
+	t.Helper()
+	if opts.Nodes == 0 {
+		opts.Nodes = 2
+	}
+	if opts.LeaseTTL == 0 {
+		opts.LeaseTTL = 2 * time.Second
+	}
+	c := &Cluster{dir: t.TempDir(), LeaseTTL: opts.LeaseTTL, Token: "test-token-" + strconv.Itoa(os.Getpid()) + "-0123456789"}
+	c.secretFile = filepath.Join(c.dir, "secret")
+	c.TokenFile = filepath.Join(c.dir, "token")
+	writeFile(t, c.secretFile, string(statev1.GenerateSecret()))
+	writeFile(t, c.TokenFile, c.Token)
+	c.startEtcdAndCoordinator(t)
+	c.Port = CommonFreePort(t, opts.Nodes)
+	for i := 1; i <= opts.Nodes; i++ {
+		c.Nodes = append(c.Nodes, c.StartNode(t, "node"+strconv.Itoa(i), "127.0.0."+strconv.Itoa(i)))
+	}
+	return c
+}
+
+func writeFile(t testing.TB, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startEtcdAndCoordinator starts the embedded etcd and the coordinator.
+func (c *Cluster) startEtcdAndCoordinator(t testing.TB) {
+	t.Helper()
+	eps, stopEtcd, err := store.StartEmbedded(filepath.Join(c.dir, "etcd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopEtcd)
+	c.Endpoints = eps
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	secret, err := statev1.LoadSecretFile(c.secretFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := statev1.NewSealer(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.CoordAddr = l.Addr().String()
+	g := service.NewGRPCServer(service.Options{Store: store.New(cli), Sealer: sealer, Token: c.Token, Version: "test"})
+	go g.Serve(l)
+	t.Cleanup(g.Stop)
+}
+
+// CommonFreePort finds a port free on 127.0.0.1 ... 127.0.0.n, so that
+// nodes on those addresses share one SMB port.
+func CommonFreePort(t testing.TB, n int) int {
+	t.Helper()
+	for attempt := 0; attempt < 50; attempt++ {
+		_, p, _ := net.SplitHostPort(FreeAddr(t, "127.0.0.1"))
+		ok := true
+		for i := 2; i <= n && ok; i++ {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0."+strconv.Itoa(i), p))
+			if err != nil {
+				ok = false
+				continue
+			}
+			l.Close()
+		}
+		if ok {
+			port, _ := strconv.Atoi(p)
+			return port
+		}
+	}
+	t.Fatal("no port free on every node address")
+	return 0
+}
+
+// StartNode admits node name at host:c.Port with smbctl and starts it.
+func (c *Cluster) StartNode(t testing.TB, name, host string) *ClusterNode {
+	t.Helper()
+	addr := net.JoinHostPort(host, strconv.Itoa(c.Port))
+	var added struct {
+		JoinToken string `json:"join_token"`
+	}
+	c.SMBCtlJSON(t, &added, "node", "add", name, "--address", addr)
+	tokenFile := filepath.Join(c.dir, name+".join-token")
+	writeFile(t, tokenFile, added.JoinToken)
+	return c.LaunchNode(t, name, addr, "--join-token-file", tokenFile)
+}
+
+// LaunchNode starts bin/smbnode as cluster node name on addr with extra
+// arguments, and waits until it listens.
+func (c *Cluster) LaunchNode(t testing.TB, name, addr string, extra ...string) *ClusterNode {
+	t.Helper()
+	level := os.Getenv(EnvLogLevel)
+	if level == "" {
+		level = "info"
+	}
+	args := append([]string{"--listen", addr, "--log-level", level, "--etcd", strings.Join(c.Endpoints, ","),
+		"--name", name, "--secret-file", c.secretFile, "--lease-ttl", c.LeaseTTL.String()}, extra...)
+	n := &ClusterNode{Node: newNode("smbnode", Options{Addr: addr}), Name: name}
+	n.cmd = exec.Command(BuildNode(t), args...)
+	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node %s (%s) log:\n%s", name, addr, n.out.String())
+		}
+	})
+	if err := n.cmd.Start(); err != nil {
+		t.Fatalf("start smbnode: %v", err)
+	}
+	go func() {
+		n.err = n.cmd.Wait()
+		close(n.exited)
+	}()
+	t.Cleanup(func() { n.shutdown(t) })
+	if err := n.waitListening(StartDeadline); err != nil {
+		t.Fatalf("node %s on %s: %v", name, addr, err)
+	}
+	return n
+}
+
+// Exited is closed when the node's process has exited; ExitErr is its
+// status then.
+func (n *ClusterNode) Exited() <-chan struct{} { return n.exited }
+func (n *ClusterNode) ExitErr() error          { return n.err }
+
+// Kill kills the node's process with SIGKILL (no chance to leave the
+// cluster) and waits for it to exit.
+func (n *ClusterNode) Kill(t testing.TB) {
+	t.Helper()
+	n.killed = true
+	n.cmd.Process.Kill()
+	<-n.exited
+}
+
+// shutdown stops a node that is still running with SIGTERM and checks
+// that it exits cleanly without a panic in its log.
+func (n *ClusterNode) shutdown(t testing.TB) {
+	if n.killed {
+		return
+	}
+	select {
+	case <-n.exited:
+		return // the test looked at its exit
+	default:
+	}
+	n.cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(StopDeadline)
+	defer timer.Stop()
+	select {
+	case <-n.exited:
+	case <-timer.C:
+		n.cmd.Process.Kill()
+		<-n.exited
+		t.Errorf("node %s did not exit within %v of SIGTERM", n.Name, StopDeadline)
+		return
+	}
+	if n.err != nil {
+		t.Errorf("node %s: exit after SIGTERM: %v", n.Name, n.err)
+	}
+	if loc := panicRE.FindStringIndex(n.out.String()); loc != nil {
+		t.Errorf("node %s logged a panic at byte %d", n.Name, loc[0])
+	}
+}
+
+// ctlBuild builds smbctl once per test binary.
+var ctlBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// BuildSMBCtl builds ./cli once and returns the binary's path.
+func BuildSMBCtl(t testing.TB) string {
+	t.Helper()
+	ctlBuild.once.Do(func() {
+		// make test builds bin/smbctl next to the SMBNODE_BIN it names.
+		if nb := os.Getenv(EnvNodeBinary); nb != "" {
+			if bin := filepath.Join(filepath.Dir(nb), "smbctl"); fileExists(bin) {
+				ctlBuild.bin = bin
+				return
+			}
+		}
+		root, err := ModuleRoot()
+		if err != nil {
+			ctlBuild.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "smbctl-build-")
+		if err != nil {
+			ctlBuild.err = err
+			return
+		}
+		bin := filepath.Join(dir, "smbctl")
+		cmd := exec.Command("go", "build", "-o", bin, "./cli")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			ctlBuild.err = fmt.Errorf("go build ./cli: %v\n%s", err, out)
+			return
+		}
+		ctlBuild.bin = bin
+	})
+	if ctlBuild.err != nil {
+		t.Fatal(ctlBuild.err)
+	}
+	return ctlBuild.bin
+}
+
+// SMBCtl runs smbctl against the cluster's coordinator with its token.
+func (c *Cluster) SMBCtl(t testing.TB, args ...string) Result {
+	t.Helper()
+	conn := []string{"--endpoint", c.CoordAddr, "--insecure", "--token-file", c.TokenFile}
+	return Run(t, "", BuildSMBCtl(t), append(conn, args...)...)
+}
+
+// SMBCtlNoToken runs smbctl with the given connection flags only.
+func (c *Cluster) SMBCtlNoToken(t testing.TB, args ...string) Result {
+	t.Helper()
+	return Run(t, "", BuildSMBCtl(t), append([]string{"--endpoint", c.CoordAddr, "--insecure"}, args...)...)
+}
+
+// MustSMBCtl runs smbctl and fails the test unless it exits 0.
+func (c *Cluster) MustSMBCtl(t testing.TB, args ...string) Result {
+	t.Helper()
+	r := c.SMBCtl(t, args...)
+	if r.ExitCode != 0 {
+		t.Fatalf("smbctl failed:\n%s", r)
+	}
+	return r
+}
+
+// SMBCtlJSON runs smbctl with -o json and decodes its output into v.
+func (c *Cluster) SMBCtlJSON(t testing.TB, v any, args ...string) {
+	t.Helper()
+	r := c.MustSMBCtl(t, append(args, "-o", "json")...)
+	if err := json.NewDecoder(bytes.NewReader([]byte(r.Stdout))).Decode(v); err != nil {
+		t.Fatalf("%s: output is not JSON: %v\n%s", r.Cmd, err, r.Stdout)
+	}
+}
+
+// NodeState returns node name's state as `smbctl node ls` reports it
+// ("admitted", "up", "down") and whether it is draining.
+func (c *Cluster) NodeState(t testing.TB, name string) (string, bool) {
+	t.Helper()
+	var nodes []struct {
+		Name     string `json:"name"`
+		State    string `json:"state"`
+		Draining bool   `json:"draining"`
+	}
+	c.SMBCtlJSON(t, &nodes, "node", "ls")
+	for _, n := range nodes {
+		if n.Name == name {
+			return n.State, n.Draining
+		}
+	}
+	return "", false
+}
+
+// WaitFor polls cond every few milliseconds until it holds, failing the
+// test after deadline.
+func WaitFor(t testing.TB, deadline time.Duration, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not within %v", what, deadline)
+		case <-tick.C:
+		}
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
