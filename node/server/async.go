@@ -27,6 +27,7 @@ func (r *Request) GoAsync() bool {
 	if p := c.pending[r.Header.MessageID]; p != nil {
 		p.asyncID = id
 		c.async[id] = p
+		p.settle() // order.go
 	}
 	c.mu.Unlock()
 	r.asyncID = id

@@ -71,6 +71,7 @@ type conn struct {
 	pending   map[uint64]*pendingReq // by message id
 	async     map[uint64]*pendingReq // by async id
 	nextAsync uint64
+	arrivals  uint64 // requests handed to goroutines (order.go)
 	closing   bool
 	wg        sync.WaitGroup // request goroutines
 }
@@ -79,6 +80,11 @@ type conn struct {
 type pendingReq struct {
 	cancel  context.CancelFunc
 	asyncID uint64
+	// Arrival order (order.go); under conn.mu.
+	seq       uint64        // 0 for a request served in the read loop
+	settled   bool          // holds its open, went async or finished
+	settledCh chan struct{} // closed when settled, made by a waiting CLOSE
+	cancelled bool          // a CANCEL came before the request started
 }
 
 // frame is one NetBIOS message to send: its parts are written with one writev.
@@ -272,6 +278,7 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
 		defer putBuf(buf)
 		return c.serveCompound(pdus, hdrs, encSession)
 	}
+	c.arrive(hdrs) // order.go: before the next frame, so CANCEL and CLOSE see it
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

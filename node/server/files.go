@@ -27,6 +27,9 @@ func (r *Request) resolveOpen(fid smb2.FileID) error {
 		return smb2.StatusFileClosed
 	}
 	r.Open, r.openHeld = o, true
+	if !r.settleLate {
+		r.conn.settle(r.Header.MessageID) // order.go: a CLOSE after it may go on
+	}
 	return nil
 }
 
@@ -66,6 +69,7 @@ func (c *conn) serveClose(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
+	c.awaitEarlier(r.Ctx, r.Header.MessageID) // order.go
 	if err := r.resolveOpen(req.FileID); err != nil {
 		return nil, err
 	}
@@ -281,6 +285,14 @@ func (c *conn) serveChangeNotify(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
+	if req.OutputBufferLength > c.srv.cfg.MaxTransact || c.dialect == smb2.Dialect202 && req.OutputBufferLength > 65536 {
+		return nil, smb2.StatusInvalidParameter // larger than MaxTransactSize
+	}
+	// order.go: requests on one handle queue in arrival order, so a
+	// CHANGE_NOTIFY waits for earlier ones to queue or finish, and settles
+	// only once it has queued (GoAsync) or answered.
+	c.awaitEarlier(r.Ctx, r.Header.MessageID)
+	r.settleLate = true
 	if err := r.resolveOpen(req.FileID); err != nil {
 		return nil, err
 	}

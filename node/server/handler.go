@@ -41,6 +41,7 @@ type Request struct {
 	bindSigner signingKey       // signs the response of a SESSION_SETUP with the key that verified it
 	encrypted  bool             // the request came in a TRANSFORM message
 	openHeld   bool             // the request holds a reference on Open
+	settleLate bool             // settled by GoAsync or the answer, not by resolveOpen (order.go)
 	last       bool             // the last (or only) PDU of its message: may go async
 	asyncID    uint64           // set by GoAsync
 	single     bool             // the message is one plaintext PDU (zero-copy eligible)

@@ -272,34 +272,6 @@ func (s *Session) tree(id uint32) *Tree {
 	return s.trees[id]
 }
 
-func (c *conn) trackPending(mid uint64, cancel context.CancelFunc) {
-	c.mu.Lock()
-	c.pending[mid] = &pendingReq{cancel: cancel}
-	c.mu.Unlock()
-}
-
-func (c *conn) untrackPending(mid uint64) {
-	c.mu.Lock()
-	delete(c.pending, mid)
-	c.mu.Unlock()
-}
-
-// serveCancel cancels the request a CANCEL names ([MS-SMB2] 3.3.5.16). It
-// has no response.
-func (c *conn) serveCancel(h *smb2.Header) {
-	c.mu.Lock()
-	var p *pendingReq
-	if h.IsAsync() {
-		p = c.async[h.AsyncID]
-	} else {
-		p = c.pending[h.MessageID]
-	}
-	c.mu.Unlock()
-	if p != nil {
-		p.cancel()
-	}
-}
-
 // releaseBody frees the buffers a response body holds.
 func releaseBody(b Response) {
 	switch p := b.(type) {

@@ -42,11 +42,21 @@ func parseName(n string) (parsedName, error) {
 			return parsedName{}, smb2.StatusObjectNameInvalid
 		}
 	}
-	parts := strings.Split(n, `\`)
-	for _, c := range parts {
+	var parts []string
+	for _, c := range strings.Split(n, `\`) {
+		if c == ".." {
+			// ".." goes up lexically, never above the share root
+			// (smbtorture smb2.notify.tree, smb2.mkdir).
+			if len(parts) == 0 {
+				return parsedName{}, smb2.StatusObjectPathSyntaxBad
+			}
+			parts = parts[:len(parts)-1]
+			continue
+		}
 		if err := checkComponent(c); err != nil {
 			return parsedName{}, err
 		}
+		parts = append(parts, c)
 	}
 	p.name = strings.Join(parts, "/")
 	return p, nil

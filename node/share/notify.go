@@ -11,14 +11,22 @@ import (
 	"github.com/smbcluster/smbcluster/node/smb2/utf16le"
 )
 
+// CHANGE_NOTIFY ([MS-SMB2] 3.3.5.19, [MS-FSA] 2.1.5.10). The first
+// CHANGE_NOTIFY on a directory open fixes its watch: the completion
+// filter, WATCH_TREE and the size of the buffer that holds changes
+// between requests (its OutputBufferLength), as Windows does; later
+// requests only collect. A change completes the oldest waiting request at
+// once; with none waiting it is buffered, and when the buffer would
+// exceed its size the watch overflows and the next request answers
+// STATUS_NOTIFY_ENUM_DIR.
+
 // FILE_NOTIFY_INFORMATION actions ([MS-FSCC] 2.7.1).
 const (
-	actionAdded       = 1
-	actionRemoved     = 2
-	actionModified    = 3
-	actionRenamedOld  = 4
-	actionRenamedNew  = 5
-	maxPendingChanges = 1024 // beyond this a watcher reports STATUS_NOTIFY_ENUM_DIR
+	actionAdded      = 1
+	actionRemoved    = 2
+	actionModified   = 3
+	actionRenamedOld = 4
+	actionRenamedNew = 5
 )
 
 // change is one change of a name in a watched directory.
@@ -27,17 +35,32 @@ type change struct {
 	name   string // relative to the watched directory, slash-separated
 }
 
-// watcher collects the changes below one directory open between
-// CHANGE_NOTIFY requests, as Windows buffers them on the handle.
+// entrySize is the change's FILE_NOTIFY_INFORMATION size, padded to 4.
+func (c change) entrySize() int {
+	return (12 + utf16le.Len(c.name) + 3) &^ 3
+}
+
+// notifyResult completes a waiting CHANGE_NOTIFY.
+type notifyResult struct {
+	changes  []change
+	overflow bool
+	err      error // STATUS_DELETE_PENDING: the directory is being deleted
+}
+
+// watcher is the watch of one directory open.
 type watcher struct {
-	dir    string
-	tree   bool
-	filter uint32
+	dir        string
+	filter     uint32 // changes of the directory's own entries
+	treeFilter uint32 // changes deeper down: the filter with WATCH_TREE, else 0
+	max        int    // buffer size from the first request
 
 	mu       sync.Mutex
 	changes  []change
+	size     int // encoded size of changes
 	overflow bool
-	signal   chan struct{} // receives a value when changes arrive
+	waiters  []chan notifyResult // oldest first; each has room for one result
+	closed   bool
+	deleting bool // a delete is pending on the directory
 }
 
 // notifier routes the share's changes to its watchers.
@@ -62,6 +85,9 @@ func (n *notifier) remove(w *watcher) {
 	delete(n.watchers, w)
 	n.n.Store(int32(len(n.watchers)))
 	n.mu.Unlock()
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
 }
 
 // post reports a change of the file at share-relative name to every
@@ -77,14 +103,14 @@ func (n *notifier) post(action uint32, name string, filter uint32) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for w := range n.watchers {
-		if w.filter&filter == 0 {
-			continue
-		}
 		var rel string
 		switch {
 		case dir == w.dir:
+			if w.filter&filter == 0 {
+				continue
+			}
 			rel = path.Base(name)
-		case w.tree && (w.dir == "" || strings.HasPrefix(name, w.dir+"/")):
+		case w.treeFilter&filter != 0 && (w.dir == "" || strings.HasPrefix(name, w.dir+"/")):
 			rel = strings.TrimPrefix(name, w.dir+"/")
 		default:
 			continue
@@ -93,27 +119,103 @@ func (n *notifier) post(action uint32, name string, filter uint32) {
 	}
 }
 
-func (w *watcher) add(c change) {
-	w.mu.Lock()
-	if len(w.changes) >= maxPendingChanges {
-		w.overflow = true
+// postRename reports a rename as Windows does: old and new names within
+// one directory, removed and added across directories, and for a file a
+// change of its attributes and creation time under the new name.
+func (n *notifier) postRename(old, new string, isDir bool) {
+	f := nameFilter(isDir)
+	if parentOf(old) == parentOf(new) {
+		n.post(actionRenamedOld, old, f)
+		n.post(actionRenamedNew, new, f)
 	} else {
-		w.changes = append(w.changes, c)
+		n.post(actionRemoved, old, f)
+		n.post(actionAdded, new, f)
 	}
-	w.mu.Unlock()
-	select {
-	case w.signal <- struct{}{}:
-	default:
+	if !isDir {
+		n.post(actionModified, new, smb2.FileNotifyChangeAttributes|smb2.FileNotifyChangeCreation)
 	}
 }
 
-// take returns and clears the buffered changes.
-func (w *watcher) take() ([]change, bool) {
+// deletePending ends the waits on the directory name, which another open
+// has set to be deleted: they, and later requests, complete with
+// STATUS_DELETE_PENDING (smbtorture smb2.notify.rmdir1-4).
+func (n *notifier) deletePending(name string) {
+	if n.n.Load() == 0 {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for w := range n.watchers {
+		if w.dir != name {
+			continue
+		}
+		w.mu.Lock()
+		w.deleting = true
+		for _, ch := range w.waiters {
+			ch <- notifyResult{err: smb2.StatusDeletePending}
+		}
+		w.waiters = nil
+		w.mu.Unlock()
+	}
+}
+
+// add delivers c to the oldest waiting request, or buffers it.
+func (w *watcher) add(c change) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c, o := w.changes, w.overflow
-	w.changes, w.overflow = nil, false
-	return c, o
+	if w.closed {
+		return
+	}
+	if len(w.waiters) > 0 {
+		ch := w.waiters[0]
+		w.waiters = w.waiters[1:]
+		ch <- notifyResult{changes: []change{c}}
+		return
+	}
+	if w.overflow {
+		return
+	}
+	if n := len(w.changes); n > 0 && c.action == actionModified && w.changes[n-1] == c {
+		return // one MODIFIED for a run of writes
+	}
+	if w.size+c.entrySize() > w.max {
+		w.changes, w.size, w.overflow = nil, 0, true
+		return
+	}
+	w.changes = append(w.changes, c)
+	w.size += c.entrySize()
+}
+
+// wait returns the buffered changes, or, with none, a channel that
+// receives the next one; the request is queued behind earlier ones.
+func (w *watcher) wait() (notifyResult, chan notifyResult) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deleting {
+		return notifyResult{err: smb2.StatusDeletePending}, nil
+	}
+	if w.overflow || len(w.changes) > 0 {
+		res := notifyResult{changes: w.changes, overflow: w.overflow}
+		w.changes, w.size, w.overflow = nil, 0, false
+		return res, nil
+	}
+	ch := make(chan notifyResult, 1)
+	w.waiters = append(w.waiters, ch)
+	return notifyResult{}, ch
+}
+
+// leave takes a cancelled request out of the queue; it reports false if a
+// change was already delivered to it.
+func (w *watcher) leave(ch chan notifyResult) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, c := range w.waiters {
+		if c == ch {
+			w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // ChangeNotify handles SMB2 CHANGE_NOTIFY ([MS-SMB2] 3.3.5.19): it answers
@@ -128,22 +230,30 @@ func (o *open) ChangeNotify(r *server.Request, req *smb2.ChangeNotifyRequest) (s
 		return nil, err
 	}
 	w := o.watcherFor(req)
-	for {
-		if changes, overflow := w.take(); overflow || len(changes) > 0 {
-			return notifyResponse(changes, overflow, req.OutputBufferLength)
-		}
-		if !r.GoAsync() && r.Interior() {
-			// Windows fails a wait inside a compound ([MS-SMB2] 3.3.5.19 <footnote>).
+	res, ch := w.wait()
+	if ch == nil {
+		return notifyResponse(res, req.OutputBufferLength)
+	}
+	if !r.GoAsync() && r.Interior() {
+		// Windows fails a wait inside a compound ([MS-SMB2] 3.3.5.19 <footnote>).
+		if w.leave(ch) {
 			return nil, smb2.StatusInternalError
 		}
-		select {
-		case <-w.signal:
-		case <-r.Ctx.Done():
+		return notifyResponse(<-ch, req.OutputBufferLength)
+	}
+	select {
+	case res = <-ch:
+		return notifyResponse(res, req.OutputBufferLength)
+	case <-r.Ctx.Done():
+		if w.leave(ch) {
 			return nil, smb2.StatusCancelled
-		case <-r.Open.Closing():
+		}
+	case <-r.Open.Closing():
+		if w.leave(ch) {
 			return nil, smb2.StatusNotifyCleanup
 		}
 	}
+	return notifyResponse(<-ch, req.OutputBufferLength) // delivered meanwhile
 }
 
 // watcherFor returns the open's watcher, made by its first CHANGE_NOTIFY.
@@ -151,11 +261,12 @@ func (o *open) watcherFor(req *smb2.ChangeNotifyRequest) *watcher {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.watch == nil {
-		o.watch = &watcher{
-			dir: o.name, tree: req.Flags&smb2.WatchTree != 0, filter: req.CompletionFilter,
-			signal: make(chan struct{}, 1),
+		w := &watcher{dir: o.name, filter: req.CompletionFilter, max: int(req.OutputBufferLength)}
+		if req.Flags&smb2.WatchTree != 0 {
+			w.treeFilter = req.CompletionFilter
 		}
-		o.d.notify.add(o.watch)
+		o.watch = w
+		o.d.notify.add(w)
 	}
 	return o.watch
 }
@@ -163,10 +274,23 @@ func (o *open) watcherFor(req *smb2.ChangeNotifyRequest) *watcher {
 // notifyResponse encodes FILE_NOTIFY_INFORMATION entries ([MS-FSCC]
 // 2.7.1); when they do not fit, the client is told to re-read the
 // directory (STATUS_NOTIFY_ENUM_DIR).
-func notifyResponse(changes []change, overflow bool, max uint32) (server.Response, error) {
-	if overflow {
+func notifyResponse(res notifyResult, max uint32) (server.Response, error) {
+	if res.err != nil {
+		return nil, res.err
+	}
+	if res.overflow {
 		return nil, smb2.StatusNotifyEnumDir
 	}
+	b := encodeChanges(res.changes)
+	if uint32(len(b)) > max {
+		return nil, smb2.StatusNotifyEnumDir
+	}
+	return &smb2.ChangeNotifyResponse{Buffer: b}, nil
+}
+
+// encodeChanges lays out FILE_NOTIFY_INFORMATION entries, each aligned
+// to 4 bytes, the last with NextEntryOffset 0.
+func encodeChanges(changes []change) []byte {
 	var b []byte
 	last := -1
 	for _, c := range changes {
@@ -183,12 +307,37 @@ func notifyResponse(changes []change, overflow bool, max uint32) (server.Respons
 		le32(b[last+8:], uint32(utf16le.Len(name)))
 		b = utf16le.Append(b, name)
 	}
-	if uint32(len(b)) > max {
-		return nil, smb2.StatusNotifyEnumDir
-	}
-	return &smb2.ChangeNotifyResponse{Buffer: b}, nil
+	return b
 }
 
 func le32(b []byte, v uint32) {
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
+
+// basicFilter is the CHANGE_NOTIFY filter of a FILE_BASIC_INFORMATION
+// change: the attributes and each time set.
+func basicFilter(attrs bool, creation, access, write, change bool) uint32 {
+	var f uint32
+	if attrs {
+		f |= smb2.FileNotifyChangeAttributes
+	}
+	if creation {
+		f |= smb2.FileNotifyChangeCreation
+	}
+	if access {
+		f |= smb2.FileNotifyChangeLastAccess
+	}
+	if write || change {
+		f |= smb2.FileNotifyChangeLastWrite
+	}
+	return f
+}
+
+// postModified reports a change of the open's file (or stream) that the
+// filter bits describe.
+func (o *open) postModified(filter uint32) {
+	if filter == 0 || o.d.notify.n.Load() == 0 {
+		return
+	}
+	o.d.notify.post(actionModified, o.currentName(), filter)
 }

@@ -96,6 +96,9 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	if del && o.so != nil {
 		o.d.table.SetDeletePending(o.so.Key, true)
 		o.d.table.BreakHandle(nil, o.so.Key, o.so, nil) // others' cached handles keep the file
+		if o.isDir {
+			o.d.notify.deletePending(name) // notify.go: waits on it end
+		}
 	}
 	o.releaseLocks() // byte-range locks go with the open ([MS-FSA] 2.1.5.4)
 	last, pending := o.release()

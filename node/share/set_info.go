@@ -146,7 +146,11 @@ func (o *open) setBasic(b []byte) error {
 	if set == nil && c.IsZero() && a.IsZero() && w.IsZero() && ch.IsZero() {
 		return nil
 	}
-	return o.f.SetInfo(c, a, w, ch, set)
+	if err := o.f.SetInfo(c, a, w, ch, set); err != nil {
+		return err
+	}
+	o.postModified(basicFilter(set != nil, !c.IsZero(), !a.IsZero(), !w.IsZero(), !ch.IsZero())) // notify.go
+	return nil
 }
 
 // setTime converts a FILETIME of SET_INFO; the special values give the
@@ -188,7 +192,11 @@ func (o *open) setEndOfFile(size int64) error {
 	if o.so != nil {
 		o.d.table.BreakRead(o.so.Key, o.so) // lease.go: truncation breaks read caching
 	}
-	return truncErr(o.f.Truncate(size))
+	if err := o.f.Truncate(size); err != nil {
+		return truncErr(err)
+	}
+	o.postModified(smb2.FileNotifyChangeSize | smb2.FileNotifyChangeLastWrite) // notify.go
+	return nil
 }
 
 // setAllocation applies FILE_ALLOCATION_INFORMATION ([MS-FSA]
@@ -292,8 +300,7 @@ func (o *open) rename(target string, root uint64, replace bool) error {
 	if o.so != nil {
 		o.d.table.Renamed(o.so.Key, pn.name)
 	}
-	o.d.notify.post(actionRenamedOld, old, nameFilter(o.isDir))
-	o.d.notify.post(actionRenamedNew, pn.name, nameFilter(o.isDir))
+	o.d.notify.postRename(old, pn.name, o.isDir) // notify.go
 	return nil
 }
 
