@@ -254,7 +254,7 @@ func printHelp(w io.Writer, o options, nodes []node, endpoints []string) {
 	fmt.Fprintf(w, "\nConnect (any node serves the demo share):\n")
 	fmt.Fprintf(w, "  smbclient //%s/demo%s -U demo%%demo -c 'ls'\n", host, port)
 	fmt.Fprintf(w, "Manage:\n")
-	fmt.Fprintf(w, "  bin/smbctl --endpoint %s node ls\n", o.coord)
-	fmt.Fprintf(w, "  bin/smbctl --endpoint %s share add NAME PATH\n", o.coord)
+	fmt.Fprintf(w, "  bin/smbctl --insecure --endpoint %s node ls\n", o.coord)
+	fmt.Fprintf(w, "  bin/smbctl --insecure --endpoint %s share add NAME PATH\n", o.coord)
 	fmt.Fprintf(w, "Ctrl-C stops the cluster; its state stays under %s.\n", o.dir)
 }
