@@ -3,6 +3,7 @@ package share
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 	stdutf16 "unicode/utf16"
 
@@ -194,5 +195,41 @@ func TestNotifyDeletePending(t *testing.T) {
 	case r := <-och:
 		t.Fatalf("other directory's waiter completed: %+v", r)
 	default:
+	}
+}
+
+// FuzzParseName: any client name parses without panics into a name with
+// no empty, "." or ".." component, or is refused; ".." never climbs
+// above the share root (smbtorture smb2.notify.tree, smb2.mkdir).
+func FuzzParseName(f *testing.F) {
+	for _, s := range []string{`a\b\..`, `..\..\..`, `a\..\..\x`, `zqy\..`, `f:s:$DATA`, `a\.\b`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := parseName(s)
+		if err != nil {
+			return
+		}
+		if p.name == "" {
+			return
+		}
+		for _, c := range strings.Split(p.name, "/") {
+			if c == "" || c == "." || c == ".." {
+				t.Fatalf("%q parsed to %q", s, p.name)
+			}
+		}
+	})
+}
+
+func TestParseNameDotDot(t *testing.T) {
+	for in, want := range map[string]string{`a\b\..`: "a", `zqy\..`: "", `a\..\b`: "b"} {
+		if p, err := parseName(in); err != nil || p.name != want {
+			t.Errorf("%q: %q, %v; want %q", in, p.name, err, want)
+		}
+	}
+	for _, in := range []string{`..`, `..\..\..`, `a\..\..\x`} {
+		if _, err := parseName(in); !errors.Is(err, smb2.StatusObjectPathSyntaxBad) {
+			t.Errorf("%q: %v, want STATUS_OBJECT_PATH_SYNTAX_BAD", in, err)
+		}
 	}
 }
