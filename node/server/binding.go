@@ -119,16 +119,9 @@ func (c *conn) checkBinding(r *Request, s *Session, ch *channel) error {
 // bindStep runs one round of the binding's authentication; the last one
 // derives the channel's signing key ([MS-SMB2] 3.3.5.5.3).
 func (c *conn) bindStep(r *Request, s *Session, ch *channel, req *smb2.SessionSetupRequest) (Response, error) {
-	if c.dialect == smb2.Dialect311 {
-		ch.preauth.Update(r.Msg)
-	}
-	out, err := ch.auth.Step(req.SecurityBuffer)
-	resp := &smb2.SessionSetupResponse{SecurityBuffer: out}
+	resp, err := c.authRound(r, ch, req)
 	switch {
 	case errors.Is(err, auth.ErrMoreProcessing):
-		if c.dialect == smb2.Dialect311 {
-			r.onEncoded = func(pdu []byte) { ch.preauth.Update(pdu) }
-		}
 		return resp, smb2.StatusMoreProcessingRequired
 	case err != nil:
 		// A failed binding removes the channel, not the session.

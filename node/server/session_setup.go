@@ -142,19 +142,27 @@ func setupSigner(s *Session, ch *channel) signing.Signer {
 	return signer
 }
 
-// authStep feeds the client's token to the channel's authentication and
-// answers with the next token, or completes the session.
-func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSetupRequest) (Response, error) {
+// authRound feeds the client's token to the channel's authentication and
+// keeps the 3.1.1 preauth integrity hash of the exchange: the request now,
+// and a MORE_PROCESSING response once it is encoded ([MS-SMB2] 3.3.5.5).
+// It returns auth.ErrMoreProcessing while another round is needed.
+func (c *conn) authRound(r *Request, ch *channel, req *smb2.SessionSetupRequest) (*smb2.SessionSetupResponse, error) {
 	if c.dialect == smb2.Dialect311 {
 		ch.preauth.Update(r.Msg)
 	}
 	out, err := ch.auth.Step(req.SecurityBuffer)
-	resp := &smb2.SessionSetupResponse{SecurityBuffer: out}
+	if errors.Is(err, auth.ErrMoreProcessing) && c.dialect == smb2.Dialect311 {
+		r.onEncoded = func(pdu []byte) { ch.preauth.Update(pdu) }
+	}
+	return &smb2.SessionSetupResponse{SecurityBuffer: out}, err
+}
+
+// authStep feeds the client's token to the channel's authentication and
+// answers with the next token, or completes the session.
+func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSetupRequest) (Response, error) {
+	resp, err := c.authRound(r, ch, req)
 	switch {
 	case errors.Is(err, auth.ErrMoreProcessing):
-		if c.dialect == smb2.Dialect311 {
-			r.onEncoded = func(pdu []byte) { ch.preauth.Update(pdu) }
-		}
 		return resp, smb2.StatusMoreProcessingRequired
 	case err != nil:
 		// The session ends, a re-authenticated one included
