@@ -8,10 +8,6 @@ import (
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 )
 
-// statusRequestOutOfSequence is STATUS_REQUEST_OUT_OF_SEQUENCE ([MS-ERREF]
-// 2.3.1), missing from node/smb2's status table.
-const statusRequestOutOfSequence smb2.Status = 0xC000042A
-
 // echoesSignature reports whether an unsigned response to a signed request
 // echoes the request's SMB2_FLAGS_SIGNED and signature, as Windows and Samba
 // do (they copy the request's flags and signature into every response
@@ -24,7 +20,7 @@ func echoesSignature(cmd smb2.Command, st smb2.Status) bool {
 	switch st {
 	case smb2.StatusUserSessionDeleted:
 		return true
-	case smb2.StatusAccessDenied, smb2.StatusNotSupported, statusRequestOutOfSequence:
+	case smb2.StatusAccessDenied, smb2.StatusNotSupported, smb2.StatusRequestOutOfSequence:
 		return cmd == smb2.CmdSessionSetup
 	}
 	return false
@@ -97,7 +93,7 @@ func (c *conn) checkBinding(r *Request, s *Session, ch *channel) error {
 	// Immutable once the session is valid (completeSession).
 	switch {
 	case s.SigningAlg >= signing.AESGMAC && c.signingAlg != s.SigningAlg:
-		return statusRequestOutOfSequence
+		return smb2.StatusRequestOutOfSequence
 	case c.signingAlg >= signing.AESGMAC && c.signingAlg != s.SigningAlg:
 		return smb2.StatusNotSupported
 	case c.dialect < smb2.Dialect300:

@@ -95,7 +95,7 @@ func (o *open) setEAs(b []byte) error {
 func (o *open) storeEAs(l fscc.FullEaInformation) error {
 	ef := o.eaFile()
 	if ef == nil {
-		return statusEasNotSupported
+		return smb2.StatusEasNotSupported
 	}
 	for i := range l {
 		if !l[i].Valid() || strings.ContainsAny(l[i].Name, `"*+,/:;<=>?[\]|`) {
@@ -105,7 +105,7 @@ func (o *open) storeEAs(l fscc.FullEaInformation) error {
 	for _, e := range l {
 		if err := ef.SetEA(strings.ToUpper(e.Name), e.Value); err != nil {
 			if errors.Is(err, errors.ErrUnsupported) {
-				return statusEasNotSupported
+				return smb2.StatusEasNotSupported
 			}
 			return err
 		}

@@ -14,10 +14,6 @@ import (
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
 
-// statusEasNotSupported is STATUS_EAS_NOT_SUPPORTED, missing from the
-// smb2 status table.
-const statusEasNotSupported = smb2.Status(0xC000004F)
-
 // SetInfo handles SMB2 SET_INFO on a disk share ([MS-SMB2] 3.3.5.21).
 func (o *open) SetInfo(r *server.Request, req *smb2.SetInfoRequest) error {
 	switch req.InfoType {

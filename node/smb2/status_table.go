@@ -307,6 +307,8 @@ const (
 	StatusSmbNoPreauthIntegrityHashOverlap Status = 0xC05D0000 // STATUS_SMB_NO_PREAUTH_INTEGRITY_HASH_OVERLAP
 	StatusSmbBadClusterDialect             Status = 0xC05D0001 // STATUS_SMB_BAD_CLUSTER_DIALECT
 	StatusSmbGuestLogonBlocked             Status = 0xC05D0002 // STATUS_SMB_GUEST_LOGON_BLOCKED
+	StatusEasNotSupported                  Status = 0xC000004F // STATUS_EAS_NOT_SUPPORTED
+	StatusRequestOutOfSequence             Status = 0xC000042A // STATUS_REQUEST_OUT_OF_SEQUENCE
 )
 
 // name returns the spec name of s, or "" when s is not in the table.
@@ -918,9 +920,13 @@ func (s Status) name() string {
 		return "STATUS_SMB_BAD_CLUSTER_DIALECT"
 	case StatusSmbGuestLogonBlocked:
 		return "STATUS_SMB_GUEST_LOGON_BLOCKED"
+	case StatusEasNotSupported:
+		return "STATUS_EAS_NOT_SUPPORTED"
+	case StatusRequestOutOfSequence:
+		return "STATUS_REQUEST_OUT_OF_SEQUENCE"
 	}
 	return ""
 }
 
 // statusCount is the number of named statuses.
-const statusCount = 303
+const statusCount = 305
