@@ -276,7 +276,7 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
 		// READs and small WRITEs never wait on anything but the disk:
 		// serving them in the reader saves a goroutine and a wake-up each.
 		defer putBuf(buf)
-		return c.serveCompound(pdus, hdrs, encSession)
+		return c.serveCompound(pdus, hdrs, encSession, true)
 	}
 	c.arrive(hdrs) // order.go: before the next frame, so CANCEL and CLOSE see it
 	c.wg.Add(1)
@@ -289,7 +289,7 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
 				c.close()
 			}
 		}()
-		if err := c.serveCompound(pdus, hdrs, encSession); err != nil {
+		if err := c.serveCompound(pdus, hdrs, encSession, false); err != nil {
 			c.srv.log.Info("dropping connection", "remote", c.remote, "err", err)
 			c.close()
 		}

@@ -45,6 +45,7 @@ type Request struct {
 	last       bool             // the last (or only) PDU of its message: may go async
 	asyncID    uint64           // set by GoAsync
 	single     bool             // the message is one plaintext PDU (zero-copy eligible)
+	inline     bool             // served in the read loop (see serveCompound)
 }
 
 // Dialect is the connection's negotiated dialect.

@@ -43,11 +43,13 @@ var errorBody = &smb2.ErrorResponse{}
 
 // serveCompound serves the PDUs of one message in order and writes their
 // responses as one message.
-func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session) error {
+// inline is true when the read loop itself serves the message: nothing
+// read later can overtake it or CANCEL it while it runs.
+func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, inline bool) error {
 	var st compoundState
 	results := make([]result, 0, len(pdus))
 	for i, p := range pdus {
-		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1, encrypted: enc != nil}
+		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1, encrypted: enc != nil, inline: inline}
 		// A related first request has nothing to relate to: it fails, as do
 		// the related requests after any request that resolved no session.
 		r.related = hdrs[i].Flags&smb2.FlagRelatedOperations != 0
@@ -80,11 +82,17 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	if enc != nil {
 		res.encrypt = enc
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	r.Ctx = ctx
-	c.trackPending(h.MessageID, cancel)
-	defer c.untrackPending(h.MessageID)
+	if r.inline {
+		// Served by the read loop: no CANCEL can arrive while it runs, so
+		// the connection's context will do (and saves its allocations).
+		r.Ctx = c.ctx
+	} else {
+		ctx, cancel := context.WithCancel(c.ctx)
+		defer cancel()
+		r.Ctx = ctx
+		c.trackPending(h.MessageID, cancel)
+		defer c.untrackPending(h.MessageID)
+	}
 
 	body, err := c.run(r, st, enc)
 	if _, ok := body.(SendfileResponse); ok && err == nil && r.openHeld {
