@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/smbcluster/smbcluster/node/server"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
@@ -144,9 +145,8 @@ func (a *Agent) resetUsers(kvs []*mvccpb.KeyValue) {
 	}
 }
 
-// onSettings records the cluster settings. EncryptData applies to every
-// share; the others are recorded for the server settings that can change
-// at run time (see the package documentation).
+// onSettings applies the cluster settings: EncryptData to every share, the
+// others through the server's Control policy.
 func (a *Agent) onSettings(_ string, value []byte) {
 	s := &statev1.Settings{}
 	if value != nil {
@@ -159,6 +159,14 @@ func (a *Agent) onSettings(_ string, value []byte) {
 		a.log.Info("cluster settings", "encrypt_data", s.EncryptData, "require_signing", s.RequireSigning, "allow_guest", s.AllowGuest)
 	}
 	a.conf.settings = s
+	if a.node.Control != nil {
+		// Signing, guest access and the dialect range apply to the next
+		// negotiations and logons; sessions keep what they negotiated.
+		a.node.Control.SetPolicy(server.Policy{
+			SigningRequired: s.RequireSigning, AllowGuest: s.AllowGuest,
+			MinDialect: uint16(s.MinDialect), MaxDialect: uint16(s.MaxDialect),
+		})
+	}
 }
 
 func (a *Agent) resetSettings(kvs []*mvccpb.KeyValue) {

@@ -30,6 +30,7 @@ const (
 // for concurrent use.
 type Control struct {
 	admission atomic.Uint32
+	policy    atomic.Pointer[Policy]
 
 	mu         sync.Mutex
 	interfaces []Interface
@@ -198,4 +199,39 @@ func (s *Server) allSessions() []*Session {
 		out = append(out, ss)
 	}
 	return out
+}
+
+// Policy is the part of the configuration a cluster can change while the
+// server runs: it tightens or widens Config for new negotiations and
+// sessions (existing ones keep what they negotiated).
+type Policy struct {
+	SigningRequired        bool   // in addition to Config.SigningRequired
+	AllowGuest             bool   // in addition to Config.AllowGuest
+	MinDialect, MaxDialect uint16 // zero: Config's
+}
+
+// SetPolicy replaces the cluster policy.
+func (c *Control) SetPolicy(p Policy) { c.policy.Store(&p) }
+
+// effective merges the cluster policy into the server's configuration.
+func (s *Server) effective() (signingRequired, allowGuest bool, minDialect, maxDialect uint16) {
+	cfg := &s.cfg
+	signingRequired, allowGuest = cfg.SigningRequired, cfg.AllowGuest
+	minDialect, maxDialect = cfg.MinDialect, cfg.MaxDialect
+	if cfg.Control == nil {
+		return
+	}
+	p := cfg.Control.policy.Load()
+	if p == nil {
+		return
+	}
+	signingRequired = signingRequired || p.SigningRequired
+	allowGuest = allowGuest || p.AllowGuest
+	if p.MinDialect != 0 {
+		minDialect = p.MinDialect
+	}
+	if p.MaxDialect != 0 {
+		maxDialect = p.MaxDialect
+	}
+	return
 }

@@ -28,9 +28,10 @@ func (c *conn) serveSMB1(msg []byte) error {
 		return dropError{err}
 	}
 	dialect := uint16(0)
-	if slices.Contains(dialects, "SMB 2.???") && c.srv.cfg.MaxDialect > smb2.Dialect202 {
+	_, _, minDialect, maxDialect := c.srv.effective()
+	if slices.Contains(dialects, "SMB 2.???") && maxDialect > smb2.Dialect202 {
 		dialect = smb2.DialectWildcard
-	} else if slices.Contains(dialects, "SMB 2.002") && c.srv.cfg.MinDialect <= smb2.Dialect202 {
+	} else if slices.Contains(dialects, "SMB 2.002") && minDialect <= smb2.Dialect202 {
 		dialect = smb2.Dialect202
 	}
 	if dialect == 0 {
@@ -67,8 +68,9 @@ func (c *conn) serveNegotiate(r *Request) (Response, error) {
 		return nil, smb2.StatusInvalidParameter
 	}
 	dialect := uint16(0)
+	_, _, minDialect, maxDialect := c.srv.effective()
 	for _, d := range req.Dialects {
-		if d >= c.srv.cfg.MinDialect && d <= c.srv.cfg.MaxDialect && d > dialect && d != smb2.DialectWildcard {
+		if d >= minDialect && d <= maxDialect && d > dialect && d != smb2.DialectWildcard {
 			dialect = d
 		}
 	}
@@ -116,7 +118,7 @@ func (c *conn) negotiateResponse(dialect uint16) *smb2.NegotiateResponse {
 		SystemTime:      filetime(time.Now()),
 		SecurityBuffer:  auth.NegTokenInit(),
 	}
-	if cfg.SigningRequired {
+	if required, _, _, _ := c.srv.effective(); required {
 		resp.SecurityMode |= smb2.NegotiateSigningRequired
 	}
 	if dialect == smb2.Dialect202 {

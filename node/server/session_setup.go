@@ -12,9 +12,10 @@ import (
 
 func (c *conn) authConfig() *auth.Config {
 	cfg := &c.srv.cfg
+	_, allowGuest, _, _ := c.srv.effective()
 	return &auth.Config{
 		Users:           cfg.Users,
-		AllowGuest:      cfg.AllowGuest,
+		AllowGuest:      allowGuest,
 		AllowAnonymous:  cfg.AllowAnonymous,
 		NetBIOSComputer: cfg.ServerName,
 		NetBIOSDomain:   cfg.Workgroup,
@@ -262,7 +263,8 @@ func (c *conn) completeSession(s *Session, ch *channel, res auth.Result, req *sm
 		s.Cipher = c.cipher
 	}
 	keyed := !s.Guest && !s.Anonymous
-	s.SigningRequired = keyed && (cfg.SigningRequired || req.SecurityMode&uint8(smb2.NegotiateSigningRequired) != 0)
+	required, _, _, _ := c.srv.effective()
+	s.SigningRequired = keyed && (required || req.SecurityMode&uint8(smb2.NegotiateSigningRequired) != 0)
 	if keyed {
 		key := make([]byte, 16)
 		copy(key, res.SessionKey)

@@ -41,6 +41,7 @@ type Options struct {
 	MinDialect, MaxDialect uint16 // zero → the server's defaults
 	MaxCredits             uint16 // zero → the server's default
 	Interfaces             []server.Interface
+	Control                *server.Control // what a cluster agent would change at run time
 	// Logf, when set, receives every log record (for debugging a test).
 	Logf func(format string, args ...any)
 }
@@ -84,6 +85,7 @@ func Start(tb testing.TB, opts Options) *Server {
 		MaxDialect:      opts.MaxDialect,
 		MaxCredits:      opts.MaxCredits,
 		Interfaces:      opts.Interfaces,
+		Control:         opts.Control,
 		Shares:          shares,
 		Logger:          log,
 	}
