@@ -96,6 +96,10 @@ func (o *open) fill(w *fscc.DirWriter, single bool) (int, error) {
 			fi = cur
 		}
 		e := dirEntry(fi)
+		// FileIndex: the entry's position in this enumeration, as FAT
+		// volumes report one ([MS-FSCC] 2.4.14); resuming from it with
+		// SMB2_INDEX_SPECIFIED is not honoured, as on Windows.
+		e.FileIndex = uint32(c.next + 1)
 		if !w.Add(&e) {
 			break
 		}
