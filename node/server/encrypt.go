@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 
+	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 )
 
@@ -52,4 +53,64 @@ func (s *Session) seal(parts [][]byte, _ []byte) frame {
 	out := signing.Seal((*buf)[:4], s.encrypter, s.nonces, s.ID, plain...)
 	binary.BigEndian.PutUint32(out[0:4], uint32(len(out)-4))
 	return frame{parts: net.Buffers{out}, release: func() { putBuf(buf) }}
+}
+
+// sealReadPrefix is what precedes READ data in a sealed single response:
+// NetBIOS length, TRANSFORM_HEADER, SMB2 header, READ response body.
+const sealReadPrefix = 4 + signing.TransformHeaderSize + smb2.HeaderSize + smb2.ReadResponseFixedSize
+
+// inPlacePayload is a PayloadResponse whose payload sits in a buffer laid
+// out by ReadPayloadBuffer, so that sealing needs no copy.
+type inPlacePayload interface {
+	PayloadResponse
+	PayloadBuffer() *[]byte
+}
+
+// ReadPayloadBuffer returns a pooled buffer for n bytes of READ data and the
+// slice of it to read into. When the response will be sealed, the data is
+// placed behind room for the headers, so that it is encrypted where it was
+// read (one copy less per sealed READ). Release the buffer with PutBuffer.
+func (r *Request) ReadPayloadBuffer(n int) (*[]byte, []byte) {
+	if r.sealedLone() {
+		buf := getBuf(sealReadPrefix + n + 16)
+		return buf, (*buf)[sealReadPrefix : sealReadPrefix+n]
+	}
+	buf := getBuf(n)
+	return buf, *buf
+}
+
+// sealedLone reports whether r is the only PDU of its message and its
+// response will be encrypted (see serveOne).
+func (r *Request) sealedLone() bool {
+	s := r.Session
+	if !r.lone || s == nil || s.encrypter == nil {
+		return false
+	}
+	return r.encrypted || s.EncryptData || r.Tree != nil && r.Tree.EncryptData
+}
+
+// writeSealedInPlace encodes, seals and sends a lone READ response whose
+// data already sits at sealReadPrefix in its buffer.
+func (c *conn) writeSealedInPlace(res *result, p inPlacePayload) bool {
+	payload := p.Payload()
+	buf := p.PayloadBuffer()
+	if buf == nil || res.body.Size() != smb2.ReadResponseFixedSize || len(payload) == 0 ||
+		len(*buf) < sealReadPrefix+len(payload)+16 || &(*buf)[sealReadPrefix] != &payload[0] {
+		return false
+	}
+	b := (*buf)[:sealReadPrefix+len(payload)]
+	hdr := b[4+signing.TransformHeaderSize:]
+	res.hdr.Encode(hdr)
+	res.body.Encode(hdr[smb2.HeaderSize : smb2.HeaderSize+smb2.ReadResponseFixedSize])
+	s := res.encrypt
+	out := signing.SealInPlace(s.encrypter, s.nonces, s.ID, b[4:])
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(out)))
+	open := res.open
+	c.send(frame{parts: net.Buffers{b}, release: func() {
+		p.Release()
+		if open != nil {
+			open.release()
+		}
+	}})
+	return true
 }

@@ -46,6 +46,7 @@ type Request struct {
 	asyncID    uint64           // set by GoAsync
 	single     bool             // the message is one plaintext PDU (zero-copy eligible)
 	inline     bool             // served in the read loop (see serveCompound)
+	lone       bool             // the only PDU of its message
 }
 
 // Dialect is the connection's negotiated dialect.

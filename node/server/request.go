@@ -49,7 +49,7 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, in
 	var st compoundState
 	results := make([]result, 0, len(pdus))
 	for i, p := range pdus {
-		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1, encrypted: enc != nil, inline: inline}
+		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1, encrypted: enc != nil, inline: inline, lone: len(pdus) == 1}
 		// A related first request has nothing to relate to: it fails, as do
 		// the related requests after any request that resolved no session.
 		r.related = hdrs[i].Flags&smb2.FlagRelatedOperations != 0
@@ -292,6 +292,11 @@ func releaseBody(b Response) {
 
 // writeResults encodes, signs, encrypts and queues the responses of one message.
 func (c *conn) writeResults(rs []result) {
+	if len(rs) == 1 && rs[0].encrypt != nil && rs[0].encrypt.encrypter != nil {
+		if p, ok := rs[0].body.(inPlacePayload); ok && c.writeSealedInPlace(&rs[0], p) {
+			return
+		}
+	}
 	if len(rs) == 1 && rs[0].signer == nil && rs[0].encrypt == nil {
 		if sf, ok := rs[0].body.(SendfileResponse); ok {
 			c.writeSendfile(&rs[0], sf)

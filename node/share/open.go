@@ -94,25 +94,46 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	}
 	o.mu.Unlock()
 	if del && o.so != nil {
-		o.d.table.SetDeletePending(o.so.Key, true)
+		o.d.table.MarkDeletePending(o.so, true)
 		o.d.table.BreakHandle(nil, o.so.Key, o.so, nil) // others' cached handles keep the file
 		if o.isDir {
 			o.d.notify.deletePending(name) // notify.go: waits on it end
 		}
 	}
 	o.releaseLocks() // byte-range locks go with the open ([MS-FSA] 2.1.5.4)
-	last, pending := o.release()
+	stream := o.currentStream()
+	delStream, delFile := o.drop(del)
 	err := o.f.Close()
-	if last && (pending || del) {
-		// The last open of a file with a delete pending deletes it
-		// ([MS-FSA] 2.1.5.4).
-		if rerr := o.remove(name); rerr != nil {
-			o.d.log.Debug("delete on close failed", "share", o.d.name, "file", name, "err", rerr)
-		} else {
-			o.d.notify.post(actionRemoved, name, nameFilter(o.isDir))
-		}
+	// The last open of a stream or file with a delete pending deletes it
+	// ([MS-FSA] 2.1.5.4); the file goes with all its streams.
+	var rerr error
+	switch {
+	case delFile:
+		rerr = o.d.fs.Remove(name)
+	case delStream:
+		rerr = o.remove(name) // stream.go
+	default:
+		return resp, err
+	}
+	if rerr != nil {
+		o.d.log.Debug("delete on close failed", "share", o.d.name, "file", name, "err", rerr)
+	} else if delFile {
+		o.d.notify.post(actionRemoved, name, nameFilter(o.isDir))
+	} else {
+		o.d.notify.post(actionRemovedStream, name+":"+stream, smb2.FileNotifyChangeStreamName) // stream.go
 	}
 	return resp, err
+}
+
+// drop takes the open out of the open table and reports whether its
+// close deletes its stream or its whole file; an open never admitted
+// deletes what it names if del.
+func (o *open) drop(del bool) (deleteStream, deleteFile bool) {
+	if o.so == nil {
+		named := o.currentStream() != ""
+		return del && named, del && !named
+	}
+	return o.d.table.Drop(o.so)
 }
 
 // release takes the open out of the open table; it reports whether it was
@@ -148,6 +169,9 @@ type readResponse struct {
 }
 
 func (r *readResponse) Payload() []byte { return r.data }
+
+// PayloadBuffer is the buffer Payload lies in (see server.ReadPayloadBuffer).
+func (r *readResponse) PayloadBuffer() *[]byte { return r.buf }
 func (r *readResponse) Release() {
 	server.PutBuffer(r.buf)
 	r.buf = nil
@@ -176,8 +200,8 @@ func (o *open) Read(r *server.Request, req *smb2.ReadRequest) (server.Response, 
 	if ff, ok := o.f.(vfs.FdFile); ok && r.ZeroCopy(req.Length) {
 		return o.sendfileRead(ff, req)
 	}
-	buf := server.GetBuffer(int(req.Length))
-	n, err := o.f.ReadAt(*buf, int64(req.Offset))
+	buf, into := r.ReadPayloadBuffer(int(req.Length))
+	n, err := o.f.ReadAt(into, int64(req.Offset))
 	if err != nil && !errors.Is(err, io.EOF) {
 		server.PutBuffer(buf)
 		return nil, err
@@ -189,7 +213,7 @@ func (o *open) Read(r *server.Request, req *smb2.ReadRequest) (server.Response, 
 	o.setPosition(int64(req.Offset) + int64(n))
 	return &readResponse{
 		ReadResponse: smb2.ReadResponse{DataOffset: 0x50, DataLength: uint32(n)},
-		data:         (*buf)[:n],
+		data:         into[:n],
 		buf:          buf,
 	}, nil
 }

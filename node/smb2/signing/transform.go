@@ -74,6 +74,32 @@ func Seal(dst []byte, aead cipher.AEAD, nonces *NonceSource, sessionID uint64, p
 	return seal(dst, aead, nonces, nil, sessionID, plaintext)
 }
 
+// SealInPlace encrypts msg[TransformHeaderSize:] in place and writes the
+// TRANSFORM_HEADER into msg[:TransformHeaderSize] ([MS-SMB2] 3.1.4.3). msg
+// needs aead.Overhead() bytes of spare capacity: the tag is computed there
+// and then moved into the header. It spares the copy Seal makes when the
+// caller can lay the plaintext out behind room for the header.
+func SealInPlace(aead cipher.AEAD, nonces *NonceSource, sessionID uint64, msg []byte) []byte {
+	if nonces == nil {
+		panic("signing: SealInPlace without a NonceSource")
+	}
+	if len(msg) < TransformHeaderSize || cap(msg)-len(msg) < aead.Overhead() {
+		panic("signing: SealInPlace needs room for the header and the tag")
+	}
+	tf, body := msg[:TransformHeaderSize], msg[TransformHeaderSize:]
+	total := len(body)
+	binary.LittleEndian.PutUint32(tf[0:], tfProtocolID)
+	clear(tf[tfSignature:tfOrigSize])
+	nonces.fill(tf[tfNonce:], aead.NonceSize())
+	binary.LittleEndian.PutUint32(tf[tfOrigSize:], uint32(total))
+	binary.LittleEndian.PutUint16(tf[tfFlags-2:], 0) // Reserved
+	binary.LittleEndian.PutUint16(tf[tfFlags:], tfEncrypted)
+	binary.LittleEndian.PutUint64(tf[tfSessionID:], sessionID)
+	sealed := aead.Seal(body[:0], tf[tfNonce:tfNonce+aead.NonceSize()], body, tf[tfNonce:])
+	copy(tf[tfSignature:tfNonce], sealed[total:])
+	return msg
+}
+
 // seal is Seal taking its nonce from nonces or, when nonces is nil, from
 // nonce (for test vectors).
 func seal(dst []byte, aead cipher.AEAD, nonces *NonceSource, nonce []byte, sessionID uint64, plaintext [][]byte) []byte {
