@@ -144,6 +144,7 @@ func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.Crea
 	o.so = &state.Open{
 		Key:         state.FileKey{Volume: d.volumeID, FileID: fi.FileID},
 		Name:        o.name,
+		Stream:      o.currentStream(), // stream.go
 		Access:      o.access,
 		ShareAccess: req.ShareAccess,
 	}

@@ -160,6 +160,6 @@ func (o *open) BeforeScavenge() {
 	o.mu.Lock()
 	o.deleteOnClose = false
 	o.mu.Unlock()
-	o.d.table.SetDeletePending(o.so.Key, false)
+	o.d.table.MarkDeletePending(o.so, false)
 	o.d.notify.post(actionRemoved, name, nameFilter(o.isDir))
 }

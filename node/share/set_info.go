@@ -169,7 +169,7 @@ func (o *open) setDisposition(del bool) error {
 		return err
 	}
 	if o.so != nil {
-		o.d.table.SetDeletePending(o.so.Key, del)
+		o.d.table.MarkDeletePending(o.so, del)
 		if del {
 			o.d.table.BreakHandle(nil, o.so.Key, o.so, nil) // lease.go
 		}

@@ -16,7 +16,14 @@ import (
 // CREATE of "file:stream[:$DATA]" opens a named stream of file through the
 // backend's vfs.StreamOpener. The open's name stays the file's; its stream
 // field names the stream. Stream names are case-insensitive like file
-// names. Stream opens take no part in share modes or oplocks.
+// names. Stream opens enter the open table under their file's key with
+// the stream named: share modes, oplocks and leases are per stream, but a
+// pending delete of the file holds for all its streams and the file goes
+// only when the last open of any of its streams closes ([MS-FSA] 2.1.5.1.2,
+// 2.1.5.4).
+
+// actionRemovedStream is FILE_ACTION_REMOVED_STREAM ([MS-FSCC] 2.7.1).
+const actionRemovedStream = 7
 
 // dataStreamOptions applies an explicit "::$DATA" suffix: the default
 // data stream of a directory does not exist ([MS-FSA] 2.1.5.1).
@@ -50,16 +57,28 @@ func (d *Disk) createStream(r *server.Request, req *smb2.CreateRequest, pn parse
 	if d.readOnly && (access&writeAccess != 0 || req.CreateDisposition != smb2.FileOpen) {
 		return nil, nil, smb2.StatusAccessDenied
 	}
-	o, action, err := d.openStream(so, pn, req, access)
+	o, action, truncate, err := d.openStream(so, pn, req, access)
 	if err != nil {
 		return nil, nil, err
 	}
-	fi, err := o.f.Stat()
+	base, err := d.fs.Stat(pn.name)
+	if err != nil {
+		o.f.Close()
+		return nil, nil, d.openError(pn.name, err)
+	}
+	oplock, lease, err := d.admit(r, o, base, req) // create.go: keyed by the file, per stream
 	if err != nil {
 		o.f.Close()
 		return nil, nil, err
 	}
+	fi, err := o.streamData(truncate)
+	if err != nil {
+		o.release()
+		o.f.Close()
+		return nil, nil, err
+	}
 	resp := &smb2.CreateResponse{
+		OplockLevel:    oplock,
 		CreateAction:   action,
 		CreationTime:   fscc.Filetime(fi.CreationTime),
 		LastAccessTime: fscc.Filetime(fi.LastAccessTime),
@@ -70,47 +89,65 @@ func (d *Disk) createStream(r *server.Request, req *smb2.CreateRequest, pn parse
 		FileAttributes: attrs(fi),
 	}
 	resp.Contexts = d.createContexts(req, fi, access)
+	if lease != nil {
+		resp.Contexts = append(resp.Contexts, leaseContext(lease)) // lease.go
+	}
 	return o, resp, nil
 }
 
+// streamData truncates an admitted stream open when its disposition
+// overwrites (only once share modes allowed it) and returns its stat.
+func (o *open) streamData(truncate bool) (vfs.FileInfo, error) {
+	if truncate {
+		if err := o.f.Truncate(0); err != nil {
+			return vfs.FileInfo{}, err
+		}
+		o.d.table.BreakRead(o.so.Key, o.so)
+	}
+	return o.f.Stat()
+}
+
 // openStream performs the disposition on a stream, creating the file
-// first when the disposition allows and it is missing.
-func (d *Disk) openStream(so vfs.StreamOpener, pn parsedName, req *smb2.CreateRequest, access uint32) (*open, uint32, error) {
+// first when the disposition allows and it is missing. It reports
+// whether the stream must be truncated once admitted.
+func (d *Disk) openStream(so vfs.StreamOpener, pn parsedName, req *smb2.CreateRequest, access uint32) (*open, uint32, bool, error) {
 	opts, action := streamOptions(req.CreateDisposition)
 	opts.Read = true
 	opts.Write = opts.Write || access&(smb2.FileWriteData|smb2.FileAppendData) != 0
 	baseCreated, err := d.streamBase(pn.name, req, opts.Create)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	if opts.Truncate || opts.Write {
 		if err := d.checkWritable(pn.name, access, opts); err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 	}
+	truncate := opts.Truncate
+	opts.Truncate = false
 	stream := d.streamCase(so, pn.name, pn.stream)
 	f, created, err := so.OpenStream(pn.name, stream, opts)
 	if err != nil {
 		if baseCreated {
 			d.fs.Remove(pn.name)
 		}
-		return nil, 0, streamError(err)
+		return nil, 0, false, streamError(err)
 	}
 	if created {
-		action = smb2.FileCreated
+		action, truncate = smb2.FileCreated, false
 	}
 	o := &open{d: d, f: f, name: pn.name, stream: stream, access: access}
 	if err := o.applyCreateContexts(req, action); err != nil {
 		f.Close()
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	if req.CreateOptions&smb2.FileDeleteOnClose != 0 {
 		if err := o.setDeleteOnClose(true); err != nil {
 			f.Close()
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 	}
-	return o, action, nil
+	return o, action, truncate, nil
 }
 
 // streamOptions maps a CreateDisposition to vfs options and the action
@@ -248,6 +285,9 @@ func (o *open) renameStream(target string, replace bool) error {
 	}
 	if err := so.RenameStream(o.name, o.stream, stream, replace); err != nil {
 		return streamError(err)
+	}
+	if o.so != nil {
+		o.d.table.RenamedStream(o.so.Key, o.stream, stream)
 	}
 	o.stream = stream
 	return nil

@@ -31,7 +31,17 @@ func TestStreams(t *testing.T) {
 	}
 	wantStatus(t, s2.setDisposition(true), 0)
 	s2.Close(false)
+	// The stream goes when its last open closes ([MS-FSA] 2.1.5.4);
+	// meanwhile it cannot be opened again.
 	b, _ = queryFile(t, s, fscc.FileStreamInformation, 4096)
+	if l.Decode(b); len(l) != 2 {
+		t.Fatalf("delete pending: %+v", l)
+	}
+	_, _, err = d.Create(&server.Request{}, &smb2.CreateRequest{ImpersonationLevel: 2, DesiredAccess: smb2.MaximumAllowed,
+		ShareAccess: 7, CreateDisposition: smb2.FileOpen, Name: `f:Zone.Identifier`})
+	wantStatus(t, err, smb2.StatusDeletePending)
+	s.Close(false)
+	b, _ = queryFile(t, infoOpen(t, d, "f", false, 0), fscc.FileStreamInformation, 4096)
 	if l.Decode(b); len(l) != 1 {
 		t.Fatalf("after delete: %+v", l)
 	}

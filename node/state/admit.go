@@ -58,13 +58,13 @@ func (t *Table) tryAdmit(o *Open, req Request, first bool) (<-chan struct{}, []*
 		f = &file{}
 		t.files[o.Key] = f
 	}
-	if f.deletePending {
+	if f.deletePending || o.Stream != "" && f.streamPending[o.Stream] {
 		return nil, nil, Grant{}, ErrDeletePending
 	}
 	var own *holder
 	if req.Lease != nil {
 		own = t.leases[req.Lease.ID]
-		if own != nil && own.file != o.Key {
+		if own != nil && (own.file != o.Key || own.stream != o.Stream) {
 			return nil, nil, Grant{}, ErrLeaseKeyInUse
 		}
 	}
@@ -75,7 +75,7 @@ func (t *Table) tryAdmit(o *Open, req Request, first bool) (<-chan struct{}, []*
 	var msgs []*breakMsg
 	if !isStat(o.Access) || req.Overwrite {
 		var wait <-chan struct{}
-		wait, msgs = t.breakFor(f, own, req.Overwrite, violation, first, o.Access)
+		wait, msgs = t.breakFor(f, o.Stream, own, req.Overwrite, violation, first, o.Access)
 		if wait != nil {
 			return wait, msgs, Grant{}, nil
 		}
@@ -96,8 +96,9 @@ func (t *Table) tryAdmit(o *Open, req Request, first bool) (<-chan struct{}, []*
 // their handles could lift a sharing violation, and everything on an
 // overwrite. It returns a channel to wait on if the open must wait for
 // an acknowledgment: for what it needs broken, or for a break already in
-// progress when it retries (first is false). The caller holds t.mu.
-func (t *Table) breakFor(f *file, own *holder, overwrite, violation, first bool, access uint32) (<-chan struct{}, []*breakMsg) {
+// progress when it retries (first is false). Only the holders of the
+// same stream are broken. The caller holds t.mu.
+func (t *Table) breakFor(f *file, stream string, own *holder, overwrite, violation, first bool, access uint32) (<-chan struct{}, []*breakMsg) {
 	mask := LeaseWrite
 	if violation {
 		mask = LeaseHandle
@@ -105,7 +106,7 @@ func (t *Table) breakFor(f *file, own *holder, overwrite, violation, first bool,
 	var wait <-chan struct{}
 	var msgs []*breakMsg
 	leaseStat := !overwrite && access&^(accessReadAttr|accessWriteAttr|accessReadCtl|accessSync) == 0
-	for _, h := range holders(f, own) {
+	for _, h := range streamHolders(f, stream, own) {
 		if leaseStat && h.isLease {
 			continue // reading the security descriptor breaks an oplock, not a lease
 		}
@@ -136,11 +137,12 @@ func (t *Table) breakFor(f *file, own *holder, overwrite, violation, first bool,
 // grant decides the oplock or lease of a new open given the file's other
 // opens ([MS-SMB2] 3.3.5.9.8, 3.3.5.9.11): write caching only for the
 // sole open, handle caching for a lease only if no oplock is held, and no
-// oplock beside a handle lease. The caller holds t.mu.
+// oplock beside a handle lease; opens of other streams do not count.
+// The caller holds t.mu.
 func (t *Table) grant(f *file, o *Open, own *holder, req Request) Grant {
 	var others, oplocks, handleLease, writer bool
 	for _, e := range f.opens {
-		if own != nil && e.h == own {
+		if own != nil && e.h == own || e.Stream != o.Stream {
 			continue
 		}
 		if e.h == nil || e.h.state == LeaseNone {
@@ -184,7 +186,7 @@ func (t *Table) grantLease(o *Open, h *holder, r *LeaseRequest, allowed uint32) 
 		want = LeaseNone // H, W and HW alone are not granted
 	}
 	if h == nil {
-		h = &holder{id: r.ID, isLease: true, file: o.Key, state: want & allowed,
+		h = &holder{id: r.ID, isLease: true, file: o.Key, stream: o.Stream, state: want & allowed,
 			version: r.Version, parentKey: r.ParentKey, hasParent: r.HasParent}
 		if r.Version >= 2 {
 			h.epoch = r.Epoch + 1

@@ -65,6 +65,7 @@ type holder struct {
 	id      LeaseID
 	isLease bool
 	file    FileKey
+	stream  string // the named stream its opens opened, "" for the file
 	opens   []*Open
 
 	state    uint32
@@ -256,8 +257,8 @@ func (t *Table) Ack(o *Open, level uint8) bool {
 	return true
 }
 
-// BreakRead breaks the read caching of the file's leases and level II
-// oplocks to none, as a write or truncate through except does ([MS-FSA]
+// BreakRead breaks the read caching of the leases and level II oplocks of
+// except's stream to none, as a write or truncate through except does ([MS-FSA]
 // 2.1.5.17, [MS-SMB2] 3.3.4.7): except's own lease keeps its state, but
 // its own level II oplock breaks too, as Windows does. It does not wait.
 func (t *Table) BreakRead(key FileKey, except *Open) {
@@ -268,7 +269,7 @@ func (t *Table) BreakRead(key FileKey, except *Open) {
 		skip = h // the writer's own lease, exclusive or batch oplock stays
 	}
 	if f := t.files[key]; f != nil {
-		for _, h := range holders(f, skip) {
+		for _, h := range streamHolders(f, except.Stream, skip) {
 			if h.state&LeaseRead == 0 {
 				continue
 			}
@@ -286,10 +287,19 @@ func (t *Table) BreakLevelII(key FileKey, except *Open) { t.BreakRead(key, excep
 
 // holders lists the distinct holders of f's opens but skip.
 func holders(f *file, skip *holder) []*holder {
+	return holdersOf(f, skip, func(*Open) bool { return true })
+}
+
+// streamHolders lists the distinct holders of f's opens of stream but skip.
+func streamHolders(f *file, stream string, skip *holder) []*holder {
+	return holdersOf(f, skip, func(e *Open) bool { return e.Stream == stream })
+}
+
+func holdersOf(f *file, skip *holder, match func(*Open) bool) []*holder {
 	var hs []*holder
 	for _, e := range f.opens {
 		h := e.h
-		if h == nil || h == skip {
+		if h == nil || h == skip || !match(e) {
 			continue
 		}
 		dup := false
@@ -343,7 +353,8 @@ func (t *Table) LeaseState(id LeaseID) (state uint32, breaking, ok bool) {
 
 // BreakHandle breaks the handle caching of every other lease on the file,
 // as a rename or a pending delete of the file needs the cached handles
-// closed ([MS-SMB2] 3.3.4.7). With a non-nil ctx it waits until those
+// closed ([MS-SMB2] 3.3.4.7); for an except of a named stream, only the
+// leases on that stream. With a non-nil ctx it waits until those
 // breaks are acknowledged or time out (calling onWait once before the
 // first wait); with a nil ctx it does not wait.
 func (t *Table) BreakHandle(ctx context.Context, key FileKey, except *Open, onWait func()) error {
@@ -352,7 +363,11 @@ func (t *Table) BreakHandle(ctx context.Context, key FileKey, except *Open, onWa
 		var msgs []*breakMsg
 		var wait <-chan struct{}
 		if f := t.files[key]; f != nil {
-			for _, h := range holders(f, except.h) {
+			hs := holders(f, except.h)
+			if except.Stream != "" {
+				hs = streamHolders(f, except.Stream, except.h)
+			}
+			for _, h := range hs {
 				if !h.isLease || h.state&LeaseHandle == 0 {
 					continue
 				}

@@ -70,7 +70,7 @@ const lockSeqLen = 64
 // lockSeq is one open's LockSequenceArray: 0 is invalid, else number+1.
 type lockSeq [lockSeqLen]uint8
 
-// LockTable holds the byte-range locks of every file, keyed by FileKey,
+// LockTable holds the byte-range locks of every data stream, keyed by lockKey,
 // and the lock sequence array of every open that used one. It is safe for
 // concurrent use; it never waits while holding its mutex, so that it can
 // move behind an RPC to the file's owner node.
@@ -78,13 +78,13 @@ type LockTable struct {
 	held atomic.Int64 // locks held in the whole table: I/O checks skip the mutex at zero
 
 	mu    sync.Mutex
-	files map[FileKey]*lockFile
+	files map[lockKey]*lockFile
 	seqs  map[*Open]*lockSeq
 }
 
 // NewLockTable returns an empty lock table.
 func NewLockTable() *LockTable {
-	return &LockTable{files: map[FileKey]*lockFile{}, seqs: map[*Open]*lockSeq{}}
+	return &LockTable{files: map[lockKey]*lockFile{}, seqs: map[*Open]*lockSeq{}}
 }
 
 // conflictsLocked reports whether o may not take l because of the locks
@@ -117,10 +117,10 @@ func (t *LockTable) Lock(o *Open, locks []Lock) error {
 func (t *LockTable) tryLock(o *Open, locks []Lock, wantWait bool) (<-chan struct{}, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f := t.files[o.Key]
+	f := t.files[lockKeyOf(o)]
 	if f == nil {
 		f = &lockFile{}
-		t.files[o.Key] = f
+		t.files[lockKeyOf(o)] = f
 	}
 	n := len(f.locks)
 	for _, l := range locks {
@@ -141,7 +141,7 @@ func (t *LockTable) tryLock(o *Open, locks []Lock, wantWait bool) (<-chan struct
 			}
 			wait = f.changed
 		}
-		t.forgetIfEmptyLocked(o.Key, f)
+		t.forgetIfEmptyLocked(lockKeyOf(o), f)
 		return wait, err
 	}
 	t.held.Add(int64(len(locks)))
@@ -179,7 +179,7 @@ func (t *LockTable) LockWait(ctx context.Context, o *Open, l Lock, onWait func()
 func (t *LockTable) Unlock(o *Open, ranges []Lock) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f := t.files[o.Key]
+	f := t.files[lockKeyOf(o)]
 	done := 0
 	for _, r := range ranges {
 		if f == nil || !removeLocked(f, o, r) {
@@ -190,7 +190,7 @@ func (t *LockTable) Unlock(o *Open, ranges []Lock) (int, error) {
 	if done > 0 {
 		t.held.Add(-int64(done))
 		t.wakeLocked(f)
-		t.forgetIfEmptyLocked(o.Key, f)
+		t.forgetIfEmptyLocked(lockKeyOf(o), f)
 	}
 	if done < len(ranges) {
 		return done, ErrRangeNotLocked
@@ -227,7 +227,7 @@ func (t *LockTable) wakeLocked(f *lockFile) {
 
 // forgetIfEmptyLocked drops f from the table when it holds no lock and
 // nobody waits on it.
-func (t *LockTable) forgetIfEmptyLocked(key FileKey, f *lockFile) {
+func (t *LockTable) forgetIfEmptyLocked(key lockKey, f *lockFile) {
 	if len(f.locks) == 0 && f.changed == nil {
 		delete(t.files, key)
 	}
@@ -239,7 +239,7 @@ func (t *LockTable) Release(o *Open) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.seqs, o)
-	f := t.files[o.Key]
+	f := t.files[lockKeyOf(o)]
 	if f == nil {
 		return
 	}
@@ -255,7 +255,7 @@ func (t *LockTable) Release(o *Open) {
 		t.held.Add(-int64(dropped))
 		t.wakeLocked(f)
 	}
-	t.forgetIfEmptyLocked(o.Key, f)
+	t.forgetIfEmptyLocked(lockKeyOf(o), f)
 }
 
 // CheckIO reports ErrLockConflict if o may not read (or write) n bytes at
@@ -272,7 +272,7 @@ func (t *LockTable) CheckIO(o *Open, off, n uint64, write bool) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f := t.files[o.Key]
+	f := t.files[lockKeyOf(o)]
 	if f == nil {
 		return nil
 	}
@@ -292,7 +292,7 @@ func (t *LockTable) LockCount(o *Open) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
-	if f := t.files[o.Key]; f != nil {
+	if f := t.files[lockKeyOf(o)]; f != nil {
 		for _, h := range f.locks {
 			if h.owner == o {
 				n++
@@ -340,3 +340,12 @@ func (t *LockTable) Sequenced(o *Open, index uint32, number uint8) {
 	}
 	s[index-1] = number&0xF + 1
 }
+
+// lockKey names the stream whose byte ranges a lock covers: each data
+// stream of a file has its own ranges ([MS-FSA] 2.1.5.7).
+type lockKey struct {
+	FileKey
+	Stream string
+}
+
+func lockKeyOf(o *Open) lockKey { return lockKey{o.Key, o.Stream} }

@@ -51,6 +51,7 @@ var (
 type Open struct {
 	Key         FileKey
 	Name        string // share-relative path, kept current by Rename
+	Stream      string // the named data stream opened, "" for the file itself
 	Access      uint32
 	ShareAccess uint32
 	Breaker     Breaker
@@ -68,9 +69,13 @@ func (t *Table) Oplock(o *Open) uint8 {
 	return levelOf(o.h.state)
 }
 
+// file is one file's opens, of all its data streams: each stream is its
+// own object for share modes and caching ([MS-FSA] 2.1.5.1.2), but the
+// file's pending delete holds for all of them.
 type file struct {
 	opens         []*Open
-	deletePending bool
+	deletePending bool            // of the file itself
+	streamPending map[string]bool // of named streams
 }
 
 // Table is one node's open and lease table. It is safe for concurrent use.
@@ -90,11 +95,17 @@ func NewTable() *Table {
 }
 
 // conflicts reports whether the share modes of an existing open e and a
-// new open o exclude each other ([MS-FSA] 2.1.5.1.2).
+// new open o exclude each other ([MS-FSA] 2.1.5.1.2). Opens of different
+// streams conflict only in one way: an open of the file itself for
+// DELETE is refused while a named stream is open without
+// FILE_SHARE_DELETE, since deleting the file deletes its streams.
 func conflicts(e, o *Open) bool {
 	const data = accessReadData | accessWriteData | accessAppend | accessExecute | accessDelete
 	if e.Access&data == 0 || o.Access&data == 0 {
 		return false
+	}
+	if e.Stream != o.Stream {
+		return o.Stream == "" && o.Access&accessDelete != 0 && e.ShareAccess&shareDelete == 0
 	}
 	return denies(e.ShareAccess, o.Access) || denies(o.ShareAccess, e.Access)
 }
@@ -128,6 +139,60 @@ func (t *Table) Remove(o *Open) (last, deletePending bool) {
 	}
 	delete(t.files, o.Key)
 	return true, f.deletePending
+}
+
+// Drop takes o out of the table and reports what its close deletes: its
+// stream, when it was the stream's last open and the stream has a delete
+// pending, or the whole file, when it was the last open of any of the
+// file's streams and the file has a delete pending ([MS-FSA] 2.1.5.4).
+func (t *Table) Drop(o *Open) (deleteStream, deleteFile bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.detach(o)
+	f := t.files[o.Key]
+	if f == nil {
+		return false, false
+	}
+	streamLeft := false
+	for i := 0; i < len(f.opens); i++ {
+		if f.opens[i] == o {
+			f.opens = append(f.opens[:i], f.opens[i+1:]...)
+			i--
+			continue
+		}
+		streamLeft = streamLeft || f.opens[i].Stream == o.Stream
+	}
+	if o.Stream != "" && !streamLeft && f.streamPending[o.Stream] {
+		delete(f.streamPending, o.Stream)
+		deleteStream = true
+	}
+	if len(f.opens) > 0 {
+		return deleteStream, false
+	}
+	delete(t.files, o.Key)
+	return deleteStream, f.deletePending
+}
+
+// MarkDeletePending marks (or unmarks) for deletion what o opened: the
+// file, or its named stream. Opens of it arriving meanwhile fail with
+// ErrDeletePending; a pending delete of the file refuses opens of all
+// its streams.
+func (t *Table) MarkDeletePending(o *Open, on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.files[o.Key]
+	switch {
+	case f == nil:
+	case o.Stream == "":
+		f.deletePending = on
+	case on:
+		if f.streamPending == nil {
+			f.streamPending = map[string]bool{}
+		}
+		f.streamPending[o.Stream] = true
+	default:
+		delete(f.streamPending, o.Stream)
+	}
 }
 
 // SetDeletePending marks (or unmarks) the file for deletion when its last
@@ -203,9 +268,34 @@ func (t *Table) CheckAccess(key FileKey, access, share uint32) error {
 	}
 	probe := &Open{Access: access, ShareAccess: share}
 	for _, e := range f.opens {
-		if conflicts(e, probe) {
+		if e.Stream == "" && conflicts(e, probe) {
 			return ErrSharingViolation
 		}
 	}
 	return nil
+}
+
+// RenamedStream records that the named stream from of key's file is now
+// called to: its opens, leases and pending delete follow it ([MS-FSA]
+// 2.1.5.15.12.1).
+func (t *Table) RenamedStream(key FileKey, from, to string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.files[key]
+	if f == nil {
+		return
+	}
+	for _, e := range f.opens {
+		if e.Stream != from {
+			continue
+		}
+		e.Stream = to
+		if e.h != nil {
+			e.h.stream = to
+		}
+	}
+	if f.streamPending[from] {
+		delete(f.streamPending, from)
+		f.streamPending[to] = true
+	}
 }
