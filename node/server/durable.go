@@ -57,10 +57,9 @@ type DurableHandle interface {
 type durable struct {
 	rec      state.DurableRecord
 	detached bool
-	busy     bool                 // a reconnect is checking it
-	gone     bool                 // scavenged
-	stop     func() bool          // stops the scavenger timer of a detached open
-	resp     *smb2.CreateResponse // the original response, for a replay
+	busy     bool        // a reconnect is checking it
+	gone     bool        // scavenged
+	stop     func() bool // stops the scavenger timer of a detached open
 }
 
 // durables is the server's durable bookkeeping.
@@ -227,11 +226,10 @@ func (c *conn) grantDurable(r *Request, o *Open, d *durableCtx, resp *smb2.Creat
 	} else {
 		resp.Contexts = append(resp.Contexts, smb2.CreateContext{Name: smb2.CreateCtxDurableHandleRequest, Data: (&smb2.DurableResponse{}).Append(nil)})
 	}
-	saved := *resp
 	s := c.srv
 	s.mu.Lock()
 	if _, live := s.opens[o.ID]; live {
-		o.dur = &durable{rec: rec, resp: &saved}
+		o.dur = &durable{rec: rec}
 		s.DurableStore().Put(rec)
 	}
 	s.mu.Unlock()

@@ -88,23 +88,25 @@ func (s *Server) reattach(o *Open, r *Request) {
 // 3.3.5.9.10). With an oplock, the response carries the level the replay
 // asks for, and the DH2Q answer only if that level could be durable; the
 // open itself keeps what it holds (smbtorture smb2.replay.replay-dhv2-oplock2).
+// A lease is answered in its present state; a replay asking for a lease
+// the open does not hold is refused (replayLease).
 // It returns nil when the CREATE is to be served normally.
-func (c *conn) replayDurable(r *Request, req *smb2.CreateRequest, d *durableCtx) Response {
+func (c *conn) replayDurable(r *Request, req *smb2.CreateRequest, d *durableCtx) (Response, error) {
 	if !d.v2 || r.Header.Flags&smb2.FlagReplayOperation == 0 {
-		return nil
+		return nil, nil
 	}
 	s := c.srv
-	rec, ok := s.DurableStore().ByCreateGUID(c.clientGUID, d.req2.CreateGUID)
-	if !ok {
-		return nil
-	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	o := s.opens[rec.FileID]
-	if o == nil || o.dur == nil || o.dur.detached || o.dur.gone || o.Session != r.Session || o.dur.resp == nil {
-		return nil
+	o := s.replayedOpen(c.clientGUID, d.req2.CreateGUID) // replay.go
+	if o == nil || o.replayed == nil || o.Session != r.Session || o.dur != nil && (o.dur.detached || o.dur.gone) {
+		s.mu.Unlock()
+		return nil, nil
 	}
-	resp := *o.dur.resp
+	resp := *o.replayed.resp
+	s.mu.Unlock()
+	if err := replayLease(o, req, &resp); err != nil {
+		return nil, err
+	}
 	if resp.OplockLevel != smb2.OplockLevelLease && req.RequestedOplockLevel != smb2.OplockLevelLease {
 		resp.OplockLevel = min(req.RequestedOplockLevel, resp.OplockLevel)
 		if resp.OplockLevel != smb2.OplockLevelBatch {
@@ -112,7 +114,7 @@ func (c *conn) replayDurable(r *Request, req *smb2.CreateRequest, d *durableCtx)
 		}
 	}
 	r.Open = o
-	return &resp
+	return &resp, nil
 }
 
 // withoutContext returns cs without the contexts named name.

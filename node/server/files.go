@@ -22,6 +22,9 @@ func (r *Request) resolveOpen(fid smb2.FileID) error {
 	o := s.opens[fid.Volatile]
 	// Session and Tree change under s.mu when a durable open reconnects.
 	mine := o != nil && o.ID == fid.Persistent && o.Session == r.Session && o.Tree == r.Tree
+	if mine {
+		s.forgetCreate(o) // replay.go: the client saw the CREATE's answer
+	}
 	s.mu.Unlock()
 	if !mine || !o.acquire() {
 		return smb2.StatusFileClosed
@@ -29,6 +32,11 @@ func (r *Request) resolveOpen(fid smb2.FileID) error {
 	r.Open, r.openHeld = o, true
 	if !r.settleLate {
 		r.conn.settle(r.Header.MessageID) // order.go: a CLOSE after it may go on
+	}
+	if err := r.checkChannelSequence(o); err != nil { // channelseq.go
+		r.releaseOpen()
+		r.Open = nil
+		return err
 	}
 	return nil
 }
@@ -46,11 +54,17 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 	if dc.reconnect() {
 		return c.reconnectDurable(r, &req, &dc)
 	}
-	if resp := c.replayDurable(r, &req, &dc); resp != nil {
-		return resp, nil
+	if resp, err := c.replayDurable(r, &req, &dc); resp != nil || err != nil {
+		return resp, err
 	}
+	done, err := c.startCreate(r, &dc) // replay.go
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	c.srv.closeAppInstance(r, &req, &dc)
 	o := c.srv.newOpen(r.Tree, c, req.Name, req.DesiredAccess)
+	o.chanSeq = r.Header.ChannelSequence()
 	r.Open = o
 	h, resp, err := r.Tree.Share.Backend.Create(r, &req)
 	if err != nil {
@@ -60,6 +74,7 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 	c.srv.addOpen(o, h)
 	resp.FileID = smb2.FileID{Persistent: o.ID, Volatile: o.ID}
 	c.grantDurable(r, o, &dc, resp)
+	c.rememberCreate(o, &dc, resp)
 	return resp, nil
 }
 

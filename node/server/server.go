@@ -40,7 +40,8 @@ type Server struct {
 	clientConns map[[16]byte][]*conn
 	wg          sync.WaitGroup
 
-	dur durables // durable opens and their records (durable.go)
+	dur    durables // durable opens and their records (durable.go)
+	replay replays  // DH2Q CREATEs in progress and done (replay.go)
 }
 
 // New returns a server for cfg.
@@ -243,6 +244,7 @@ func (s *Server) removeOpen(o *Open) bool {
 	_, ok := s.opens[o.ID]
 	delete(s.opens, o.ID)
 	s.forgetDurable(o)
+	s.forgetCreate(o)
 	s.mu.Unlock()
 	if !ok {
 		return false

@@ -121,6 +121,10 @@ type Open struct {
 	// Session and conn (durable.go).
 	dur *durable
 
+	// replayed answers a replay of the DH2Q CREATE that made the open
+	// (replay.go); guarded by Server.mu.
+	replayed *replayed
+
 	// In-flight operations hold a reference so that the handle is closed
 	// only after they finish (a queued sendfile still reads its fd).
 	mu      sync.Mutex
@@ -128,6 +132,7 @@ type Open struct {
 	closed  bool
 	idle    *sync.Cond
 	closing chan struct{} // closed when the open starts closing
+	chanSeq uint16        // Open.ChannelSequence ([MS-SMB2] 3.3.5.2.10, channelseq.go)
 }
 
 // Closing returns a channel closed when the open starts to close, so that

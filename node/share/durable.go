@@ -163,3 +163,13 @@ func (o *open) BeforeScavenge() {
 	o.d.table.MarkDeletePending(o.so, false)
 	o.d.notify.post(actionRemoved, name, nameFilter(o.isDir))
 }
+
+// LeaseNow implements server.LeaseHolder: the open's lease as it is now,
+// for the answer to a replayed CREATE ([MS-SMB2] 3.3.5.9.10).
+func (o *open) LeaseNow() (key [16]byte, st uint32, epoch uint16, ok bool) {
+	if o.so == nil {
+		return key, 0, 0, false
+	}
+	c := o.d.table.CachingOf(o.so)
+	return c.ID.Key, c.State, c.Epoch, c.Lease
+}
