@@ -8,6 +8,7 @@ type Request struct {
 	Lease     *LeaseRequest // a lease request, nil for none
 	Overwrite bool          // FILE_SUPERSEDE, FILE_OVERWRITE or FILE_OVERWRITE_IF
 	NoCaching bool          // grant nothing (a directory), but still check the lease key
+	Directory bool          // the open is of a directory: a lease on it never caches writes
 }
 
 // Grant is the oplock or lease an admitted open got.
@@ -173,6 +174,9 @@ func (t *Table) grant(f *file, o *Open, own *holder, req Request) Grant {
 		}
 		o.h = &holder{file: o.Key, state: stateOf(level), opens: []*Open{o}}
 		return Grant{Oplock: level}
+	}
+	if req.Directory {
+		return Grant{Lease: t.grantDirLease(o, own, req.Lease, allowed)} // dirlease.go
 	}
 	return Grant{Lease: t.grantLease(o, own, req.Lease, allowed)}
 }

@@ -80,6 +80,7 @@ type holder struct {
 	epoch     uint16
 	parentKey [16]byte
 	hasParent bool
+	dir       bool // a lease on a directory (dirlease.go)
 }
 
 // breakMsg is a break to send once the table's mutex is released.
@@ -337,6 +338,9 @@ func (t *Table) detach(o *Open) {
 	}
 	if h.isLease && t.leases[h.id] == h {
 		delete(t.leases, h.id)
+	}
+	if h.dir {
+		t.dirLeases.Add(-1)
 	}
 }
 

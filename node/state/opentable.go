@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -87,6 +88,8 @@ type Table struct {
 	mu     sync.Mutex
 	files  map[FileKey]*file
 	leases map[LeaseID]*holder
+
+	dirLeases atomic.Int32 // holders of directory leases (dirlease.go)
 }
 
 // NewTable returns an empty table.
