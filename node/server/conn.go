@@ -66,6 +66,11 @@ type conn struct {
 
 	// wmu serializes whole frames onto the socket; whoever holds it writes.
 	wmu sync.Mutex
+	// out holds responses of inline requests not yet written, under wmu:
+	// while more requests wait in br, the read loop collects its responses
+	// and writes them with one syscall before it next reads from the
+	// socket (flushReader) or before any other frame.
+	out []byte
 
 	mu        sync.Mutex
 	pending   map[uint64]*pendingReq // by message id
@@ -92,11 +97,12 @@ type frame struct {
 	parts   net.Buffers
 	file    SendfileResponse // data sent with sendfile after parts, or nil
 	release func()
+	inline  bool // made by the read loop (result.inline)
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &conn{
+	c := &conn{
 		srv:     s,
 		nc:      nc,
 		remote:  nc.RemoteAddr().String(),
@@ -104,11 +110,22 @@ func newConn(s *Server, nc net.Conn) *conn {
 		ctx:     ctx,
 		cancel:  cancel,
 		raw:     rawConnOf(nc),
-		br:      bufio.NewReaderSize(nc, readBufferSize),
+		br:      nil, // below: it flushes c.out before each read(2)
 		credits: newCreditWindow(s.cfg.MaxCredits),
 		pending: map[uint64]*pendingReq{},
 		async:   map[uint64]*pendingReq{},
 	}
+	c.br = bufio.NewReaderSize(flushReader{c}, readBufferSize)
+	return c
+}
+
+// flushReader is the socket as the read loop's buffer sees it: before it
+// blocks for more requests, the responses held back in conn.out go out.
+type flushReader struct{ c *conn }
+
+func (f flushReader) Read(p []byte) (int, error) {
+	f.c.flush()
+	return f.c.nc.Read(p)
 }
 
 // close tears the connection down; safe to call more than once.
@@ -323,23 +340,50 @@ func (c *conn) inline(h *smb2.Header, pdu []byte, sealed bool) bool {
 	return false
 }
 
+// Batching of inline responses: a response of at most batchFrameMax
+// bytes made by the read loop while another request already waits in its
+// buffer is appended to conn.out instead of written; out is written when
+// the read loop would block, when it passes batchMax, and before any other
+// frame. Pipelined small READs and WRITEs thus cost one write(2) per
+// window instead of one per request.
+const (
+	batchFrameMax = 16 << 10
+	batchMax      = 128 << 10
+)
+
 // send writes a frame: the goroutine that made the response writes it,
 // under wmu, so no hand-off to a writer goroutine is paid per response. A
 // failed or partial write poisons the stream and closes the connection. It
-// reports whether the frame went out; the frame's buffers are released
-// either way.
+// reports whether the frame went out (or was queued in conn.out); the
+// frame's buffers are released either way.
 func (c *conn) send(f frame) bool {
 	c.wmu.Lock()
 	ok := c.ctx.Err() == nil
 	if ok {
 		var err error
-		if f.file != nil {
-			err = c.sendHeaderAndFile(f.parts[0], f.file)
-		} else {
-			_, err = f.parts.WriteTo(c.nc)
+		switch {
+		case f.file != nil:
+			hdr := f.parts[0]
+			if len(c.out) > 0 {
+				c.out = append(c.out, hdr...)
+				hdr, c.out = c.out, c.out[:0]
+			}
+			err = c.sendHeaderAndFile(hdr, f.file)
+		case f.inline && c.batchable(f.parts):
+			for _, p := range f.parts {
+				c.out = append(c.out, p...)
+			}
+		default:
+			parts := f.parts
+			if len(c.out) > 0 {
+				parts = append(net.Buffers{c.out}, f.parts...)
+			}
+			_, err = parts.WriteTo(c.nc)
+			c.out = c.out[:0]
 		}
 		if err != nil {
 			ok = false
+			c.out = c.out[:0]
 			c.close()
 		}
 	}
@@ -348,4 +392,27 @@ func (c *conn) send(f frame) bool {
 		f.release()
 	}
 	return ok
+}
+
+// batchable reports whether an inline frame may wait in conn.out: it is
+// small, out has room, and another request is already buffered. Only the
+// read loop calls it (br is its own).
+func (c *conn) batchable(parts net.Buffers) bool {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	return n <= batchFrameMax && len(c.out)+n <= batchMax && c.br.Buffered() > 0
+}
+
+// flush writes the responses held in conn.out.
+func (c *conn) flush() {
+	c.wmu.Lock()
+	if len(c.out) > 0 && c.ctx.Err() == nil {
+		if _, err := c.nc.Write(c.out); err != nil {
+			c.close()
+		}
+	}
+	c.out = c.out[:0]
+	c.wmu.Unlock()
 }

@@ -106,7 +106,7 @@ func (c *conn) writeSealedInPlace(res *result, p inPlacePayload) bool {
 	out := signing.SealInPlace(s.encrypter, s.nonces, s.ID, b[4:])
 	binary.BigEndian.PutUint32(b[0:4], uint32(len(out)))
 	open := res.open
-	c.send(frame{parts: net.Buffers{b}, release: func() {
+	c.send(frame{parts: net.Buffers{b}, inline: res.inline, release: func() {
 		p.Release()
 		if open != nil {
 			open.release()

@@ -32,6 +32,9 @@ type result struct {
 	encrypt   *Session
 	onEncoded func(pdu []byte)
 	open      *Open // reference held until the response is written (sendfile)
+	// inline: written by the read loop, which may hold it back while more
+	// requests wait in its buffer (conn.send).
+	inline bool
 }
 
 // signingKey is whatever signs a response; nil when the response is unsigned.
@@ -64,6 +67,7 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, in
 		// The earlier responses went out with the interim response.
 		results = results[len(results)-1:]
 	}
+	results[len(results)-1].inline = inline
 	c.writeResults(results)
 	return nil
 }
@@ -384,6 +388,7 @@ func (c *conn) writeResults(rs []result) {
 	if enc := rs[0].encrypt; enc != nil && enc.encrypter != nil {
 		sealed := enc.seal(parts, b)
 		release()
+		sealed.inline = rs[len(rs)-1].inline
 		c.send(sealed)
 		return
 	}
@@ -392,7 +397,7 @@ func (c *conn) writeResults(rs []result) {
 		total += len(p)
 	}
 	binary.BigEndian.PutUint32(b[0:4], uint32(total-4))
-	c.send(frame{parts: net.Buffers(parts), release: release})
+	c.send(frame{parts: net.Buffers(parts), release: release, inline: rs[len(rs)-1].inline})
 }
 
 // collect returns the parts that make up the PDU starting at start in b.

@@ -38,8 +38,9 @@ func (c *conn) writeSendfile(res *result, sf SendfileResponse) {
 	binary.BigEndian.PutUint32(b[0:4], uint32(smb2.HeaderSize+bodyLen+n))
 	open := res.open
 	c.send(frame{
-		parts: net.Buffers{b},
-		file:  sf,
+		parts:  net.Buffers{b},
+		file:   sf,
+		inline: res.inline,
 		release: func() {
 			putBuf(buf)
 			sf.Release()
