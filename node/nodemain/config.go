@@ -22,6 +22,8 @@ type Config struct {
 	ServerName      string        `json:"server_name"`
 	Workgroup       string        `json:"workgroup"`
 	AllowGuest      bool          `json:"allow_guest"`
+	// NoDirectoryLeases withholds directory leasing from 3.x clients.
+	NoDirectoryLeases bool `json:"no_directory_leases"`
 	// ZeroCopyThreshold is the smallest plain READ sent with sendfile
 	// (bytes; 0 → the default, negative → never).
 	ZeroCopyThreshold int `json:"zero_copy_threshold"`
@@ -114,6 +116,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.ServerName, "server-name", "", "NetBIOS `NAME` of the server (default SMBCLUSTER)")
 	fs.StringVar(&cfg.Workgroup, "workgroup", "", "NetBIOS `DOMAIN` (default WORKGROUP)")
 	fs.BoolVar(&cfg.AllowGuest, "allow-guest", false, "map unknown users and bad passwords to a guest session")
+	fs.BoolVar(&cfg.NoDirectoryLeases, "no-directory-leases", false, "offer no leases on directories (SMB2_GLOBAL_CAP_DIRECTORY_LEASING)")
 	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve Go profiling endpoints (/debug/pprof/) on `ADDR`, e.g. 127.0.0.1:6060")
 	fs.StringVar(&cfg.Etcd, "etcd", "", "join the cluster whose etcd is at `ENDPOINTS` (comma-separated URLs)")
 	fs.StringVar(&cfg.EtcdCA, "etcd-ca", "", "CA certificate `FILE` for etcd's TLS")
@@ -173,6 +176,7 @@ func merge(file, flags *Config) *Config {
 	out := *file
 	out.SigningRequired = file.SigningRequired || flags.SigningRequired
 	out.AllowGuest = file.AllowGuest || flags.AllowGuest
+	out.NoDirectoryLeases = file.NoDirectoryLeases || flags.NoDirectoryLeases
 	if flags.DebugAddr != "" {
 		out.DebugAddr = flags.DebugAddr
 	}

@@ -79,6 +79,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Control:         control,
 
 		ZeroCopyThreshold: zeroCopyThreshold(cfg.ZeroCopyThreshold),
+		NoDirectoryLeases: cfg.NoDirectoryLeases,
 	})
 	if cfg.DebugAddr != "" {
 		go func() {

@@ -42,6 +42,10 @@ type Config struct {
 	IdleTimeout    time.Duration // zero → none
 	MaxConnections int           // zero → unlimited
 
+	// NoDirectoryLeases withholds SMB2_GLOBAL_CAP_DIRECTORY_LEASING, so
+	// that 3.x clients get no leases on directories ([MS-SMB2] 3.3.5.4).
+	NoDirectoryLeases bool
+
 	// ZeroCopyThreshold is the smallest plain READ answered with sendfile;
 	// zero or negative disables zero-copy reads.
 	ZeroCopyThreshold int

@@ -52,6 +52,13 @@ type Request struct {
 // Dialect is the connection's negotiated dialect.
 func (r *Request) Dialect() uint16 { return r.conn.dialect }
 
+// DirectoryLeasing reports whether the connection negotiated
+// SMB2_GLOBAL_CAP_DIRECTORY_LEASING: leases on directories are granted
+// only then ([MS-SMB2] 3.3.5.9.11).
+func (r *Request) DirectoryLeasing() bool {
+	return r.conn != nil && r.conn.serverCaps&smb2.CapDirectoryLeasing != 0
+}
+
 // ClientAddr is the remote address of the connection.
 func (r *Request) ClientAddr() string { return r.conn.remote }
 

@@ -128,6 +128,9 @@ func (c *conn) negotiateResponse(dialect uint16) *smb2.NegotiateResponse {
 	}
 	if dialect >= smb2.Dialect300 && dialect != smb2.DialectWildcard {
 		resp.Capabilities |= smb2.CapMultiChannel
+		if !cfg.NoDirectoryLeases {
+			resp.Capabilities |= smb2.CapDirectoryLeasing // share/dirlease.go
+		}
 	}
 	return resp
 }

@@ -100,6 +100,9 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 	if action == smb2.FileCreated {
 		d.notify.post(actionAdded, o.name, nameFilter(o.isDir))
 	}
+	if action != smb2.FileOpened {
+		o.changedEntry() // dirlease.go
+	}
 	return o, resp, nil
 }
 
@@ -139,7 +142,8 @@ func checkCreate(req *smb2.CreateRequest) error {
 // against the file's other opens (after breaking their oplocks and leases,
 // during which the CREATE goes async) and an oplock or lease is granted
 // ([MS-SMB2] 3.3.5.9, 3.3.5.9.8, 3.3.5.9.11, [MS-FSA] 2.1.5.1.2).
-// Directories get neither: directory leasing is not advertised.
+// Directories get no oplock, and a lease only on a connection that
+// negotiated directory leasing (dirlease.go).
 func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.CreateRequest) (uint8, *state.LeaseGrant, error) {
 	o.so = &state.Open{
 		Key:         state.FileKey{Volume: d.volumeID, FileID: fi.FileID},
@@ -161,7 +165,8 @@ func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.Crea
 			req.CreateDisposition == smb2.FileSupersede,
 	}
 	sreq.Lease, _ = leaseRequest(r, req)
-	sreq.NoCaching = o.isDir
+	sreq.NoCaching = o.isDir && !r.DirectoryLeasing()
+	sreq.Directory = o.isDir
 	if req.RequestedOplockLevel == smb2.OplockLevelLease || o.isDir {
 		sreq.Oplock = smb2.OplockLevelNone
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/smbcluster/smbcluster/node/server"
@@ -28,6 +29,8 @@ type open struct {
 	owner fscc.SID    // the user who opened it, owner of a file without a stored descriptor (access.go); set by CREATE
 
 	allocation int64 // allocation set through this open (alloc.go); under mu
+
+	written atomic.Bool // data was written through it: its close breaks the parent's leases (dirlease.go)
 
 	mu            sync.Mutex
 	stream        string // named stream (stream.go), "" for the file itself; rename changes it
@@ -102,8 +105,10 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	}
 	o.releaseLocks() // byte-range locks go with the open ([MS-FSA] 2.1.5.4)
 	stream := o.currentStream()
+	parent := o.parentLease() // dirlease.go: taken before drop ends the lease
 	delStream, delFile := o.drop(del)
 	err := o.f.Close()
+	defer o.closedEntry(name, parent, delFile)
 	// The last open of a stream or file with a delete pending deletes it
 	// ([MS-FSA] 2.1.5.4); the file goes with all its streams.
 	var rerr error
@@ -259,6 +264,7 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 		}
 	}
 	o.setPosition(off + int64(n))
+	o.written.Store(true)
 	o.d.notify.post(actionModified, o.currentName(), smb2.FileNotifyChangeLastWrite|smb2.FileNotifyChangeSize)
 	return &smb2.WriteResponse{Count: uint32(n)}, nil
 }

@@ -146,6 +146,7 @@ func (o *open) setBasic(b []byte) error {
 		return err
 	}
 	o.postModified(basicFilter(set != nil, !c.IsZero(), !a.IsZero(), !w.IsZero(), !ch.IsZero())) // notify.go
+	o.changedEntry()
 	return nil
 }
 
@@ -267,6 +268,11 @@ func (o *open) rename(target string, root uint64, replace bool) error {
 	if err != nil {
 		return err
 	}
+	// The rename opens the target's directory first, even for a target
+	// it then refuses ([MS-FSA] 2.1.5.15.12).
+	if err := o.d.checkAddTo(parentOf(pn.name)); err != nil {
+		return err
+	}
 	if pn.stream != "" || pn.name == "" {
 		return smb2.StatusObjectNameInvalid
 	}
@@ -297,6 +303,7 @@ func (o *open) rename(target string, root uint64, replace bool) error {
 		o.d.table.Renamed(o.so.Key, pn.name)
 	}
 	o.d.notify.postRename(old, pn.name, o.isDir) // notify.go
+	o.renamedEntry(old, pn.name)
 	return nil
 }
 
@@ -313,10 +320,15 @@ func (d *Disk) checkRename(o *open) error {
 	if o.isDir && d.table.HasOpenBelow(o.name) {
 		return smb2.StatusAccessDenied
 	}
-	// The rename adds a name to the parent directory: it must be able to
-	// open it for FILE_ADD_FILE sharing read and write, as Windows does.
-	if pfi, err := d.fs.Stat(parentOf(o.name)); err == nil {
-		key := state.FileKey{Volume: d.volumeID, FileID: pfi.FileID}
+	return d.checkAddTo(parentOf(o.name))
+}
+
+// checkAddTo refuses a rename into directory dir when dir's opens do not
+// let it be opened for FILE_ADD_FILE sharing read and write, as Windows
+// opens it ([MS-FSA] 2.1.5.15.12: DestinationDirectory).
+func (d *Disk) checkAddTo(dir string) error {
+	if fi, err := d.fs.Stat(dir); err == nil {
+		key := state.FileKey{Volume: d.volumeID, FileID: fi.FileID}
 		if d.table.CheckAccess(key, smb2.FileAddFile, smb2.FileShareRead|smb2.FileShareWrite) != nil {
 			return smb2.StatusSharingViolation
 		}
