@@ -2,7 +2,8 @@
 // opens of a file: share modes, delete-pending, oplocks and leases (one
 // lease per ClientGuid and LeaseKey, bound to one file, shared by that
 // client's opens with the key; an oplock is held as the lease state it
-// amounts to, so both break by the same rules).
+// amounts to, so both break by the same rules). A lease on a directory
+// caches no writes and breaks when its entries change (dirlease.go).
 //
 // It is reached only through narrow interfaces (OpenTable) keyed by a
 // FileKey that is the same on every node sharing the filesystem, so that a
