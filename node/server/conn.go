@@ -45,6 +45,9 @@ type conn struct {
 	// Owned by the read loop. Pipelined requests arrive in one read(2);
 	// a payload larger than the buffer is read straight into its own.
 	br *bufio.Reader
+	// Scratch of dispatch for a message served in the read loop.
+	loopPDUs [1][]byte
+	loopHdrs [1]smb2.Header
 
 	// Set by NEGOTIATE, which completes before any other request is
 	// accepted; read-only afterwards.
@@ -71,6 +74,9 @@ type conn struct {
 	// and writes them with one syscall before it next reads from the
 	// socket (flushReader) or before any other frame.
 	out []byte
+	// Scratch of send, under wmu: iovBase keeps the array WriteTo's
+	// receiver iov walks through.
+	iov, iovBase net.Buffers
 
 	mu        sync.Mutex
 	pending   map[uint64]*pendingReq // by message id
@@ -98,6 +104,7 @@ type frame struct {
 	file    SendfileResponse // data sent with sendfile after parts, or nil
 	release func()
 	inline  bool // made by the read loop (result.inline)
+	w       *written
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -224,16 +231,16 @@ func (c *conn) handleMessage(buf *[]byte) error {
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()
-				if err := c.openAndDispatch(buf); err != nil {
+				if err := c.openAndDispatch(buf, false); err != nil {
 					c.srv.log.Info("dropping connection", "remote", c.remote, "err", err)
 					c.close()
 				}
 			}()
 			return nil
 		}
-		return c.openAndDispatch(buf)
+		return c.openAndDispatch(buf, true)
 	case smb2.ProtocolID:
-		return c.dispatch(buf, nil)
+		return c.dispatch(buf, nil, true)
 	default:
 		putBuf(buf)
 		return errors.New("unknown protocol id")
@@ -241,27 +248,39 @@ func (c *conn) handleMessage(buf *[]byte) error {
 }
 
 // openAndDispatch decrypts a transform message and dispatches its PDUs.
-func (c *conn) openAndDispatch(buf *[]byte) error {
+func (c *conn) openAndDispatch(buf *[]byte, loop bool) error {
 	plain, s, err := c.decrypt(*buf)
 	putBuf(buf)
 	if err != nil {
 		return err
 	}
-	return c.dispatch(plain, s)
+	return c.dispatch(plain, s, loop)
 }
 
 // dispatch splits msg into its PDUs and serves them: a lone PDU in its own
 // goroutine, a compound's PDUs in order in one goroutine. encSession is the
-// session whose key decrypted msg, nil for a plaintext message.
-func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
-	pdus, err := smb2.SplitCompound(*buf)
+// session whose key decrypted msg, nil for a plaintext message. loop is
+// true in the read loop, which splits into its own scratch slices.
+func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool) error {
+	var pdus [][]byte
+	var err error
+	if loop {
+		pdus, err = smb2.AppendCompound(c.loopPDUs[:0], *buf)
+	} else {
+		pdus, err = smb2.SplitCompound(*buf)
+	}
 	if err != nil || len(pdus) == 0 {
 		putBuf(buf)
 		return dropError{fmt.Errorf("bad message: %v", err)}
 	}
 	// Credit accounting happens here, in arrival order, so a request's
 	// message id is checked before the next frame is read.
-	hdrs := make([]smb2.Header, len(pdus))
+	var hdrs []smb2.Header
+	if loop && len(pdus) <= len(c.loopHdrs) {
+		hdrs = c.loopHdrs[:len(pdus)]
+	} else {
+		hdrs = make([]smb2.Header, len(pdus))
+	}
 	for i, p := range pdus {
 		if err := hdrs[i].Decode(p); err != nil {
 			putBuf(buf)
@@ -296,6 +315,11 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session) error {
 		return c.serveCompound(pdus, hdrs, encSession, true)
 	}
 	c.arrive(hdrs) // order.go: before the next frame, so CANCEL and CLOSE see it
+	if loop {
+		// The goroutine outlives the read loop's scratch.
+		pdus = append([][]byte(nil), pdus...)
+		hdrs = append([]smb2.Header(nil), hdrs...)
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -374,11 +398,16 @@ func (c *conn) send(f frame) bool {
 				c.out = append(c.out, p...)
 			}
 		default:
-			parts := f.parts
+			// iov lives in the conn so that WriteTo's receiver does not
+			// escape to the heap on every frame.
+			bufs := c.iovBase[:0]
 			if len(c.out) > 0 {
-				parts = append(net.Buffers{c.out}, f.parts...)
+				bufs = append(bufs, c.out)
 			}
-			_, err = parts.WriteTo(c.nc)
+			bufs = append(bufs, f.parts...)
+			c.iovBase, c.iov = bufs[:0], bufs // WriteTo consumes c.iov
+			_, err = c.iov.WriteTo(c.nc)
+			clear(bufs)
 			c.out = c.out[:0]
 		}
 		if err != nil {
@@ -390,6 +419,9 @@ func (c *conn) send(f frame) bool {
 	c.wmu.Unlock()
 	if f.release != nil {
 		f.release()
+	}
+	if f.w != nil {
+		f.w.release()
 	}
 	return ok
 }

@@ -62,6 +62,9 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 		return nil, err
 	}
 	defer done()
+	if dc.v2 && !r.inline {
+		defer c.outliveConnection(r)() // replay_pending.go
+	}
 	c.srv.closeAppInstance(r, &req, &dc)
 	o := c.srv.newOpen(r.Tree, c, req.Name, req.DesiredAccess)
 	o.chanSeq = r.Header.ChannelSequence()
@@ -75,6 +78,10 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 	resp.FileID = smb2.FileID{Persistent: o.ID, Volatile: o.ID}
 	c.grantDurable(r, o, &dc, resp)
 	c.rememberCreate(o, &dc, resp)
+	if c.endedMeanwhile(o) { // replay_pending.go
+		r.Open = nil
+		return nil, smb2.StatusNetworkNameDeleted
+	}
 	return resp, nil
 }
 
@@ -124,7 +131,7 @@ func (c *conn) serveFlush(r *Request) (Response, error) {
 
 // serveRead handles SMB2 READ ([MS-SMB2] 3.3.5.12).
 func (c *conn) serveRead(r *Request) (Response, error) {
-	var req smb2.ReadRequest
+	req := &r.readReq
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
@@ -144,7 +151,7 @@ func (c *conn) serveRead(r *Request) (Response, error) {
 	if !ok {
 		return nil, smb2.StatusInvalidDeviceRequest
 	}
-	return h.Read(r, &req)
+	return h.Read(r, req)
 }
 
 // serveWrite handles SMB2 WRITE ([MS-SMB2] 3.3.5.13).

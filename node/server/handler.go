@@ -47,6 +47,8 @@ type Request struct {
 	single     bool             // the message is one plaintext PDU (zero-copy eligible)
 	inline     bool             // served in the read loop (see serveCompound)
 	lone       bool             // the only PDU of its message
+
+	readReq smb2.ReadRequest // serveRead's decoded request: no allocation of its own
 }
 
 // Dialect is the connection's negotiated dialect.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"sync"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
@@ -44,20 +45,33 @@ type signingKey interface {
 
 var errorBody = &smb2.ErrorResponse{}
 
+// message is what serving one message needs on the heap.
+type message struct {
+	st      compoundState
+	results [1]result
+	req     Request // the first
+}
+
 // serveCompound serves the PDUs of one message in order and writes their
 // responses as one message.
 // inline is true when the read loop itself serves the message: nothing
 // read later can overtake it or CANCEL it while it runs.
 func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, inline bool) error {
-	var st compoundState
-	results := make([]result, 0, len(pdus))
+	// The state, the results and a lone request are one allocation.
+	m := new(message)
+	st := &m.st
+	results := m.results[:0]
 	for i, p := range pdus {
-		r := &Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1, encrypted: enc != nil, inline: inline, lone: len(pdus) == 1}
+		r := &m.req
+		if i > 0 {
+			r = new(Request)
+		}
+		*r = Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1, encrypted: enc != nil, inline: inline, lone: len(pdus) == 1}
 		// A related first request has nothing to relate to: it fails, as do
 		// the related requests after any request that resolved no session.
 		r.related = hdrs[i].Flags&smb2.FlagRelatedOperations != 0
 		st.earlier = results
-		res, err := c.serveOne(r, &st, enc)
+		res, err := c.serveOne(r, st, enc)
 		if err != nil {
 			return err
 		}
@@ -125,7 +139,7 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		res.hdr.Signature = h.Signature
 	}
 	res.onEncoded = r.onEncoded
-	if errors.As(err, new(dropError)) {
+	if err != nil && errors.As(err, new(dropError)) {
 		return res, err
 	}
 	st.session, st.tree = r.Session, r.Tree
@@ -178,6 +192,10 @@ func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error
 		return nil, smb2.StatusInvalidParameter
 	}
 	cmd := &commands[h.Command]
+	if cmd.sessionless != nil && h.SessionID == 0 && !r.related && cmd.sessionless(r.Msg) {
+		r.compound = st
+		return cmd.serve(c, r)
+	}
 	if r.related && (cmd.needSession && st.session == nil || cmd.needTree && st.tree == nil) {
 		return nil, smb2.StatusInvalidParameter
 	}
@@ -313,7 +331,6 @@ func (c *conn) writeResults(rs []result) {
 			rs[i].body = bufferSendfile(sf)
 		}
 	}
-	var zero [8]byte
 	size := 0
 	for i := range rs {
 		n := smb2.HeaderSize + rs[i].body.Size()
@@ -324,8 +341,9 @@ func (c *conn) writeResults(rs []result) {
 	}
 	buf := getBuf(4 + size)
 	b := *buf
-	var parts [][]byte
-	var payloads []PayloadResponse
+	w := writtenPool.Get().(*written)
+	w.buf = buf
+	parts := w.partsArr[:0]
 	off := 4
 	for i := range rs {
 		res := &rs[i]
@@ -334,7 +352,10 @@ func (c *conn) writeResults(rs []result) {
 		var payload []byte
 		if p, ok := res.body.(PayloadResponse); ok {
 			payload = p.Payload()
-			payloads = append(payloads, p)
+			w.payloads = append(w.payloads, p)
+		}
+		if res.open != nil {
+			w.opens = append(w.opens, res.open)
 		}
 		pduLen := smb2.HeaderSize + bodyLen + len(payload)
 		// Every response of a compound is padded to 8 bytes, the last
@@ -360,7 +381,7 @@ func (c *conn) writeResults(rs []result) {
 		} else {
 			parts = append(parts, b[start:off], payload)
 			if pad > 0 {
-				parts = append(parts, zero[:pad])
+				parts = append(parts, padZeros[:pad])
 			}
 		}
 		if res.signer != nil {
@@ -374,20 +395,9 @@ func (c *conn) writeResults(rs []result) {
 	}
 	// parts[0] begins at b[4]; prepend the NetBIOS header.
 	parts[0] = b[0 : len(parts[0])+4]
-	release := func() {
-		putBuf(buf)
-		for _, p := range payloads {
-			p.Release()
-		}
-		for i := range rs {
-			if rs[i].open != nil {
-				rs[i].open.release()
-			}
-		}
-	}
 	if enc := rs[0].encrypt; enc != nil && enc.encrypter != nil {
 		sealed := enc.seal(parts, b)
-		release()
+		w.release()
 		sealed.inline = rs[len(rs)-1].inline
 		c.send(sealed)
 		return
@@ -397,7 +407,40 @@ func (c *conn) writeResults(rs []result) {
 		total += len(p)
 	}
 	binary.BigEndian.PutUint32(b[0:4], uint32(total-4))
-	c.send(frame{parts: net.Buffers(parts), release: release, inline: rs[len(rs)-1].inline})
+	c.send(frame{parts: net.Buffers(parts), w: w, inline: rs[len(rs)-1].inline})
+}
+
+// padZeros pads compound responses to 8 bytes; never written to.
+var padZeros [8]byte
+
+// written holds what an encoded message refers to until it is written:
+// its buffer, the payloads and the opens of its responses. Pooled, so
+// that a response costs no allocation for its bookkeeping.
+type written struct {
+	buf      *[]byte
+	partsArr [4][]byte // parts of a lone response with a payload and pad
+	payloads []PayloadResponse
+	opens    []*Open
+}
+
+var writtenPool = sync.Pool{New: func() any {
+	return &written{payloads: make([]PayloadResponse, 0, 2), opens: make([]*Open, 0, 2)}
+}}
+
+// release frees the buffers and opens and returns w to its pool.
+func (w *written) release() {
+	putBuf(w.buf)
+	for _, p := range w.payloads {
+		p.Release()
+	}
+	for _, o := range w.opens {
+		o.release()
+	}
+	clear(w.partsArr[:])
+	clear(w.payloads)
+	clear(w.opens)
+	*w = written{payloads: w.payloads[:0], opens: w.opens[:0]}
+	writtenPool.Put(w)
 }
 
 // collect returns the parts that make up the PDU starting at start in b.

@@ -6,6 +6,12 @@ package smb2
 // extends to the end. Every PDU starts with a valid SMB2 header. The PDUs
 // alias msg.
 func SplitCompound(msg []byte) (pdus [][]byte, err error) {
+	return AppendCompound(nil, msg)
+}
+
+// AppendCompound is SplitCompound appending the PDUs to pdus, so that a
+// caller can split into a slice it reuses.
+func AppendCompound(pdus [][]byte, msg []byte) ([][]byte, error) {
 	for {
 		if len(msg) < HeaderSize {
 			return nil, ErrShortHeader
