@@ -127,7 +127,12 @@ type StreamOpener interface {
 	// RemoveStream deletes a named stream (fs.ErrNotExist if absent).
 	RemoveStream(name, stream string) error
 	// RenameStream renames a named stream of name; without replace an
-	// existing newStream fails with fs.ErrExist.
+	// existing newStream fails with fs.ErrExist. A newStream of "" is the
+	// unnamed data stream, which always exists: with replace its data
+	// becomes the stream's (a directory has none). Open files of the
+	// stream follow it to its new name; what open files of a replaced
+	// stream see is unspecified (the share layer refuses to replace an
+	// open stream).
 	RenameStream(name, oldStream, newStream string, replace bool) error
 }
 

@@ -26,6 +26,7 @@ type node struct {
 	btime, atime, mtime, ctime time.Time
 
 	streams map[string]*node  // named streams (stream.go); their nodes hold only data
+	dataOf  *node             // a stream renamed onto its file's unnamed data stream: the file
 	sd      []byte            // stored security descriptor
 	eas     map[string][]byte // extended attributes
 }

@@ -104,18 +104,21 @@ func (fsys *FS) RemoveStream(name, stream string) error {
 	return nil
 }
 
-// RenameStream renames a named stream of name.
+// RenameStream renames a named stream of name; see vfs.StreamOpener.
+// Open files hold the stream's node, so they follow it.
 func (fsys *FS) RenameStream(name, oldStream, newStream string, replace bool) error {
 	err := fsys.streamOp(name, oldStream, func(n *node) error {
-		if err := checkStream(newStream); err != nil {
-			return err
-		}
 		sn, ok := n.streams[oldStream]
 		switch {
 		case !ok:
 			return syscall.ENOENT
+		case newStream == "":
+			return fsys.renameToData(n, oldStream, replace)
 		case oldStream == newStream:
 			return nil
+		}
+		if err := checkStream(newStream); err != nil {
+			return err
 		}
 		if _, exists := n.streams[newStream]; exists && !replace {
 			return syscall.EEXIST
@@ -127,6 +130,24 @@ func (fsys *FS) RenameStream(name, oldStream, newStream string, replace bool) er
 	if err != nil {
 		return &fs.PathError{Op: "renamestream", Path: name + ":" + oldStream, Err: err}
 	}
+	return nil
+}
+
+// renameToData moves the named stream of n onto its unnamed data
+// stream, replacing the file's data; the stream's open files now reach
+// the file's data. Called under mu.
+func (fsys *FS) renameToData(n *node, stream string, replace bool) error {
+	switch {
+	case n.dir:
+		return syscall.EISDIR // a directory has no unnamed data stream
+	case !replace:
+		return syscall.EEXIST // which always exists
+	}
+	sn := n.streams[stream]
+	n.data, sn.data = sn.data, nil
+	sn.dataOf = n
+	delete(n.streams, stream)
+	fsys.touch(n)
 	return nil
 }
 
@@ -154,6 +175,15 @@ type streamFile struct {
 	read, write bool
 }
 
+// data returns the node holding the stream's bytes: its own, or its
+// file's once renamed onto the unnamed data stream. Called under mu.
+func (f *streamFile) data() *node {
+	if f.s.dataOf != nil {
+		return f.s.dataOf
+	}
+	return f.s
+}
+
 func (f *streamFile) check(op string, write bool) error {
 	var err error
 	switch {
@@ -175,13 +205,13 @@ func (f *streamFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, f.base.pathErr("read", syscall.EINVAL)
 	}
-	if off >= int64(len(f.s.data)) {
+	if off >= int64(len(f.data().data)) {
 		if len(p) == 0 {
 			return 0, nil
 		}
 		return 0, io.EOF
 	}
-	return copy(p, f.s.data[off:]), nil
+	return copy(p, f.data().data[off:]), nil
 }
 
 // WriteAt writes p at off, zero-filling any gap.
@@ -194,10 +224,10 @@ func (f *streamFile) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, f.base.pathErr("write", syscall.EINVAL)
 	}
-	if end := off + int64(len(p)); end > int64(len(f.s.data)) {
-		f.s.resize(end)
+	if end := off + int64(len(p)); end > int64(len(f.data().data)) {
+		f.data().resize(end)
 	}
-	copy(f.s.data[off:], p)
+	copy(f.data().data[off:], p)
 	f.base.fs.touch(f.base.n)
 	return len(p), nil
 }
@@ -212,7 +242,7 @@ func (f *streamFile) Truncate(size int64) error {
 	if size < 0 {
 		return f.base.pathErr("truncate", syscall.EINVAL)
 	}
-	f.s.resize(size)
+	f.data().resize(size)
 	return nil
 }
 
@@ -224,7 +254,7 @@ func (f *streamFile) Stat() (vfs.FileInfo, error) {
 	}
 	f.base.fs.mu.Lock()
 	fi.IsDir = false // a stream is data, even on a directory
-	fi.Size = int64(len(f.s.data))
+	fi.Size = int64(len(f.data().data))
 	f.base.fs.mu.Unlock()
 	fi.AllocationSize = (fi.Size + 4095) &^ 4095
 	return fi, nil

@@ -27,7 +27,8 @@ type FS struct {
 
 	noXattr   atomic.Bool // user xattrs are unsupported here
 	closeOnce sync.Once
-	streamMu  sync.Mutex // serializes stream read-modify-writes (stream.go)
+	streamMu  sync.Mutex              // serializes stream read-modify-writes (stream.go)
+	streams   map[streamID]*streamRef // open streams, under streamMu (stream.go)
 }
 
 var (

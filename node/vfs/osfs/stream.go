@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -167,30 +168,45 @@ func (fsys *FS) OpenStream(name, stream string, o vfs.OpenOptions) (vfs.File, bo
 		return nil, false, err
 	}
 	created := false
+	var ref *streamRef
 	fsys.streamMu.Lock()
 	err = base.control(func(fd int) error {
-		_, err := unix.Fgetxattr(fd, attr, nil)
-		switch {
-		case err == nil && o.Create == vfs.CreateExclusive:
-			return syscall.EEXIST
-		case err == nil && o.Truncate:
-			return setxattr(fd, attr, nil, 0)
-		case err == nil:
-			return nil
-		case err != unix.ENODATA:
-			return xattrErr(err)
-		case o.Create == vfs.OpenExisting:
-			return syscall.ENOENT
+		var err error
+		if created, err = openStreamAttr(fd, attr, o); err != nil {
+			return err
 		}
-		created = true
-		return setxattr(fd, attr, nil, unix.XATTR_CREATE)
+		id, err := streamIDOf(fd, attr)
+		if err != nil {
+			return err
+		}
+		ref = fsys.holdStream(id)
+		return nil
 	})
 	fsys.streamMu.Unlock()
 	if err != nil {
 		base.Close()
 		return nil, false, &fs.PathError{Op: "openstream", Path: name + ":" + stream, Err: err}
 	}
-	return &streamFile{base: base, attr: attr, read: o.Read, write: o.Write || o.Truncate}, created, nil
+	return &streamFile{base: base, ref: ref, read: o.Read, write: o.Write || o.Truncate}, created, nil
+}
+
+// openStreamAttr applies the disposition of o to the xattr attr of fd and
+// reports whether it created it.
+func openStreamAttr(fd int, attr string, o vfs.OpenOptions) (bool, error) {
+	_, err := unix.Fgetxattr(fd, attr, nil)
+	switch {
+	case err == nil && o.Create == vfs.CreateExclusive:
+		return false, syscall.EEXIST
+	case err == nil && o.Truncate:
+		return false, setxattr(fd, attr, nil, 0)
+	case err == nil:
+		return false, nil
+	case err != unix.ENODATA:
+		return false, xattrErr(err)
+	case o.Create == vfs.OpenExisting:
+		return false, syscall.ENOENT
+	}
+	return true, setxattr(fd, attr, nil, unix.XATTR_CREATE)
 }
 
 // RemoveStream deletes a named stream of name.
@@ -209,11 +225,14 @@ func (fsys *FS) RemoveStream(name, stream string) error {
 	}))
 }
 
-// RenameStream renames a named stream of name.
+// RenameStream renames a named stream of name; see vfs.StreamOpener.
 func (fsys *FS) RenameStream(name, oldStream, newStream string, replace bool) error {
 	oldAttr, err := streamAttr(oldStream)
 	if err != nil {
 		return &fs.PathError{Op: "renamestream", Path: name + ":" + oldStream, Err: err}
+	}
+	if newStream == "" {
+		return fsys.renameToData(name, oldAttr, replace)
 	}
 	newAttr, err := streamAttr(newStream)
 	if err != nil {
@@ -241,21 +260,157 @@ func (fsys *FS) RenameStream(name, oldStream, newStream string, replace bool) er
 		if err := setxattr(fd, newAttr, v, flags); err != nil {
 			return err
 		}
-		return xattrErr(unix.Fremovexattr(fd, oldAttr))
+		if err := xattrErr(unix.Fremovexattr(fd, oldAttr)); err != nil {
+			return err
+		}
+		_, err = fsys.movedStream(fd, oldAttr, newAttr, nil)
+		return err
 	}))
 }
 
-// streamFile is an open named stream: the data is the xattr attr of base.
-type streamFile struct {
-	base        *file // the file or directory, opened read-only
-	attr        string
-	read, write bool
+// renameToData moves the named stream attr of name onto its unnamed data
+// stream, replacing the file's data; a directory has none.
+func (fsys *FS) renameToData(name, attr string, replace bool) error {
+	pathErr := func(err error) error { return &fs.PathError{Op: "renamestream", Path: name, Err: err} }
+	if !replace {
+		return pathErr(syscall.EEXIST) // the unnamed data stream always exists
+	}
+	if err := checkName("renamestream", name); err != nil {
+		return err
+	}
+	data, err := fsys.openExisting(name, vfs.OpenOptions{Read: true, Write: true, Kind: vfs.RegularOnly})
+	if err != nil {
+		return pathErr(err)
+	}
+	fsys.streamMu.Lock()
+	defer fsys.streamMu.Unlock()
+	kept := false
+	err = data.control(func(fd int) error {
+		v, err := getxattr(fd, attr)
+		if err != nil {
+			return err
+		}
+		if err := ignoreEINTR(func() error { return unix.Ftruncate(fd, 0) }); err != nil {
+			return err
+		}
+		for off := 0; off < len(v); {
+			n, err := unix.Pwrite(fd, v[off:], int64(off))
+			if err != nil && err != unix.EINTR {
+				return err
+			}
+			off += max(n, 0)
+		}
+		if err := xattrErr(unix.Fremovexattr(fd, attr)); err != nil {
+			return err
+		}
+		kept, err = fsys.movedStream(fd, attr, "", data)
+		return err
+	})
+	if !kept {
+		data.Close()
+	}
+	return data.pathErr("renamestream", err)
 }
 
-func (s *streamFile) value() ([]byte, error) {
+// streamID names one stream of one inode.
+type streamID struct {
+	dev, ino uint64
+	attr     string // the stream's xattr; "" once renamed onto the unnamed data stream
+}
+
+// streamRef is where the open files of one stream find its data. A
+// rename moves it, so open files follow their stream to its new name as
+// Windows opens do ([MS-FSA] 2.1.5.15.12.1). Its fields are guarded by
+// FS.streamMu.
+type streamRef struct {
+	id   streamID
+	n    int   // open files holding it
+	data *file // once renamed onto the unnamed data stream: the file, opened for writing
+}
+
+// streamIDOf names the stream attr of fd's inode.
+func streamIDOf(fd int, attr string) (streamID, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return streamID{}, err
+	}
+	return streamID{dev: st.Dev, ino: st.Ino, attr: attr}, nil
+}
+
+// holdStream returns the ref of id, held once more. Called under streamMu.
+func (fsys *FS) holdStream(id streamID) *streamRef {
+	r := fsys.streams[id]
+	if r == nil {
+		if fsys.streams == nil {
+			fsys.streams = map[streamID]*streamRef{}
+		}
+		r = &streamRef{id: id}
+		fsys.streams[id] = r
+	}
+	r.n++
+	return r
+}
+
+// releaseStream drops one hold of r.
+func (fsys *FS) releaseStream(r *streamRef) {
+	fsys.streamMu.Lock()
+	defer fsys.streamMu.Unlock()
+	if r.n--; r.n > 0 {
+		return
+	}
+	if fsys.streams[r.id] == r {
+		delete(fsys.streams, r.id)
+	}
+	if r.data != nil {
+		r.data.Close()
+		r.data = nil
+	}
+}
+
+// movedStream makes the open files of stream from of fd's inode follow it
+// to stream to, or with to "" to the unnamed data stream written through
+// data; it reports whether it kept data. Open files of a stream that to
+// replaced keep the name, so they see the renamed data. Called under
+// streamMu.
+func (fsys *FS) movedStream(fd int, from, to string, data *file) (bool, error) {
+	id, err := streamIDOf(fd, from)
+	if err != nil {
+		return false, err
+	}
+	r := fsys.streams[id]
+	if r == nil {
+		return false, nil
+	}
+	delete(fsys.streams, id)
+	r.id.attr = to
+	if to == "" {
+		r.data = data
+		return true, nil
+	}
+	fsys.streams[r.id] = r
+	return false, nil
+}
+
+// streamFile is an open named stream: the data is the xattr ref.id.attr
+// of base, or the file's own data once renamed onto it.
+type streamFile struct {
+	base        *file // the file or directory, opened read-only
+	ref         *streamRef
+	read, write bool
+	closed      atomic.Bool // the ref is released once
+}
+
+// current returns the stream's xattr, or "" and the file holding its data.
+func (s *streamFile) current() (string, *file) {
+	s.base.fs.streamMu.Lock()
+	defer s.base.fs.streamMu.Unlock()
+	return s.ref.id.attr, s.ref.data
+}
+
+func (s *streamFile) value(attr string) ([]byte, error) {
 	var v []byte
 	err := s.base.control(func(fd int) (err error) {
-		v, err = getxattr(fd, s.attr)
+		v, err = getxattr(fd, attr)
 		return err
 	})
 	return v, err
@@ -269,7 +424,11 @@ func (s *streamFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, s.base.pathErr("read", syscall.EINVAL)
 	}
-	v, err := s.value()
+	attr, data := s.current()
+	if data != nil {
+		return data.ReadAt(p, off)
+	}
+	v, err := s.value(attr)
 	if err != nil {
 		return 0, s.base.pathErr("read", err)
 	}
@@ -286,20 +445,34 @@ func (s *streamFile) modify(op string, fn func(v []byte) ([]byte, error)) error 
 	}
 	s.base.fs.streamMu.Lock()
 	defer s.base.fs.streamMu.Unlock()
+	attr := s.ref.id.attr
+	if attr == "" {
+		return s.base.pathErr(op, syscall.ENOENT) // renamed onto the data meanwhile
+	}
 	return s.base.pathErr(op, s.base.control(func(fd int) error {
-		v, err := getxattr(fd, s.attr)
+		v, err := getxattr(fd, attr)
 		if err != nil {
 			return err
 		}
 		if v, err = fn(v); err != nil {
 			return err
 		}
-		return setxattr(fd, s.attr, v, unix.XATTR_REPLACE)
+		return setxattr(fd, attr, v, unix.XATTR_REPLACE)
 	}))
+}
+
+// unnamed returns the file holding the stream's data once the stream was
+// renamed onto the unnamed data stream, or nil.
+func (s *streamFile) unnamed() *file {
+	_, data := s.current()
+	return data
 }
 
 // WriteAt writes p at off, growing the stream as needed.
 func (s *streamFile) WriteAt(p []byte, off int64) (int, error) {
+	if data := s.unnamed(); data != nil && s.write {
+		return data.WriteAt(p, off)
+	}
 	if off < 0 {
 		return 0, s.base.pathErr("write", syscall.EINVAL)
 	}
@@ -321,6 +494,9 @@ func (s *streamFile) WriteAt(p []byte, off int64) (int, error) {
 
 // Truncate sets the stream's size.
 func (s *streamFile) Truncate(size int64) error {
+	if data := s.unnamed(); data != nil && s.write {
+		return data.Truncate(size)
+	}
 	if size < 0 {
 		return s.base.pathErr("truncate", syscall.EINVAL)
 	}
@@ -337,11 +513,15 @@ func (s *streamFile) Truncate(size int64) error {
 
 // Stat describes the file the stream belongs to, with the stream's size.
 func (s *streamFile) Stat() (vfs.FileInfo, error) {
+	attr, data := s.current()
+	if data != nil {
+		return data.Stat()
+	}
 	fi, err := s.base.Stat()
 	if err != nil {
 		return fi, err
 	}
-	v, err := s.value()
+	v, err := s.value(attr)
 	if err != nil {
 		return vfs.FileInfo{}, s.base.pathErr("stat", err)
 	}
@@ -352,7 +532,12 @@ func (s *streamFile) Stat() (vfs.FileInfo, error) {
 }
 
 // Allocate is a no-op: an xattr has no reserved space.
-func (s *streamFile) Allocate(int64) error { return nil }
+func (s *streamFile) Allocate(size int64) error {
+	if data := s.unnamed(); data != nil && s.write {
+		return data.Allocate(size)
+	}
+	return nil
+}
 
 // Sync flushes the file holding the stream.
 func (s *streamFile) Sync() error { return s.base.Sync() }
@@ -374,7 +559,12 @@ func (s *streamFile) Security() ([]byte, error) { return s.base.Security() }
 func (s *streamFile) SetSecurity(sd []byte) error { return s.base.SetSecurity(sd) }
 
 // Close closes the file holding the stream.
-func (s *streamFile) Close() error { return s.base.Close() }
+func (s *streamFile) Close() error {
+	if !s.closed.Swap(true) {
+		s.base.fs.releaseStream(s.ref)
+	}
+	return s.base.Close()
+}
 
 // Security returns the stored security descriptor, nil when none is.
 func (f *file) Security() ([]byte, error) {

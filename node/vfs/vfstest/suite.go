@@ -53,6 +53,7 @@ func TestFS(t *testing.T, newFS func(t *testing.T) vfs.FS) {
 		{"Symlinks", testSymlinks},
 		{"StatFS", testStatFS},
 		{"Streams", testStreams},
+		{"StreamRenameFollows", testStreamRenameFollows},
 		{"Security", testSecurity},
 		{"ReadDirNames", testReadDirNames},
 		{"EAs", testEAs},

@@ -179,3 +179,66 @@ func testEAs(t *testing.T, fsys vfs.FS) {
 		t.Fatalf("EAs = %q, %v", eas, err)
 	}
 }
+
+// testStreamRenameFollows checks that open files follow their stream to
+// its new name, and onto the unnamed data stream.
+func testStreamRenameFollows(t *testing.T, fsys vfs.FS) {
+	so := streamFS(t, fsys)
+	open(t, fsys, "f", rw)
+	w, _, err := so.OpenStream("f", "s1", rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r, _, err := so.OpenStream("f", "s1", vfs.OpenOptions{Read: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := w.WriteAt([]byte("one"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := so.RenameStream("f", "s1", "s2", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("X"), 0); err != nil {
+		t.Fatalf("write after rename: %v", err)
+	}
+	wantContent(t, r, "Xne")
+	if err := so.RenameStream("f", "s2", "", false); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("RenameStream onto the data without replace: %v, want fs.ErrExist", err)
+	}
+	if err := so.RenameStream("f", "s2", "", true); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := so.Streams("f"); err != nil || len(list) != 0 {
+		t.Fatalf("Streams after renaming onto the data = %+v, %v", list, err)
+	}
+	if _, err := w.WriteAt([]byte("Y"), 3); err != nil {
+		t.Fatalf("write after renaming onto the data: %v", err)
+	}
+	wantContent(t, r, "XneY")
+	wantContent(t, open(t, fsys, "f", rdOnly), "XneY")
+	if fi, err := w.Stat(); err != nil || fi.Size != 4 {
+		t.Fatalf("Stat after renaming onto the data: %+v, %v", fi, err)
+	}
+	mkdirOK(t, fsys, "d")
+	ds, _, err := so.OpenStream("d", "x", rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.Close()
+	if err := so.RenameStream("d", "x", "", true); err == nil {
+		t.Fatal("renamed a directory's stream onto its unnamed data stream")
+	}
+}
+
+// wantContent checks the whole content of f.
+func wantContent(t *testing.T, f vfs.File, want string) {
+	t.Helper()
+	buf := make([]byte, len(want)+8)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && err != io.EOF || string(buf[:n]) != want {
+		t.Fatalf("content = %q, %v; want %q", buf[:n], err, want)
+	}
+}
