@@ -9,6 +9,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+	"github.com/smbcluster/smbcluster/node/smb2/utf16le"
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
 
@@ -263,39 +264,111 @@ func (o *open) streamList(fi vfs.FileInfo) (fscc.StreamInformation, error) {
 	return out, nil
 }
 
-// renameStream applies FILE_RENAME_INFORMATION with a target ":name" to a
-// stream open ([MS-FSA] 2.1.5.15.12.1).
+// renameStream applies FILE_RENAME_INFORMATION with a target
+// ":name[:$DATA]" ([MS-FSA] 2.1.5.15.12.1): the open's named stream takes
+// the new name, or with "::$DATA" becomes the file's unnamed data stream.
+// A target that exists must be replaced, unopened and empty. The stream's
+// opens follow it (vfs.StreamOpener.RenameStream).
 func (o *open) renameStream(target string, replace bool) error {
-	so := o.d.streamOpener()
-	if so == nil || o.currentStream() == "" {
-		return smb2.StatusNotSupported // the default stream is not renamed
-	}
-	stream, err := parseStream(target)
+	stream, err := parseStreamTarget(target)
 	if err != nil {
 		return err
 	}
-	if stream == "" {
-		return smb2.StatusInvalidParameter // back to the default stream: not supported
+	if o.isDir {
+		return smb2.StatusInvalidParameter // a directory stream is not renamed
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	stream = o.d.streamCase(so, o.name, stream)
-	if strings.EqualFold(stream, o.stream) && stream != o.stream {
-		replace = true // a change of case
+	from := o.streamLocked()
+	if stream == "" && from != "" {
+		if fi, err := o.d.fs.Stat(o.name); err != nil || fi.IsDir {
+			return smb2.StatusInvalidParameter // a directory has no unnamed data stream
+		}
 	}
-	if err := so.RenameStream(o.name, o.stream, stream, replace); err != nil {
+	if strings.EqualFold(stream, from) {
+		return nil
+	}
+	so := o.d.streamOpener()
+	if so == nil || from == "" {
+		return smb2.StatusNotSupported // the unnamed data stream keeps its place here
+	}
+	stream, err = o.streamTarget(so, stream, replace)
+	if err != nil {
+		return err
+	}
+	if err := so.RenameStream(o.name, from, stream, replace); err != nil {
 		return streamError(err)
 	}
 	if o.so != nil {
-		o.d.table.RenamedStream(o.so.Key, o.stream, stream)
+		o.d.table.RenamedStream(o.so.Key, from, stream)
 	}
 	o.stream = stream
 	return nil
 }
 
-// currentStream is the open's stream name; rename changes it.
+// parseStreamTarget parses the target of a stream rename, ":name[:type]"
+// ([MS-FSA] 2.1.5.15.12.1); "" is the unnamed data stream.
+func parseStreamTarget(target string) (string, error) {
+	name, typ, _ := strings.Cut(target[1:], ":")
+	switch {
+	case strings.HasSuffix(target, ":"), strings.ContainsAny(name, "\\/\x00"), strings.ContainsAny(typ, ":\\/\x00"):
+		return "", smb2.StatusInvalidParameter
+	case utf16le.Len(name) > 2*255:
+		return "", smb2.StatusInvalidParameter
+	case typ != "" && !strings.EqualFold(typ, "$DATA"):
+		return "", smb2.StatusObjectTypeMismatch
+	}
+	return name, nil
+}
+
+// streamTarget checks the target stream of a rename of o's stream and
+// returns its stored spelling: an existing target (the unnamed data
+// stream always exists) is replaced only when asked, while no other open
+// has it and it is empty ([MS-FSA] 2.1.5.15.12.1). Called under o.mu.
+func (o *open) streamTarget(so vfs.StreamOpener, stream string, replace bool) (string, error) {
+	size := int64(-1)
+	if stream == "" {
+		fi, err := o.d.fs.Stat(o.name)
+		if err != nil {
+			return "", err
+		}
+		size = fi.Size
+	} else {
+		list, err := so.Streams(o.name)
+		if err != nil {
+			return "", streamError(err)
+		}
+		for _, s := range list {
+			if strings.EqualFold(s.Name, stream) {
+				stream, size = s.Name, s.Size
+				break
+			}
+		}
+	}
+	switch {
+	case size < 0:
+		return stream, nil // a new name
+	case !replace:
+		return "", smb2.StatusObjectNameCollision
+	case o.so != nil && o.d.table.StreamOpen(o.so.Key, stream, o.so), size != 0:
+		return "", smb2.StatusInvalidParameter
+	}
+	return stream, nil
+}
+
+// currentStream is the open's stream name; a rename through any open
+// of the stream changes it.
 func (o *open) currentStream() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.streamLocked()
+}
+
+// streamLocked refreshes the open's stream name from the open table,
+// which keeps it for every open of a renamed stream. Called under o.mu.
+func (o *open) streamLocked() string {
+	if o.so != nil {
+		o.stream = o.d.table.StreamOf(o.so)
+	}
 	return o.stream
 }

@@ -278,6 +278,29 @@ func (t *Table) CheckAccess(key FileKey, access, share uint32) error {
 	return nil
 }
 
+// StreamOpen reports whether an open other than except has the data
+// stream stream of key's file open ("" for the unnamed one).
+func (t *Table) StreamOpen(key FileKey, stream string, except *Open) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f := t.files[key]; f != nil {
+		for _, e := range f.opens {
+			if e != except && e.Stream == stream {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// StreamOf returns the data stream o has open, which RenamedStream keeps
+// current.
+func (t *Table) StreamOf(o *Open) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return o.Stream
+}
+
 // RenamedStream records that the named stream from of key's file is now
 // called to: its opens, leases and pending delete follow it ([MS-FSA]
 // 2.1.5.15.12.1).

@@ -99,3 +99,28 @@ func TestRenamedStream(t *testing.T) {
 		t.Fatalf("new name: %v", err)
 	}
 }
+
+// StreamOpen sees the opens of one data stream, except the one asked
+// about (a stream rename refuses a target that is open, [MS-FSA]
+// 2.1.5.15.12.1).
+func TestStreamOpen(t *testing.T) {
+	tb := NewTable()
+	s1, s2 := streamOpen("one", accessReadData, 7), streamOpen("two", accessReadAttr, 7)
+	for _, o := range []*Open{s1, s2} {
+		if _, err := tb.Admit(context.Background(), o, Request{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch {
+	case !tb.StreamOpen(key, "two", s1):
+		t.Error("stream two's open not seen")
+	case tb.StreamOpen(key, "one", s1):
+		t.Error("the open asking was seen")
+	case tb.StreamOpen(key, "", nil):
+		t.Error("an open of the unnamed data stream seen where there is none")
+	}
+	tb.RenamedStream(key, "two", "")
+	if !tb.StreamOpen(key, "", nil) || tb.StreamOf(s2) != "" {
+		t.Errorf("the stream renamed onto the unnamed data stream not seen there (StreamOf %q)", tb.StreamOf(s2))
+	}
+}
