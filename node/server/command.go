@@ -7,6 +7,9 @@ import "github.com/smbcluster/smbcluster/node/smb2"
 type command struct {
 	needSession bool // a valid session bound to this connection, signing/encryption checked
 	needTree    bool // a tree connect of that session
+	// sessionless, when set, admits the requests it accepts without a
+	// session or tree (SessionId 0): IOCTLs about the connection itself.
+	sessionless func(msg []byte) bool
 	serve       func(c *conn, r *Request) (Response, error)
 }
 
@@ -27,7 +30,7 @@ func init() {
 		smb2.CmdRead:           {needSession: true, needTree: true, serve: (*conn).serveRead},
 		smb2.CmdWrite:          {needSession: true, needTree: true, serve: (*conn).serveWrite},
 		smb2.CmdLock:           {needSession: true, needTree: true, serve: (*conn).serveLock},
-		smb2.CmdIoctl:          {needSession: true, needTree: true, serve: (*conn).serveIoctl},
+		smb2.CmdIoctl:          {needSession: true, needTree: true, sessionless: sessionlessIoctl, serve: (*conn).serveIoctl},
 		smb2.CmdEcho:           {serve: (*conn).serveEcho},
 		smb2.CmdQueryDirectory: {needSession: true, needTree: true, serve: (*conn).serveQueryDirectory},
 		smb2.CmdChangeNotify:   {needSession: true, needTree: true, serve: (*conn).serveChangeNotify},

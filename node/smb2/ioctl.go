@@ -34,6 +34,11 @@ const (
 	FsctlFileLevelTrim             uint32 = 0x00098208
 	FsctlOffloadRead               uint32 = 0x00094264
 	FsctlDuplicateExtentsToFile    uint32 = 0x00098344
+
+	// FsctlSmbtortureForceUnackedTimeout is Samba's test-only
+	// FSCTL_SMBTORTURE_FORCE_UNACKED_TIMEOUT (libcli/smb/smb_constants.h),
+	// with which smbtorture simulates a channel that stopped answering.
+	FsctlSmbtortureForceUnackedTimeout uint32 = 0x83848003
 )
 
 // IoctlRequest is SMB2 IOCTL Request ([MS-SMB2] 2.2.31).
