@@ -14,10 +14,12 @@ import "context"
 // 3.3.7.1, which cancels the requests of a lost channel (smbtorture
 // smb2.replay.dhv2-pending2*-sane; Samba bug 14449).
 //
-// Such a CREATE is still cancelled by SMB2 CANCEL, by the server's
-// shutdown, and by the loss of the session's last channel. If the other
-// channels go away while it waits, it finishes its wait (bounded by the
-// break timeout) before its connection is torn down and the session ends.
+// Such a CREATE is still cancelled by SMB2 CANCEL, by the loss of the
+// session's last channel, and by a connection loss during shutdown. If
+// the other channels go away while it waits, it finishes its wait
+// (bounded by the break timeout) before its connection is torn down and
+// the session ends. A shutdown that comes later closes every connection,
+// and with them the opens whose break it waits for, so it ends then.
 
 // outliveConnection gives the DH2Q CREATE r a context that the loss of
 // its connection cancels only when the session has no other channel. It
