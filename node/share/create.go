@@ -238,7 +238,7 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 	}
 	o := &open{d: d, f: f, name: name, access: access}
 	if req.CreateOptions&smb2.FileDeleteOnClose != 0 {
-		if err := o.setDeleteOnClose(true); err != nil {
+		if err := o.requestDeleteOnClose(); err != nil {
 			f.Close()
 			if created { // e.g. FILE_ATTRIBUTE_READONLY: no file is left behind
 				d.fs.Remove(name)

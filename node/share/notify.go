@@ -120,8 +120,7 @@ func (n *notifier) post(action uint32, name string, filter uint32) {
 }
 
 // postRename reports a rename as Windows does: old and new names within
-// one directory, removed and added across directories, and for a file a
-// change of its attributes and creation time under the new name.
+// one directory, removed and added across directories.
 func (n *notifier) postRename(old, new string, isDir bool) {
 	f := nameFilter(isDir)
 	if parentOf(old) == parentOf(new) {
@@ -131,9 +130,33 @@ func (n *notifier) postRename(old, new string, isDir bool) {
 		n.post(actionRemoved, old, f)
 		n.post(actionAdded, new, f)
 	}
-	if !isDir {
-		n.post(actionModified, new, smb2.FileNotifyChangeAttributes|smb2.FileNotifyChangeCreation)
+}
+
+// postRenameLocked reports a rename through o; called under o.mu. The
+// change of attributes and creation time that Windows also reports for a
+// renamed file comes when the open closes, under the name the file has
+// then (postClosed): smbtorture smb2.notify.mask-change sees it after
+// the close, smb2.notify.rec, whose renaming opens stay open, does not.
+func (o *open) postRenameLocked(old, new string) {
+	o.d.notify.postRename(old, new, o.isDir)
+	if !o.isDir {
+		o.renamed = true
 	}
+}
+
+// postClosed reports what the close of an open leaves to report: the
+// attribute change of a file it renamed (postRenameLocked), under the
+// file's name now, which another open may have renamed since, unless the
+// close deleted the file.
+func (o *open) postClosed(renamed, deleted bool) {
+	if !renamed || deleted || o.d.notify.n.Load() == 0 {
+		return
+	}
+	name := o.currentName()
+	if o.so != nil {
+		name = o.d.table.NameOf(o.so)
+	}
+	o.d.notify.post(actionModified, name, smb2.FileNotifyChangeAttributes|smb2.FileNotifyChangeCreation)
 }
 
 // deletePending ends the waits on the directory name, which another open

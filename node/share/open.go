@@ -35,14 +35,29 @@ type open struct {
 	mu            sync.Mutex
 	stream        string // named stream (stream.go), "" for the file itself; rename changes it
 	deleteOnClose bool
+	renamed       bool // a file renamed through it: its close reports a change of attributes (notify.go)
 	position      int64
 	mode          uint32     // FILE_MODE_INFORMATION flags set by SET_INFO
 	dir           *dirCursor // QUERY_DIRECTORY state
 }
 
 // setDeleteOnClose marks or unmarks the open's file for deletion
-// ([MS-FSA] 2.1.5.14.3).
+// ([MS-FSA] 2.1.5.15.3): a directory must be empty.
 func (o *open) setDeleteOnClose(on bool) error {
+	return o.markDeleteOnClose(on, true)
+}
+
+// requestDeleteOnClose applies the CREATE option FILE_DELETE_ON_CLOSE
+// ([MS-FSA] 2.1.5.1.2.1). A directory need not be empty yet: its close
+// deletes it only if it is empty by then (deletesOnClose).
+func (o *open) requestDeleteOnClose() error {
+	return o.markDeleteOnClose(true, false)
+}
+
+// markDeleteOnClose sets or clears the open's delete on close; a file
+// with FILE_ATTRIBUTE_READONLY and the share root cannot be deleted, nor
+// a directory with entries when mustBeEmpty.
+func (o *open) markDeleteOnClose(on, mustBeEmpty bool) error {
 	if on {
 		fi, err := o.f.Stat()
 		if err != nil {
@@ -54,7 +69,7 @@ func (o *open) setDeleteOnClose(on bool) error {
 		if o.name == "" {
 			return smb2.StatusCannotDelete
 		}
-		if fi.IsDir {
+		if fi.IsDir && mustBeEmpty {
 			entries, err := o.f.ReadDir()
 			if err != nil {
 				return err
@@ -70,25 +85,32 @@ func (o *open) setDeleteOnClose(on bool) error {
 	return nil
 }
 
+// deletesOnClose reports whether an open to be deleted on close marks
+// its file deleted when it closes ([MS-FSA] 2.1.5.5, Phase 1): a
+// directory only if it has no entries then, counting those with a delete
+// pending that other opens keep. Otherwise the close succeeds and the
+// directory stays.
+func (o *open) deletesOnClose() bool {
+	if !o.isDir || o.currentStream() != "" {
+		return true
+	}
+	entries, err := o.f.ReadDir()
+	if err != nil || len(entries) > 0 {
+		o.d.log.Debug("delete on close of a directory not empty", "share", o.d.name, "file", o.currentName(), "err", err)
+		return false
+	}
+	return true
+}
+
 // Close implements server.Handle ([MS-SMB2] 3.3.5.10).
 func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	o.mu.Lock()
-	del, name := o.deleteOnClose, o.name // SET_INFO rename changes name under mu
+	del, name, renamed := o.deleteOnClose, o.name, o.renamed // SET_INFO rename changes them under mu
 	o.mu.Unlock()
+	del = del && o.deletesOnClose()
 	var resp *smb2.CloseResponse
 	if postQuery && !del {
-		if fi, err := o.f.Stat(); err == nil {
-			resp = &smb2.CloseResponse{
-				Flags:          smb2.ClosePostQueryAttrib,
-				CreationTime:   fscc.Filetime(fi.CreationTime),
-				LastAccessTime: fscc.Filetime(fi.LastAccessTime),
-				LastWriteTime:  fscc.Filetime(fi.LastWriteTime),
-				ChangeTime:     fscc.Filetime(fi.ChangeTime),
-				AllocationSize: uint64(fi.AllocationSize),
-				EndOfFile:      uint64(fi.Size),
-				FileAttributes: fi.Attributes,
-			}
-		}
+		resp = o.closeAttributes()
 	}
 	forgetResumeKeyOf(o)
 	o.mu.Lock()
@@ -109,25 +131,53 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	delStream, delFile := o.drop(del)
 	err := o.f.Close()
 	defer o.closedEntry(name, parent, delFile)
-	// The last open of a stream or file with a delete pending deletes it
-	// ([MS-FSA] 2.1.5.4); the file goes with all its streams.
-	var rerr error
+	deleted := o.deleteClosed(name, stream, delStream, delFile)
+	o.postClosed(renamed, deleted) // notify.go
+	return resp, err
+}
+
+// closeAttributes is the CLOSE response with the file's attributes
+// (SMB2_CLOSE_FLAG_POSTQUERY_ATTRIB), nil if they cannot be read.
+func (o *open) closeAttributes() *smb2.CloseResponse {
+	fi, err := o.f.Stat()
+	if err != nil {
+		return nil
+	}
+	return &smb2.CloseResponse{
+		Flags:          smb2.ClosePostQueryAttrib,
+		CreationTime:   fscc.Filetime(fi.CreationTime),
+		LastAccessTime: fscc.Filetime(fi.LastAccessTime),
+		LastWriteTime:  fscc.Filetime(fi.LastWriteTime),
+		ChangeTime:     fscc.Filetime(fi.ChangeTime),
+		AllocationSize: uint64(fi.AllocationSize),
+		EndOfFile:      uint64(fi.Size),
+		FileAttributes: fi.Attributes,
+	}
+}
+
+// deleteClosed deletes what a close leaves to delete: the last open of a
+// stream or file with a delete pending deletes it ([MS-FSA] 2.1.5.5); the
+// file goes with all its streams. It reports whether the file is gone.
+func (o *open) deleteClosed(name, stream string, delStream, delFile bool) bool {
+	var err error
 	switch {
 	case delFile:
-		rerr = o.d.fs.Remove(name)
+		err = o.d.fs.Remove(name)
 	case delStream:
-		rerr = o.remove(name) // stream.go
+		err = o.remove(name) // stream.go
 	default:
-		return resp, err
+		return false
 	}
-	if rerr != nil {
-		o.d.log.Debug("delete on close failed", "share", o.d.name, "file", name, "err", rerr)
-	} else if delFile {
+	switch {
+	case err != nil:
+		o.d.log.Debug("delete on close failed", "share", o.d.name, "file", name, "err", err)
+		return false
+	case delFile:
 		o.d.notify.post(actionRemoved, name, nameFilter(o.isDir))
-	} else {
-		o.d.notify.post(actionRemovedStream, name+":"+stream, smb2.FileNotifyChangeStreamName) // stream.go
+		return true
 	}
-	return resp, err
+	o.d.notify.post(actionRemovedStream, name+":"+stream, smb2.FileNotifyChangeStreamName) // stream.go
+	return false
 }
 
 // drop takes the open out of the open table and reports whether its

@@ -302,7 +302,7 @@ func (o *open) rename(target string, root uint64, replace bool) error {
 	if o.so != nil {
 		o.d.table.Renamed(o.so.Key, pn.name)
 	}
-	o.d.notify.postRename(old, pn.name, o.isDir) // notify.go
+	o.postRenameLocked(old, pn.name) // notify.go
 	o.renamedEntry(old, pn.name)
 	return nil
 }

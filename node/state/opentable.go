@@ -244,6 +244,14 @@ func (t *Table) Renamed(key FileKey, name string) {
 	}
 }
 
+// NameOf returns the name of o's file, which Renamed keeps current for
+// every open of it.
+func (t *Table) NameOf(o *Open) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return o.Name
+}
+
 // HasOpenBelow reports whether any open names a path inside directory dir.
 func (t *Table) HasOpenBelow(dir string) bool {
 	t.mu.Lock()
