@@ -311,8 +311,14 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool) error {
 		// NEGOTIATE changes connection state everything else reads, and
 		// READs and small WRITEs never wait on anything but the disk:
 		// serving them in the reader saves a goroutine and a wake-up each.
-		defer putBuf(buf)
-		return c.serveCompound(pdus, hdrs, encSession, true)
+		err := c.serveCompound(pdus, hdrs, encSession, true)
+		if err != errOffload {
+			putBuf(buf)
+			return err
+		}
+		// Its data was not in memory: it waits for the disk on its own
+		// goroutine instead of stalling the requests behind it.
+		c.srv.offloaded.Add(1)
 	}
 	c.arrive(hdrs) // order.go: before the next frame, so CANCEL and CLOSE see it
 	if loop {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
@@ -61,15 +62,29 @@ func (r *Request) DirectoryLeasing() bool {
 	return r.conn != nil && r.conn.serverCaps&smb2.CapDirectoryLeasing != 0
 }
 
+// MayWait reports whether the handler may wait for the disk. It is false
+// for a request served in the connection's reader, where a wait stalls
+// every request behind it: there a handler that would wait returns
+// ErrWouldBlock before it changes anything, and the request is served
+// again on its own goroutine.
+func (r *Request) MayWait() bool { return !r.inline }
+
+// ErrWouldBlock is returned by a handler that would wait for the disk
+// while MayWait is false.
+var ErrWouldBlock = errors.New("server: request would block the connection's reader")
+
 // ClientAddr is the remote address of the connection.
 func (r *Request) ClientAddr() string { return r.conn.remote }
 
 // ZeroCopy reports whether a READ of n bytes may be answered with a
-// SendfileResponse: the message is a lone, unencrypted PDU whose response
-// will not be signed, and n reaches the configured threshold.
+// SendfileResponse: the message is a lone, unencrypted PDU served in the
+// connection's reader whose response will not be signed, and n reaches the
+// configured threshold. (A READ handed to a goroutine because its data
+// was not cached reads into a buffer: its sendfile would wait for the disk
+// while holding the connection's writer.)
 func (r *Request) ZeroCopy(n uint32) bool {
 	t := r.conn.srv.cfg.ZeroCopyThreshold
-	if t <= 0 || int(n) < t || !r.single || r.conn.raw == nil {
+	if t <= 0 || int(n) < t || !r.single || !r.inline || r.conn.raw == nil {
 		return false
 	}
 	if r.Session == nil || r.Session.EncryptData || r.Tree != nil && r.Tree.EncryptData {

@@ -45,6 +45,11 @@ type signingKey interface {
 
 var errorBody = &smb2.ErrorResponse{}
 
+// errOffload is what serveCompound answers for a lone request of the read
+// loop whose handler would block (ErrWouldBlock): dispatch serves it again
+// on a goroutine.
+var errOffload = errors.New("request handed off the read loop")
+
 // message is what serving one message needs on the heap.
 type message struct {
 	st      compoundState
@@ -73,7 +78,7 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, in
 		st.earlier = results
 		res, err := c.serveOne(r, st, enc)
 		if err != nil {
-			return err
+			return err // errOffload: nothing was answered yet
 		}
 		results = append(results, res)
 	}
@@ -113,6 +118,13 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	}
 
 	body, err := c.run(r, st, enc)
+	if err == ErrWouldBlock {
+		r.releaseOpen()
+		if r.inline && r.lone {
+			return res, errOffload
+		}
+		err = smb2.StatusInternalError // a handler that ignored MayWait
+	}
 	if _, ok := body.(SendfileResponse); ok && err == nil && r.openHeld {
 		res.open, r.openHeld = r.Open, false
 	}

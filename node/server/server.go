@@ -28,6 +28,7 @@ type Server struct {
 	nextSession atomic.Uint64
 	nextOpen    atomic.Uint64
 	nConns      atomic.Int64
+	offloaded   atomic.Uint64 // requests the read loop handed off (ErrWouldBlock)
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -43,6 +44,10 @@ type Server struct {
 	dur    durables // durable opens and their records (durable.go)
 	replay replays  // DH2Q CREATEs in progress and done (replay.go)
 }
+
+// Offloaded counts the requests the connections' readers handed to
+// goroutines because their data was not in memory (Request.MayWait).
+func (s *Server) Offloaded() uint64 { return s.offloaded.Load() }
 
 // New returns a server for cfg.
 func New(cfg Config) *Server {

@@ -253,10 +253,20 @@ func (o *open) Read(r *server.Request, req *smb2.ReadRequest) (server.Response, 
 		return nil, err
 	}
 	if ff, ok := o.f.(vfs.FdFile); ok && r.ZeroCopy(req.Length) {
-		return o.sendfileRead(ff, req)
+		return o.sendfileRead(r, ff, req)
 	}
 	buf, into := r.ReadPayloadBuffer(int(req.Length))
-	n, err := o.f.ReadAt(into, int64(req.Offset))
+	var n int
+	var err error
+	if nw, ok := o.f.(vfs.NoWaitReader); ok && !r.MayWait() {
+		n, err = nw.ReadAtNoWait(into, int64(req.Offset))
+		if err == vfs.ErrWouldBlock {
+			server.PutBuffer(buf)
+			return nil, server.ErrWouldBlock
+		}
+	} else {
+		n, err = o.f.ReadAt(into, int64(req.Offset))
+	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		server.PutBuffer(buf)
 		return nil, err
@@ -338,7 +348,7 @@ func (o *open) Flush(r *server.Request) error {
 // sendfileRead answers a plain READ with a sendfile segment: the engine
 // writes the header, then the file's bytes go from the page cache to the
 // socket without passing through user space.
-func (o *open) sendfileRead(ff vfs.FdFile, req *smb2.ReadRequest) (server.Response, error) {
+func (o *open) sendfileRead(r *server.Request, ff vfs.FdFile, req *smb2.ReadRequest) (server.Response, error) {
 	// Only the size matters here: one fstat, not the full Stat with its
 	// extended attributes.
 	var st unix.Stat_t
@@ -353,6 +363,9 @@ func (o *open) sendfileRead(ff vfs.FdFile, req *smb2.ReadRequest) (server.Respon
 	n := min(int64(req.Length), fi.Size-off)
 	if uint32(n) < req.MinimumCount {
 		return nil, smb2.StatusEndOfFile
+	}
+	if nw, ok := o.f.(vfs.NoWaitReader); ok && !r.MayWait() && !nw.Cached(off, int(n)) {
+		return nil, server.ErrWouldBlock // sendfile would wait for the disk
 	}
 	o.setPosition(off + n)
 	return &sendfileResponse{

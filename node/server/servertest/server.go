@@ -15,6 +15,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
 	"github.com/smbcluster/smbcluster/node/vfs/memfs"
+	"github.com/smbcluster/smbcluster/node/vfs/osfs"
 	"github.com/smbcluster/smbcluster/node/vfs/vfstest"
 )
 
@@ -31,6 +32,8 @@ const (
 const (
 	ShareName    = "share"
 	EncShareName = "encshare"
+	// DiskShareName is the osfs share of Options.DiskRoot.
+	DiskShareName = "disk"
 )
 
 // Options configure a test server. The zero value serves dialects 2.0.2
@@ -42,6 +45,10 @@ type Options struct {
 	MaxCredits             uint16 // zero → the server's default
 	Interfaces             []server.Interface
 	Control                *server.Control // what a cluster agent would change at run time
+	// DiskRoot, when set, is served as DiskShareName by osfs, with no
+	// tracking wrapper: its files are the backend's own (sendfile,
+	// RWF_NOWAIT reads).
+	DiskRoot string
 	// Logf, when set, receives every log record (for debugging a test).
 	Logf func(format string, args ...any)
 }
@@ -74,6 +81,13 @@ func Start(tb testing.TB, opts Options) *Server {
 	shares := shareTable{
 		ShareName:    {Name: ShareName, Backend: disk},
 		EncShareName: {Name: EncShareName, Encrypt: true, Backend: share.NewDisk(EncShareName, tr.FS(), false, log)},
+	}
+	if opts.DiskRoot != "" {
+		dfs, err := osfs.New(opts.DiskRoot)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		shares[DiskShareName] = &server.Share{Name: DiskShareName, Backend: share.NewDisk(DiskShareName, dfs, false, log)}
 	}
 	cfg := server.Config{
 		ServerName:      "TESTSRV",

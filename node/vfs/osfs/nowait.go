@@ -1,0 +1,75 @@
+package osfs
+
+import (
+	"io"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/smbcluster/smbcluster/node/vfs"
+)
+
+// ReadAtNoWait reads with preadv2(RWF_NOWAIT), which fails with EAGAIN
+// instead of waiting for the disk. A short count is either the end of the
+// file or the first uncached page: a second call tells which. Filesystems
+// without RWF_NOWAIT read as ReadAt does.
+func (f *file) ReadAtNoWait(p []byte, off int64) (int, error) {
+	if f.isDir || !f.read || off < 0 {
+		return f.ReadAt(p, off)
+	}
+	fd := f.f.Fd() // the share layer holds the open until the call returns
+	n := 0
+	for n < len(p) {
+		m, err := preadNoWait(fd, p[n:], off+int64(n))
+		switch {
+		case err == unix.EAGAIN:
+			return 0, vfs.ErrWouldBlock
+		case err == unix.EOPNOTSUPP || err == unix.EINVAL:
+			return f.ReadAt(p, off) // no RWF_NOWAIT here
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return n, f.pathErr("read", err)
+		case m == 0:
+			if n == 0 && len(p) > 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// preadNoWait is one preadv2(fd, {p}, off, RWF_NOWAIT) without the
+// allocation of unix.Preadv2's iovec slice.
+func preadNoWait(fd uintptr, p []byte, off int64) (int, error) {
+	iov := unix.Iovec{Base: unsafe.SliceData(p)}
+	iov.SetLen(len(p))
+	// On 64-bit Linux the offset is pos_l; pos_h is ignored.
+	n, _, e := syscall.Syscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, uintptr(off), 0, unix.RWF_NOWAIT)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// Cached reports whether the pages holding the n bytes at off are in the
+// page cache (cachestat(2), Linux 6.5); without cachestat it answers true.
+func (f *file) Cached(off int64, n int) bool {
+	if n <= 0 || off < 0 {
+		return true
+	}
+	page := int64(pageSize)
+	first := off &^ (page - 1)
+	r := unix.CachestatRange{Off: uint64(first), Len: uint64(off + int64(n) - first)}
+	var st unix.Cachestat_t
+	if err := unix.Cachestat(uint(f.f.Fd()), &r, &st, 0); err != nil {
+		return true
+	}
+	pages := (r.Len + uint64(page) - 1) / uint64(page)
+	return st.Cache >= pages
+}
+
+var pageSize = unix.Getpagesize()

@@ -1,0 +1,92 @@
+package osfs
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/smbcluster/smbcluster/node/vfs"
+)
+
+// evict drops path's pages from the page cache; it reports false where
+// the filesystem keeps them anyway (tmpfs).
+func evict(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	var st unix.Cachestat_t
+	if err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{Len: uint64(fi.Size())}, &st, 0); err != nil {
+		return false
+	}
+	return st.Cache == 0
+}
+
+// TestReadAtNoWait: a read of cached data answers as ReadAt does; a read
+// of evicted data answers ErrWouldBlock and reads nothing, and Cached
+// says so, until a blocking read brings the pages back.
+func TestReadAtNoWait(t *testing.T) {
+	root := t.TempDir()
+	fsys, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	if err := os.WriteFile(filepath.Join(root, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vf, _, err := fsys.Open("f", vfs.OpenOptions{Read: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vf.Close()
+	f := vf.(vfs.NoWaitReader)
+
+	// Cached (just written): whole, short at EOF, past EOF.
+	p := make([]byte, 64<<10)
+	if n, err := f.ReadAtNoWait(p, 4096); err != nil || n != len(p) || !bytes.Equal(p, data[4096:4096+len(p)]) {
+		t.Fatalf("cached read: %d, %v", n, err)
+	}
+	if n, err := f.ReadAtNoWait(p, int64(len(data)-100)); err != nil || n != 100 {
+		t.Fatalf("read at EOF: %d, %v; want 100, nil", n, err)
+	}
+	if n, err := f.ReadAtNoWait(p, int64(len(data))); err != io.EOF || n != 0 {
+		t.Fatalf("read past EOF: %d, %v; want 0, EOF", n, err)
+	}
+	if !f.Cached(0, len(data)) {
+		t.Fatal("Cached false for a file just written")
+	}
+
+	if !evict(t, filepath.Join(root, "f")) {
+		t.Skip("the filesystem of TMPDIR keeps pages in memory (tmpfs?)")
+	}
+	if f.Cached(0, len(data)) {
+		t.Error("Cached true after eviction")
+	}
+	if _, err := f.ReadAtNoWait(p, 512<<10); !errors.Is(err, vfs.ErrWouldBlock) {
+		t.Fatalf("read of evicted data: %v, want ErrWouldBlock", err)
+	}
+	if n, err := vf.ReadAt(p, 512<<10); err != nil || n != len(p) {
+		t.Fatalf("blocking read: %d, %v", n, err)
+	}
+	if !f.Cached(512<<10, len(p)) {
+		t.Error("Cached false for pages just read")
+	}
+	if n, err := f.ReadAtNoWait(p, 512<<10); err != nil || n != len(p) || !bytes.Equal(p, data[512<<10:512<<10+len(p)]) {
+		t.Fatalf("read after the blocking read: %d, %v", n, err)
+	}
+}
