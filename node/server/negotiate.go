@@ -128,7 +128,10 @@ func (c *conn) negotiateResponse(dialect uint16) *smb2.NegotiateResponse {
 	}
 	if dialect >= smb2.Dialect300 && dialect != smb2.DialectWildcard {
 		resp.Capabilities |= smb2.CapMultiChannel
-		if !cfg.NoDirectoryLeases {
+		// Only to a client that asks for it, as Samba and Windows do: a
+		// client that does not know directory leases may trip over the
+		// capability (impacket's create() fails when it sees it).
+		if !cfg.NoDirectoryLeases && c.clientCaps&smb2.CapDirectoryLeasing != 0 {
 			resp.Capabilities |= smb2.CapDirectoryLeasing // share/dirlease.go
 		}
 	}

@@ -29,7 +29,7 @@ type Conn struct {
 	// What NEGOTIATE offers; set before calling Negotiate.
 	ClientGUID   [16]byte
 	SecurityMode uint16   // default SMB2_NEGOTIATE_SIGNING_ENABLED
-	Capabilities uint32   // default LARGE_MTU | MULTI_CHANNEL | ENCRYPTION
+	Capabilities uint32   // default LARGE_MTU | MULTI_CHANNEL | ENCRYPTION | DIRECTORY_LEASING
 	Ciphers      []uint16 // 3.1.1 encryption context; nil → all four, none if empty non-nil
 	SigningAlgs  []uint16 // 3.1.1 signing context; nil → GMAC, CMAC
 
@@ -94,7 +94,7 @@ func Dial(tb testing.TB, addr string) *Conn {
 	}
 	c := &Conn{
 		tb: tb, nc: nc, SecurityMode: smb2.NegotiateSigningEnabled,
-		Capabilities: smb2.CapLargeMTU | smb2.CapMultiChannel | smb2.CapEncryption,
+		Capabilities: smb2.CapLargeMTU | smb2.CapMultiChannel | smb2.CapEncryption | smb2.CapDirectoryLeasing,
 		CreditLimit:  1, CreditRequest: 64, sessions: map[uint64]*Session{},
 	}
 	rand.Read(c.ClientGUID[:])
