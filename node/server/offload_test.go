@@ -6,28 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/vfs/vfstest"
 )
-
-// evictFile drops path's pages from the page cache and reports whether
-// they are gone (not on tmpfs).
-func evictFile(t *testing.T, path string) bool {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-	fi, _ := f.Stat()
-	var st unix.Cachestat_t
-	err = unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{Len: uint64(fi.Size())}, &st, 0)
-	return err == nil && st.Cache == 0
-}
 
 // TestReadOffloadedWhenNotCached: a READ whose data is not in memory is
 // not served in the connection's reader, where waiting for the disk would
@@ -56,7 +37,7 @@ func TestReadOffloadedWhenNotCached(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range []int{4 << 10, 64 << 10} {
-			if !evictFile(t, path) {
+			if !vfstest.DropCache(t, path) {
 				t.Skip("pages stay in memory on this filesystem (tmpfs?)")
 			}
 			before := srv.Offloaded()

@@ -8,33 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/smbcluster/smbcluster/node/vfs"
+	"github.com/smbcluster/smbcluster/node/vfs/vfstest"
 )
-
-// evict drops path's pages from the page cache; it reports false where
-// the filesystem keeps them anyway (tmpfs).
-func evict(t *testing.T, path string) bool {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-	fi, _ := f.Stat()
-	var st unix.Cachestat_t
-	if err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{Len: uint64(fi.Size())}, &st, 0); err != nil {
-		return false
-	}
-	return st.Cache == 0
-}
 
 // TestReadAtNoWait: a read of cached data answers as ReadAt does; a read
 // of evicted data answers ErrWouldBlock and reads nothing, and Cached
@@ -71,7 +47,7 @@ func TestReadAtNoWait(t *testing.T) {
 		t.Fatal("Cached false for a file just written")
 	}
 
-	if !evict(t, filepath.Join(root, "f")) {
+	if !vfstest.DropCache(t, filepath.Join(root, "f")) {
 		t.Skip("the filesystem of TMPDIR keeps pages in memory (tmpfs?)")
 	}
 	if f.Cached(0, len(data)) {
