@@ -93,6 +93,7 @@ type pendingReq struct {
 	asyncID uint64
 	// Arrival order (order.go); under conn.mu.
 	seq       uint64        // 0 for a request served in the read loop
+	cmd       smb2.Command  // a SET_INFO settles late
 	settled   bool          // holds its open, went async or finished
 	settledCh chan struct{} // closed when settled, made by a waiting CLOSE
 	cancelled bool          // a CANCEL came before the request started
@@ -153,6 +154,7 @@ func (c *conn) serve() {
 	err := c.readLoop()
 	c.close()
 	c.wg.Wait() // request goroutines finish (their contexts are cancelled)
+	beforeTeardown()
 	c.teardown()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		log.Info("connection closed", "err", err)

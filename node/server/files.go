@@ -47,7 +47,8 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	dc, err := parseDurable(c.dialect, &req) // durable.go
+	c.awaitEarlierBreaks(r.Ctx, r.Header.MessageID) // order.go
+	dc, err := parseDurable(c.dialect, &req)        // durable.go
 	if err != nil {
 		return nil, err
 	}

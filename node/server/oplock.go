@@ -21,7 +21,7 @@ type OplockAcker interface {
 func (o *Open) BreakOplock(to uint8) error {
 	c := o.channel()
 	if c == nil {
-		return errNoChannel
+		return o.undelivered()
 	}
 	res := result{
 		hdr: smb2.Header{
@@ -53,6 +53,31 @@ func (o *Open) channel() *conn {
 		}
 	}
 	return nil
+}
+
+// undelivered is the outcome of a break of o that found no live connection
+// of its client. While o is still open, its connection was lost and has
+// not been torn down yet: the teardown closes o, or finds the break
+// pending and closes o rather than detach it (a durable open), and
+// closing o ends the break. So the break stays pending (nil) instead of
+// counting as acknowledged to none, which would keep o's share modes
+// without its caching and fail (SHARING_VIOLATION) or weaken the grant
+// of the open that caused the break (smbtorture smb2.durable-open.lease,
+// open2-lease: a new open arriving just after the old client
+// disconnected). Otherwise o is closing, and errNoChannel ends the break
+// now.
+func (o *Open) undelivered() error {
+	s := o.server()
+	if s == nil {
+		return errNoChannel
+	}
+	s.mu.Lock()
+	live := s.opens[o.ID] == o
+	s.mu.Unlock()
+	if live {
+		return nil
+	}
+	return errNoChannel
 }
 
 // LeaseAcker is implemented by backends that grant leases: it takes the
@@ -92,7 +117,7 @@ func (o *Open) BreakLease(b state.LeaseBreak) error {
 	}
 	c := o.channel()
 	if c == nil {
-		return errNoChannel
+		return o.undelivered()
 	}
 	res.hdr.SessionID = o.Session.ID
 	if encrypt {

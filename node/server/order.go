@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
@@ -33,7 +34,7 @@ func (c *conn) arrive(hdrs []smb2.Header) {
 			continue
 		}
 		c.arrivals++
-		c.pending[hdrs[i].MessageID] = &pendingReq{seq: c.arrivals}
+		c.pending[hdrs[i].MessageID] = &pendingReq{seq: c.arrivals, cmd: hdrs[i].Command}
 	}
 	c.mu.Unlock()
 }
@@ -65,14 +66,19 @@ func (c *conn) untrackPending(mid uint64) {
 	c.mu.Unlock()
 }
 
-// settle marks the request as no longer overtakable (it holds its open or
-// went async); a CLOSE waiting behind it proceeds.
+// settle marks the request as no longer overtakable now that it holds its
+// open; a CLOSE waiting behind it proceeds. A SET_INFO stays unsettled
+// until it goes async or finishes, since the breaks it may send must
+// precede the answers to later requests.
 func (c *conn) settle(mid uint64) {
 	c.mu.Lock()
-	if p := c.pending[mid]; p != nil {
+	if p := c.pending[mid]; p != nil && p.cmd != smb2.CmdSetInfo {
 		p.settle()
 	}
 	c.mu.Unlock()
+	if h := testHooks.Load(); h != nil && h.openResolved != nil {
+		h.openResolved(mid)
+	}
 }
 
 // settle is called with conn.mu held.
@@ -89,6 +95,19 @@ func (p *pendingReq) settle() {
 // awaitEarlier waits until the requests that arrived before request mid
 // have settled, or ctx ends.
 func (c *conn) awaitEarlier(ctx context.Context, mid uint64) {
+	c.awaitEarlierOf(ctx, mid, func(*pendingReq) bool { return true })
+}
+
+// awaitEarlierBreaks waits until the SET_INFOs that arrived before
+// CREATE mid have settled, so that the breaks they send reach the client
+// before the CREATE's answer, or ctx ends.
+func (c *conn) awaitEarlierBreaks(ctx context.Context, mid uint64) {
+	c.awaitEarlierOf(ctx, mid, func(p *pendingReq) bool { return p.cmd == smb2.CmdSetInfo })
+}
+
+// awaitEarlierOf waits until the requests that arrived before request mid
+// and match have settled, or ctx ends.
+func (c *conn) awaitEarlierOf(ctx context.Context, mid uint64, match func(*pendingReq) bool) {
 	c.mu.Lock()
 	self := c.pending[mid]
 	if self == nil || self.seq == 0 {
@@ -97,7 +116,7 @@ func (c *conn) awaitEarlier(ctx context.Context, mid uint64) {
 	}
 	var wait []chan struct{}
 	for _, p := range c.pending {
-		if p.seq != 0 && p.seq < self.seq && !p.settled {
+		if p.seq != 0 && p.seq < self.seq && !p.settled && match(p) {
 			if p.settledCh == nil {
 				p.settledCh = make(chan struct{})
 			}
@@ -105,12 +124,32 @@ func (c *conn) awaitEarlier(ctx context.Context, mid uint64) {
 		}
 	}
 	c.mu.Unlock()
+	if h := testHooks.Load(); h != nil && h.awaiting != nil && len(wait) > 0 {
+		h.awaiting(mid)
+	}
 	for _, ch := range wait {
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// orderHooks let tests stop a request or a teardown at the points where
+// the orderings above are decided (export_test.go); nil in production.
+type orderHooks struct {
+	openResolved func(mid uint64) // request mid resolved its open, before its handler
+	awaiting     func(mid uint64) // request mid is about to wait for earlier ones
+	lost         func()           // a lost connection is about to be torn down
+}
+
+var testHooks atomic.Pointer[orderHooks]
+
+// beforeTeardown runs the test hook of a lost connection, if any.
+func beforeTeardown() {
+	if h := testHooks.Load(); h != nil && h.lost != nil {
+		h.lost()
 	}
 }
 

@@ -1,0 +1,17 @@
+package server
+
+import "testing"
+
+// OrderHooks stop requests and teardowns where order.go and oplock.go
+// decide what a client sees first (order_test.go).
+type OrderHooks struct {
+	OpenResolved func(mid uint64) // a request resolved its open, before its handler
+	Awaiting     func(mid uint64) // a request is about to wait for earlier ones
+	Lost         func()           // a lost connection is about to be torn down
+}
+
+// SetOrderHooks installs h until the test ends.
+func SetOrderHooks(tb testing.TB, h OrderHooks) {
+	testHooks.Store(&orderHooks{openResolved: h.OpenResolved, awaiting: h.Awaiting, lost: h.Lost})
+	tb.Cleanup(func() { testHooks.Store(nil) })
+}
