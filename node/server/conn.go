@@ -10,6 +10,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -85,6 +86,10 @@ type conn struct {
 	arrivals  uint64 // requests handed to goroutines (order.go)
 	closing   bool
 	wg        sync.WaitGroup // request goroutines
+
+	// unresponsive: the client declared it will not acknowledge what is
+	// sent here (FSCTL_SMBTORTURE_FORCE_UNACKED_TIMEOUT, ioctl_torture.go).
+	unresponsive atomic.Bool
 }
 
 // pendingReq is a request being served, cancellable by SMB2 CANCEL.

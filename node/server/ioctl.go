@@ -31,7 +31,7 @@ func (c *conn) serveIoctl(r *Request) (Response, error) {
 	case smb2.FsctlDfsGetReferrals, smb2.FsctlDfsGetReferralsEx:
 		return nil, smb2.StatusNotFound
 	case smb2.FsctlSmbtortureForceUnackedTimeout:
-		return forceUnackedTimeout(&req) // ioctl_torture.go
+		return c.forceUnackedTimeout(&req) // ioctl_torture.go
 	}
 	if err := r.resolveOpen(req.FileID); err != nil {
 		return nil, err

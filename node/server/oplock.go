@@ -35,7 +35,7 @@ func (o *Open) BreakOplock(to uint8) error {
 	if o.Session.EncryptData || o.Tree.EncryptData {
 		res.encrypt = o.Session
 	}
-	c.writeResults([]result{res})
+	c.sendBreak(res, func() { o.BreakOplock(to) }) // ioctl_torture.go
 	return nil
 }
 
@@ -110,7 +110,7 @@ func (o *Open) BreakLease(b state.LeaseBreak) error {
 	if !encrypt && o.conn != nil {
 		for _, c := range o.conn.srv.connsOfClient(b.ID.Client) {
 			if c.dialect >= smb2.Dialect210 {
-				c.writeResults([]result{res})
+				c.sendBreak(res, func() { o.BreakLease(b) })
 				return nil
 			}
 		}
@@ -123,7 +123,7 @@ func (o *Open) BreakLease(b state.LeaseBreak) error {
 	if encrypt {
 		res.encrypt = o.Session
 	}
-	c.writeResults([]result{res})
+	c.sendBreak(res, func() { o.BreakLease(b) })
 	return nil
 }
 
