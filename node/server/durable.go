@@ -67,6 +67,18 @@ type durables struct {
 	once  sync.Once
 	store state.DurableStore
 	timer DurableTimer // nil: time.AfterFunc
+	// detached is closed (and replaced) under Server.mu whenever a durable
+	// open is detached or gone: a reconnect waiting for the teardown of
+	// its open's dead connection watches it (durable_reconnect.go).
+	detached chan struct{}
+}
+
+// detachedChanged wakes the reconnects waiting for a detach; s.mu is held.
+func (s *Server) detachedChanged() {
+	if s.dur.detached != nil {
+		close(s.dur.detached)
+		s.dur.detached = nil
+	}
 }
 
 // DurableTimer starts the scavenger timer of a detached durable open
@@ -239,6 +251,7 @@ func (c *conn) grantDurable(r *Request, o *Open, d *durableCtx, resp *smb2.Creat
 func (s *Server) forgetDurable(o *Open) {
 	if d := o.dur; d != nil {
 		d.gone = true
+		s.detachedChanged()
 		if d.stop != nil {
 			d.stop()
 		}
@@ -295,6 +308,7 @@ func (s *Server) detachOpen(o *Open) bool {
 		return true // a break scavenged it meanwhile
 	}
 	d.rec.DisconnectedAt = time.Now()
+	s.detachedChanged()
 	d.stop = s.startTimer(d.rec.Timeout, func() { s.scavenge(o) })
 	s.DurableStore().Put(d.rec)
 	s.log.Debug("durable open detached", "file", o.Name, "id", o.ID, "timeout", d.rec.Timeout)

@@ -36,6 +36,12 @@ func (s *Server) claimDetached(r *Request, d *durableCtx) (*Open, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.opens[d.fid.Persistent]
+	for range maxDetachWaits {
+		if o == nil || o.dur == nil || o.dur.detached || o.dur.gone || !s.waitDetach(r, o) {
+			break
+		}
+		o = s.opens[d.fid.Persistent]
+	}
 	if o == nil || o.dur == nil || !o.dur.detached || o.dur.busy || o.dur.gone {
 		return nil, smb2.StatusObjectNameNotFound // still connected, or unknown
 	}
@@ -48,6 +54,63 @@ func (s *Server) claimDetached(r *Request, d *durableCtx) (*Open, error) {
 	}
 	dur.busy = true
 	return o, nil
+}
+
+// maxDetachWaits bounds how often a reconnect waits for a detach: each
+// wait ends at a detach anywhere on the server, not necessarily its own.
+const maxDetachWaits = 64
+
+// detachWaitLimit bounds the whole wait for a dead connection's teardown.
+const detachWaitLimit = 10 * time.Second
+
+// waitDetach waits, with s.mu held on entry and on return, while attached
+// durable open o belongs to a connection that is gone but not yet torn
+// down: its client reconnects on a new connection as soon as it closed the
+// old one, and that reconnect may be served before the old connection's
+// reader has seen the close or its teardown has detached the open. It
+// reports false, without waiting, when o's connection is alive.
+func (s *Server) waitDetach(r *Request, o *Open) bool {
+	old := o.conn
+	if old == nil || old == r.conn || o.Session == nil {
+		return false
+	}
+	// A session with another channel keeps its opens when one goes.
+	o.Session.mu.Lock()
+	others := false
+	for ch := range o.Session.channels {
+		others = others || ch != old
+	}
+	o.Session.mu.Unlock()
+	if others {
+		return false
+	}
+	s.mu.Unlock()
+	dead := old.ctx.Err() != nil || old.peerClosed()
+	if dead {
+		old.close() // the reader may not have read the close yet
+	}
+	s.mu.Lock()
+	if !dead || o.dur == nil || o.dur.detached || o.dur.gone {
+		return dead
+	}
+	if s.dur.detached == nil {
+		s.dur.detached = make(chan struct{})
+	}
+	ch := s.dur.detached
+	s.mu.Unlock()
+	waitingForDetach() // order.go: a test hook
+	t := time.NewTimer(detachWaitLimit)
+	defer t.Stop()
+	ok := true
+	select {
+	case <-ch:
+	case <-r.Ctx.Done():
+		ok = false
+	case <-t.C:
+		ok = false
+	}
+	s.mu.Lock()
+	return ok
 }
 
 // unclaim returns a claimed open to the detached opens after a failed

@@ -8,10 +8,11 @@ type OrderHooks struct {
 	OpenResolved func(mid uint64) // a request resolved its open, before its handler
 	Awaiting     func(mid uint64) // a request is about to wait for earlier ones
 	Lost         func()           // a lost connection is about to be torn down
+	DetachWait   func()           // a durable reconnect waits for a dead connection's teardown
 }
 
 // SetOrderHooks installs h until the test ends.
 func SetOrderHooks(tb testing.TB, h OrderHooks) {
-	testHooks.Store(&orderHooks{openResolved: h.OpenResolved, awaiting: h.Awaiting, lost: h.Lost})
+	testHooks.Store(&orderHooks{openResolved: h.OpenResolved, awaiting: h.Awaiting, lost: h.Lost, detachWait: h.DetachWait})
 	tb.Cleanup(func() { testHooks.Store(nil) })
 }

@@ -142,6 +142,7 @@ type orderHooks struct {
 	openResolved func(mid uint64) // request mid resolved its open, before its handler
 	awaiting     func(mid uint64) // request mid is about to wait for earlier ones
 	lost         func()           // a lost connection is about to be torn down
+	detachWait   func()           // a durable reconnect waits for a teardown (durable_reconnect.go)
 }
 
 var testHooks atomic.Pointer[orderHooks]
@@ -150,6 +151,13 @@ var testHooks atomic.Pointer[orderHooks]
 func beforeTeardown() {
 	if h := testHooks.Load(); h != nil && h.lost != nil {
 		h.lost()
+	}
+}
+
+// waitingForDetach runs the test hook of a reconnect about to wait.
+func waitingForDetach() {
+	if h := testHooks.Load(); h != nil && h.detachWait != nil {
+		h.detachWait()
 	}
 }
 

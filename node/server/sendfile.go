@@ -125,3 +125,19 @@ func (b *bufferedRead) Size() int       { return b.sf.Size() }
 func (b *bufferedRead) Encode(p []byte) { b.sf.Encode(p) }
 func (b *bufferedRead) Payload() []byte { return *b.buf }
 func (b *bufferedRead) Release()        { putBuf(b.buf); b.sf.Release() }
+
+// peerClosed reports whether the client has closed its end of the
+// connection (a FIN or reset the reader has not consumed yet), by peeking
+// at the socket without blocking. Unread data counts as alive.
+func (c *conn) peerClosed() bool {
+	if c.raw == nil {
+		return false
+	}
+	closed := false
+	c.raw.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		closed = n == 0 && err == nil || err == unix.ECONNRESET || err == unix.EPIPE || err == unix.ENOTCONN
+	})
+	return closed
+}
