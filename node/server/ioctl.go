@@ -24,6 +24,13 @@ func (c *conn) serveIoctl(r *Request) (Response, error) {
 		return nil, smb2.StatusNotSupported
 	}
 	switch req.CtlCode {
+	case smb2.FsctlValidateNegotiateInfo, smb2.FsctlQueryNetworkInterfaceInfo,
+		smb2.FsctlDfsGetReferrals, smb2.FsctlDfsGetReferralsEx:
+		if req.FileID != smb2.AnyFileID {
+			return nil, smb2.StatusInvalidParameter // these name no file ([MS-SMB2] 3.3.5.15)
+		}
+	}
+	switch req.CtlCode {
 	case smb2.FsctlValidateNegotiateInfo:
 		return c.validateNegotiate(r, &req)
 	case smb2.FsctlQueryNetworkInterfaceInfo:

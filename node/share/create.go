@@ -192,7 +192,7 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 	opts := vfs.OpenOptions{
 		Read:       true,
 		Write:      access&(smb2.FileWriteData|smb2.FileAppendData) != 0,
-		Attributes: req.FileAttributes &^ vfs.AttrNormal & vfs.StoredAttrs,
+		Attributes: req.FileAttributes &^ (vfs.AttrNormal | vfs.AttrSparse) & vfs.StoredAttrs, // sparse only by FSCTL_SET_SPARSE
 	}
 	dirWanted := req.CreateOptions&smb2.FileDirectoryFile != 0
 	switch {

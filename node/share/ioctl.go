@@ -8,14 +8,12 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"weak"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
-	"github.com/smbcluster/smbcluster/node/vfs"
 )
 
 // Ioctl handles the FSCTLs of SMB2 IOCTL that name a file or directory of
@@ -49,6 +47,8 @@ func (o *open) Ioctl(r *server.Request, req *smb2.IoctlRequest) (server.Response
 		return o.setCompression(req)
 	case smb2.FsctlFileLevelTrim:
 		return o.fileLevelTrim(req)
+	case smb2.FsctlSmbtortureFspAsyncSleep:
+		return asyncSleep(r, req)
 	}
 	return nil, smb2.StatusInvalidDeviceRequest
 }
@@ -189,7 +189,7 @@ func (o *open) copychunk(r *server.Request, req *smb2.IoctlRequest) (server.Resp
 		return nil, smb2.StatusAccessDenied
 	}
 	var res fscc.CopychunkResponse
-	err := copyChunks(src.f, o.f, cc.Chunks, &res)
+	err := copyChunks(src, o, cc.Chunks, &res)
 	return encodeOut(req, &res), err
 }
 
@@ -211,11 +211,20 @@ func chunksValid(chunks []fscc.Chunk) bool {
 
 // copyChunks copies the chunks in order, counting them into res. A chunk
 // that reaches beyond the source's end of file fails with
-// STATUS_INVALID_VIEW_SIZE, as Windows answers.
-func copyChunks(src, dst vfs.File, chunks []fscc.Chunk, res *fscc.CopychunkResponse) error {
+// STATUS_INVALID_VIEW_SIZE, as Windows answers; one over a byte-range
+// lock of another open fails with STATUS_FILE_LOCK_CONFLICT, as reads and
+// writes do (Windows Server 2012 and later copy with ReadFile/WriteFile).
+func copyChunks(so, do *open, chunks []fscc.Chunk, res *fscc.CopychunkResponse) error {
+	src, dst := so.f, do.f
 	buf := server.GetBuffer(fscc.CopychunkMaxChunkSize)
 	defer server.PutBuffer(buf)
 	for _, c := range chunks {
+		if err := so.checkLocks(uint64(c.SourceOffset), uint64(c.Length), false); err != nil {
+			return err
+		}
+		if err := do.checkLocks(uint64(c.TargetOffset), uint64(c.Length), true); err != nil {
+			return err
+		}
 		fi, err := src.Stat()
 		if err != nil {
 			return err
@@ -238,93 +247,6 @@ func copyChunks(src, dst vfs.File, chunks []fscc.Chunk, res *fscc.CopychunkRespo
 		res.TotalBytesWritten += c.Length
 	}
 	return nil
-}
-
-// setSparse accepts FSCTL_SET_SPARSE ([MS-FSA] 2.1.5.10.34): files are
-// stored as the filesystem stores them; the attribute is not kept.
-func (o *open) setSparse(req *smb2.IoctlRequest) (server.Response, error) {
-	if o.isDir {
-		return nil, smb2.StatusInvalidParameter
-	}
-	if o.access&(smb2.FileWriteData|smb2.FileWriteAttributes|smb2.FileAppendData) == 0 {
-		return nil, smb2.StatusAccessDenied
-	}
-	return ioctlOut(req, nil), nil
-}
-
-// setZeroData serves FSCTL_SET_ZERO_DATA ([MS-FSA] 2.1.5.10.36): the
-// range, clipped to the end of file, reads as zeros afterwards.
-func (o *open) setZeroData(req *smb2.IoctlRequest) (server.Response, error) {
-	var z fscc.FileZeroDataInformation
-	if err := z.Decode(req.Input); err != nil {
-		return nil, smb2.StatusInvalidParameter
-	}
-	if o.isDir {
-		return nil, smb2.StatusInvalidParameter
-	}
-	if err := o.need(smb2.FileWriteData); err != nil {
-		return nil, err
-	}
-	fi, err := o.f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	end := min(z.BeyondFinalZero, fi.Size)
-	if z.FileOffset < end {
-		if err := zeroRange(o.f, z.FileOffset, end); err != nil {
-			return nil, err
-		}
-	}
-	return ioctlOut(req, nil), nil
-}
-
-// zeroRange zeroes [off, end) of f: a hole punched when f is an OS file on
-// a filesystem that can, zeros written otherwise.
-func zeroRange(f vfs.File, off, end int64) error {
-	if fd, ok := f.(vfs.FdFile); ok {
-		err := unix.Fallocate(int(fd.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, end-off)
-		if err == nil {
-			return nil
-		}
-	}
-	zeros := make([]byte, min(end-off, 64<<10))
-	for off < end {
-		n := min(int64(len(zeros)), end-off)
-		if _, err := f.WriteAt(zeros[:n], off); err != nil {
-			return err
-		}
-		off += n
-	}
-	return nil
-}
-
-// queryAllocatedRanges serves FSCTL_QUERY_ALLOCATED_RANGES ([MS-FSA]
-// 2.1.5.10.22): the whole file is reported allocated, so the answer is
-// the part of the queried range below the end of file.
-func (o *open) queryAllocatedRanges(req *smb2.IoctlRequest) (server.Response, error) {
-	var q fscc.FileAllocatedRangeBuffer
-	if err := q.Decode(req.Input); err != nil {
-		return nil, smb2.StatusInvalidParameter
-	}
-	if o.isDir {
-		return nil, smb2.StatusInvalidParameter
-	}
-	if err := o.need(smb2.FileReadData); err != nil {
-		return nil, err
-	}
-	fi, err := o.f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	var out []fscc.FileAllocatedRangeBuffer
-	if end := min(q.FileOffset+q.Length, fi.Size); q.FileOffset < end {
-		out = append(out, fscc.FileAllocatedRangeBuffer{FileOffset: q.FileOffset, Length: end - q.FileOffset})
-	}
-	b := fscc.EncodeAllocatedRanges(out)
-	if uint64(len(b)) > uint64(req.MaxOutputResponse) {
-		return nil, smb2.StatusBufferTooSmall
-	}
-	return ioctlOut(req, b), nil
 }
 
 // objectID answers FSCTL_GET_OBJECT_ID and FSCTL_CREATE_OR_GET_OBJECT_ID
@@ -383,4 +305,24 @@ func (o *open) fileLevelTrim(req *smb2.IoctlRequest) (server.Response, error) {
 	out := make([]byte, 4)
 	binary.LittleEndian.PutUint32(out, ranges)
 	return ioctlOut(req, out), nil
+}
+
+// asyncSleep serves Samba's test control FSCTL_SMBTORTURE_FSP_ASYNC_SLEEP
+// (source3/smbd/smb2_ioctl_smbtorture.c): the request goes async and
+// completes after the number of milliseconds in its one input byte,
+// holding its open meanwhile, so that a CLOSE sent behind it waits for it
+// (smbtorture smb2.ioctl.bug14769).
+func asyncSleep(r *server.Request, req *smb2.IoctlRequest) (server.Response, error) {
+	if len(req.Input) != 1 {
+		return nil, smb2.StatusInvalidParameter
+	}
+	r.GoAsync()
+	t := time.NewTimer(time.Duration(req.Input[0]) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Ctx.Done():
+		return nil, smb2.StatusCancelled
+	}
+	return ioctlOut(req, nil), nil
 }

@@ -346,9 +346,10 @@ func (o *open) fsInfo(class uint8, st vfs.FSInfo) (encoder, error) {
 }
 
 // fsAttributes is FILE_FS_ATTRIBUTE_INFORMATION: only what the server
-// does is claimed (no persistent ACLs, sparse files, streams or EAs).
+// does is claimed (no persistent ACLs, streams or EAs; sparse files are
+// kept by every backend, holes where it can punch them, sparse.go).
 func (d *Disk) fsAttributes(st vfs.FSInfo) *fscc.FsAttributeInformation {
-	a := fscc.FileCasePreservedNames | fscc.FileUnicodeOnDisk
+	a := fscc.FileCasePreservedNames | fscc.FileUnicodeOnDisk | fscc.FileSupportsSparseFiles
 	if st.CaseSensitive {
 		a |= fscc.FileCaseSensitiveSearch
 	}

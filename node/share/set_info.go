@@ -135,7 +135,12 @@ func (o *open) setBasic(b []byte) error {
 		if a&vfs.AttrDirectory != 0 && !o.isDir || a&fscc.FileAttributeTemporary != 0 && o.isDir {
 			return smb2.StatusInvalidParameter
 		}
-		a &= vfs.StoredAttrs
+		fi, err := o.f.Stat()
+		if err != nil {
+			return err
+		}
+		// FILE_ATTRIBUTE_SPARSE_FILE changes only by FSCTL_SET_SPARSE.
+		a = a&vfs.StoredAttrs&^vfs.AttrSparse | fi.Attributes&vfs.AttrSparse
 		set = &a
 	}
 	c, a, w, ch := setTime(bi.CreationTime), setTime(bi.LastAccessTime), setTime(bi.LastWriteTime), setTime(bi.ChangeTime)

@@ -180,7 +180,7 @@ func (d *Disk) streamBase(name string, req *smb2.CreateRequest, mode vfs.CreateM
 	}
 	f, created, err := d.fs.Open(name, vfs.OpenOptions{
 		Create: vfs.CreateIfAbsent, Kind: vfs.RegularOnly,
-		Attributes: req.FileAttributes &^ vfs.AttrNormal & vfs.StoredAttrs,
+		Attributes: req.FileAttributes &^ (vfs.AttrNormal | vfs.AttrSparse) & vfs.StoredAttrs,
 	})
 	if err != nil {
 		return false, d.openError(name, err)

@@ -39,6 +39,10 @@ const (
 	// FSCTL_SMBTORTURE_FORCE_UNACKED_TIMEOUT (libcli/smb/smb_constants.h),
 	// with which smbtorture simulates a channel that stopped answering.
 	FsctlSmbtortureForceUnackedTimeout uint32 = 0x83848003
+	// FsctlSmbtortureFspAsyncSleep is Samba's FSCTL_SMBTORTURE_FSP_ASYNC_SLEEP:
+	// an IOCTL on a handle that goes async for a given number of
+	// milliseconds (smbtorture smb2.ioctl.bug14769).
+	FsctlSmbtortureFspAsyncSleep uint32 = 0x83848043
 )
 
 // IoctlRequest is SMB2 IOCTL Request ([MS-SMB2] 2.2.31).

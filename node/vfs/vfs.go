@@ -187,3 +187,23 @@ type FSInfo struct {
 	FSName                            string // reported file system name, e.g. "NTFS"
 	CaseSensitive                     bool
 }
+
+// SparseFile is implemented by files that can deallocate a range and tell
+// which ranges hold data (sparse files, [MS-FSA] 2.1.5.10.22 and
+// 2.1.5.10.39). Wrappers may implement it and fail with
+// errors.ErrUnsupported.
+type SparseFile interface {
+	// PunchHole deallocates [off, off+n) without changing the size; the
+	// range reads as zeros afterwards. It fails with errors.ErrUnsupported
+	// where the filesystem cannot deallocate (the caller writes zeros).
+	PunchHole(off, n int64) error
+	// AllocatedRanges returns, in order, at most limit ranges of
+	// [off, end) that may hold data, clipped to [off, end) and to the
+	// size. A range not returned reads as zeros.
+	AllocatedRanges(off, end int64, limit int) ([]Range, error)
+}
+
+// Range is a byte range of a file.
+type Range struct {
+	Off, Len int64
+}

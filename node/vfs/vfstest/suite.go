@@ -57,6 +57,7 @@ func TestFS(t *testing.T, newFS func(t *testing.T) vfs.FS) {
 		{"Security", testSecurity},
 		{"ReadDirNames", testReadDirNames},
 		{"EAs", testEAs},
+		{"Sparse", testSparse},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFS(t)) })

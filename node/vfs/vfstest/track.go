@@ -180,3 +180,19 @@ type trackedFdFile struct {
 }
 
 func (f trackedFdFile) Fd() uintptr { return f.fd.Fd() }
+
+// PunchHole and AllocatedRanges forward to the wrapped file, or fail
+// with errors.ErrUnsupported when it lacks them.
+func (f *trackedFile) PunchHole(off, n int64) error {
+	if sf, ok := f.File.(vfs.SparseFile); ok {
+		return sf.PunchHole(off, n)
+	}
+	return errors.ErrUnsupported
+}
+
+func (f *trackedFile) AllocatedRanges(off, end int64, limit int) ([]vfs.Range, error) {
+	if sf, ok := f.File.(vfs.SparseFile); ok {
+		return sf.AllocatedRanges(off, end, limit)
+	}
+	return nil, errors.ErrUnsupported
+}
