@@ -60,7 +60,7 @@ func (c *conn) bindSession(r *Request, req *smb2.SessionSetupRequest) (Response,
 		return nil, err
 	}
 	if ch == nil {
-		ch = &channel{auth: auth.NewContext(c.authConfig()), preauth: c.preauth, binding: true}
+		ch = &channel{seq: channelSeq.Add(1), auth: auth.NewContext(c.authConfig()), preauth: c.preauth, binding: true}
 		s.mu.Lock()
 		full := len(s.channels) >= maxChannels
 		if !full {

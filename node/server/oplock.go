@@ -44,15 +44,20 @@ func (o *Open) channel() *conn {
 	if o.conn != nil && o.conn.ctx.Err() == nil {
 		return o.conn
 	}
+	// The others in the order they were bound, as smbtorture's
+	// multichannel.oplocks.test3_specification expects of a break
+	// retried channel after channel.
 	s := o.Session
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var best *conn
+	var bestSeq uint64
 	for c, ch := range s.channels {
-		if c.ctx.Err() == nil && ch.auth == nil {
-			return c
+		if c.ctx.Err() == nil && ch.auth == nil && (best == nil || ch.seq < bestSeq) {
+			best, bestSeq = c, ch.seq
 		}
 	}
-	return nil
+	return best
 }
 
 // undelivered is the outcome of a break of o that found no live connection

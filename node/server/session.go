@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/cipher"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
@@ -48,12 +49,16 @@ type Session struct {
 
 // channel is one connection bound to a session ([MS-SMB2] 3.3.1.14).
 type channel struct {
+	seq    uint64 // creation order: breaks try a session's channels in it
 	signer signing.Signer
 	// authentication in progress on this connection (first setup or binding)
 	auth    *auth.Context
 	preauth signing.PreauthHash
 	binding bool
 }
+
+// channelSeq numbers channels as they are made (channel.seq).
+var channelSeq atomic.Uint64
 
 // SessionRecord is the portable description of a session: everything another
 // node needs to accept a channel bound to it.

@@ -46,7 +46,7 @@ func (c *conn) serveSessionSetup(r *Request) (Response, error) {
 func (c *conn) setupChannel(r *Request) (*Session, *channel, error) {
 	if r.Header.SessionID == 0 {
 		s := c.srv.newSession()
-		ch := &channel{auth: auth.NewContext(c.authConfig()), preauth: c.preauth}
+		ch := &channel{seq: channelSeq.Add(1), auth: auth.NewContext(c.authConfig()), preauth: c.preauth}
 		s.mu.Lock()
 		s.channels[c] = ch
 		s.mu.Unlock()
