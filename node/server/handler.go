@@ -50,6 +50,9 @@ type Request struct {
 	lone       bool             // the only PDU of its message
 
 	readReq smb2.ReadRequest // serveRead's decoded request: no allocation of its own
+	// The open whose outstanding requests count this one (channelseq.go).
+	csnOpen  *Open
+	csnEpoch uint64
 }
 
 // Dialect is the connection's negotiated dialect.

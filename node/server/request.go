@@ -118,6 +118,7 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	}
 
 	body, err := c.run(r, st, enc)
+	r.doneChannelSequence()
 	if err == ErrWouldBlock {
 		r.releaseOpen()
 		if r.inline && r.lone {

@@ -138,6 +138,10 @@ type Open struct {
 	idle    *sync.Cond
 	closing chan struct{} // closed when the open starts closing
 	chanSeq uint16        // Open.ChannelSequence ([MS-SMB2] 3.3.5.2.10, channelseq.go)
+	// Open.OutstandingRequestCount and OutstandingPreRequestCount, and
+	// how often chanSeq changed (channelseq.go).
+	outstanding, preOutstanding int
+	chanEpoch                   uint64
 }
 
 // Closing returns a channel closed when the open starts to close, so that
