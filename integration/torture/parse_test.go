@@ -20,12 +20,17 @@ failure: smb2.readx.other [
 failure: smb2.read.access [
 ../../source4/torture/smb2/read.c:1: status was X
 ]
+test: smb2.read.with space
+error: smb2.read.with space [ multipart
+]
+success: smb2.ioctl.copy-chunk streams
 `
 	got := parseSubunit(out, "smb2.read")
 	want := map[string]string{
-		"smb2.read.eof":      "success",
-		"smb2.read.bug14607": "skip",
-		"smb2.read.access":   "failure",
+		"smb2.read.eof":        "success",
+		"smb2.read.bug14607":   "skip",
+		"smb2.read.access":     "failure",
+		"smb2.read.with space": "error",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parseSubunit = %v, want %v", got, want)
@@ -35,5 +40,8 @@ failure: smb2.read.access [
 	}
 	if !allSuccess(parseSubunit(out, "smb2.read.eof")) {
 		t.Error("smb2.read.eof alone should pass")
+	}
+	if got := parseSubunit(out, "smb2.ioctl.copy-chunk streams"); got["smb2.ioctl.copy-chunk streams"] != "success" {
+		t.Errorf("a name with a space: %v", got)
 	}
 }

@@ -45,13 +45,17 @@ for suite in "$@"; do
 			printf "%s\t%s\t%s\t%.3f\n", suite, name, result, d
 			delete open_[name]
 		}
-		/^test: / { cur = $2; open_[cur] = 1; start = -1; next }
+		# NAME is the rest of the line (it may hold spaces: "smb2.ioctl.copy-chunk
+		# streams"), without a trailing " [" or " [ multipart".
+		function name_of(line) { sub(/^[a-z]+: /, "", line); sub(/ \[( multipart)?$/, "", line); return line }
+		/^test: / { cur = name_of($0); open_[cur] = 1; start = -1; next }
 		/^time: / { t = secs($3); if (start < 0) start = t; last = t; next }
 		/^(success|successful|failure|fail|error|skip|xfail|uxsuccess): / {
 			r = $1; sub(/:$/, "", r)
 			if (r == "successful") r = "success"
 			if (r == "fail") r = "failure"
-			if ($2 in open_) emit($2, r)
+			n = name_of($0)
+			if (n in open_) emit(n, r)
 			next
 		}
 		END { for (n in open_) emit(n, "noresult") }

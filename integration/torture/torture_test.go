@@ -108,8 +108,10 @@ func runOne(t *testing.T, bin string, n *framework.Node, share, name string, kno
 	return why
 }
 
-// resultRE matches a subunit result line: "success: NAME", "failure: NAME [".
-var resultRE = regexp.MustCompile(`(?m)^(success|successful|failure|fail|error|skip|xfail|uxsuccess): (\S+)`)
+// resultRE matches a subunit result line: "success: NAME", "failure: NAME [",
+// "error: NAME [ multipart"; NAME may hold spaces ("smb2.ioctl.copy-chunk
+// streams").
+var resultRE = regexp.MustCompile(`(?m)^(success|successful|failure|fail|error|skip|xfail|uxsuccess): (.*?)(?: \[(?: multipart)?)?\r?$`)
 
 // parseSubunit returns the result of every test at or below name.
 func parseSubunit(out, name string) map[string]string {
