@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -27,6 +28,8 @@ type file struct {
 	read, write bool
 
 	dirMu sync.Mutex // serializes ReadDir (it moves the directory offset)
+	// noWait: preadv2(RWF_NOWAIT) answered EOPNOTSUPP here (nowait.go).
+	noWait atomic.Bool
 }
 
 // control runs fn with the descriptor, which stays open meanwhile.

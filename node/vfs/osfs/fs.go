@@ -24,6 +24,7 @@ type FS struct {
 	root     int // O_PATH|O_DIRECTORY descriptor of the share root
 	rootPath string
 	btime    bool // the filesystem reports birth times
+	inMemory bool // tmpfs or ramfs: reads never wait for a disk (nowait.go)
 
 	noXattr   atomic.Bool // user xattrs are unsupported here
 	closeOnce sync.Once
@@ -48,6 +49,10 @@ func New(root string) (*FS, error) {
 	var st unix.Statx_t
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &st); err == nil {
 		fsys.btime = st.Mask&unix.STATX_BTIME != 0
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err == nil {
+		fsys.inMemory = sfs.Type == unix.TMPFS_MAGIC || sfs.Type == unix.RAMFS_MAGIC
 	}
 	fsys.probeXattr()
 	return fsys, nil

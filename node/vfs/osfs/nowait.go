@@ -12,10 +12,11 @@ import (
 
 // ReadAtNoWait reads with preadv2(RWF_NOWAIT), which fails with EAGAIN
 // instead of waiting for the disk. A short count is either the end of the
-// file or the first uncached page: a second call tells which. Filesystems
-// without RWF_NOWAIT read as ReadAt does.
+// file or the first uncached page: a second call tells which. On tmpfs and
+// ramfs, and on filesystems without RWF_NOWAIT (tmpfs answers EOPNOTSUPP;
+// the file remembers it), it reads as ReadAt does.
 func (f *file) ReadAtNoWait(p []byte, off int64) (int, error) {
-	if f.isDir || !f.read || off < 0 {
+	if f.isDir || !f.read || off < 0 || f.fs.inMemory || f.noWait.Load() {
 		return f.ReadAt(p, off)
 	}
 	fd := f.f.Fd() // the share layer holds the open until the call returns
@@ -26,7 +27,8 @@ func (f *file) ReadAtNoWait(p []byte, off int64) (int, error) {
 		case err == unix.EAGAIN:
 			return 0, vfs.ErrWouldBlock
 		case err == unix.EOPNOTSUPP || err == unix.EINVAL:
-			return f.ReadAt(p, off) // no RWF_NOWAIT here
+			f.noWait.Store(true) // no RWF_NOWAIT here: do not ask again
+			return f.ReadAt(p, off)
 		case err == unix.EINTR:
 			continue
 		case err != nil:
@@ -58,7 +60,7 @@ func preadNoWait(fd uintptr, p []byte, off int64) (int, error) {
 // Cached reports whether the pages holding the n bytes at off are in the
 // page cache (cachestat(2), Linux 6.5); without cachestat it answers true.
 func (f *file) Cached(off int64, n int) bool {
-	if n <= 0 || off < 0 {
+	if n <= 0 || off < 0 || f.fs.inMemory {
 		return true
 	}
 	page := int64(pageSize)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/smbcluster/smbcluster/node/vfs"
 	"github.com/smbcluster/smbcluster/node/vfs/vfstest"
 )
@@ -64,5 +66,44 @@ func TestReadAtNoWait(t *testing.T) {
 	}
 	if n, err := f.ReadAtNoWait(p, 512<<10); err != nil || n != len(p) || !bytes.Equal(p, data[512<<10:512<<10+len(p)]) {
 		t.Fatalf("read after the blocking read: %d, %v", n, err)
+	}
+}
+
+// TestReadAtNoWaitInMemory: on tmpfs, where RWF_NOWAIT is not supported
+// and nothing waits for a disk, ReadAtNoWait reads as ReadAt does and
+// Cached answers true without asking the kernel.
+func TestReadAtNoWaitInMemory(t *testing.T) {
+	var sfs unix.Statfs_t
+	if err := unix.Statfs("/dev/shm", &sfs); err != nil || sfs.Type != unix.TMPFS_MAGIC {
+		t.Skip("no tmpfs at /dev/shm")
+	}
+	root, err := os.MkdirTemp("/dev/shm", "osfs-nowait")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	fsys, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fsys.inMemory {
+		t.Fatal("a share on tmpfs is not recognised as in memory")
+	}
+	data := bytes.Repeat([]byte("tmpfs!"), 2000)
+	if err := os.WriteFile(filepath.Join(root, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vf, _, err := fsys.Open("f", vfs.OpenOptions{Read: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vf.Close()
+	f := vf.(vfs.NoWaitReader)
+	p := make([]byte, 4096)
+	if n, err := f.ReadAtNoWait(p, 100); err != nil || n != len(p) || !bytes.Equal(p, data[100:100+len(p)]) {
+		t.Fatalf("ReadAtNoWait on tmpfs: %d, %v", n, err)
+	}
+	if !f.Cached(0, len(data)) {
+		t.Error("Cached false on tmpfs")
 	}
 }
