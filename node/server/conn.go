@@ -106,11 +106,11 @@ type pendingReq struct {
 
 // frame is one NetBIOS message to send: its parts are written with one writev.
 type frame struct {
-	parts   net.Buffers
-	file    SendfileResponse // data sent with sendfile after parts, or nil
-	release func()
-	inline  bool // made by the read loop (result.inline)
-	w       *written
+	parts  net.Buffers
+	inline bool // made by the read loop (result.inline)
+	// w holds what the frame refers to until it is sent, then is
+	// released; w.file, if set, is sent with sendfile after parts.
+	w *written
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -399,13 +399,13 @@ func (c *conn) send(f frame) bool {
 	if ok {
 		var err error
 		switch {
-		case f.file != nil:
+		case f.w.file != nil:
 			hdr := f.parts[0]
 			if len(c.out) > 0 {
 				c.out = append(c.out, hdr...)
 				hdr, c.out = c.out, c.out[:0]
 			}
-			err = c.sendHeaderAndFile(hdr, f.file)
+			err = c.sendHeaderAndFile(hdr, f.w.file)
 		case f.inline && c.batchable(f.parts):
 			for _, p := range f.parts {
 				c.out = append(c.out, p...)
@@ -430,12 +430,7 @@ func (c *conn) send(f frame) bool {
 		}
 	}
 	c.wmu.Unlock()
-	if f.release != nil {
-		f.release()
-	}
-	if f.w != nil {
-		f.w.release()
-	}
+	f.w.release()
 	return ok
 }
 

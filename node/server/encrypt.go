@@ -52,7 +52,7 @@ func (s *Session) seal(parts [][]byte, _ []byte) frame {
 	buf := getBuf(4 + signing.TransformHeaderSize + n + 16)
 	out := signing.Seal((*buf)[:4], s.encrypter, s.nonces, s.ID, plain...)
 	binary.BigEndian.PutUint32(out[0:4], uint32(len(out)-4))
-	return frame{parts: net.Buffers{out}, release: func() { putBuf(buf) }}
+	return frame{parts: net.Buffers{out}, w: newWritten(buf)}
 }
 
 // sealReadPrefix is what precedes READ data in a sealed single response:
@@ -105,12 +105,9 @@ func (c *conn) writeSealedInPlace(res *result, p inPlacePayload) bool {
 	s := res.encrypt
 	out := signing.SealInPlace(s.encrypter, s.nonces, s.ID, b[4:])
 	binary.BigEndian.PutUint32(b[0:4], uint32(len(out)))
-	open := res.open
-	c.send(frame{parts: net.Buffers{b}, inline: res.inline, release: func() {
-		p.Release()
-		if open != nil {
-			open.release()
-		}
-	}})
+	w := newWritten(nil) // p.Release returns buf
+	w.payloads = append(w.payloads, p)
+	w.hold(res.open)
+	c.send(frame{parts: net.Buffers{b}, inline: res.inline, w: w})
 	return true
 }

@@ -354,8 +354,7 @@ func (c *conn) writeResults(rs []result) {
 	}
 	buf := getBuf(4 + size)
 	b := *buf
-	w := writtenPool.Get().(*written)
-	w.buf = buf
+	w := newWritten(buf)
 	parts := w.partsArr[:0]
 	off := 4
 	for i := range rs {
@@ -367,9 +366,7 @@ func (c *conn) writeResults(rs []result) {
 			payload = p.Payload()
 			w.payloads = append(w.payloads, p)
 		}
-		if res.open != nil {
-			w.opens = append(w.opens, res.open)
-		}
+		w.hold(res.open)
 		pduLen := smb2.HeaderSize + bodyLen + len(payload)
 		// Every response of a compound is padded to 8 bytes, the last
 		// one too, as Windows does (smbtorture smb2.compound.compound-padding).
@@ -427,12 +424,14 @@ func (c *conn) writeResults(rs []result) {
 var padZeros [8]byte
 
 // written holds what an encoded message refers to until it is written:
-// its buffer, the payloads and the opens of its responses. Pooled, so
-// that a response costs no allocation for its bookkeeping.
+// its buffer, the payloads, the file of a sendfile READ and the opens of
+// its responses. Every frame carries one; pooled, so that a response
+// costs no allocation for its bookkeeping.
 type written struct {
-	buf      *[]byte
+	buf      *[]byte   // may be nil
 	partsArr [4][]byte // parts of a lone response with a payload and pad
 	payloads []PayloadResponse
+	file     SendfileResponse
 	opens    []*Open
 }
 
@@ -440,11 +439,28 @@ var writtenPool = sync.Pool{New: func() any {
 	return &written{payloads: make([]PayloadResponse, 0, 2), opens: make([]*Open, 0, 2)}
 }}
 
+// newWritten returns a pooled written holding buf.
+func newWritten(buf *[]byte) *written {
+	w := writtenPool.Get().(*written)
+	w.buf = buf
+	return w
+}
+
+// hold adds open o, if any, to what w releases.
+func (w *written) hold(o *Open) {
+	if o != nil {
+		w.opens = append(w.opens, o)
+	}
+}
+
 // release frees the buffers and opens and returns w to its pool.
 func (w *written) release() {
 	putBuf(w.buf)
 	for _, p := range w.payloads {
 		p.Release()
+	}
+	if w.file != nil {
+		w.file.Release()
 	}
 	for _, o := range w.opens {
 		o.release()

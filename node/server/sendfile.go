@@ -36,19 +36,10 @@ func (c *conn) writeSendfile(res *result, sf SendfileResponse) {
 	res.hdr.Encode(b[4:])
 	sf.Encode(b[4+smb2.HeaderSize:])
 	binary.BigEndian.PutUint32(b[0:4], uint32(smb2.HeaderSize+bodyLen+n))
-	open := res.open
-	c.send(frame{
-		parts:  net.Buffers{b},
-		file:   sf,
-		inline: res.inline,
-		release: func() {
-			putBuf(buf)
-			sf.Release()
-			if open != nil {
-				open.release()
-			}
-		},
-	})
+	w := newWritten(buf)
+	w.file = sf
+	w.hold(res.open)
+	c.send(frame{parts: net.Buffers{b}, inline: res.inline, w: w})
 }
 
 // sendHeaderAndFile writes hdr with MSG_MORE, then the file segment with
