@@ -324,7 +324,9 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 		}
 	}
 	o.setPosition(off + int64(n))
-	o.written.Store(true)
+	if !o.written.Load() { // one store per open, not per WRITE
+		o.written.Store(true)
+	}
 	o.d.notify.post(actionModified, o.currentName(), smb2.FileNotifyChangeLastWrite|smb2.FileNotifyChangeSize)
 	return &smb2.WriteResponse{Count: uint32(n)}, nil
 }
