@@ -36,8 +36,9 @@ func (s *Server) claimDetached(r *Request, d *durableCtx) (*Open, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.opens[d.fid.Persistent]
+	deadline := time.Now().Add(detachWaitLimit)
 	for range maxDetachWaits {
-		if o == nil || o.dur == nil || o.dur.detached || o.dur.gone || !s.waitDetach(r, o) {
+		if o == nil || o.dur == nil || o.dur.detached || o.dur.gone || !s.waitDetach(r, o, deadline) {
 			break
 		}
 		o = s.opens[d.fid.Persistent]
@@ -60,7 +61,8 @@ func (s *Server) claimDetached(r *Request, d *durableCtx) (*Open, error) {
 // wait ends at a detach anywhere on the server, not necessarily its own.
 const maxDetachWaits = 64
 
-// detachWaitLimit bounds the whole wait for a dead connection's teardown.
+// detachWaitLimit bounds the whole wait of a reconnect for a dead
+// connection's teardown.
 const detachWaitLimit = 10 * time.Second
 
 // waitDetach waits, with s.mu held on entry and on return, while attached
@@ -68,20 +70,12 @@ const detachWaitLimit = 10 * time.Second
 // down: its client reconnects on a new connection as soon as it closed the
 // old one, and that reconnect may be served before the old connection's
 // reader has seen the close or its teardown has detached the open. It
-// reports false, without waiting, when o's connection is alive.
-func (s *Server) waitDetach(r *Request, o *Open) bool {
+// reports false, without waiting, when o's connection is alive, and
+// after deadline.
+func (s *Server) waitDetach(r *Request, o *Open, deadline time.Time) bool {
 	old := o.conn
-	if old == nil || old == r.conn || o.Session == nil {
-		return false
-	}
 	// A session with another channel keeps its opens when one goes.
-	o.Session.mu.Lock()
-	others := false
-	for ch := range o.Session.channels {
-		others = others || ch != old
-	}
-	o.Session.mu.Unlock()
-	if others {
+	if old == nil || old == r.conn || o.Session == nil || o.Session.hasChannelBesides(old) {
 		return false
 	}
 	s.mu.Unlock()
@@ -99,7 +93,7 @@ func (s *Server) waitDetach(r *Request, o *Open) bool {
 	ch := s.dur.detached
 	s.mu.Unlock()
 	waitingForDetach() // order.go: a test hook
-	t := time.NewTimer(detachWaitLimit)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	ok := true
 	select {
