@@ -4,7 +4,7 @@
 GO            ?= go
 TEST_TIMEOUT  ?= 30m
 FUZZTIME      ?= 1m
-FUZZSMOKE     ?= 3s
+FUZZSMOKE     ?= 20000x
 BENCHTIME     ?= 1s
 DEMO_ADDR     ?= 127.0.0.1:4450
 
