@@ -27,6 +27,10 @@ type Config struct {
 	// ZeroCopyThreshold is the smallest plain READ sent with sendfile
 	// (bytes; 0 → the default, negative → never).
 	ZeroCopyThreshold int `json:"zero_copy_threshold"`
+	// SpliceWriteThreshold is the smallest plain WRITE whose payload
+	// goes from the socket to the file with splice(2) (bytes; 0 → the
+	// default, negative → never).
+	SpliceWriteThreshold int `json:"splice_write_threshold"`
 	// DebugAddr serves Go's pprof endpoints on this address (loopback
 	// only in practice; empty disables).
 	DebugAddr string `json:"debug_addr"`
@@ -61,6 +65,11 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // defaultZeroCopyThreshold is the READ size from which sendfile beats a
 // buffered copy on loopback (see README, Performance).
 const defaultZeroCopyThreshold = 16 << 10
+
+// defaultSpliceWriteThreshold is the WRITE size from which splicing the
+// payload into the file beats reading it into memory (see README,
+// Performance).
+const defaultSpliceWriteThreshold = 256 << 10
 
 // ShareConfig is one disk share.
 type ShareConfig struct {
@@ -129,6 +138,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster (repeatable; default: the addresses the node was admitted with)")
 	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "`TTL` of the node's etcd lease: how soon a dead node shows down (default 5s)")
 	fs.IntVar(&cfg.ZeroCopyThreshold, "zero-copy-threshold", 0, "smallest plain READ in `BYTES` sent with sendfile (0: default 16384, -1: never)")
+	fs.IntVar(&cfg.SpliceWriteThreshold, "splice-write-threshold", 0, "smallest plain WRITE in `BYTES` spliced from the socket into the file (0: default 262144, -1: never)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -182,6 +192,9 @@ func merge(file, flags *Config) *Config {
 	}
 	if flags.ZeroCopyThreshold != 0 {
 		out.ZeroCopyThreshold = flags.ZeroCopyThreshold
+	}
+	if flags.SpliceWriteThreshold != 0 {
+		out.SpliceWriteThreshold = flags.SpliceWriteThreshold
 	}
 	for _, p := range []struct {
 		dst *string

@@ -78,8 +78,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Logger:          log,
 		Control:         control,
 
-		ZeroCopyThreshold: zeroCopyThreshold(cfg.ZeroCopyThreshold),
-		NoDirectoryLeases: cfg.NoDirectoryLeases,
+		ZeroCopyThreshold:    orDefaultSize(cfg.ZeroCopyThreshold, defaultZeroCopyThreshold),
+		SpliceWriteThreshold: orDefaultSize(cfg.SpliceWriteThreshold, defaultSpliceWriteThreshold),
+		NoDirectoryLeases:    cfg.NoDirectoryLeases,
 	})
 	if cfg.DebugAddr != "" {
 		go func() {
@@ -148,9 +149,10 @@ func encryptionMode(s string) server.EncryptionMode {
 	return server.EncryptOff
 }
 
-func zeroCopyThreshold(n int) int {
+// orDefaultSize is a size setting: 0 means the default d.
+func orDefaultSize(n, d int) int {
 	if n == 0 {
-		return defaultZeroCopyThreshold
+		return d
 	}
 	return n
 }

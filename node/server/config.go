@@ -50,6 +50,11 @@ type Config struct {
 	// zero or negative disables zero-copy reads.
 	ZeroCopyThreshold int
 
+	// SpliceWriteThreshold is the smallest plain WRITE payload moved from
+	// the socket to the file with splice(2) (splice.go); zero or negative
+	// reads every payload into memory.
+	SpliceWriteThreshold int
+
 	// Interfaces lists the addresses announced by FSCTL_QUERY_NETWORK_INTERFACE_INFO;
 	// nil → the listeners' addresses.
 	Interfaces []Interface

@@ -48,12 +48,18 @@ type Request struct {
 	single     bool             // the message is one plaintext PDU (zero-copy eligible)
 	inline     bool             // served in the read loop (see serveCompound)
 	lone       bool             // the only PDU of its message
+	spliced    *Spliced         // a WRITE's payload still arriving (splice.go)
 
 	readReq smb2.ReadRequest // serveRead's decoded request: no allocation of its own
 	// The open whose outstanding requests count this one (channelseq.go).
 	csnOpen  *Open
 	csnEpoch uint64
 }
+
+// Spliced is the payload of a large plain WRITE still arriving from the
+// socket (splice.go), or nil: the data is in the WriteRequest. Only a
+// SplicedWriter's Write sees it.
+func (r *Request) Spliced() *Spliced { return r.spliced }
 
 // Dialect is the connection's negotiated dialect.
 func (r *Request) Dialect() uint16 { return r.conn.dialect }
@@ -132,6 +138,13 @@ type (
 	}
 	Writer interface {
 		Write(r *Request, req *smb2.WriteRequest) (*smb2.WriteResponse, error)
+	}
+	// SplicedWriter is a Writer that takes a spliced WRITE's payload from
+	// Request.Spliced itself, req.Data being empty then; a plain Writer
+	// gets the payload read into req.Data.
+	SplicedWriter interface {
+		Writer
+		TakesSpliced()
 	}
 	Flusher interface {
 		Flush(r *Request) error

@@ -61,7 +61,7 @@ type message struct {
 // responses as one message.
 // inline is true when the read loop itself serves the message: nothing
 // read later can overtake it or CANCEL it while it runs.
-func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, inline bool) error {
+func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, inline bool, sp *Spliced) error {
 	// The state, the results and a lone request are one allocation.
 	m := new(message)
 	st := &m.st
@@ -75,6 +75,7 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, in
 		// A related first request has nothing to relate to: it fails, as do
 		// the related requests after any request that resolved no session.
 		r.related = hdrs[i].Flags&smb2.FlagRelatedOperations != 0
+		r.spliced = sp // a spliced WRITE is a lone PDU
 		st.earlier = results
 		res, err := c.serveOne(r, st, enc)
 		if err != nil {

@@ -29,6 +29,7 @@ type Server struct {
 	nextOpen    atomic.Uint64
 	nConns      atomic.Int64
 	offloaded   atomic.Uint64 // requests the read loop handed off (ErrWouldBlock)
+	spliced     atomic.Uint64 // WRITEs whose payload was spliced (splice.go)
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -48,6 +49,10 @@ type Server struct {
 // Offloaded counts the requests the connections' readers handed to
 // goroutines because their data was not in memory (Request.MayWait).
 func (s *Server) Offloaded() uint64 { return s.offloaded.Load() }
+
+// SplicedWrites counts the WRITEs whose payload went from the socket to a
+// pipe instead of memory (splice.go).
+func (s *Server) SplicedWrites() uint64 { return s.spliced.Load() }
 
 // New returns a server for cfg.
 func New(cfg Config) *Server {

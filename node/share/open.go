@@ -302,16 +302,27 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 	} else if off < 0 {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if len(req.Data) == 0 {
+	sp := r.Spliced()
+	length := len(req.Data)
+	if sp != nil {
+		length = sp.Len()
+	}
+	if length == 0 {
 		return &smb2.WriteResponse{}, nil
 	}
-	if err := o.checkLocks(uint64(off), uint64(len(req.Data)), true); err != nil {
+	if err := o.checkLocks(uint64(off), uint64(length), true); err != nil {
 		return nil, err
 	}
 	if o.so != nil {
 		o.d.table.BreakRead(o.so.Key, o.so)
 	}
-	n, err := o.f.WriteAt(req.Data, off)
+	var n int
+	var err error
+	if sp != nil {
+		n, err = sp.WriteTo(o.f, off) // splice(2) into the file when it can
+	} else {
+		n, err = o.f.WriteAt(req.Data, off)
+	}
 	if err != nil {
 		if errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EINVAL) {
 			return nil, smb2.StatusInvalidParameter
@@ -330,6 +341,9 @@ func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResp
 	o.d.notify.post(actionModified, o.currentName(), smb2.FileNotifyChangeLastWrite|smb2.FileNotifyChangeSize)
 	return &smb2.WriteResponse{Count: uint32(n)}, nil
 }
+
+// TakesSpliced: Write takes a large WRITE's payload from Request.Spliced.
+func (o *open) TakesSpliced() {}
 
 // setPosition records the current byte offset, as FilePositionInformation
 // reports it after a READ or WRITE.

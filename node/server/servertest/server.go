@@ -49,6 +49,8 @@ type Options struct {
 	// tracking wrapper: its files are the backend's own (sendfile,
 	// RWF_NOWAIT reads).
 	DiskRoot string
+	// SpliceWriteThreshold is server.Config's (zero: no spliced WRITEs).
+	SpliceWriteThreshold int
 	// Logf, when set, receives every log record (for debugging a test).
 	Logf func(format string, args ...any)
 }
@@ -101,7 +103,9 @@ func Start(tb testing.TB, opts Options) *Server {
 		Interfaces:      opts.Interfaces,
 		Control:         opts.Control,
 		Shares:          shares,
-		Logger:          log,
+
+		SpliceWriteThreshold: opts.SpliceWriteThreshold,
+		Logger:               log,
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -91,6 +91,35 @@ func (f *file) WriteAt(p []byte, off int64) (int, error) {
 	return f.f.WriteAt(p, off)
 }
 
+// WriteFromPipe moves n bytes from the read end of a pipe into the file at
+// off with splice(2): the engine's spliced WRITEs, copied once, into the
+// page cache. It returns the bytes moved; io.ErrUnexpectedEOF if the pipe
+// ended first.
+func (f *file) WriteFromPipe(pipe int, off int64, n int) (int, error) {
+	switch {
+	case f.isDir:
+		return 0, f.pathErr("write", syscall.EISDIR)
+	case !f.write:
+		return 0, f.pathErr("write", syscall.EBADF)
+	}
+	fd := int(f.f.Fd())
+	done := 0
+	for done < n {
+		m, err := unix.Splice(pipe, nil, fd, &off, n-done, unix.SPLICE_F_MOVE)
+		if m > 0 {
+			done += int(m)
+		}
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
+			return done, f.pathErr("write", err)
+		case m == 0:
+			return done, io.ErrUnexpectedEOF
+		}
+	}
+	return done, nil
+}
+
 // Stat describes the open file.
 func (f *file) Stat() (vfs.FileInfo, error) {
 	var st unix.Statx_t
