@@ -326,7 +326,7 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 		c.serveCancel(&hdrs[0])
 		return nil
 	}
-	if hdrs[0].Command == smb2.CmdNegotiate || sp == nil && len(pdus) == 1 && c.inline(&hdrs[0], pdus[0], encSession != nil) {
+	if hdrs[0].Command == smb2.CmdNegotiate || sp == nil && len(pdus) == 1 && c.inline(&hdrs[0], pdus[0]) {
 		// NEGOTIATE changes connection state everything else reads, and
 		// READs and small WRITEs never wait on anything but the disk:
 		// serving them in the reader saves a goroutine and a wake-up each.
@@ -381,18 +381,20 @@ func (c *conn) spliceable(n int) bool {
 	return t > 0 && n-spliceHeadSize >= t && c.raw != nil && c.negotiated
 }
 
-// inline reports whether a lone request is served in the read loop: a
-// plain READ (sendfile or one copy), or a READ or WRITE small enough that
-// signing or sealing its response costs less than a goroutine hand-off.
-// Large signed or sealed READs run in their own goroutine so that their
-// cryptography spreads over the cores.
-func (c *conn) inline(h *smb2.Header, pdu []byte, sealed bool) bool {
+// inline reports whether a lone request is served in the read loop: every
+// READ (sendfile, one copy, or one copy signed or sealed in place) and WRITEs
+// small enough that their payload costs less than a goroutine hand-off.
+// Signed and sealed READs of any size stay in the reader: one connection's
+// responses are then made one after the other with their buffer still in
+// the core's cache, which measured better than spreading them over the
+// cores (A/B, 1 MiB sealed READs, iodepth 16: +6..19 % throughput at one
+// connection and +5..9 % at four, with 10..17 % less server CPU per GiB;
+// signed: equal throughput, 8 % less CPU). A READ whose data is not
+// cached still leaves the reader (Request.MayWait).
+func (c *conn) inline(h *smb2.Header, pdu []byte) bool {
 	switch h.Command {
 	case smb2.CmdRead:
-		if !sealed && h.Flags&smb2.FlagSigned == 0 {
-			return true
-		}
-		return len(pdu) >= smb2.HeaderSize+8 && binary.LittleEndian.Uint32(pdu[smb2.HeaderSize+4:]) <= inlineWriteMax
+		return true
 	case smb2.CmdWrite:
 		return len(pdu) <= inlineWriteMax
 	}
