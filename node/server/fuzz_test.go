@@ -84,11 +84,13 @@ func addSeeds(f *testing.F) {
 // FuzzServerRequest sends fuzzed requests to a running server over an
 // authenticated connection with a tree and an open file: (raw false) a
 // body under a valid, signed header with the fuzzed command, or (raw true)
-// a whole message. The server must answer or close the connection within
+// a whole message (a plain WRITE's payload then goes through a pipe). The
+// server must answer or close the connection within
 // the deadline, never log a panic, and close every open once the
 // connection is gone.
 func FuzzServerRequest(f *testing.F) {
-	srv := servertest.Start(f, servertest.Options{})
+	// Every raw WRITE that qualifies is spliced (splice.go).
+	srv := servertest.Start(f, servertest.Options{SpliceWriteThreshold: 1})
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, raw bool, cmd uint8, data []byte) {
 		fx := newFixture(t, srv)
