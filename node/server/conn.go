@@ -326,6 +326,13 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 		c.serveCancel(&hdrs[0])
 		return nil
 	}
+	if sp != nil && sp.whole {
+		// A spliced WRITE whose payload is all in its pipe runs here too
+		// (splice.go).
+		defer putBuf(buf)
+		defer sp.finish()
+		return c.serveCompound(pdus, hdrs, encSession, true, sp)
+	}
 	if hdrs[0].Command == smb2.CmdNegotiate || sp == nil && len(pdus) == 1 && c.inline(&hdrs[0], pdus[0]) {
 		// NEGOTIATE changes connection state everything else reads, and
 		// READs and small WRITEs never wait on anything but the disk:
