@@ -290,6 +290,15 @@ func (o *open) watcherFor(req *smb2.ChangeNotifyRequest) *watcher {
 		}
 		o.watch = w
 		o.d.notify.add(w)
+		// A delete set pending before this first request (by another
+		// open's close) ends it at once, as it ends the waits already
+		// queued (deletePending). Added first, checked second: a close
+		// that marks the directory after the check finds the watcher.
+		if o.so != nil && o.d.table.DeletePending(o.so.Key) {
+			w.mu.Lock()
+			w.deleting = true
+			w.mu.Unlock()
+		}
 	}
 	return o.watch
 }

@@ -154,3 +154,25 @@ func TestRenameNotifyOnClose(t *testing.T) {
 	wantChanges(t, bufferedChanges(w),
 		change{actionRenamedOld, "c"}, change{actionRenamedNew, "e"}, change{actionRemoved, "e"})
 }
+
+// TestNotifyAfterDeletePending follows smbtorture smb2.notify.rmdir3 when
+// the other connection wins the race: the directory's delete is set pending
+// (another open's FILE_DELETE_ON_CLOSE, closed) before the first
+// CHANGE_NOTIFY on a handle still open reaches the server; the request
+// completes at once with STATUS_DELETE_PENDING instead of waiting forever.
+func TestNotifyAfterDeletePending(t *testing.T) {
+	d := infoDisk(t)
+	watched := infoOpen(t, d, `gone`, true, smb2.FileListDirectory)
+	wantStatus(t, closeTestRmdir(t, d, `gone`), 0)
+	w := watched.watcherFor(&smb2.ChangeNotifyRequest{CompletionFilter: smb2.FileNotifyChangeFileName, OutputBufferLength: 1000})
+	res, ch := w.wait()
+	if ch != nil {
+		w.leave(ch)
+		t.Fatal("CHANGE_NOTIFY on a delete-pending directory waits")
+	}
+	wantStatus(t, res.err, smb2.StatusDeletePending)
+	watched.Close(false)
+	if onDisk(d, "gone") {
+		t.Fatal("delete-pending directory left after its last close")
+	}
+}
