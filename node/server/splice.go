@@ -66,6 +66,8 @@ type Spliced struct {
 	// whole: the payload was all in the pipe before the request was
 	// dispatched; the reader then serves it itself.
 	whole bool
+	// finished: finish has run and disposed of the pipe.
+	finished bool
 }
 
 // Len is the payload's length.
@@ -142,6 +144,7 @@ func (s *Spliced) finish() {
 		}
 		putBuf(scratch)
 	}
+	s.finished = true
 	if s.took == s.n {
 		// Everything the reader was to write has been read: the reader
 		// is done with the pipe.
@@ -149,6 +152,9 @@ func (s *Spliced) finish() {
 		return
 	}
 	s.p.closeRead()
+	if s.whole {
+		s.p.closeWrite() // the reader, done writing, leaves it to us
+	}
 }
 
 // readSplicedWrite reads a spliced WRITE of n bytes whose head is next in
@@ -190,7 +196,9 @@ func (c *conn) readSplicedWrite(n int) (ok bool, err error) {
 		sp.whole = state == waiting
 		err = dispatch()
 	}
-	if err != nil {
+	if err != nil && !(sp.whole && sp.finished) {
+		// (A request served here, whole, that failed has disposed of the
+		// pipe; finished is not read otherwise: a goroutine writes it.)
 		p.closeWrite() // a running request's goroutine sees the pipe end
 		if state != running {
 			p.closeRead()
