@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -78,6 +79,14 @@ func TestTorture(t *testing.T) {
 // runOne runs one smbtorture test and returns "" when it had the expected
 // outcome, or why not.
 func runOne(t *testing.T, bin string, n *framework.Node, share, name string, known map[string]string) string {
+	// Each test starts from an empty share, as it would alone: what an
+	// earlier test in this slot left behind (smb2.delete-on-close-perms'
+	// "Existing" tests leave a file whose inherited DACL grants no DELETE
+	// in a directory that grants no FILE_DELETE_CHILD, which READONLY's
+	// deltree then rightly cannot remove) is not this test's business.
+	if err := emptyDir(n.SharePath(share)); err != nil {
+		t.Fatalf("emptying share %s: %v", share, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "//"+n.Host+"/"+share,
@@ -106,6 +115,21 @@ func runOne(t *testing.T, bin string, n *framework.Node, share, name string, kno
 	}
 	t.Errorf("%s\n%s", why, tail(string(out), 60))
 	return why
+}
+
+// emptyDir removes everything inside dir, leaving dir itself (the server
+// serves it).
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // resultRE matches a subunit result line: "success: NAME", "failure: NAME [",
