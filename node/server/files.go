@@ -158,14 +158,14 @@ func (c *conn) serveRead(r *Request) (Response, error) {
 // serveWrite handles SMB2 WRITE ([MS-SMB2] 3.3.5.13).
 func (c *conn) serveWrite(r *Request) (Response, error) {
 	var req smb2.WriteRequest
+	var err error
 	if r.spliced != nil {
 		// The head only: the reader checked that the data follows it.
-		w, err := smb2.DecodeWriteHeader(r.Msg[smb2.HeaderSize:])
-		if err != nil {
-			return nil, smb2.StatusInvalidParameter
-		}
-		req = w
-	} else if err := req.Decode(r.Msg); err != nil {
+		req, err = smb2.DecodeWriteHeader(r.Msg[smb2.HeaderSize:])
+	} else {
+		err = req.Decode(r.Msg)
+	}
+	if err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
 	if err := r.resolveOpen(req.FileID); err != nil {
@@ -185,12 +185,12 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 		return nil, smb2.StatusInvalidDeviceRequest
 	}
 	if _, takes := h.(SplicedWriter); r.spliced != nil && !takes {
-		data, release, err := r.spliced.Bytes()
+		buf, err := r.spliced.buffered()
 		if err != nil {
 			return nil, err
 		}
-		defer release()
-		req.Data = data
+		defer putBuf(buf)
+		req.Data = *buf
 		r.spliced = nil
 	}
 	resp, err := h.Write(r, &req)

@@ -94,23 +94,23 @@ func (s *Spliced) WriteTo(dst io.WriterAt, off int64) (int, error) {
 		// EINVAL before anything moved: the file takes no splice (an
 		// O_APPEND descriptor, a filesystem without splice_write).
 	}
-	buf := getBuf(want)
-	defer putBuf(buf)
-	if err := s.readAll(*buf); err != nil {
+	buf, err := s.buffered()
+	if err != nil {
 		return 0, err
 	}
+	defer putBuf(buf)
 	return dst.WriteAt(*buf, off)
 }
 
-// Bytes reads the whole payload into a pooled buffer, for handlers that
-// want it in memory (named pipes); release it with the returned func.
-func (s *Spliced) Bytes() ([]byte, func(), error) {
+// buffered reads what is left of the payload into a pooled buffer, for
+// writers that want it in memory; the caller puts the buffer back.
+func (s *Spliced) buffered() (*[]byte, error) {
 	buf := getBuf(s.n - s.took)
 	if err := s.readAll(*buf); err != nil {
 		putBuf(buf)
-		return nil, nil, err
+		return nil, err
 	}
-	return *buf, func() { putBuf(buf) }, nil
+	return buf, nil
 }
 
 func (s *Spliced) readAll(b []byte) error {
@@ -236,19 +236,22 @@ func (c *conn) fillPipe(p *pipePair, n int, dispatch func() error) error {
 		c.br.Discard(k)
 		n -= k
 	}
+	// One closure for the whole payload, not one per splice(2).
+	var m int64
+	var serr error
+	var full bool
+	move := func(fd uintptr) bool {
+		m, serr = unix.Splice(int(fd), nil, p.w, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		if serr != unix.EAGAIN {
+			return true
+		}
+		// EAGAIN: the socket is empty or the pipe is full.
+		full = !writable(p.w, 0)
+		return full
+	}
 	for n > 0 {
-		var m int64
-		var serr error
-		full := false
-		err := c.raw.Read(func(fd uintptr) bool {
-			m, serr = unix.Splice(int(fd), nil, p.w, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-			if serr != unix.EAGAIN {
-				return true
-			}
-			// EAGAIN: the socket is empty or the pipe is full.
-			full = !writable(p.w, 0)
-			return full
-		})
+		full = false
+		err := c.raw.Read(move)
 		switch {
 		case err != nil:
 			return err
@@ -316,6 +319,8 @@ type pipePool struct {
 	max  int
 }
 
+// 32 idle pipes (64 descriptors) is a bound chosen, not measured: enough
+// for the connections of a busy node to find one, few enough not to matter.
 var pipes = &pipePool{max: 32}
 
 func (pp *pipePool) get() (*pipePair, error) {

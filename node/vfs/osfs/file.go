@@ -82,13 +82,21 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 
 // WriteAt writes all of p at off (pwrite, looping on short writes).
 func (f *file) WriteAt(p []byte, off int64) (int, error) {
-	switch {
-	case f.isDir:
-		return 0, f.pathErr("write", syscall.EISDIR)
-	case !f.write:
-		return 0, f.pathErr("write", syscall.EBADF)
+	if err := f.writable(); err != nil {
+		return 0, err
 	}
 	return f.f.WriteAt(p, off)
+}
+
+// writable refuses writes to directories and to opens without write access.
+func (f *file) writable() error {
+	switch {
+	case f.isDir:
+		return f.pathErr("write", syscall.EISDIR)
+	case !f.write:
+		return f.pathErr("write", syscall.EBADF)
+	}
+	return nil
 }
 
 // WriteFromPipe moves n bytes from the read end of a pipe into the file at
@@ -96,11 +104,8 @@ func (f *file) WriteAt(p []byte, off int64) (int, error) {
 // page cache. It returns the bytes moved; io.ErrUnexpectedEOF if the pipe
 // ended first.
 func (f *file) WriteFromPipe(pipe int, off int64, n int) (int, error) {
-	switch {
-	case f.isDir:
-		return 0, f.pathErr("write", syscall.EISDIR)
-	case !f.write:
-		return 0, f.pathErr("write", syscall.EBADF)
+	if err := f.writable(); err != nil {
+		return 0, err
 	}
 	fd := int(f.f.Fd())
 	done := 0

@@ -14,6 +14,21 @@ import (
 	"github.com/smbcluster/smbcluster/node/vfs/vfstest"
 )
 
+// openNoWait writes data to root/f and opens it through fsys for reading;
+// the open closes when the test ends.
+func openNoWait(t *testing.T, fsys *FS, root string, data []byte) vfs.NoWaitReader {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(root, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vf, _, err := fsys.Open("f", vfs.OpenOptions{Read: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vf.Close() })
+	return vf.(vfs.NoWaitReader)
+}
+
 // TestReadAtNoWait: a read of cached data answers as ReadAt does; a read
 // of evicted data answers ErrWouldBlock and reads nothing, and Cached
 // says so, until a blocking read brings the pages back.
@@ -24,15 +39,7 @@ func TestReadAtNoWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
-	if err := os.WriteFile(filepath.Join(root, "f"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	vf, _, err := fsys.Open("f", vfs.OpenOptions{Read: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vf.Close()
-	f := vf.(vfs.NoWaitReader)
+	f := openNoWait(t, fsys, root, data)
 
 	// Cached (just written): whole, short at EOF, past EOF.
 	p := make([]byte, 64<<10)
@@ -58,7 +65,7 @@ func TestReadAtNoWait(t *testing.T) {
 	if _, err := f.ReadAtNoWait(p, 512<<10); !errors.Is(err, vfs.ErrWouldBlock) {
 		t.Fatalf("read of evicted data: %v, want ErrWouldBlock", err)
 	}
-	if n, err := vf.ReadAt(p, 512<<10); err != nil || n != len(p) {
+	if n, err := f.ReadAt(p, 512<<10); err != nil || n != len(p) {
 		t.Fatalf("blocking read: %d, %v", n, err)
 	}
 	if !f.Cached(512<<10, len(p)) {
@@ -90,15 +97,7 @@ func TestReadAtNoWaitInMemory(t *testing.T) {
 		t.Fatal("a share on tmpfs is not recognised as in memory")
 	}
 	data := bytes.Repeat([]byte("tmpfs!"), 2000)
-	if err := os.WriteFile(filepath.Join(root, "f"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	vf, _, err := fsys.Open("f", vfs.OpenOptions{Read: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vf.Close()
-	f := vf.(vfs.NoWaitReader)
+	f := openNoWait(t, fsys, root, data)
 	p := make([]byte, 4096)
 	if n, err := f.ReadAtNoWait(p, 100); err != nil || n != len(p) || !bytes.Equal(p, data[100:100+len(p)]) {
 		t.Fatalf("ReadAtNoWait on tmpfs: %d, %v", n, err)
