@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/server/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
@@ -101,7 +102,7 @@ func TestBindingChecks(t *testing.T) {
 		h := c2.Header(smb2.CmdSessionSetup)
 		h.SessionID = c1.Session.ID
 		rh, _ := c2.Send(h, servertest.Body(&smb2.SessionSetupRequest{
-			Flags: smb2.SessionFlagBinding, SecurityMode: 1, SecurityBuffer: servertest.NTLMNegotiateMessage()}))
+			Flags: smb2.SessionFlagBinding, SecurityMode: 1, SecurityBuffer: auth.NTLMNegotiate(true)}))
 		if st := smb2.Status(rh.Status); st != smb2.StatusInvalidParameter {
 			t.Fatalf("got %v, want STATUS_INVALID_PARAMETER", st)
 		}

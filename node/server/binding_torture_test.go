@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/server/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
@@ -61,7 +62,7 @@ func sendSigned(t *testing.T, c *servertest.Conn, id uint64, flags uint8, signer
 	h := c.Header(smb2.CmdSessionSetup)
 	h.SessionID = id
 	rh, pdu := c.Send(h, servertest.Body(&smb2.SessionSetupRequest{
-		Flags: flags, SecurityMode: 1, SecurityBuffer: servertest.NTLMNegotiateMessage()}))
+		Flags: flags, SecurityMode: 1, SecurityBuffer: auth.NTLMNegotiate(true)}))
 	return rh, pdu, sig
 }
 
@@ -257,7 +258,7 @@ func setup(t *testing.T, c *servertest.Conn, id uint64, token []byte) (smb2.Head
 // reauth runs a re-authentication of c's session that ends with authMsg.
 func reauth(t *testing.T, c *servertest.Conn, authMsg []byte) (smb2.Header, []byte) {
 	t.Helper()
-	h, _ := setup(t, c, c.Session.ID, servertest.NTLMNegotiateMessage())
+	h, _ := setup(t, c, c.Session.ID, auth.NTLMNegotiate(true))
 	if st := smb2.Status(h.Status); st != smb2.StatusMoreProcessingRequired || h.Flags&smb2.FlagSigned == 0 {
 		t.Fatalf("re-authentication NEGOTIATE: %v flags %#x", st, h.Flags)
 	}
@@ -320,7 +321,7 @@ func TestMalformedNTLMv2(t *testing.T) {
 	if err := c.Negotiate(smb2.Dialect311); err != nil {
 		t.Fatal(err)
 	}
-	h, _ := setup(t, c, 0, servertest.NTLMNegotiateMessage())
+	h, _ := setup(t, c, 0, auth.NTLMNegotiate(true))
 	if st := smb2.Status(h.Status); st != smb2.StatusMoreProcessingRequired {
 		t.Fatalf("NEGOTIATE: %v", st)
 	}

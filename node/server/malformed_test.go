@@ -7,6 +7,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/server/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
@@ -18,7 +19,7 @@ func requestBodies(fid smb2.FileID) map[smb2.Command][]byte {
 	q := &smb2.QueryInfoRequest{InfoType: 1, FileInfoClass: 5, OutputBufferLength: 4096, FileID: fid}
 	return map[smb2.Command][]byte{
 		smb2.CmdNegotiate:      b(&smb2.NegotiateRequest{SecurityMode: 1, Dialects: []uint16{smb2.Dialect202, smb2.Dialect302}}),
-		smb2.CmdSessionSetup:   b(&smb2.SessionSetupRequest{SecurityMode: 1, SecurityBuffer: servertest.NTLMNegotiateMessage()}),
+		smb2.CmdSessionSetup:   b(&smb2.SessionSetupRequest{SecurityMode: 1, SecurityBuffer: auth.NTLMNegotiate(true)}),
 		smb2.CmdLogoff:         b(&smb2.LogoffRequest{}),
 		smb2.CmdTreeConnect:    b(&smb2.TreeConnectRequest{Path: `\\127.0.0.1\share`}),
 		smb2.CmdTreeDisconnect: b(&smb2.TreeDisconnectRequest{}),

@@ -161,7 +161,7 @@ func (c *Conn) authenticate(user, password string, bind *Session) (*Session, sig
 	c.tb.Helper()
 	preauth := c.preauth
 	hdr := c.Header(smb2.CmdSessionSetup)
-	req := &smb2.SessionSetupRequest{SecurityMode: uint8(c.SecurityMode), SecurityBuffer: ntlmNegotiate(true)}
+	req := &smb2.SessionSetupRequest{SecurityMode: uint8(c.SecurityMode), SecurityBuffer: auth.NTLMNegotiate(true)}
 	prevSigner, prevSign, prevEnc := c.signer, c.Sign, c.Encrypt
 	defer func() { c.Sign, c.Encrypt = prevSign, prevEnc }()
 	c.Encrypt = false
@@ -183,14 +183,14 @@ func (c *Conn) authenticate(user, password string, bind *Session) (*Session, sig
 	if err := resp.Decode(pdu); err != nil {
 		c.tb.Fatalf("servertest: SESSION_SETUP response: %v", err)
 	}
-	ch, err := parseChallenge(resp.SecurityBuffer)
+	ch, err := auth.ParseChallenge(resp.SecurityBuffer)
 	if err != nil {
 		c.tb.Fatalf("servertest: %v", err)
 	}
 	if c.Dialect == smb2.Dialect311 {
 		preauth.Update(pdu)
 	}
-	authMsg, key := ntlmAuthenticate(ch, user, "", auth.NTHash(password))
+	authMsg, key := auth.NTLMAuthenticate(ch, user, "", auth.NTHash(password))
 	hdr = c.Header(smb2.CmdSessionSetup)
 	hdr.SessionID = h.SessionID
 	req.SecurityBuffer = authMsg
