@@ -1,0 +1,372 @@
+package smbc
+
+import (
+	"bufio"
+	"context"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/signing"
+)
+
+// Options say whom to log on to and how.
+type Options struct {
+	Addr     string // host:port
+	Share    string // share name; the tree connected is \\host\Share
+	User     string
+	Password string
+	Domain   string
+
+	// Dialect, if not zero, is the only dialect offered; else 2.0.2 to
+	// 3.1.1 are.
+	Dialect uint16
+	// Sign requires signing (the session is signed anyway when the server
+	// requires it).
+	Sign bool
+	// Encrypt requires encryption (3.x): every request after SESSION_SETUP
+	// is encrypted. Without it requests are encrypted when the session or
+	// the share asks for it.
+	Encrypt bool
+	// Credits is the credit balance the client keeps asking for; it bounds
+	// the requests in flight (a 1 MiB READ costs 16). Zero means 512.
+	Credits uint16
+}
+
+// All the dialects Dial offers when Options.Dialect is zero.
+var allDialects = []uint16{smb2.Dialect202, smb2.Dialect210, smb2.Dialect300, smb2.Dialect302, smb2.Dialect311}
+
+// Errors of a connection.
+var (
+	ErrClosed       = errors.New("smbc: connection closed")
+	ErrBadSignature = errors.New("smbc: response signature does not verify")
+	ErrUnsigned     = errors.New("smbc: unsigned response in a signed session")
+	ErrUnencrypted  = errors.New("smbc: unencrypted response in an encrypted session")
+	ErrProtocol     = errors.New("smbc: malformed response")
+)
+
+// StatusError is a response's NTSTATUS other than success.
+type StatusError struct {
+	Command smb2.Command
+	Status  smb2.Status
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%v: %v", e.Command, e.Status) }
+
+// Conn is one connection, session and tree. Its methods are safe for
+// concurrent use; concurrent requests are pipelined.
+type Conn struct {
+	nc *net.TCPConn
+	br *bufio.Reader
+	o  Options
+
+	dialect   uint16
+	cipherID  uint16
+	signAlg   uint16
+	maxRead   uint32
+	maxWrite  uint32
+	largeMTU  bool
+	sessionID uint64
+	treeID    uint32
+	signer    signing.Signer
+	enc, dec  cipher.AEAD
+	nonces    *signing.NonceSource
+	sign      bool // requests are signed, final responses must verify
+	encrypt   bool // requests are encrypted, responses must be
+	target    uint64
+
+	wmu    sync.Mutex // orders message ids on the wire
+	nextID uint64
+	wbuf   []byte   // sealed messages, under wmu
+	parts  [][]byte // signer input, under wmu
+
+	mu       sync.Mutex
+	cond     sync.Cond // credits arrived or the connection failed
+	avail    uint64    // credits granted and not yet used
+	inflight uint64    // credits charged by requests not yet answered
+	calls    map[uint64]*call
+	err      error // why the connection failed; set once
+
+	recv      receiver // owned by the receiver goroutine
+	recvDone  chan struct{}
+	stopAfter func() bool
+}
+
+// Dial connects, negotiates, logs on and connects the share. Requests made
+// on the Conn fail when ctx is done.
+func Dial(ctx context.Context, o Options) (*Conn, error) {
+	if o.Credits == 0 {
+		o.Credits = 512
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{nc: nc.(*net.TCPConn), o: o, br: bufio.NewReaderSize(nc, 64<<10),
+		avail: 1, target: uint64(o.Credits), calls: map[uint64]*call{}, recvDone: make(chan struct{})}
+	c.cond.L = &c.mu
+	c.recv.c = c
+	go c.recvLoop()
+	c.stopAfter = context.AfterFunc(ctx, func() { c.fail(context.Cause(ctx)) })
+	if err := c.logon(); err != nil {
+		c.shutdown()
+		return nil, err
+	}
+	return c, nil
+}
+
+// logon runs NEGOTIATE, SESSION_SETUP and TREE_CONNECT.
+func (c *Conn) logon() error {
+	var preauth signing.PreauthHash
+	if err := c.negotiate(&preauth); err != nil {
+		return fmt.Errorf("negotiate: %w", err)
+	}
+	if err := c.sessionSetup(preauth); err != nil {
+		return fmt.Errorf("session setup: %w", err)
+	}
+	if err := c.treeConnect(); err != nil {
+		return fmt.Errorf("tree connect \\\\%s\\%s: %w", c.host(), c.o.Share, err)
+	}
+	return nil
+}
+
+func (c *Conn) host() string {
+	h, _, err := net.SplitHostPort(c.o.Addr)
+	if err != nil {
+		return c.o.Addr
+	}
+	return strings.Trim(h, "[]")
+}
+
+// Dialect is the dialect negotiated.
+func (c *Conn) Dialect() uint16 { return c.dialect }
+
+// Signed reports whether requests are signed and responses verified.
+func (c *Conn) Signed() bool { return c.sign }
+
+// Encrypted reports whether requests and responses are encrypted.
+func (c *Conn) Encrypted() bool { return c.encrypt }
+
+// negotiate sends NEGOTIATE ([MS-SMB2] 3.2.4.2.2.2) and records what the
+// server chose.
+func (c *Conn) negotiate(preauth *signing.PreauthHash) error {
+	req := smb2.NegotiateRequest{SecurityMode: smb2.NegotiateSigningEnabled,
+		Capabilities: smb2.CapLargeMTU | smb2.CapEncryption, Dialects: allDialects}
+	if c.o.Dialect != 0 {
+		req.Dialects = []uint16{c.o.Dialect}
+	}
+	if c.o.Sign {
+		req.SecurityMode |= smb2.NegotiateSigningRequired
+	}
+	rand.Read(req.ClientGUID[:])
+	if req.Has311() {
+		salt := make([]byte, 32)
+		rand.Read(salt)
+		req.Contexts = []smb2.NegotiateContext{
+			{Type: smb2.PreauthIntegrityCapabilities, Data: (&smb2.PreauthIntegrity{HashAlgorithms: []uint16{smb2.HashSHA512}, Salt: salt}).Append(nil)},
+			{Type: smb2.EncryptionCapabilities, Data: (&smb2.EncryptionCaps{Ciphers: []uint16{signing.AES128GCM, signing.AES128CCM, signing.AES256GCM, signing.AES256CCM}}).Append(nil)},
+			{Type: smb2.SigningCapabilities, Data: (&smb2.SigningCaps{Algorithms: []uint16{signing.AESGMAC, signing.AESCMAC, signing.HMACSHA256}}).Append(nil)},
+		}
+	}
+	cl := c.newCall(smb2.CmdNegotiate, &req)
+	defer cl.release()
+	if err := c.do(cl, 0); err != nil {
+		return err
+	}
+	var resp smb2.NegotiateResponse
+	if err := resp.Decode(cl.resp); err != nil {
+		return fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	c.dialect = resp.DialectRevision
+	if !containsDialect(req.Dialects, c.dialect) {
+		return fmt.Errorf("%w: server chose dialect %#04x, which was not offered", ErrProtocol, c.dialect)
+	}
+	c.maxRead, c.maxWrite = resp.MaxReadSize, resp.MaxWriteSize
+	c.largeMTU = c.dialect >= smb2.Dialect210 && resp.Capabilities&smb2.CapLargeMTU != 0
+	if !c.largeMTU {
+		c.maxRead, c.maxWrite = min(c.maxRead, 65536), min(c.maxWrite, 65536)
+	}
+	c.sign = c.o.Sign || resp.SecurityMode&smb2.NegotiateSigningRequired != 0
+	switch {
+	case c.dialect < smb2.Dialect300:
+		c.signAlg = signing.HMACSHA256
+	case c.dialect < smb2.Dialect311:
+		c.signAlg = signing.AESCMAC
+		if resp.Capabilities&smb2.CapEncryption != 0 {
+			c.cipherID = signing.AES128CCM
+		}
+	default:
+		c.signAlg = signing.AESCMAC
+		for _, ctx := range resp.Contexts {
+			switch ctx.Type {
+			case smb2.EncryptionCapabilities:
+				var ec smb2.EncryptionCaps
+				if err := ec.Decode(ctx.Data); err != nil || len(ec.Ciphers) != 1 {
+					return fmt.Errorf("%w: encryption capabilities", ErrProtocol)
+				}
+				c.cipherID = ec.Ciphers[0]
+			case smb2.SigningCapabilities:
+				var sc smb2.SigningCaps
+				if err := sc.Decode(ctx.Data); err != nil || len(sc.Algorithms) != 1 {
+					return fmt.Errorf("%w: signing capabilities", ErrProtocol)
+				}
+				c.signAlg = sc.Algorithms[0]
+			}
+		}
+		preauth.Update(cl.msg())
+		preauth.Update(cl.resp)
+	}
+	if c.o.Encrypt && c.cipherID == 0 {
+		return fmt.Errorf("encryption required, but dialect %#04x with this server offers no cipher", c.dialect)
+	}
+	return nil
+}
+
+func containsDialect(ds []uint16, d uint16) bool {
+	for _, x := range ds {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionSetup logs on with NTLMv2 in two SESSION_SETUP round trips and
+// derives the session's keys ([MS-SMB2] 3.2.5.3).
+func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
+	step := func(token []byte) (*call, error) {
+		req := smb2.SessionSetupRequest{SecurityMode: uint8(smb2.NegotiateSigningEnabled), SecurityBuffer: token}
+		if c.o.Sign {
+			req.SecurityMode |= uint8(smb2.NegotiateSigningRequired)
+		}
+		cl := c.newCall(smb2.CmdSessionSetup, &req)
+		cl.okMore = true
+		err := c.do(cl, 0)
+		if c.dialect == smb2.Dialect311 {
+			preauth.Update(cl.msg())
+		}
+		return cl, err
+	}
+	cl, err := step(auth.NTLMNegotiate(true))
+	if err != nil {
+		cl.release()
+		return err
+	}
+	var resp smb2.SessionSetupResponse
+	if err := resp.Decode(cl.resp); err != nil {
+		cl.release()
+		return fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	ch, err := auth.ParseChallenge(resp.SecurityBuffer)
+	if err != nil {
+		cl.release()
+		return err
+	}
+	if c.dialect == smb2.Dialect311 {
+		preauth.Update(cl.resp)
+	}
+	c.sessionID = cl.rh.SessionID
+	cl.release()
+	token, key := auth.NTLMAuthenticate(ch, c.o.User, c.o.Domain, auth.NTHash(c.o.Password))
+	cl, err = step(token)
+	defer cl.release()
+	if err != nil {
+		return err
+	}
+	if err := resp.Decode(cl.resp); err != nil {
+		return fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	anonymous := resp.SessionFlags&(smb2.SessionFlagIsGuest|smb2.SessionFlagIsNull) != 0
+	if anonymous && (c.sign || c.o.Encrypt) {
+		return errors.New("logged on as guest: the session cannot be signed or encrypted")
+	}
+	keys := signing.SessionKeys(c.dialect, c.cipherID, key, preauth[:])
+	if c.signer, err = signing.NewSigner(c.signAlg, keys.Signing); err != nil {
+		return err
+	}
+	if cl.rh.Flags&smb2.FlagSigned != 0 {
+		if !c.signer.Verify(cl.resp) {
+			return fmt.Errorf("%w: final SESSION_SETUP", ErrBadSignature)
+		}
+	} else if c.dialect >= smb2.Dialect300 && !anonymous {
+		return fmt.Errorf("%w: final SESSION_SETUP", ErrUnsigned)
+	}
+	if c.cipherID != 0 && c.dialect >= smb2.Dialect300 {
+		if c.enc, err = signing.NewCipher(c.cipherID, keys.ServerIn); err != nil {
+			return err
+		}
+		if c.dec, err = signing.NewCipher(c.cipherID, keys.ServerOut); err != nil {
+			return err
+		}
+		c.nonces = signing.NewNonceSource()
+	}
+	c.setEncrypt(c.o.Encrypt || resp.SessionFlags&smb2.SessionFlagEncryptData != 0)
+	return nil
+}
+
+// setEncrypt turns encryption on; encrypted messages are not signed.
+func (c *Conn) setEncrypt(on bool) {
+	c.wmu.Lock()
+	c.encrypt = c.encrypt || on
+	c.wmu.Unlock()
+}
+
+// treeConnect connects the share.
+func (c *Conn) treeConnect() error {
+	cl := c.newCall(smb2.CmdTreeConnect, &smb2.TreeConnectRequest{Path: `\\` + c.host() + `\` + c.o.Share})
+	defer cl.release()
+	if err := c.do(cl, 0); err != nil {
+		return err
+	}
+	var resp smb2.TreeConnectResponse
+	if err := resp.Decode(cl.resp); err != nil {
+		return fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	c.treeID = cl.rh.TreeID
+	if resp.ShareFlags&smb2.ShareFlagEncryptData != 0 {
+		if c.enc == nil {
+			return errors.New("the share requires encryption, which this session cannot do")
+		}
+		c.setEncrypt(true)
+	}
+	return nil
+}
+
+// Close disconnects the tree, logs off and closes the connection.
+func (c *Conn) Close() error {
+	var errs []error
+	for _, cmd := range []smb2.Command{smb2.CmdTreeDisconnect, smb2.CmdLogoff} {
+		cl := c.newCall(cmd, emptyRequest{})
+		if err := c.do(cl, 0); err != nil {
+			errs = append(errs, err)
+		}
+		cl.release()
+		if len(errs) > 0 {
+			break
+		}
+	}
+	c.shutdown()
+	return errors.Join(errs...)
+}
+
+// shutdown closes the socket and waits for the receiver.
+func (c *Conn) shutdown() {
+	c.fail(ErrClosed)
+	<-c.recvDone
+	c.stopAfter()
+}
+
+// emptyRequest is the 4-byte body of TREE_DISCONNECT, LOGOFF and ECHO.
+type emptyRequest struct{}
+
+func (emptyRequest) Size() int { return 4 }
+func (emptyRequest) Encode(b []byte) {
+	b[0], b[1], b[2], b[3] = 4, 0, 0, 0
+}

@@ -1,0 +1,16 @@
+// Package smbc is smbctl's SMB2/3 client: one TCP connection carrying one
+// session and one tree, with requests pipelined up to the credits the
+// server grants. It is built for measuring servers, so it stays out of
+// their way: a READ's payload is received straight into the caller's
+// buffer and a WRITE's payload is sent from it (writev), the measured path
+// allocates nothing per request, and one receiver goroutine routes
+// responses to the goroutines waiting on them by MessageId.
+//
+// It speaks dialects 2.0.2 to 3.1.1, logs on with NTLMv2, signs (HMAC-SHA256,
+// AES-CMAC, AES-GMAC) and encrypts (AES-128/256-CCM/GCM) as negotiated, and
+// verifies the signature of every response of a signed session. The wire
+// codec and the crypto primitives are node/smb2 and node/smb2/signing, leaf
+// packages checked against Microsoft's and NIST's vectors; the load
+// generator's results against Samba in `make bench` are the check that this
+// client is a fair one.
+package smbc
