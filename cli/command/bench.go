@@ -27,12 +27,15 @@ Connection:
   --user USER           user name (DOMAIN\USER or USER)
   --password PASS       password (default $SMBCTL_PASSWORD)
   --sign                require message signing
-  --encrypt             expect an encrypted session; go-smb2 cannot ask for
-                        encryption, it encrypts only when the server or share
-                        demands it (SMB2_SESSION_FLAG_ENCRYPT_DATA or
-                        SMB2_SHAREFLAG_ENCRYPT_DATA), so point it at such a
-                        share; needs dialect 3.x
+  --encrypt             encrypt every request (needs dialect 3.x); without
+                        it requests are encrypted when the server or the
+                        share demands it. The go-smb2 client cannot ask for
+                        encryption: point it at a share that demands it
   --dialect D           3.1.1, 3.0.2, 3.0, 2.1 or 2.0.2 (default: negotiate)
+  --client NAME         native (default): smbctl's own pipelined client, one
+                        copy per byte read and none per byte written;
+                        go-smb2: github.com/cloudsoda/go-smb2, a client
+                        written elsewhere, for a second opinion
 
 Workload:
   --rw MODE             read, write, randread, randwrite or mixed (random
@@ -59,6 +62,7 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 data verification failed.
 type benchFlags struct {
 	server, share, user, password, domain string
 	rw, bs, size, dialect, file, output   string
+	client                                string
 	mix, conns, iodepth                   int
 	runtime, warmup                       time.Duration
 	sign, encrypt, keep, noProgress       bool
@@ -82,6 +86,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.sign, "sign", false, "")
 	fs.BoolVar(&f.encrypt, "encrypt", false, "")
 	fs.StringVar(&f.dialect, "dialect", "", "")
+	fs.StringVar(&f.client, "client", "native", "")
 	fs.StringVar(&f.file, "file", "smbctl-bench.dat", "")
 	fs.BoolVar(&f.keep, "keep", false, "")
 	fs.StringVar(&f.output, "o", "table", "")
@@ -125,6 +130,14 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	return job.run(ctx, e, p)
 }
 
+// clientName is --client, native when unset.
+func (f *benchFlags) clientName() string {
+	if f.client == "" {
+		return "native"
+	}
+	return f.client
+}
+
 // job validates the flags and turns them into a run description.
 func (f *benchFlags) job(getenv func(string) string) (*benchJob, error) {
 	if f.server == "" || f.share == "" || f.user == "" {
@@ -149,6 +162,9 @@ func (f *benchFlags) job(getenv func(string) string) (*benchJob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--dialect: %w", err)
 	}
+	if c := f.clientName(); c != "native" && c != "go-smb2" {
+		return nil, fmt.Errorf("--client %q: want native or go-smb2", f.client)
+	}
 	if f.encrypt && dialect != 0 && dialect < 0x300 {
 		return nil, fmt.Errorf("--encrypt needs SMB 3.x, not dialect %s", f.dialect)
 	}
@@ -168,13 +184,20 @@ func (f *benchFlags) job(getenv func(string) string) (*benchJob, error) {
 	credits := min(max(f.iodepth*perOp+32, 128), 8192)
 	return &benchJob{cfg: cfg, flags: f, smb: loadgen.SMBOptions{
 		Addr: loadgen.DefaultPort(f.server), Share: f.share, User: user, Domain: domain,
-		Password: f.password, File: f.file, Sign: f.sign, Dialect: dialect, Credits: uint16(credits),
+		Password: f.password, File: f.file, Sign: f.sign, Encrypt: f.encrypt, Dialect: dialect, Credits: uint16(credits),
 	}}, nil
 }
 
 // run connects, runs the workload and prints the result.
 func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
-	t := loadgen.NewSMBTarget(j.smb)
+	var t interface {
+		loadgen.Target
+		Remove() error
+		Close() error
+	} = loadgen.NewNativeTarget(j.smb)
+	if j.flags.clientName() == "go-smb2" {
+		t = loadgen.NewSMBTarget(j.smb)
+	}
 	cpu0 := cpuSeconds()
 	st, err := loadgen.Run(ctx, t, j.cfg)
 	clientCPU := cpuSeconds() - cpu0

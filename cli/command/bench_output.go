@@ -26,6 +26,7 @@ type benchResult struct {
 	Dialect    string  `json:"dialect"`
 	Sign       bool    `json:"sign"`
 	Encrypt    bool    `json:"encrypt"`
+	Client     string  `json:"client"`
 	Total      opStats `json:"total"`
 	Read       opStats `json:"read"`
 	Write      opStats `json:"write"`
@@ -64,7 +65,7 @@ func newBenchResult(j *benchJob, st *loadgen.Stats) benchResult {
 		Server: j.smb.Addr, Share: f.share, File: f.file, RW: c.Workload.String(),
 		RWMixRead: c.ReadPercent, BlockSize: c.BlockSize, Conns: c.Conns, IODepth: c.IODepth,
 		Size: c.Size, WarmupS: c.Warmup.Seconds(), RuntimeS: c.Runtime.Seconds(),
-		Dialect: dialect, Sign: f.sign, Encrypt: f.encrypt,
+		Dialect: dialect, Sign: f.sign, Encrypt: f.encrypt, Client: f.clientName(),
 		Total: newOpStats(st.ReadOps+st.WriteOps, st.ReadBytes+st.WriteBytes, secs, &st.Latency),
 		Read:  newOpStats(st.ReadOps, st.ReadBytes, secs, &st.ReadLat),
 		Write: newOpStats(st.WriteOps, st.WriteBytes, secs, &st.WriteLat),
@@ -91,9 +92,9 @@ func round3(v float64) float64 {
 
 func (r benchResult) table() table {
 	t := table{
-		title: fmt.Sprintf("%s //%s/%s/%s bs=%s conns=%d iodepth=%d size=%s runtime=%gs dialect=%s sign=%t encrypt=%t",
+		title: fmt.Sprintf("%s //%s/%s/%s bs=%s conns=%d iodepth=%d size=%s runtime=%gs dialect=%s sign=%t encrypt=%t client=%s",
 			r.RW, r.Server, r.Share, r.File, fmtSize(int64(r.BlockSize)), r.Conns, r.IODepth,
-			fmtSize(r.Size), r.RuntimeS, r.Dialect, r.Sign, r.Encrypt),
+			fmtSize(r.Size), r.RuntimeS, r.Dialect, r.Sign, r.Encrypt, r.Client),
 		header: []string{"OP", "MiB/s", "IOPS", "MEAN", "P50", "P99", "P99.9", "MAX", "VERIFIED", "BAD"},
 	}
 	row := func(name string, s opStats, verified, bad string) []string {

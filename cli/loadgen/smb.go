@@ -21,6 +21,7 @@ type SMBOptions struct {
 	Domain   string
 	File     string // path of the file inside the share
 	Sign     bool   // require message signing
+	Encrypt  bool   // encrypt every request (NativeTarget; go-smb2 encrypts only when the server asks)
 	Dialect  uint16 // 0 negotiates 2.0.2 to 3.1.1; else exactly this dialect
 
 	// Credits is the credit balance the client asks for; it bounds the

@@ -145,7 +145,9 @@ func (c *Conn) send(cl *call) error {
 		_, err := c.nc.Write(out)
 		return err
 	}
-	if c.sign && c.signer != nil && cmd != smb2.CmdNegotiate && !(cmd == smb2.CmdSessionSetup && c.sessionID == 0) {
+	// 3.1.1 signs TREE_CONNECT even in unsigned sessions ([MS-SMB2] 3.2.4.2.4).
+	sign := c.sign || cmd == smb2.CmdTreeConnect && c.dialect == smb2.Dialect311
+	if sign && c.signer != nil && cmd != smb2.CmdNegotiate && !(cmd == smb2.CmdSessionSetup && c.sessionID == 0) {
 		flags := binary.LittleEndian.Uint32(msg[16:])
 		binary.LittleEndian.PutUint32(msg[16:], flags|smb2.FlagSigned)
 		c.parts = append(c.parts[:0], msg, cl.payload)

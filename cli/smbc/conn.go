@@ -254,7 +254,7 @@ func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
 		}
 		return cl, err
 	}
-	cl, err := step(auth.NTLMNegotiate(true))
+	cl, err := step(auth.SPNEGOInit(auth.NTLMNegotiate(true)))
 	if err != nil {
 		cl.release()
 		return err
@@ -264,7 +264,12 @@ func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
 		cl.release()
 		return fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
-	ch, err := auth.ParseChallenge(resp.SecurityBuffer)
+	tok, err := auth.SPNEGOToken(resp.SecurityBuffer)
+	if err != nil {
+		cl.release()
+		return err
+	}
+	ch, err := auth.ParseChallenge(tok)
 	if err != nil {
 		cl.release()
 		return err
@@ -275,7 +280,7 @@ func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
 	c.sessionID = cl.rh.SessionID
 	cl.release()
 	token, key := auth.NTLMAuthenticate(ch, c.o.User, c.o.Domain, auth.NTHash(c.o.Password))
-	cl, err = step(token)
+	cl, err = step(auth.SPNEGOResponse(token))
 	defer cl.release()
 	if err != nil {
 		return err

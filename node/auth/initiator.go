@@ -116,3 +116,33 @@ func challengeTimestamp(list []byte) uint64 {
 	}
 	return binary.LittleEndian.Uint64(v)
 }
+
+// SPNEGOInit wraps an initiator's first NTLMSSP message in a SPNEGO
+// NegTokenInit offering NTLMSSP ([MS-SPNG] 3.1.5.1, RFC 4178 4.2.1).
+func SPNEGOInit(ntlmToken []byte) []byte {
+	t := negTokenInit{MechTypes: [][]byte{oidNTLMSSP}, MechToken: ntlmToken}
+	return t.Append(nil)
+}
+
+// SPNEGOResponse wraps a later NTLMSSP message in a NegTokenResp.
+func SPNEGOResponse(ntlmToken []byte) []byte {
+	t := negTokenResp{NegState: negStateAbsent, ResponseToken: ntlmToken}
+	return t.Append(nil)
+}
+
+// SPNEGOToken returns the mechanism token of a server's NegTokenResp, or b
+// itself when b is a bare NTLMSSP message. A rejecting NegTokenResp is an
+// error.
+func SPNEGOToken(b []byte) ([]byte, error) {
+	if isNTLMSSP(b) {
+		return b, nil
+	}
+	var t negTokenResp
+	if err := t.Decode(b); err != nil {
+		return nil, err
+	}
+	if t.NegState == negStateReject {
+		return nil, errors.New("auth: SPNEGO negotiation rejected")
+	}
+	return t.ResponseToken, nil
+}
