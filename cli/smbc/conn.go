@@ -62,7 +62,7 @@ func (e *StatusError) Error() string { return fmt.Sprintf("%v: %v", e.Command, e
 // Conn is one connection, session and tree. Its methods are safe for
 // concurrent use; concurrent requests are pipelined.
 type Conn struct {
-	nc *net.TCPConn
+	nc net.Conn
 	br *bufio.Reader
 	o  Options
 
@@ -109,7 +109,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{nc: nc.(*net.TCPConn), o: o, br: bufio.NewReaderSize(nc, 64<<10),
+	c := &Conn{nc: nc, o: o, br: bufio.NewReaderSize(nc, 64<<10),
 		avail: 1, target: uint64(o.Credits), calls: map[uint64]*call{}, recvDone: make(chan struct{})}
 	c.cond.L = &c.mu
 	c.recv.c = c
