@@ -7,6 +7,7 @@
 #   BENCH_RUNS=3 BENCH_RUNTIME=5s BENCH_WARMUP=1s BENCH_SIZE=256m BENCH_IODEPTH=16
 #   BENCH_BS="4k 64k 1m" BENCH_RW="read write mixed" BENCH_CONNS="1 2 4"
 #   BENCH_EXTRA=1 (signed and encrypted 1 MiB reads)  BENCH_OUT=bench/results
+#   BENCH_CLIENT=native (smbctl bench --client: native or go-smb2)
 #   BENCH_PORT_OURS=14450 BENCH_PORT_SAMBA=14451
 # Needs root (Samba serves the files as root, like our node) and Debian's
 # samba package; nss_wrapper (libnss-wrapper) gives smbd its user without
@@ -26,6 +27,7 @@ BSS=${BENCH_BS:-4k 64k 1m}
 RWS=${BENCH_RW:-read write mixed}
 CONNS=${BENCH_CONNS:-1 2 4}
 EXTRA=${BENCH_EXTRA:-1}
+CLIENT=${BENCH_CLIENT:-native}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
 PORT_OURS=${BENCH_PORT_OURS:-14450}
 PORT_SAMBA=${BENCH_PORT_SAMBA:-14451}
@@ -142,7 +144,7 @@ one() {
 	before=$(cpu_ticks "$pid")
 	res=$(SMBCTL_PASSWORD=$PASS bin/smbctl bench --server "127.0.0.1:$port" --share "$share" \
 		--user "$user" --rw "$rw" --bs "$bs" --conns "$conns" --iodepth "$IODEPTH" --size "$SIZE" \
-		--runtime "${RT:-$RUNTIME}" --warmup "${WU:-$WARMUP}" --keep --no-progress -o json "${args[@]}" \
+		--client "$CLIENT" --runtime "${RT:-$RUNTIME}" --warmup "${WU:-$WARMUP}" --keep --no-progress -o json "${args[@]}" \
 		2>"$WORK/err") || rc=$?
 	after=$(cpu_ticks "$pid")
 	if [ "$rc" != 0 ]; then
@@ -202,7 +204,7 @@ cat >"$OUT/meta.json" <<META
 {"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","commit":"$VERSION","kernel":"$(uname -r)",
  "cpus":$(nproc),"cpu_model":"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo | tr -d '"')",
  "filesystem":"$FSNOTE","samba":"$SAMBA_VERSION","runs":$RUNS,"runtime":"$RUNTIME","warmup":"$WARMUP",
- "size":"$SIZE","iodepth":$IODEPTH,"ours_restarts":$OURS_RESTARTS,
+ "size":"$SIZE","iodepth":$IODEPTH,"client":"$CLIENT","ours_restarts":$OURS_RESTARTS,
  "ours_note":"$(tr -d '"\\' <<<"$OURS_NOTE")",
  "tcp1":$(cat "$WORK/tcp1.json" | tr -d '\n'),"tcp4":$(cat "$WORK/tcp4.json" | tr -d '\n')}
 META
