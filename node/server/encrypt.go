@@ -66,14 +66,24 @@ type inPlacePayload interface {
 	PayloadBuffer() *[]byte
 }
 
+// signReadPrefix is what precedes READ data in a signed single response:
+// NetBIOS length, SMB2 header, READ response body.
+const signReadPrefix = 4 + smb2.HeaderSize + smb2.ReadResponseFixedSize
+
 // ReadPayloadBuffer returns a pooled buffer for n bytes of READ data and the
-// slice of it to read into. When the response will be sealed, the data is
-// placed behind room for the headers, so that it is encrypted where it was
-// read (one copy less per sealed READ). Release the buffer with PutBuffer.
+// slice of it to read into. When the response will be sealed or signed, the
+// data is placed behind room for the headers, so that it is encrypted or
+// signed where it was read: one copy less per sealed READ, and one per
+// AES-GMAC-signed READ (GCM takes the message as one slice). Release the
+// buffer with PutBuffer.
 func (r *Request) ReadPayloadBuffer(n int) (*[]byte, []byte) {
 	if r.sealedLone() {
 		buf := getBuf(sealReadPrefix + n + 16)
 		return buf, (*buf)[sealReadPrefix : sealReadPrefix+n]
+	}
+	if r.lone && r.signResponse() {
+		buf := getBuf(signReadPrefix + n)
+		return buf, (*buf)[signReadPrefix : signReadPrefix+n]
 	}
 	buf := getBuf(n)
 	return buf, *buf
@@ -87,6 +97,32 @@ func (r *Request) sealedLone() bool {
 		return false
 	}
 	return r.encrypted || s.EncryptData || r.Tree != nil && r.Tree.EncryptData
+}
+
+// writeSignedInPlace encodes, signs and sends a lone READ response whose
+// data already sits at signReadPrefix in its buffer: the message is signed
+// as one slice.
+func (c *conn) writeSignedInPlace(res *result, p inPlacePayload) bool {
+	payload := p.Payload()
+	buf := p.PayloadBuffer()
+	if buf == nil || res.body.Size() != smb2.ReadResponseFixedSize || len(payload) == 0 ||
+		len(*buf) < signReadPrefix+len(payload) || &(*buf)[signReadPrefix] != &payload[0] {
+		return false
+	}
+	b := (*buf)[:signReadPrefix+len(payload)]
+	msg := b[4:]
+	res.hdr.Flags |= smb2.FlagSigned
+	res.hdr.Signature = [16]byte{}
+	res.hdr.Encode(msg)
+	res.body.Encode(msg[smb2.HeaderSize : smb2.HeaderSize+smb2.ReadResponseFixedSize])
+	sig := res.signer.Sign(msg)
+	copy(msg[48:64], sig[:])
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(msg)))
+	w := newWritten(nil) // p.Release returns buf
+	w.payloads = append(w.payloads, p)
+	w.hold(res.open)
+	c.send(frame{parts: net.Buffers{b}, inline: res.inline, w: w})
+	return true
 }
 
 // writeSealedInPlace encodes, seals and sends a lone READ response whose

@@ -333,6 +333,11 @@ func (c *conn) writeResults(rs []result) {
 			return
 		}
 	}
+	if len(rs) == 1 && rs[0].signer != nil && rs[0].encrypt == nil && rs[0].onEncoded == nil {
+		if p, ok := rs[0].body.(inPlacePayload); ok && c.writeSignedInPlace(&rs[0], p) {
+			return
+		}
+	}
 	if len(rs) == 1 && rs[0].signer == nil && rs[0].encrypt == nil {
 		if sf, ok := rs[0].body.(SendfileResponse); ok {
 			c.writeSendfile(&rs[0], sf)
