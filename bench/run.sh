@@ -8,6 +8,9 @@
 #   BENCH_BS="4k 64k 1m" BENCH_RW="read write mixed" BENCH_CONNS="1 2 4"
 #   BENCH_EXTRA=1 (signed and encrypted 1 MiB reads)  BENCH_OUT=bench/results
 #   BENCH_CLIENT=native (smbctl bench --client: native or go-smb2)
+#   BENCH_PIN=0 (1: both servers on the last CPU, smbctl on the others, as
+#   if client and server were separate machines; default: the scheduler
+#   places them)
 #   BENCH_PORT_OURS=14450 BENCH_PORT_SAMBA=14451
 # Needs root (Samba serves the files as root, like our node) and Debian's
 # samba package; nss_wrapper (libnss-wrapper) gives smbd its user without
@@ -28,6 +31,7 @@ RWS=${BENCH_RW:-read write mixed}
 CONNS=${BENCH_CONNS:-1 2 4}
 EXTRA=${BENCH_EXTRA:-1}
 CLIENT=${BENCH_CLIENT:-native}
+PIN=${BENCH_PIN:-0}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
 PORT_OURS=${BENCH_PORT_OURS:-14450}
 PORT_SAMBA=${BENCH_PORT_SAMBA:-14451}
@@ -39,6 +43,14 @@ log() { printf '%s bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "$*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (Samba must serve files as root, like smbnode)"
+SPIN=() CPIN=() PINNOTE=none
+if [ "$PIN" = 1 ]; then
+	ncpu=$(nproc)
+	[ "$ncpu" -ge 2 ] || die "BENCH_PIN=1 needs at least 2 CPUs"
+	SERVER_CPUS=$((ncpu - 1)) CLIENT_CPUS=0-$((ncpu - 2))
+	SPIN=(taskset -c "$SERVER_CPUS") CPIN=(taskset -c "$CLIENT_CPUS")
+	PINNOTE="servers on CPU $SERVER_CPUS, smbctl on CPU $CLIENT_CPUS"
+fi
 SMBD=$(command -v smbd || true)
 [ -n "$SMBD" ] || die "smbd not found: apt-get install samba"
 
@@ -88,7 +100,7 @@ start_ours() {
 	# A private copy whose name lacks "smbnode": on a shared machine other
 	# people's `pkill smbnode` cleanups killed the benchmarked node mid-run.
 	cp bin/smbnode "$WORK/bench-ournode"
-	"$WORK/bench-ournode" --listen "127.0.0.1:$PORT_OURS" --user "$USER_NAME:$PASS" \
+	"${SPIN[@]}" "$WORK/bench-ournode" --listen "127.0.0.1:$PORT_OURS" --user "$USER_NAME:$PASS" \
 		--share "bench=$WORK/ours" --share "benchenc=$WORK/oursenc,encrypt" \
 		--log-level warn >>"$OUT/ours.log" 2>&1 &
 	OURS_PID=$!
@@ -118,6 +130,9 @@ check_ours() {
 
 # --- private Samba --------------------------------------------------------------
 start_samba
+if [ "$PIN" = 1 ]; then # every smbd process; the ones serving connections fork from them later
+	for p in $(pgrep -f -- "--configfile=$WORK/samba/smb.conf"); do taskset -a -p -c "$SERVER_CPUS" "$p" >/dev/null; done
+fi
 SAMBA_VERSION=$("$SMBD" --version)
 
 
@@ -142,7 +157,7 @@ one() {
 	esac
 	local before after rc=0 res
 	before=$(cpu_ticks "$pid")
-	res=$(SMBCTL_PASSWORD=$PASS bin/smbctl bench --server "127.0.0.1:$port" --share "$share" \
+	res=$(SMBCTL_PASSWORD=$PASS "${CPIN[@]}" bin/smbctl bench --server "127.0.0.1:$port" --share "$share" \
 		--user "$user" --rw "$rw" --bs "$bs" --conns "$conns" --iodepth "$IODEPTH" --size "$SIZE" \
 		--client "$CLIENT" --runtime "${RT:-$RUNTIME}" --warmup "${WU:-$WARMUP}" --keep --no-progress -o json "${args[@]}" \
 		2>"$WORK/err") || rc=$?
@@ -204,7 +219,7 @@ cat >"$OUT/meta.json" <<META
 {"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","commit":"$VERSION","kernel":"$(uname -r)",
  "cpus":$(nproc),"cpu_model":"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo | tr -d '"')",
  "filesystem":"$FSNOTE","samba":"$SAMBA_VERSION","runs":$RUNS,"runtime":"$RUNTIME","warmup":"$WARMUP",
- "size":"$SIZE","iodepth":$IODEPTH,"client":"$CLIENT","ours_restarts":$OURS_RESTARTS,
+ "size":"$SIZE","iodepth":$IODEPTH,"client":"$CLIENT","pin":"$PINNOTE","ours_restarts":$OURS_RESTARTS,
  "ours_note":"$(tr -d '"\\' <<<"$OURS_NOTE")",
  "tcp1":$(cat "$WORK/tcp1.json" | tr -d '\n'),"tcp4":$(cat "$WORK/tcp4.json" | tr -d '\n')}
 META
