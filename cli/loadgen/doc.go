@@ -9,5 +9,6 @@
 // beside the server's.
 //
 // loadgen talks to servers only through Target, so it is tested without a
-// server; smb.go adapts github.com/cloudsoda/go-smb2 to Target.
+// server; native.go adapts smbctl's own client (cli/smbc) to Target and
+// smb.go adapts github.com/cloudsoda/go-smb2.
 package loadgen
