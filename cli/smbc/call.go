@@ -19,7 +19,8 @@ type call struct {
 	req     []byte // transport header, SMB2 header and body, without payload
 	payload []byte // sent after req (WRITE data); not copied
 	dst     []byte // a READ's data goes here; not copied
-	bufs    net.Buffers
+	bufs    net.Buffers // writev's view of bufsArr, consumed by WriteTo
+	bufsArr [2][]byte
 	charge  uint16
 	okMore  bool // STATUS_MORE_PROCESSING_REQUIRED is not an error
 
@@ -61,8 +62,7 @@ func (cl *call) msg() []byte { return cl.req[nbSize:] }
 func (cl *call) release() {
 	cl.payload, cl.dst, cl.okMore = nil, nil, false
 	cl.resp, cl.err, cl.n = cl.resp[:0], nil, 0
-	clear(cl.bufs)
-	cl.bufs = cl.bufs[:0]
+	cl.bufsArr, cl.bufs = [2][]byte{}, nil
 	callPool.Put(cl)
 }
 
@@ -159,7 +159,8 @@ func (c *Conn) send(cl *call) error {
 		_, err := c.nc.Write(cl.req)
 		return err
 	}
-	cl.bufs = append(cl.bufs[:0], cl.req, cl.payload)
+	cl.bufsArr = [2][]byte{cl.req, cl.payload}
+	cl.bufs = cl.bufsArr[:]
 	_, err := cl.bufs.WriteTo(c.nc)
 	return err
 }

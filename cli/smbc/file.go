@@ -106,11 +106,10 @@ func (f *File) ReadAt(b []byte, off int64) (int, error) {
 		err := c.do(cl, c.creditCharge(n))
 		got := cl.n
 		cl.release()
-		var se *StatusError
-		if errors.As(err, &se) && se.Status == smb2.StatusEndOfFile {
-			return done, io.EOF
-		}
 		if err != nil {
+			if isStatus(err, smb2.StatusEndOfFile) {
+				return done, io.EOF
+			}
 			return done, err
 		}
 		done += got
@@ -179,4 +178,10 @@ func (c *Conn) writeCall(id smb2.FileID, off int64, data []byte) *call {
 	id.Encode(b[16:])
 	cl.payload = data
 	return cl
+}
+
+// isStatus reports whether err is a *StatusError with status st.
+func isStatus(err error, st smb2.Status) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == st
 }

@@ -99,11 +99,6 @@ func roundTrip(t *testing.T, c *Conn, name string, size, bs, conc int) {
 	}
 }
 
-func isStatus(err error, st smb2.Status) bool {
-	var se *StatusError
-	return errors.As(err, &se) && se.Status == st
-}
-
 // TestDialects: every dialect, plain and signed, moves data intact with
 // pipelined requests, including 1 MiB ones split by MaxReadSize where the
 // dialect has no multi-credit requests.
@@ -175,5 +170,48 @@ func TestCancel(t *testing.T) {
 	cancel()
 	if _, err := f.WriteAt([]byte("abc"), 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("write after cancel: %v", err)
+	}
+}
+
+// BenchmarkIO: pipelined 4 KiB READs and WRITEs through the client and the
+// in-process server (memfs). Allocations per op count both sides: the
+// server's own are pinned by node/server's TestIOAllocations (2 per READ,
+// 3 per WRITE), the rest is the client's.
+func BenchmarkIO(b *testing.B) {
+	srv := servertest.Start(b, servertest.Options{})
+	c, err := Dial(b.Context(), Options{Addr: srv.Addr, User: servertest.Alice, Password: servertest.AlicePassword, Share: servertest.ShareName})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.shutdown()
+	f, err := c.OpenFile("bench", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 1<<20), 0); err != nil {
+		b.Fatal(err)
+	}
+	for _, op := range []string{"read", "write"} {
+		b.Run(op, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(4096)
+			b.RunParallel(func(pb *testing.PB) {
+				buf := make([]byte, 4096)
+				off := int64(0)
+				for pb.Next() {
+					var err error
+					if op == "read" {
+						_, err = f.ReadAt(buf, off)
+					} else {
+						_, err = f.WriteAt(buf, off)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					off = (off + 4096) % (1 << 20)
+				}
+			})
+		})
 	}
 }

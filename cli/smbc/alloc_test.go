@@ -1,0 +1,75 @@
+package smbc
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// fakeServer answers every READ with n bytes and every WRITE with its
+// length, from fixed buffers: it allocates nothing per request, so the
+// allocations counted around it are the client's.
+func fakeServer(t *testing.T, nc net.Conn, n int) {
+	read := frame(smb2.CmdRead, 0, smb2.StatusSuccess, make([]byte, smb2.ReadResponseFixedSize+n))
+	body := read[nbSize+smb2.HeaderSize:]
+	binary.LittleEndian.PutUint16(body, 17)
+	body[2] = smb2.ReadResponseDataOffset
+	binary.LittleEndian.PutUint32(body[4:], uint32(n))
+	write := frame(smb2.CmdWrite, 0, smb2.StatusSuccess, make([]byte, 16))
+	binary.LittleEndian.PutUint16(write[nbSize+smb2.HeaderSize:], 17)
+	br := bufio.NewReaderSize(nc, 1<<20)
+	req := make([]byte, 1<<20)
+	for {
+		if _, err := io.ReadFull(br, req[:nbSize]); err != nil {
+			return
+		}
+		size := int(binary.BigEndian.Uint32(req))
+		if _, err := io.ReadFull(br, req[:size]); err != nil {
+			return
+		}
+		resp := read
+		if smb2.Command(binary.LittleEndian.Uint16(req[12:])) == smb2.CmdWrite {
+			resp = write
+			binary.LittleEndian.PutUint32(resp[nbSize+smb2.HeaderSize+4:], binary.LittleEndian.Uint32(req[smb2.HeaderSize+4:]))
+		}
+		copy(resp[nbSize+24:nbSize+32], req[24:32]) // MessageId
+		if _, err := nc.Write(resp); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// TestAllocs pins what the doc promises: a READ or WRITE through the
+// client allocates nothing.
+func TestAllocs(t *testing.T) {
+	srv, cli := net.Pipe()
+	defer srv.Close()
+	go fakeServer(t, srv, 4096)
+	c := &Conn{nc: cli, br: bufio.NewReaderSize(cli, 64<<10), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
+		dialect: smb2.Dialect311, largeMTU: true, maxRead: 1 << 20, maxWrite: 1 << 20, avail: 1, target: 64}
+	c.cond.L = &c.mu
+	c.recv.c = c
+	go c.recvLoop()
+	defer func() { cli.Close(); <-c.recvDone }()
+	f := &File{c: c}
+	buf := make([]byte, 4096)
+	for _, tc := range []struct {
+		name string
+		op   func() (int, error)
+	}{
+		{"READ", func() (int, error) { return f.ReadAt(buf, 0) }},
+		{"WRITE", func() (int, error) { return f.WriteAt(buf, 0) }},
+	} {
+		if n, err := tc.op(); n != len(buf) || err != nil {
+			t.Fatalf("%s: %d, %v", tc.name, n, err)
+		}
+		if a := testing.AllocsPerRun(1000, func() { tc.op() }); a != 0 {
+			t.Errorf("%s: %.1f allocations per request, want 0", tc.name, a)
+		}
+	}
+}
