@@ -16,9 +16,9 @@ const nbSize = 4
 // call is one request and, once done is signalled, its response. Calls are
 // pooled: the measured path reuses their buffers.
 type call struct {
-	req     []byte // transport header, SMB2 header and body, without payload
-	payload []byte // sent after req (WRITE data); not copied
-	dst     []byte // a READ's data goes here; not copied
+	req     []byte      // transport header, SMB2 header and body, without payload
+	payload []byte      // sent after req (WRITE data); not copied
+	dst     []byte      // a READ's data goes here; not copied
 	bufs    net.Buffers // writev's view of bufsArr, consumed by WriteTo
 	bufsArr [2][]byte
 	charge  uint16
