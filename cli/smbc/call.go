@@ -42,17 +42,19 @@ type body interface {
 // newCall builds a request for cmd with body b; the header's message id,
 // credits, session and signature are filled in when it is sent.
 func (c *Conn) newCall(cmd smb2.Command, b body) *call {
-	cl := callPool.Get().(*call)
-	n := nbSize + smb2.HeaderSize + b.Size()
-	if cap(cl.req) < n {
-		cl.req = make([]byte, n, max(n, 256))
-	}
-	cl.req = cl.req[:n]
-	clear(cl.req[:nbSize+smb2.HeaderSize])
-	b.Encode(cl.req[nbSize+smb2.HeaderSize:])
-	binary.LittleEndian.PutUint16(cl.req[nbSize+12:], uint16(cmd))
-	cl.charge = 1
+	cl, into := newRawCall(cmd, b.Size())
+	b.Encode(into)
 	return cl
+}
+
+// newRawCall takes a pooled call with a zeroed header for cmd and returns
+// it with the n bytes its body goes into.
+func newRawCall(cmd smb2.Command, n int) (*call, []byte) {
+	cl := callPool.Get().(*call)
+	cl.req = grow(cl.req, nbSize+smb2.HeaderSize+n)
+	clear(cl.req[:nbSize+smb2.HeaderSize])
+	binary.LittleEndian.PutUint16(cl.req[nbSize+12:], uint16(cmd))
+	return cl, cl.req[nbSize+smb2.HeaderSize:]
 }
 
 // msg is the SMB2 message the call sent, without payload.
@@ -94,8 +96,8 @@ func (c *Conn) do(cl *call, charge uint16) error {
 	c.avail -= need
 	c.inflight += need
 	ask := need
-	if held := c.avail + c.inflight; held < c.target {
-		ask += min(c.target-held, 256)
+	if held, target := c.avail+c.inflight, uint64(c.o.Credits); held < target {
+		ask += min(target-held, 256)
 	}
 	c.mu.Unlock()
 

@@ -79,7 +79,6 @@ type Conn struct {
 	nonces    *signing.NonceSource
 	sign      bool // requests are signed, final responses must verify
 	encrypt   bool // requests are encrypted, responses must be
-	target    uint64
 
 	wmu    sync.Mutex // orders message ids on the wire
 	nextID uint64
@@ -110,7 +109,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{nc: nc, o: o, br: bufio.NewReaderSize(nc, 64<<10),
-		avail: 1, target: uint64(o.Credits), calls: map[uint64]*call{}, recvDone: make(chan struct{})}
+		avail: 1, calls: map[uint64]*call{}, recvDone: make(chan struct{})}
 	c.cond.L = &c.mu
 	c.recv.c = c
 	go c.recvLoop()

@@ -122,11 +122,8 @@ func (f *File) ReadAt(b []byte, off int64) (int, error) {
 
 // readCall builds a READ of len(dst) bytes at off whose data lands in dst.
 func (c *Conn) readCall(id smb2.FileID, off int64, dst []byte) *call {
-	cl := callPool.Get().(*call)
-	cl.req = grow(cl.req, nbSize+smb2.HeaderSize+readRequestBody)
-	clear(cl.req)
-	binary.LittleEndian.PutUint16(cl.req[nbSize+12:], uint16(smb2.CmdRead))
-	b := cl.req[nbSize+smb2.HeaderSize:]
+	cl, b := newRawCall(smb2.CmdRead, readRequestBody)
+	clear(b)
 	binary.LittleEndian.PutUint16(b, 49)
 	b[2] = smb2.ReadResponseDataOffset // Padding: where the data should start
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(dst)))
@@ -166,11 +163,8 @@ func (f *File) WriteAt(b []byte, off int64) (int, error) {
 
 // writeCall builds a WRITE of data at off; data is sent from where it is.
 func (c *Conn) writeCall(id smb2.FileID, off int64, data []byte) *call {
-	cl := callPool.Get().(*call)
-	cl.req = grow(cl.req, nbSize+smb2.HeaderSize+writeRequestFixed)
-	clear(cl.req)
-	binary.LittleEndian.PutUint16(cl.req[nbSize+12:], uint16(smb2.CmdWrite))
-	b := cl.req[nbSize+smb2.HeaderSize:]
+	cl, b := newRawCall(smb2.CmdWrite, writeRequestFixed)
+	clear(b)
 	binary.LittleEndian.PutUint16(b, 49)
 	binary.LittleEndian.PutUint16(b[2:], smb2.HeaderSize+writeRequestFixed) // DataOffset
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(data)))

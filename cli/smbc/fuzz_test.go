@@ -38,7 +38,7 @@ func FuzzReceive(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte, sign, encrypt bool) {
 		srv, cli := net.Pipe()
 		c := &Conn{nc: cli, br: bufio.NewReader(cli), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
-			dialect: smb2.Dialect311, avail: 16, target: 16, sessionID: 0}
+			dialect: smb2.Dialect311, avail: 16, o: Options{Credits: 16}}
 		c.cond.L = &c.mu
 		c.recv.c = c
 		key := make([]byte, 16)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package smbc
+
+const raceEnabled = false
