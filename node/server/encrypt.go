@@ -99,51 +99,64 @@ func (r *Request) sealedLone() bool {
 	return r.encrypted || s.EncryptData || r.Tree != nil && r.Tree.EncryptData
 }
 
+// inPlaceBuffer returns the buffer of a lone READ response whose data
+// already sits at prefix in it (laid out by ReadPayloadBuffer), cut to
+// prefix+data, or nil when the response is not laid out that way. spare is
+// the room the buffer must have past the data.
+func inPlaceBuffer(res *result, p inPlacePayload, prefix, spare int) []byte {
+	payload := p.Payload()
+	buf := p.PayloadBuffer()
+	if buf == nil || res.body.Size() != smb2.ReadResponseFixedSize || len(payload) == 0 ||
+		len(*buf) < prefix+len(payload)+spare || &(*buf)[prefix] != &payload[0] {
+		return nil
+	}
+	return (*buf)[:prefix+len(payload)]
+}
+
+// encodeInPlace writes res's SMB2 header and READ body into hdr.
+func encodeInPlace(res *result, hdr []byte) {
+	res.hdr.Encode(hdr)
+	res.body.Encode(hdr[smb2.HeaderSize : smb2.HeaderSize+smb2.ReadResponseFixedSize])
+}
+
+// sendInPlace sends b, a whole frame in p's buffer, whose first msgLen
+// bytes after the NetBIOS header are the message.
+func (c *conn) sendInPlace(res *result, p inPlacePayload, b []byte, msgLen int) {
+	binary.BigEndian.PutUint32(b[0:4], uint32(msgLen))
+	w := newWritten(nil) // p.Release returns the buffer
+	w.payloads = append(w.payloads, p)
+	w.hold(res.open)
+	c.send(frame{parts: net.Buffers{b[:4+msgLen]}, inline: res.inline, w: w})
+}
+
 // writeSignedInPlace encodes, signs and sends a lone READ response whose
 // data already sits at signReadPrefix in its buffer: the message is signed
 // as one slice.
 func (c *conn) writeSignedInPlace(res *result, p inPlacePayload) bool {
-	payload := p.Payload()
-	buf := p.PayloadBuffer()
-	if buf == nil || res.body.Size() != smb2.ReadResponseFixedSize || len(payload) == 0 ||
-		len(*buf) < signReadPrefix+len(payload) || &(*buf)[signReadPrefix] != &payload[0] {
+	b := inPlaceBuffer(res, p, signReadPrefix, 0)
+	if b == nil {
 		return false
 	}
-	b := (*buf)[:signReadPrefix+len(payload)]
 	msg := b[4:]
 	res.hdr.Flags |= smb2.FlagSigned
 	res.hdr.Signature = [16]byte{}
-	res.hdr.Encode(msg)
-	res.body.Encode(msg[smb2.HeaderSize : smb2.HeaderSize+smb2.ReadResponseFixedSize])
+	encodeInPlace(res, msg)
 	sig := res.signer.Sign(msg)
 	copy(msg[48:64], sig[:])
-	binary.BigEndian.PutUint32(b[0:4], uint32(len(msg)))
-	w := newWritten(nil) // p.Release returns buf
-	w.payloads = append(w.payloads, p)
-	w.hold(res.open)
-	c.send(frame{parts: net.Buffers{b}, inline: res.inline, w: w})
+	c.sendInPlace(res, p, b, len(msg))
 	return true
 }
 
 // writeSealedInPlace encodes, seals and sends a lone READ response whose
 // data already sits at sealReadPrefix in its buffer.
 func (c *conn) writeSealedInPlace(res *result, p inPlacePayload) bool {
-	payload := p.Payload()
-	buf := p.PayloadBuffer()
-	if buf == nil || res.body.Size() != smb2.ReadResponseFixedSize || len(payload) == 0 ||
-		len(*buf) < sealReadPrefix+len(payload)+16 || &(*buf)[sealReadPrefix] != &payload[0] {
+	b := inPlaceBuffer(res, p, sealReadPrefix, 16)
+	if b == nil {
 		return false
 	}
-	b := (*buf)[:sealReadPrefix+len(payload)]
-	hdr := b[4+signing.TransformHeaderSize:]
-	res.hdr.Encode(hdr)
-	res.body.Encode(hdr[smb2.HeaderSize : smb2.HeaderSize+smb2.ReadResponseFixedSize])
+	encodeInPlace(res, b[4+signing.TransformHeaderSize:])
 	s := res.encrypt
 	out := signing.SealInPlace(s.encrypter, s.nonces, s.ID, b[4:])
-	binary.BigEndian.PutUint32(b[0:4], uint32(len(out)))
-	w := newWritten(nil) // p.Release returns buf
-	w.payloads = append(w.payloads, p)
-	w.hold(res.open)
-	c.send(frame{parts: net.Buffers{b}, inline: res.inline, w: w})
+	c.sendInPlace(res, p, b, len(out))
 	return true
 }
