@@ -95,6 +95,9 @@ func (c *Conn) do(cl *call, charge uint16) error {
 	}
 	c.avail -= need
 	c.inflight += need
+	// Ask for the charge back plus part of any shortfall below the target
+	// (at most 256 a request: chosen, so that concurrent requests do not
+	// each ask for the whole shortfall).
 	ask := need
 	if held, target := c.avail+c.inflight, uint64(c.o.Credits); held < target {
 		ask += min(target-held, 256)
