@@ -39,6 +39,9 @@ type Options struct {
 	Credits uint16
 }
 
+// maxIO bounds one READ or WRITE; larger ones are split.
+const maxIO = 8 << 20
+
 // All the dialects Dial offers when Options.Dialect is zero.
 var allDialects = []uint16{smb2.Dialect202, smb2.Dialect210, smb2.Dialect300, smb2.Dialect302, smb2.Dialect311}
 
@@ -187,7 +190,7 @@ func (c *Conn) negotiate(preauth *signing.PreauthHash) error {
 	if !containsDialect(req.Dialects, c.dialect) {
 		return fmt.Errorf("%w: server chose dialect %#04x, which was not offered", ErrProtocol, c.dialect)
 	}
-	c.maxRead, c.maxWrite = resp.MaxReadSize, resp.MaxWriteSize
+	c.maxRead, c.maxWrite = min(resp.MaxReadSize, maxIO), min(resp.MaxWriteSize, maxIO)
 	c.largeMTU = c.dialect >= smb2.Dialect210 && resp.Capabilities&smb2.CapLargeMTU != 0
 	if !c.largeMTU {
 		c.maxRead, c.maxWrite = min(c.maxRead, 65536), min(c.maxWrite, 65536)

@@ -42,7 +42,7 @@ func (r *receiver) one() error {
 		return err
 	}
 	// The transport's length is 24 bits; 16 MiB covers the largest READ
-	// this client asks for (8 MiB) with its headers.
+	// this client asks for (maxIO) with its headers.
 	size := int(binary.BigEndian.Uint32(r.nb[:]))
 	if size < 4 || size > 16<<20 {
 		return fmt.Errorf("%w: transport frame of %d bytes", ErrProtocol, size)
