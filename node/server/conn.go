@@ -42,6 +42,7 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	raw    syscall.RawConn // nil unless TCP: the zero-copy path needs it
+	rio    rawIO           // the hot path's socket calls when raw is set (rawio.go)
 
 	// Owned by the read loop. Pipelined requests arrive in one read(2);
 	// a payload larger than the buffer is read straight into its own.
@@ -128,6 +129,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 		pending: map[uint64]*pendingReq{},
 		async:   map[uint64]*pendingReq{},
 	}
+	if c.raw != nil {
+		c.initRawIO()
+	}
 	c.br = bufio.NewReaderSize(flushReader{c}, readBufferSize)
 	return c
 }
@@ -138,6 +142,9 @@ type flushReader struct{ c *conn }
 
 func (f flushReader) Read(p []byte) (int, error) {
 	f.c.flush()
+	if f.c.raw != nil {
+		return f.c.rawRead(p)
+	}
 	return f.c.nc.Read(p)
 }
 
@@ -443,7 +450,13 @@ func (c *conn) send(f frame) bool {
 				c.out = append(c.out, hdr...)
 				hdr, c.out = c.out, c.out[:0]
 			}
-			err = c.sendHeaderAndFile(hdr, f.w.file)
+			if f.inline && c.raw != nil {
+				// Served by the read loop: its pages are cached.
+				fd, off, n := f.w.file.Segment()
+				err = c.rawSendHeaderAndFile(hdr, fd, off, n)
+			} else {
+				err = c.sendHeaderAndFile(hdr, f.w.file)
+			}
 		case f.inline && c.batchable(f.parts):
 			for _, p := range f.parts {
 				c.out = append(c.out, p...)
@@ -457,7 +470,11 @@ func (c *conn) send(f frame) bool {
 			}
 			bufs = append(bufs, f.parts...)
 			c.iovBase, c.iov = bufs[:0], bufs // WriteTo consumes c.iov
-			_, err = c.iov.WriteTo(c.nc)
+			if c.raw != nil {
+				err = c.rawWritev(c.iov)
+			} else {
+				_, err = c.iov.WriteTo(c.nc)
+			}
 			clear(bufs)
 			c.out = c.out[:0]
 		}
@@ -487,7 +504,15 @@ func (c *conn) batchable(parts net.Buffers) bool {
 func (c *conn) flush() {
 	c.wmu.Lock()
 	if len(c.out) > 0 && c.ctx.Err() == nil {
-		if _, err := c.nc.Write(c.out); err != nil {
+		var err error
+		if c.raw != nil {
+			c.iovBase = append(c.iovBase[:0], c.out)
+			err = c.rawWritev(c.iovBase)
+			clear(c.iovBase)
+		} else {
+			_, err = c.nc.Write(c.out)
+		}
+		if err != nil {
 			c.close()
 		}
 	}

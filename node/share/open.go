@@ -3,9 +3,11 @@ package share
 import (
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -366,10 +368,11 @@ func (o *open) Flush(r *server.Request) error {
 // socket without passing through user space.
 func (o *open) sendfileRead(r *server.Request, ff vfs.FdFile, req *smb2.ReadRequest) (server.Response, error) {
 	// Only the size matters here: one fstat, not the full Stat with its
-	// extended attributes.
+	// extended attributes; made raw, as the read loop's socket calls are
+	// (node/server/rawio.go): fstat does not wait.
 	var st unix.Stat_t
-	if err := unix.Fstat(int(ff.Fd()), &st); err != nil {
-		return nil, err
+	if _, _, e := unix.RawSyscall(unix.SYS_FSTAT, ff.Fd(), uintptr(unsafe.Pointer(&st)), 0); e != 0 {
+		return nil, os.NewSyscallError("fstat", e)
 	}
 	fi := vfs.FileInfo{Size: st.Size}
 	off := int64(req.Offset)
