@@ -50,10 +50,10 @@ func TestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
-	srv, cli := net.Pipe()
-	defer srv.Close()
+	// Over TCP: the receiver reads with readv through the RawConn.
+	cli, srv := tcpPair(t)
 	go fakeServer(t, srv, 4096)
-	c := &Conn{nc: cli, br: bufio.NewReaderSize(cli, 64<<10), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
+	c := &Conn{nc: cli, br: newSockReader(cli, 64<<10), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
 		dialect: smb2.Dialect311, largeMTU: true, maxRead: 1 << 20, maxWrite: 1 << 20, avail: 1, o: Options{Credits: 64}}
 	c.cond.L = &c.mu
 	c.recv.c = c

@@ -1,7 +1,6 @@
 package smbc
 
 import (
-	"bufio"
 	"context"
 	"crypto/cipher"
 	"crypto/rand"
@@ -66,7 +65,7 @@ func (e *StatusError) Error() string { return fmt.Sprintf("%v: %v", e.Command, e
 // concurrent use; concurrent requests are pipelined.
 type Conn struct {
 	nc net.Conn
-	br *bufio.Reader
+	br *sockReader
 	o  Options
 
 	dialect   uint16
@@ -111,7 +110,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{nc: nc, o: o, br: bufio.NewReaderSize(nc, 64<<10),
+	c := &Conn{nc: nc, o: o, br: newSockReader(nc, 64<<10),
 		avail: 1, calls: map[uint64]*call{}, recvDone: make(chan struct{})}
 	c.cond.L = &c.mu
 	c.recv.c = c

@@ -1,7 +1,6 @@
 package smbc
 
 import (
-	"bufio"
 	"encoding/binary"
 	"net"
 	"testing"
@@ -37,7 +36,7 @@ func FuzzReceive(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 60, 0xfd, 'S', 'M', 'B'}, false, true)
 	f.Fuzz(func(t *testing.T, in []byte, sign, encrypt bool) {
 		srv, cli := net.Pipe()
-		c := &Conn{nc: cli, br: bufio.NewReader(cli), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
+		c := &Conn{nc: cli, br: newSockReader(cli, 4096), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
 			dialect: smb2.Dialect311, avail: 16, o: Options{Credits: 16}}
 		c.cond.L = &c.mu
 		c.recv.c = c

@@ -3,7 +3,6 @@ package smbc
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
@@ -38,7 +37,7 @@ func (c *Conn) recvLoop() {
 // one reads one message.
 func (r *receiver) one() error {
 	c := r.c
-	if _, err := io.ReadFull(c.br, r.nb[:]); err != nil {
+	if err := c.br.readFull(r.nb[:]); err != nil {
 		return err
 	}
 	// The transport's length is 24 bits; 16 MiB covers the largest READ
@@ -47,7 +46,8 @@ func (r *receiver) one() error {
 	if size < 4 || size > 16<<20 {
 		return fmt.Errorf("%w: transport frame of %d bytes", ErrProtocol, size)
 	}
-	proto, err := c.br.Peek(4)
+	c.br.bulk = size >= bulkMin
+	proto, err := c.br.peek(4)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (r *receiver) stream(size int) error {
 	if size < smb2.HeaderSize {
 		return fmt.Errorf("%w: %d-byte message", ErrProtocol, size)
 	}
-	if _, err := io.ReadFull(c.br, r.hdr[:]); err != nil {
+	if err := c.br.readFull(r.hdr[:]); err != nil {
 		return err
 	}
 	var h smb2.Header
@@ -102,16 +102,14 @@ func (r *receiver) stream(size int) error {
 	}
 	rest := size - smb2.HeaderSize
 	if h.MessageID == oplockBreakID {
-		_, err := c.br.Discard(rest)
-		return err
+		return c.br.discard(rest)
 	}
 	cl, interim, err := r.lookup(&h)
 	if err != nil {
 		return err
 	}
 	if interim {
-		_, err := c.br.Discard(rest)
-		return err
+		return c.br.discard(rest)
 	}
 	if err := r.streamBody(cl, &h, rest); err != nil {
 		r.complete(cl, &h, err)
@@ -131,7 +129,7 @@ func (r *receiver) streamBody(cl *call, h *smb2.Header, rest int) error {
 	}
 	cl.resp = grow(cl.resp, smb2.HeaderSize+rest)
 	copy(cl.resp, r.hdr[:])
-	if _, err := io.ReadFull(c.br, cl.resp[smb2.HeaderSize:]); err != nil {
+	if err := c.br.readFull(cl.resp[smb2.HeaderSize:]); err != nil {
 		return err
 	}
 	r.parts = append(r.parts[:0], cl.resp)
@@ -144,7 +142,7 @@ func (r *receiver) readData(cl *call, h *smb2.Header, rest int) error {
 	if rest < len(r.fixed) {
 		return fmt.Errorf("%w: READ response of %d bytes", ErrProtocol, rest)
 	}
-	if _, err := io.ReadFull(c.br, r.fixed[:]); err != nil {
+	if err := c.br.readFull(r.fixed[:]); err != nil {
 		return err
 	}
 	off, n := int(r.fixed[2]), int(binary.LittleEndian.Uint32(r.fixed[4:]))
@@ -159,7 +157,7 @@ func (r *receiver) readData(cl *call, h *smb2.Header, rest int) error {
 	r.pad = grow(r.pad, pad)
 	r.trail = grow(r.trail, trail)
 	for _, b := range [...][]byte{r.pad, cl.dst[:n], r.trail} {
-		if _, err := io.ReadFull(c.br, b); err != nil {
+		if err := c.br.readFull(b); err != nil {
 			return err
 		}
 	}
@@ -193,7 +191,7 @@ func (r *receiver) verify(h *smb2.Header) error {
 func (r *receiver) decrypt(size int) error {
 	c := r.c
 	r.raw = grow(r.raw, size)
-	if _, err := io.ReadFull(c.br, r.raw); err != nil {
+	if err := c.br.readFull(r.raw); err != nil {
 		return err
 	}
 	if c.dec == nil {
