@@ -187,11 +187,22 @@ pair() {
 	log "done $*"
 }
 
-# Lay the files out once per share, unmeasured (later runs find the pattern).
-log "laying out $SIZE files"
+# Lay the file out once, unmeasured, and hard-link it into every share: both
+# servers then read the very same page-cache pages (later runs find the
+# pattern and reuse it; writes rewrite it in place). Separate files made the
+# READ cells depend on which file got physically contiguous pages: a file
+# laid out right after a large free gets scattered ones (1 % of pages
+# followed by the next frame, against 70-95 % otherwise), and receiving
+# 1 MiB READs of it costs the client up to 15 % more CPU, whichever server
+# sends it (measured; docs in bench/README.md).
+log "laying out the $SIZE file"
+RT=1s WU=0s one ours plain read 1m 1 0
+for d in "$WORK/oursenc" "$WORK/samba/share" "$WORK/samba/shareenc"; do
+	ln -f "$WORK/ours/smbctl-bench.dat" "$d/smbctl-bench.dat"
+done
 for s in ours samba; do
 	for m in plain encrypt; do
-		RT=1s WU=0s one "$s" "$m" read 1m 1 0
+		RT=1s WU=0s one "$s" "$m" read 1m 1 0 # every share sees the pattern
 	done
 done
 : >"$RUNS_FILE"
