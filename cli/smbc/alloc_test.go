@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/sockio"
 )
 
 // fakeServer answers every READ with n bytes and every WRITE with its
@@ -53,7 +54,7 @@ func TestAllocs(t *testing.T) {
 	// Over TCP: the receiver reads with readv through the RawConn.
 	cli, srv := tcpPair(t)
 	go fakeServer(t, srv, 4096)
-	c := &Conn{nc: cli, br: newSockReader(cli, 64<<10), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
+	c := &Conn{nc: cli, br: sockio.NewReader(cli, 64<<10), bw: sockio.NewWriter(cli), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
 		dialect: smb2.Dialect311, largeMTU: true, maxRead: 1 << 20, maxWrite: 1 << 20, avail: 1, o: Options{Credits: 64}}
 	c.cond.L = &c.mu
 	c.recv.c = c
@@ -75,4 +76,29 @@ func TestAllocs(t *testing.T) {
 			t.Errorf("%s: %.1f allocations per request, want 0", tc.name, a)
 		}
 	}
+}
+
+// tcpPair returns the two ends of a loopback TCP connection.
+func tcpPair(t testing.TB) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
 }

@@ -2,7 +2,6 @@ package smbc
 
 import (
 	"encoding/binary"
-	"net"
 	"sync"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -16,11 +15,10 @@ const nbSize = 4
 // call is one request and, once done is signalled, its response. Calls are
 // pooled: the measured path reuses their buffers.
 type call struct {
-	req     []byte      // transport header, SMB2 header and body, without payload
-	payload []byte      // sent after req (WRITE data); not copied
-	dst     []byte      // a READ's data goes here; not copied
-	bufs    net.Buffers // writev's view of bufsArr, consumed by WriteTo
-	bufsArr [2][]byte
+	req     []byte    // transport header, SMB2 header and body, without payload
+	payload []byte    // sent after req (WRITE data); not copied
+	dst     []byte    // a READ's data goes here; not copied
+	bufsArr [2][]byte // writev's parts, consumed by Writev
 	charge  uint16
 	okMore  bool // STATUS_MORE_PROCESSING_REQUIRED is not an error
 
@@ -64,7 +62,7 @@ func (cl *call) msg() []byte { return cl.req[nbSize:] }
 func (cl *call) release() {
 	cl.payload, cl.dst, cl.okMore = nil, nil, false
 	cl.resp, cl.err, cl.n = cl.resp[:0], nil, 0
-	cl.bufsArr, cl.bufs = [2][]byte{}, nil
+	cl.bufsArr = [2][]byte{}
 	callPool.Put(cl)
 }
 
@@ -147,8 +145,7 @@ func (c *Conn) send(cl *call) error {
 		}
 		out := signing.Seal(c.wbuf[:nbSize], c.enc, c.nonces, c.sessionID, c.parts...)
 		putNB(out, len(out)-nbSize)
-		_, err := c.nc.Write(out)
-		return err
+		return c.bw.Write(out)
 	}
 	// 3.1.1 signs TREE_CONNECT even in unsigned sessions ([MS-SMB2] 3.2.4.2.4).
 	sign := c.sign || cmd == smb2.CmdTreeConnect && c.dialect == smb2.Dialect311
@@ -161,13 +158,10 @@ func (c *Conn) send(cl *call) error {
 	}
 	putNB(cl.req, len(msg)+len(cl.payload))
 	if len(cl.payload) == 0 {
-		_, err := c.nc.Write(cl.req)
-		return err
+		return c.bw.Write(cl.req)
 	}
 	cl.bufsArr = [2][]byte{cl.req, cl.payload}
-	cl.bufs = cl.bufsArr[:]
-	_, err := cl.bufs.WriteTo(c.nc)
-	return err
+	return c.bw.Writev(cl.bufsArr[:])
 }
 
 func putNB(b []byte, n int) {

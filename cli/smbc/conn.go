@@ -13,6 +13,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
+	"github.com/smbcluster/smbcluster/node/sockio"
 )
 
 // Options say whom to log on to and how.
@@ -65,7 +66,8 @@ func (e *StatusError) Error() string { return fmt.Sprintf("%v: %v", e.Command, e
 // concurrent use; concurrent requests are pipelined.
 type Conn struct {
 	nc net.Conn
-	br *sockReader
+	br *sockio.Reader // the receiver's
+	bw *sockio.Writer // under wmu
 	o  Options
 
 	dialect   uint16
@@ -110,7 +112,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{nc: nc, o: o, br: newSockReader(nc, 64<<10),
+	c := &Conn{nc: nc, o: o, br: sockio.NewReader(nc, 64<<10), bw: sockio.NewWriter(nc),
 		avail: 1, calls: map[uint64]*call{}, recvDone: make(chan struct{})}
 	c.cond.L = &c.mu
 	c.recv.c = c

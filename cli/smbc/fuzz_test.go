@@ -7,6 +7,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
+	"github.com/smbcluster/smbcluster/node/sockio"
 )
 
 // frame returns a transport frame holding an SMB2 response to message id
@@ -36,7 +37,7 @@ func FuzzReceive(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 60, 0xfd, 'S', 'M', 'B'}, false, true)
 	f.Fuzz(func(t *testing.T, in []byte, sign, encrypt bool) {
 		srv, cli := net.Pipe()
-		c := &Conn{nc: cli, br: newSockReader(cli, 4096), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
+		c := &Conn{nc: cli, br: sockio.NewReader(cli, 4096), bw: sockio.NewWriter(cli), calls: map[uint64]*call{}, recvDone: make(chan struct{}),
 			dialect: smb2.Dialect311, avail: 16, o: Options{Credits: 16}}
 		c.cond.L = &c.mu
 		c.recv.c = c

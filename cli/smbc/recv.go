@@ -6,6 +6,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
+	"github.com/smbcluster/smbcluster/node/sockio"
 )
 
 // oplockBreakID is the MessageId of unsolicited OPLOCK_BREAK notifications.
@@ -37,7 +38,7 @@ func (c *Conn) recvLoop() {
 // one reads one message.
 func (r *receiver) one() error {
 	c := r.c
-	if err := c.br.readFull(r.nb[:]); err != nil {
+	if err := c.br.ReadFull(r.nb[:]); err != nil {
 		return err
 	}
 	// The transport's length is 24 bits; 16 MiB covers the largest READ
@@ -46,8 +47,8 @@ func (r *receiver) one() error {
 	if size < 4 || size > 16<<20 {
 		return fmt.Errorf("%w: transport frame of %d bytes", ErrProtocol, size)
 	}
-	c.br.bulk = size >= bulkMin
-	proto, err := c.br.peek(4)
+	c.br.SetBulk(size >= sockio.BulkMin)
+	proto, err := c.br.Peek(4)
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func (r *receiver) stream(size int) error {
 	if size < smb2.HeaderSize {
 		return fmt.Errorf("%w: %d-byte message", ErrProtocol, size)
 	}
-	if err := c.br.readFull(r.hdr[:]); err != nil {
+	if err := c.br.ReadFull(r.hdr[:]); err != nil {
 		return err
 	}
 	var h smb2.Header
@@ -102,14 +103,14 @@ func (r *receiver) stream(size int) error {
 	}
 	rest := size - smb2.HeaderSize
 	if h.MessageID == oplockBreakID {
-		return c.br.discard(rest)
+		return c.br.Discard(rest)
 	}
 	cl, interim, err := r.lookup(&h)
 	if err != nil {
 		return err
 	}
 	if interim {
-		return c.br.discard(rest)
+		return c.br.Discard(rest)
 	}
 	if err := r.streamBody(cl, &h, rest); err != nil {
 		r.complete(cl, &h, err)
@@ -129,7 +130,7 @@ func (r *receiver) streamBody(cl *call, h *smb2.Header, rest int) error {
 	}
 	cl.resp = grow(cl.resp, smb2.HeaderSize+rest)
 	copy(cl.resp, r.hdr[:])
-	if err := c.br.readFull(cl.resp[smb2.HeaderSize:]); err != nil {
+	if err := c.br.ReadFull(cl.resp[smb2.HeaderSize:]); err != nil {
 		return err
 	}
 	r.parts = append(r.parts[:0], cl.resp)
@@ -142,7 +143,7 @@ func (r *receiver) readData(cl *call, h *smb2.Header, rest int) error {
 	if rest < len(r.fixed) {
 		return fmt.Errorf("%w: READ response of %d bytes", ErrProtocol, rest)
 	}
-	if err := c.br.readFull(r.fixed[:]); err != nil {
+	if err := c.br.ReadFull(r.fixed[:]); err != nil {
 		return err
 	}
 	off, n := int(r.fixed[2]), int(binary.LittleEndian.Uint32(r.fixed[4:]))
@@ -157,7 +158,7 @@ func (r *receiver) readData(cl *call, h *smb2.Header, rest int) error {
 	r.pad = grow(r.pad, pad)
 	r.trail = grow(r.trail, trail)
 	for _, b := range [...][]byte{r.pad, cl.dst[:n], r.trail} {
-		if err := c.br.readFull(b); err != nil {
+		if err := c.br.ReadFull(b); err != nil {
 			return err
 		}
 	}
@@ -191,7 +192,7 @@ func (r *receiver) verify(h *smb2.Header) error {
 func (r *receiver) decrypt(size int) error {
 	c := r.c
 	r.raw = grow(r.raw, size)
-	if err := c.br.readFull(r.raw); err != nil {
+	if err := c.br.ReadFull(r.raw); err != nil {
 		return err
 	}
 	if c.dec == nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
+	"github.com/smbcluster/smbcluster/node/sockio"
 )
 
 // readBufferSize is the connection's read buffer: enough for a window of
@@ -42,11 +42,13 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	raw    syscall.RawConn // nil unless TCP: the zero-copy path needs it
-	rio    rawIO           // the hot path's socket calls when raw is set (rawio.go)
+	rio    rawIO           // sendfile's raw calls when raw is set (rawio.go)
 
 	// Owned by the read loop. Pipelined requests arrive in one read(2);
-	// a payload larger than the buffer is read straight into its own.
-	br *bufio.Reader
+	// a WRITE's payload of 16 KiB or more is read straight into its own
+	// buffer, with only the next requests' headers read ahead
+	// (node/sockio).
+	br *sockio.Reader
 	// Scratch of dispatch for a message served in the read loop.
 	loopPDUs [1][]byte
 	loopHdrs [1]smb2.Header
@@ -74,10 +76,11 @@ type conn struct {
 	// out holds responses of inline requests not yet written, under wmu:
 	// while more requests wait in br, the read loop collects its responses
 	// and writes them with one syscall before it next reads from the
-	// socket (flushReader) or before any other frame.
+	// socket (br's before-read hook) or before any other frame.
 	out []byte
-	// Scratch of send, under wmu: iovBase keeps the array WriteTo's
-	// receiver iov walks through.
+	// bw writes frames, under wmu; iovBase keeps the array that iov, the
+	// parts of the frame being written, walks through.
+	bw           *sockio.Writer
 	iov, iovBase net.Buffers
 
 	mu        sync.Mutex
@@ -132,20 +135,10 @@ func newConn(s *Server, nc net.Conn) *conn {
 	if c.raw != nil {
 		c.initRawIO()
 	}
-	c.br = bufio.NewReaderSize(flushReader{c}, readBufferSize)
+	c.br = sockio.NewReader(nc, readBufferSize)
+	c.br.SetBeforeRead(c.flush)
+	c.bw = sockio.NewWriter(nc)
 	return c
-}
-
-// flushReader is the socket as the read loop's buffer sees it: before it
-// blocks for more requests, the responses held back in conn.out go out.
-type flushReader struct{ c *conn }
-
-func (f flushReader) Read(p []byte) (int, error) {
-	f.c.flush()
-	if f.c.raw != nil {
-		return f.c.rawRead(p)
-	}
-	return f.c.nc.Read(p)
 }
 
 // close tears the connection down; safe to call more than once.
@@ -209,7 +202,7 @@ func (c *conn) readLoop() (err error) {
 		if d := c.srv.cfg.IdleTimeout; d > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(d))
 		}
-		if _, err := io.ReadFull(c.br, nb[:]); err != nil {
+		if err := c.br.ReadFull(nb[:]); err != nil {
 			return err
 		}
 		if nb[0] != 0 {
@@ -219,6 +212,7 @@ func (c *conn) readLoop() (err error) {
 		if n < 4 || n > maxMessageSize {
 			return fmt.Errorf("bad message length %d", n)
 		}
+		c.br.SetBulk(n >= sockio.BulkMin)
 		if c.spliceable(n) {
 			if head, err := c.br.Peek(spliceHeadSize); err == nil && spliceableWrite(head, n) {
 				ok, err := c.readSplicedWrite(n)
@@ -231,7 +225,7 @@ func (c *conn) readLoop() (err error) {
 			}
 		}
 		buf := getBuf(n)
-		if _, err := io.ReadFull(c.br, *buf); err != nil {
+		if err := c.br.ReadFull(*buf); err != nil {
 			putBuf(buf)
 			return err
 		}
@@ -462,19 +456,14 @@ func (c *conn) send(f frame) bool {
 				c.out = append(c.out, p...)
 			}
 		default:
-			// iov lives in the conn so that WriteTo's receiver does not
-			// escape to the heap on every frame.
+			// The parts' array lives in the conn: no allocation per frame.
 			bufs := c.iovBase[:0]
 			if len(c.out) > 0 {
 				bufs = append(bufs, c.out)
 			}
 			bufs = append(bufs, f.parts...)
-			c.iovBase, c.iov = bufs[:0], bufs // WriteTo consumes c.iov
-			if c.raw != nil {
-				err = c.rawWritev(c.iov)
-			} else {
-				_, err = c.iov.WriteTo(c.nc)
-			}
+			c.iovBase, c.iov = bufs[:0], bufs // Writev consumes c.iov
+			err = c.bw.Writev(c.iov)
 			clear(bufs)
 			c.out = c.out[:0]
 		}
@@ -504,15 +493,7 @@ func (c *conn) batchable(parts net.Buffers) bool {
 func (c *conn) flush() {
 	c.wmu.Lock()
 	if len(c.out) > 0 && c.ctx.Err() == nil {
-		var err error
-		if c.raw != nil {
-			c.iovBase = append(c.iovBase[:0], c.out)
-			err = c.rawWritev(c.iovBase)
-			clear(c.iovBase)
-		} else {
-			_, err = c.nc.Write(c.out)
-		}
-		if err != nil {
+		if err := c.bw.Write(c.out); err != nil {
 			c.close()
 		}
 	}

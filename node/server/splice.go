@@ -167,7 +167,7 @@ func (c *conn) readSplicedWrite(n int) (ok bool, err error) {
 		return false, nil
 	}
 	buf := getBuf(spliceHeadSize)
-	if _, err := io.ReadFull(c.br, *buf); err != nil {
+	if err := c.br.ReadFull(*buf); err != nil {
 		putBuf(buf)
 		pipes.put(p)
 		return true, err
@@ -216,7 +216,7 @@ func (c *conn) readSplicedWrite(n int) (ok bool, err error) {
 // as the pipe is full, so that its goroutine drains it: handing it over
 // early would make the two wait on each other in turns.
 func (c *conn) fillPipe(p *pipePair, n int, dispatch func() error) error {
-	c.flush() // as flushReader does before reading the socket
+	c.flush() // as the reader does before reading the socket
 	if k := min(c.br.Buffered(), n); k > 0 {
 		b, _ := c.br.Peek(k)
 		for len(b) > 0 {

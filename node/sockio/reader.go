@@ -1,4 +1,20 @@
-package smbc
+// Package sockio reads and writes a stream socket for a message protocol
+// whose messages carry bulk data: a Reader takes small headers through a
+// read-ahead buffer and bulk data straight into the caller's buffer, a
+// Writer writes a message's parts with one writev. Both the server's
+// connections and the load generator's client use it, so it imports
+// nothing of the project.
+//
+// Over TCP the system calls are RawSyscalls on the non-blocking socket,
+// made through its syscall.RawConn: EAGAIN waits in the network poller,
+// and none of the calls can block, so the runtime's entersyscall
+// bookkeeping buys nothing — and it costs: after every idle spell the
+// first entersyscall wakes the runtime's sysmon thread, which then polls
+// every 20 µs for a millisecond. A process answering or making pipelined
+// requests goes idle and wakes thousands of times a second; sysmon's
+// sleeps and wake-ups were 10–12 % of the server's CPU (perf, 64 KiB
+// READs). Other connections (net.Pipe in tests) use Read and Write.
+package sockio
 
 import (
 	"io"
@@ -10,34 +26,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sockReader is the receiver's view of the socket: a read-ahead buffer for
-// headers and small responses, while bulk data goes straight into the
-// caller's buffer. readFull copies what is buffered, then reads the rest of
-// its destination and whatever follows (up to the buffer's size) with one
-// readv(2): a READ's data crosses into user space once, and the next
-// response's header usually arrives in the same call.
+// Reader is a buffered reader whose ReadFull copies what is buffered, then
+// reads the rest of its destination and whatever follows (up to the
+// buffer's size) with one readv(2): bulk data crosses into user space once,
+// and the next message's header usually arrives in the same call.
 //
-// It replaced a bufio.Reader of 64 KiB, which copied a READ's data twice
-// whenever the socket held more than the header (its fill took up to 64 KiB
-// of data, copied out afterwards). Measured against Samba, one connection:
-// 64 KiB READ 1.29–1.31 → 1.43–1.50 GiB/s with a quarter less client user
-// CPU, 1 MiB READ 1.71 → 1.83 GiB/s, 4 KiB READ even.
+// It replaced bufio.Reader (64 KiB), which copied bulk data twice whenever
+// the socket held more than the header: its fill took up to 64 KiB of
+// data, copied out afterwards. Measured in the client against Samba, one
+// connection: 64 KiB READ 1.29–1.31 → 1.43–1.50 GiB/s with a quarter less
+// client user CPU, 1 MiB READ 1.71 → 1.83 GiB/s, 4 KiB READ even.
 //
-// Over TCP the reads are RawSyscalls on the non-blocking socket (EAGAIN
-// waits in the network poller): the runtime's syscall bookkeeping would wake
-// its sysmon thread after each idle spell (see node/server/rawio.go), and
-// the client's CPU is what a loopback benchmark spends most. Other
-// connections (net.Pipe in tests) are read with Read.
-type sockReader struct {
+// A Reader is used by one goroutine.
+type Reader struct {
 	rc     syscall.RawConn // nil: r.Read
 	r      io.Reader
 	buf    []byte
 	lo, hi int // buffered bytes are buf[lo:hi]
-	// bulk is set by the receiver while large messages come: every read
-	// then stops bulkReadAhead bytes past what it needs.
-	bulk bool
+	bulk   bool
+	before func()
 
-	// One raw call's arguments and results; only the receiver reads.
+	// One raw call's arguments and results.
 	fn    func(fd uintptr) bool
 	iov   [2]unix.Iovec
 	niov  int
@@ -45,17 +54,19 @@ type sockReader struct {
 	errno syscall.Errno
 }
 
-// A destination of bulkMin bytes or more is read with at most bulkReadAhead
-// bytes beyond it: enough for the headers of the next few responses (a
-// READ's come to 84 bytes), too little to take much of the next READ's
-// data. Chosen, not swept.
+// A destination of BulkMin bytes or more — or any read while SetBulk is
+// on — is read with at most bulkReadAhead bytes beyond it: enough for the
+// headers of the next few messages (an SMB2 READ response's come to 84
+// bytes), too little to take much of the next message's data. Chosen, not
+// swept.
 const (
-	bulkMin       = 16 << 10
+	BulkMin       = 16 << 10
 	bulkReadAhead = 512
 )
 
-func newSockReader(nc net.Conn, size int) *sockReader {
-	s := &sockReader{r: nc, buf: make([]byte, size)}
+// NewReader returns a Reader of nc with a read-ahead buffer of size bytes.
+func NewReader(nc net.Conn, size int) *Reader {
+	s := &Reader{r: nc, buf: make([]byte, size)}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {
 			s.rc = rc
@@ -65,20 +76,28 @@ func newSockReader(nc net.Conn, size int) *sockReader {
 	return s
 }
 
-// buffered is the number of bytes read ahead.
-func (s *sockReader) buffered() int { return s.hi - s.lo }
+// SetBeforeRead makes f run before every read from the socket (the server
+// writes the responses it held back).
+func (s *Reader) SetBeforeRead(f func()) { s.before = f }
 
-// readFull fills p, as io.ReadFull does.
-func (s *sockReader) readFull(p []byte) error {
+// SetBulk says whether large messages are coming: while on, every read
+// stops a little past what it needs, so that the next message's data is
+// not read into the buffer.
+func (s *Reader) SetBulk(on bool) { s.bulk = on }
+
+// Buffered is the number of bytes read ahead.
+func (s *Reader) Buffered() int { return s.hi - s.lo }
+
+// ReadFull fills p, as io.ReadFull does: io.EOF if the stream ended before
+// p's first byte, io.ErrUnexpectedEOF if inside it.
+func (s *Reader) ReadFull(p []byte) error {
 	got := copy(p, s.buf[s.lo:s.hi])
 	s.lo += got
 	p = p[got:]
 	for len(p) > 0 {
-		// The buffer is empty here: read the rest of p and read ahead —
-		// after bulk data only a little, the next headers, or the next
-		// READ's data would land in the buffer and be copied twice.
+		// The buffer is empty here: read the rest of p and read ahead.
 		ahead := s.buf
-		if s.bulk || len(p) >= bulkMin {
+		if s.bulk || len(p) >= BulkMin {
 			ahead = s.buf[:min(len(s.buf), bulkReadAhead)]
 		}
 		n, err := s.read(p, ahead)
@@ -98,9 +117,9 @@ func (s *sockReader) readFull(p []byte) error {
 	return nil
 }
 
-// peek returns the next n bytes without consuming them; n is at most the
-// buffer's size.
-func (s *sockReader) peek(n int) ([]byte, error) {
+// Peek returns the next n bytes without consuming them; n is at most the
+// buffer's size. The slice is valid until the next call.
+func (s *Reader) Peek(n int) ([]byte, error) {
 	if n > len(s.buf) {
 		return nil, io.ErrShortBuffer
 	}
@@ -111,7 +130,7 @@ func (s *sockReader) peek(n int) ([]byte, error) {
 		}
 		end := len(s.buf)
 		if s.bulk {
-			end = min(end, s.hi+bulkReadAhead)
+			end = min(end, max(n, s.hi+bulkReadAhead))
 		}
 		m, err := s.read(s.buf[s.hi:end], nil)
 		s.hi += m
@@ -122,8 +141,8 @@ func (s *sockReader) peek(n int) ([]byte, error) {
 	return s.buf[s.lo : s.lo+n], nil
 }
 
-// discard skips n bytes.
-func (s *sockReader) discard(n int) error {
+// Discard skips n bytes.
+func (s *Reader) Discard(n int) error {
 	for {
 		k := min(n, s.hi-s.lo)
 		s.lo += k
@@ -142,17 +161,17 @@ func (s *sockReader) discard(n int) error {
 
 // read is one read into a, then b (b may be nil). It returns at least one
 // byte or an error; io.EOF when the peer closed.
-func (s *sockReader) read(a, b []byte) (int, error) {
+func (s *Reader) read(a, b []byte) (int, error) {
+	if s.before != nil {
+		s.before()
+	}
 	if s.rc == nil {
-		// Without readv: a large a is read directly, a small one
-		// through b when there is one.
+		// Without readv: a small a is read through b when there is one.
 		if b != nil && len(a) < len(b) {
 			n, err := s.r.Read(b)
 			if n > 0 {
 				k := copy(a, b[:n])
-				if k < n {
-					copy(b, b[k:n])
-				}
+				copy(b, b[k:n])
 				return n, nil
 			}
 			return 0, eofIfNil(err)
@@ -175,7 +194,7 @@ func (s *sockReader) read(a, b []byte) (int, error) {
 	err := s.rc.Read(s.fn)
 	s.iov = [2]unix.Iovec{} // hold no buffer past the call
 	switch {
-	case err != nil:
+	case err != nil: // deadline or closed, from the poller
 		return 0, err
 	case s.errno != 0:
 		return 0, os.NewSyscallError("readv", s.errno)
@@ -185,7 +204,7 @@ func (s *sockReader) read(a, b []byte) (int, error) {
 	return s.n, nil
 }
 
-func (s *sockReader) readv(fd uintptr) bool {
+func (s *Reader) readv(fd uintptr) bool {
 	for {
 		n, _, e := unix.RawSyscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&s.iov[0])), uintptr(s.niov))
 		switch e {

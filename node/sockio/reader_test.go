@@ -1,4 +1,4 @@
-package smbc
+package sockio
 
 import (
 	"bytes"
@@ -54,20 +54,20 @@ func replaySockReader(t *testing.T, cli, srv net.Conn, stream, ops []byte, bufSi
 		}
 		srv.Close()
 	}()
-	s := newSockReader(cli, bufSize)
+	s := NewReader(cli, bufSize)
 	pos := 0
 	for i := 0; pos < len(stream); i++ {
 		op := ops[i%len(ops)]
-		s.bulk = op&0x80 != 0
+		s.SetBulk(op&0x80 != 0)
 		left := len(stream) - pos
 		switch op % 4 {
 		case 0, 1: // readFull, small or large
 			n := min(left, int(op)*13+1)
 			if op%4 == 1 {
-				n = min(left, int(op)*700+bulkMin)
+				n = min(left, int(op)*700+BulkMin)
 			}
 			p := make([]byte, n)
-			if err := s.readFull(p); err != nil {
+			if err := s.ReadFull(p); err != nil {
 				t.Fatalf("readFull(%d) at %d: %v", n, pos, err)
 			}
 			if !bytes.Equal(p, stream[pos:pos+n]) {
@@ -76,7 +76,7 @@ func replaySockReader(t *testing.T, cli, srv net.Conn, stream, ops []byte, bufSi
 			pos += n
 		case 2: // peek
 			n := min(left, int(op)%bufSize+1, bufSize)
-			p, err := s.peek(n)
+			p, err := s.Peek(n)
 			if err != nil {
 				t.Fatalf("peek(%d) at %d: %v", n, pos, err)
 			}
@@ -85,24 +85,24 @@ func replaySockReader(t *testing.T, cli, srv net.Conn, stream, ops []byte, bufSi
 			}
 			// Consume a byte, so that any ops make progress.
 			var b [1]byte
-			if err := s.readFull(b[:]); err != nil || b[0] != stream[pos] {
+			if err := s.ReadFull(b[:]); err != nil || b[0] != stream[pos] {
 				t.Fatalf("byte after peek at %d: %v", pos, err)
 			}
 			pos++
 		case 3: // discard
 			n := min(left, int(op)*301)
-			if err := s.discard(n); err != nil {
+			if err := s.Discard(n); err != nil {
 				t.Fatalf("discard(%d) at %d: %v", n, pos, err)
 			}
 			pos += n
 		}
-		if s.buffered() < 0 || s.buffered() > bufSize {
-			t.Fatalf("buffered %d of %d", s.buffered(), bufSize)
+		if s.Buffered() < 0 || s.Buffered() > bufSize {
+			t.Fatalf("buffered %d of %d", s.Buffered(), bufSize)
 		}
 	}
 	// The stream is over: one more byte is an EOF, a longer read that
 	// began in it is unexpected.
-	if err := s.readFull(make([]byte, 1)); err != io.EOF {
+	if err := s.ReadFull(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("read past the end: %v, want EOF", err)
 	}
 }
@@ -143,17 +143,17 @@ func TestSockReaderShortStream(t *testing.T) {
 	cli, srv := tcpPair(t)
 	srv.Write([]byte("abc"))
 	srv.Close()
-	s := newSockReader(cli, 4096)
+	s := NewReader(cli, 4096)
 	if s.rc == nil {
 		t.Fatal("a TCP connection is read without readv")
 	}
-	if err := s.readFull(make([]byte, 5)); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err := s.ReadFull(make([]byte, 5)); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("5 bytes of 3: %v", err)
 	}
-	if _, err := s.peek(1); err != io.EOF {
+	if _, err := s.Peek(1); err != io.EOF {
 		t.Fatalf("peek after the end: %v", err)
 	}
-	if err := s.discard(1); err != io.EOF {
+	if err := s.Discard(1); err != io.EOF {
 		t.Fatalf("discard after the end: %v", err)
 	}
 }
@@ -170,4 +170,73 @@ func FuzzSockReader(f *testing.F) {
 		cli, srv := tcpPair(t)
 		replaySockReader(t, cli, srv, testStream(int(size)+1, uint64(size)), ops, 4096)
 	})
+}
+
+// TestWriter: over TCP (raw writev) and a pipe, messages of many parts —
+// empty ones, more than one iovec array's worth — arrive whole and in
+// order, and the Writer allocates nothing per call over TCP.
+func TestWriter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pair func(testing.TB) (net.Conn, net.Conn)
+	}{
+		{"tcp", tcpPair},
+		{"pipe", func(testing.TB) (net.Conn, net.Conn) { return net.Pipe() }},
+	} {
+		cli, srv := tc.pair(t)
+		stream := testStream(4<<20, 7)
+		done := make(chan []byte)
+		go func() {
+			got, _ := io.ReadAll(srv)
+			done <- got
+		}()
+		w := NewWriter(cli)
+		if (w.RawConn() != nil) != (tc.name == "tcp") {
+			t.Fatalf("%s: RawConn %v", tc.name, w.RawConn())
+		}
+		r := rand.New(rand.NewPCG(3, 4))
+		bufs := make([][]byte, 0, 40)
+		for rest := stream; len(rest) > 0; {
+			bufs = bufs[:0]
+			for k := r.IntN(40); k >= 0 && len(rest) > 0; k-- {
+				n := min(len(rest), r.IntN(3)*r.IntN(70000))
+				bufs = append(bufs, rest[:n])
+				rest = rest[n:]
+			}
+			if err := w.Writev(bufs); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+		if err := w.Write(nil); err != nil {
+			t.Fatalf("%s: empty write: %v", tc.name, err)
+		}
+		cli.Close()
+		if got := <-done; !bytes.Equal(got, stream) {
+			t.Fatalf("%s: %d bytes arrived, want the %d written", tc.name, len(got), len(stream))
+		}
+	}
+}
+
+// TestAllocs: reading and writing over TCP allocates nothing per call.
+func TestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	cli, srv := tcpPair(t)
+	w, r := NewWriter(cli), NewReader(srv, 4096)
+	msg := [][]byte{make([]byte, 84), make([]byte, 32<<10)}
+	got := make([]byte, 84+32<<10)
+	parts := make([][]byte, 2)
+	allocs := testing.AllocsPerRun(200, func() {
+		copy(parts, msg)
+		if err := w.Writev(parts); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.ReadFull(got); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per message, want 0", allocs)
+	}
 }
