@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -186,15 +187,47 @@ func newNode(kind string, opts Options) *Node {
 	return n
 }
 
-// FreeAddr returns host:port with a port that was free a moment ago.
+// FreeAddr returns host:port with a port that was free a moment ago. The
+// port is picked below the kernel's ephemeral range
+// (ip_local_port_range), so that no outgoing connection takes it as its
+// source port before the caller binds it: a port the kernel hands out for
+// ":0" is from that range, and the machine's own loopback traffic took one
+// between FreeAddr and the bind (TestMakeRun's coordinator, in CI).
 func FreeAddr(t testing.TB, host string) string {
 	t.Helper()
+	lo := ephemeralLow()
+	for range 200 {
+		p := minPickedPort + rand.IntN(lo-minPickedPort)
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// minPickedPort is the lowest port FreeAddr picks: above the well-known and
+// the usual service ports.
+const minPickedPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		var lo, hi int
+		if _, err := fmt.Sscan(string(b), &lo, &hi); err == nil && lo > minPickedPort+1000 {
+			return lo
+		}
+	}
+	return 32768
 }
 
 // launch starts n.cmd, registers its cleanup and waits for the port.
