@@ -116,16 +116,20 @@ func testStream(n int, seed uint64) []byte {
 	return b
 }
 
+// transports are the connections the tests run over: TCP, read and written
+// with raw readv and writev, and a pipe, with Read and Write.
+var transports = []struct {
+	name string
+	pair func(testing.TB) (net.Conn, net.Conn)
+}{
+	{"tcp", tcpPair},
+	{"pipe", func(testing.TB) (net.Conn, net.Conn) { return net.Pipe() }},
+}
+
 // TestSockReader: over TCP (readv, raw) and over a pipe (Read), random
 // mixes of reads, peeks and discards see the stream in order.
 func TestSockReader(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		pair func(testing.TB) (net.Conn, net.Conn)
-	}{
-		{"tcp", tcpPair},
-		{"pipe", func(testing.TB) (net.Conn, net.Conn) { return net.Pipe() }},
-	} {
+	for _, tc := range transports {
 		for seed := uint64(1); seed <= 8; seed++ {
 			cli, srv := tc.pair(t)
 			ops := testStream(64, seed)
@@ -174,15 +178,9 @@ func FuzzSockReader(f *testing.F) {
 
 // TestWriter: over TCP (raw writev) and a pipe, messages of many parts —
 // empty ones, more than one iovec array's worth — arrive whole and in
-// order, and the Writer allocates nothing per call over TCP.
+// order.
 func TestWriter(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		pair func(testing.TB) (net.Conn, net.Conn)
-	}{
-		{"tcp", tcpPair},
-		{"pipe", func(testing.TB) (net.Conn, net.Conn) { return net.Pipe() }},
-	} {
+	for _, tc := range transports {
 		cli, srv := tc.pair(t)
 		stream := testStream(4<<20, 7)
 		done := make(chan []byte)
