@@ -223,7 +223,7 @@ func TestMakeRun(t *testing.T) {
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = framework.OwnGroup()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -98,6 +98,7 @@ func runOne(t *testing.T, bin string, n *framework.Node, share, name string, kno
 		"--fullname", "--format=subunit",
 		name)
 	cmd.Dir = t.TempDir()
+	cmd.SysProcAttr = framework.OwnGroup()
 	out, err := cmd.CombinedOutput()
 	res := parseSubunit(string(out), name)
 	passed := err == nil && len(res) > 0 && allSuccess(res)
