@@ -444,13 +444,8 @@ func (c *conn) send(f frame) bool {
 				c.out = append(c.out, hdr...)
 				hdr, c.out = c.out, c.out[:0]
 			}
-			if f.inline && c.raw != nil {
-				// Served by the read loop: its pages are cached.
-				fd, off, n := f.w.file.Segment()
-				err = c.rawSendHeaderAndFile(hdr, fd, off, n)
-			} else {
-				err = c.sendHeaderAndFile(hdr, f.w.file)
-			}
+			// Made by the read loop: its pages are cached.
+			err = c.sendHeaderAndFile(hdr, f.w.file, f.inline)
 		case f.inline && c.batchable(f.parts):
 			for _, p := range f.parts {
 				c.out = append(c.out, p...)

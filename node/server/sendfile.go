@@ -42,52 +42,6 @@ func (c *conn) writeSendfile(res *result, sf SendfileResponse) {
 	c.send(frame{parts: net.Buffers{b}, inline: res.inline, w: w})
 }
 
-// sendHeaderAndFile writes hdr with MSG_MORE, then the file segment with
-// sendfile(2) from its offset, so that both leave in as few segments as the
-// kernel can make. The write deadline of the connection applies.
-func (c *conn) sendHeaderAndFile(hdr []byte, sf SendfileResponse) error {
-	fd, off, n := sf.Segment()
-	var werr error
-	err := c.raw.Write(func(s uintptr) bool {
-		for len(hdr) > 0 {
-			m, e := unix.SendmsgN(int(s), hdr, nil, nil, unix.MSG_MORE)
-			switch {
-			case e == unix.EAGAIN:
-				return false
-			case e == unix.EINTR:
-				continue
-			case e != nil:
-				werr = e
-				return true
-			}
-			hdr = hdr[m:]
-		}
-		for n > 0 {
-			m, e := unix.Sendfile(int(s), int(fd), &off, n)
-			if m > 0 {
-				n -= m
-			}
-			switch {
-			case e == unix.EAGAIN:
-				return false
-			case e == unix.EINTR:
-				continue
-			case e != nil:
-				werr = e
-				return true
-			case m == 0:
-				werr = errShortSendfile
-				return true
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	return werr
-}
-
 // bufferSendfile reads a sendfile response's data into a pooled buffer, for
 // the rare response that must be signed or sealed after all.
 func bufferSendfile(sf SendfileResponse) Response {

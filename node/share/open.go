@@ -369,7 +369,7 @@ func (o *open) Flush(r *server.Request) error {
 func (o *open) sendfileRead(r *server.Request, ff vfs.FdFile, req *smb2.ReadRequest) (server.Response, error) {
 	// Only the size matters here: one fstat, not the full Stat with its
 	// extended attributes; made raw, as the read loop's socket calls are
-	// (node/server/rawio.go): fstat does not wait.
+	// (node/sockio): fstat does not wait.
 	var st unix.Stat_t
 	if _, _, e := unix.RawSyscall(unix.SYS_FSTAT, ff.Fd(), uintptr(unsafe.Pointer(&st)), 0); e != 0 {
 		return nil, os.NewSyscallError("fstat", e)

@@ -13,23 +13,24 @@ import (
 // ReadAtNoWait reads with preadv2(RWF_NOWAIT), which fails with EAGAIN
 // instead of waiting for the disk. A short count is either the end of the
 // file or the first uncached page: a second call tells which. On tmpfs and
-// ramfs it reads with pread(2), and on filesystems without RWF_NOWAIT
-// (the file remembers it) as ReadAt does.
+// ramfs, which never wait for a disk, it reads with plain preadv2, and on
+// filesystems without RWF_NOWAIT (the file remembers it) as ReadAt does.
 //
-// Both calls that cannot wait for a disk are made with RawSyscall: the
+// Its calls cannot wait for a disk, so they are made with RawSyscall: the
 // caller is the server's read loop, and the runtime's syscall bookkeeping
-// would wake its sysmon thread (see node/server/rawio.go).
+// would wake its sysmon thread (see node/sockio).
 func (f *file) ReadAtNoWait(p []byte, off int64) (int, error) {
 	if f.isDir || !f.read || off < 0 || f.noWait.Load() {
 		return f.ReadAt(p, off)
 	}
+	flags := unix.RWF_NOWAIT
 	if f.fs.inMemory {
-		return f.readAtMemory(p, off)
+		flags = 0
 	}
 	fd := f.f.Fd() // the share layer holds the open until the call returns
 	n := 0
 	for n < len(p) {
-		m, err := preadNoWait(fd, p[n:], off+int64(n))
+		m, err := preadRaw(fd, p[n:], off+int64(n), flags)
 		switch {
 		case err == unix.EAGAIN:
 			return 0, vfs.ErrWouldBlock
@@ -51,36 +52,13 @@ func (f *file) ReadAtNoWait(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// readAtMemory is ReadAt for a file in memory (tmpfs, ramfs), whose reads
-// never wait for a disk.
-func (f *file) readAtMemory(p []byte, off int64) (int, error) {
-	fd := f.f.Fd()
-	n := 0
-	for n < len(p) {
-		m, _, e := syscall.RawSyscall6(unix.SYS_PREAD64, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p[n:]))), uintptr(len(p)-n), uintptr(off+int64(n)), 0, 0)
-		switch {
-		case e == unix.EINTR:
-			continue
-		case e != 0:
-			return n, f.pathErr("read", e)
-		case m == 0:
-			if n == 0 && len(p) > 0 {
-				return 0, io.EOF
-			}
-			return n, nil
-		}
-		n += int(m)
-	}
-	return n, nil
-}
-
-// preadNoWait is one preadv2(fd, {p}, off, RWF_NOWAIT) without the
-// allocation of unix.Preadv2's iovec slice.
-func preadNoWait(fd uintptr, p []byte, off int64) (int, error) {
+// preadRaw is one preadv2(fd, {p}, off, flags) without the allocation of
+// unix.Preadv2's iovec slice.
+func preadRaw(fd uintptr, p []byte, off int64, flags int) (int, error) {
 	iov := unix.Iovec{Base: unsafe.SliceData(p)}
 	iov.SetLen(len(p))
 	// On 64-bit Linux the offset is pos_l; pos_h is ignored.
-	n, _, e := syscall.RawSyscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, uintptr(off), 0, unix.RWF_NOWAIT)
+	n, _, e := syscall.RawSyscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, uintptr(off), 0, uintptr(flags))
 	if e != 0 {
 		return 0, e
 	}
