@@ -185,7 +185,7 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 			return nil, err
 		}
 		disk := share.NewDisk(rec.Name, fsys, rec.ReadOnly, t.log)
-		disk.SetOpenTable(t.opens)
+		disk.SetState(t.opens, t.locks)
 		sh.Backend = disk
 		t.mu.Lock()
 		t.closers[sh] = fsys.Close

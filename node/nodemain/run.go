@@ -168,7 +168,8 @@ func orDefault(s, d string) string {
 // that shares can later be added and removed while serving.
 type shareTable struct {
 	// Immutable after openShares.
-	opens *state.Table
+	opens state.Files
+	locks state.Locks
 	log   *slog.Logger
 
 	mu      sync.RWMutex
@@ -195,8 +196,8 @@ func (t *shareTable) List() []*server.Share {
 
 // openShares opens every configured share and adds IPC$.
 func openShares(cfg *Config, log *slog.Logger) (*shareTable, func(), error) {
-	opens := state.NewTable() // one per node: shares over the same files share it
-	t := &shareTable{opens: opens, log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
+	// One per node: shares over the same files share it.
+	t := &shareTable{opens: state.NewTable(), locks: state.NewLockTable(), log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {
@@ -212,7 +213,7 @@ func openShares(cfg *Config, log *slog.Logger) (*shareTable, func(), error) {
 		}
 		closers = append(closers, fsys.Close)
 		disk := share.NewDisk(sc.Name, fsys, sc.ReadOnly, log)
-		disk.SetOpenTable(opens)
+		disk.SetState(t.opens, t.locks)
 		t.shares[strings.ToLower(sc.Name)] = &server.Share{
 			Name: sc.Name, Comment: sc.Comment, Path: sc.Path, ReadOnly: sc.ReadOnly, Encrypt: sc.Encrypt,
 			Backend: disk,

@@ -23,7 +23,8 @@ type Disk struct {
 	readOnly bool
 	log      *slog.Logger
 	volumeID uint64
-	table    *state.Table // share modes, delete-pending and oplocks of every open
+	table    state.Files // share modes, delete-pending and oplocks of every open
+	locks    state.Locks // byte-range locks
 	notify   notifier     // CHANGE_NOTIFY watchers
 }
 
@@ -32,17 +33,17 @@ func NewDisk(name string, fsys vfs.FS, readOnly bool, log *slog.Logger) *Disk {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Disk{name: name, fs: fsys, readOnly: readOnly, log: log, table: state.NewTable()}
+	d := &Disk{name: name, fs: fsys, readOnly: readOnly, log: log, table: state.NewTable(), locks: state.NewLockTable()}
 	if st, err := fsys.StatFS(); err == nil {
 		d.volumeID = uint64(st.SerialNumber)
 	}
 	return d
 }
 
-// SetOpenTable makes the share use t, shared with the other shares of the
-// node (and, in a cluster, reached through the file's owner). Call it
-// before serving.
-func (d *Disk) SetOpenTable(t *state.Table) { d.table = t }
+// SetState makes the share use the open and lock state f and l, shared
+// with the other shares of the node (and, in a cluster, reached through
+// the file's owner node). Call it before serving.
+func (d *Disk) SetState(f state.Files, l state.Locks) { d.table, d.locks = f, l }
 
 // MaximalAccess implements server.Backend.
 func (d *Disk) MaximalAccess(*server.Session) uint32 {

@@ -3,26 +3,11 @@ package share
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/state"
 )
-
-// lockTables holds the byte-range lock table that goes with each open
-// table, so that shares sharing an open table (SetOpenTable) share their
-// locks too. (A field of Disk would do; this keeps the locks to this file.)
-var lockTables sync.Map // *state.Table → *state.LockTable
-
-// locks returns the byte-range lock table of the share's files.
-func (d *Disk) locks() *state.LockTable {
-	if lt, ok := lockTables.Load(d.table); ok {
-		return lt.(*state.LockTable)
-	}
-	lt, _ := lockTables.LoadOrStore(d.table, state.NewLockTable())
-	return lt.(*state.LockTable)
-}
 
 // errOpenClosing ends the wait of a blocking lock whose open closes.
 var errOpenClosing = errors.New("share: open closing")
@@ -37,7 +22,7 @@ func (o *open) Lock(r *server.Request, req *smb2.LockRequest) error {
 	if len(req.Locks) == 0 {
 		return smb2.StatusInvalidParameter
 	}
-	lt := o.d.locks()
+	lt := o.d.locks
 	seq := lockSequenceChecked(r)
 	if seq && lt.Replayed(o.so, req.LockSequenceIndex, req.LockSequenceNumber) {
 		return nil
@@ -70,7 +55,7 @@ func lockSequenceChecked(r *server.Request) bool {
 // more than one element every one must fail immediately. The elements are
 // granted in order, all or none; a single element without
 // FAIL_IMMEDIATELY waits for its range.
-func (o *open) lock(r *server.Request, lt *state.LockTable, els []smb2.LockElement) error {
+func (o *open) lock(r *server.Request, lt state.Locks, els []smb2.LockElement) error {
 	locks := make([]state.Lock, len(els))
 	for i, e := range els {
 		switch e.Flags &^ smb2.LockFlagFailImmediately {
@@ -96,7 +81,7 @@ func (o *open) lock(r *server.Request, lt *state.LockTable, els []smb2.LockEleme
 // async (interim STATUS_PENDING) and completes when the range frees. CANCEL
 // ends it with STATUS_CANCELLED; the close of the open (CLOSE, tree
 // disconnect, logoff) with STATUS_RANGE_NOT_LOCKED, as Windows does.
-func (o *open) lockWait(r *server.Request, lt *state.LockTable, l state.Lock) error {
+func (o *open) lockWait(r *server.Request, lt state.Locks, l state.Lock) error {
 	parent := r.Ctx
 	if parent == nil {
 		parent = context.Background()
@@ -133,7 +118,7 @@ func (o *open) lockWait(r *server.Request, lt *state.LockTable, l state.Lock) er
 // 3.3.5.14.1): an element that is not a plain UNLOCK fails the request
 // with STATUS_INVALID_PARAMETER, a range the open does not hold exactly
 // with STATUS_RANGE_NOT_LOCKED; ranges unlocked before stay unlocked.
-func (o *open) unlock(lt *state.LockTable, els []smb2.LockElement) error {
+func (o *open) unlock(lt state.Locks, els []smb2.LockElement) error {
 	ranges := make([]state.Lock, 0, len(els))
 	for _, e := range els {
 		if e.Flags != smb2.LockFlagUnlock {
@@ -174,13 +159,13 @@ func (o *open) checkLocks(off, n uint64, write bool) error {
 	if o.so == nil {
 		return nil
 	}
-	return lockStatus(o.d.locks().CheckIO(o.so, off, n, write))
+	return lockStatus(o.d.locks.CheckIO(o.so, off, n, write))
 }
 
 // releaseLocks drops the open's byte-range locks and wakes the blocking
 // locks waiting for them; closing the open calls it.
 func (o *open) releaseLocks() {
 	if o.so != nil {
-		o.d.locks().Release(o.so)
+		o.d.locks.Release(o.so)
 	}
 }
