@@ -287,6 +287,21 @@ func (t *LockTable) CheckIO(o *Open, off, n uint64, write bool) error {
 	return nil
 }
 
+// HasLocks reports whether any stream of the file holds a byte-range lock.
+func (t *LockTable) HasLocks(key FileKey) bool {
+	if t.held.Load() == 0 {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k := range t.files {
+		if k.FileKey == key {
+			return true
+		}
+	}
+	return false
+}
+
 // LockCount returns the number of locks o holds.
 func (t *LockTable) LockCount(o *Open) int {
 	t.mu.Lock()

@@ -56,6 +56,9 @@ type Open struct {
 	Access      uint32
 	ShareAccess uint32
 	Breaker     Breaker
+	// Ref names the open to the other nodes of a cluster (node/peer sets
+	// it when it admits the open; zero on a single node).
+	Ref uint64
 
 	h *holder // guarded by the table's mutex: the open's oplock or lease, nil if none
 }

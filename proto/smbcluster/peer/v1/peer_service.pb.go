@@ -1197,13 +1197,17 @@ func (x *CallResponse) GetMessage() string {
 	return ""
 }
 
-// Break is an oplock or lease break for one open.
+// DeliverRequest is an oplock or lease break for one open the callee
+// holds, or (locks_present set, ref unset) word that a file the callee
+// has open now has byte-range locks, so that its READs and WRITEs must be
+// checked with the owner.
 type DeliverRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ref   *OpenRef               `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	// oplock is the level to break to, when lease is unset.
 	Oplock        uint32      `protobuf:"varint,2,opt,name=oplock,proto3" json:"oplock,omitempty"`
 	Lease         *LeaseBreak `protobuf:"bytes,3,opt,name=lease,proto3" json:"lease,omitempty"`
+	LocksPresent  *FileKey    `protobuf:"bytes,4,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1255,6 +1259,13 @@ func (x *DeliverRequest) GetOplock() uint32 {
 func (x *DeliverRequest) GetLease() *LeaseBreak {
 	if x != nil {
 		return x.Lease
+	}
+	return nil
+}
+
+func (x *DeliverRequest) GetLocksPresent() *FileKey {
+	if x != nil {
+		return x.LocksPresent
 	}
 	return nil
 }
@@ -1645,11 +1656,12 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\acaching\x18\x06 \x01(\v2\x1b.smbcluster.peer.v1.CachingR\acaching\x12\x14\n" +
 	"\x05count\x18\a \x01(\rR\x05count\x12#\n" +
 	"\rlocks_present\x18\b \x01(\bR\flocksPresent\x12\x18\n" +
-	"\amessage\x18\t \x01(\tR\amessage\"\x8d\x01\n" +
+	"\amessage\x18\t \x01(\tR\amessage\"\xcf\x01\n" +
 	"\x0eDeliverRequest\x12-\n" +
 	"\x03ref\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x03ref\x12\x16\n" +
 	"\x06oplock\x18\x02 \x01(\rR\x06oplock\x124\n" +
-	"\x05lease\x18\x03 \x01(\v2\x1e.smbcluster.peer.v1.LeaseBreakR\x05lease\"\xb6\x01\n" +
+	"\x05lease\x18\x03 \x01(\v2\x1e.smbcluster.peer.v1.LeaseBreakR\x05lease\x12@\n" +
+	"\rlocks_present\x18\x04 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\flocksPresent\"\xb6\x01\n" +
 	"\n" +
 	"LeaseBreak\x12\x1f\n" +
 	"\vclient_guid\x18\x01 \x01(\fR\n" +
@@ -1781,25 +1793,26 @@ var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	6,  // 14: smbcluster.peer.v1.CallResponse.caching:type_name -> smbcluster.peer.v1.Caching
 	2,  // 15: smbcluster.peer.v1.DeliverRequest.ref:type_name -> smbcluster.peer.v1.OpenRef
 	14, // 16: smbcluster.peer.v1.DeliverRequest.lease:type_name -> smbcluster.peer.v1.LeaseBreak
-	7,  // 17: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
-	6,  // 18: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 19: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
-	17, // 20: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
-	8,  // 21: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
-	11, // 22: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
-	11, // 23: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
-	13, // 24: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
-	16, // 25: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
-	9,  // 26: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 27: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 28: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	15, // 29: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 30: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	26, // [26:31] is the sub-list for method output_type
-	21, // [21:26] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	3,  // 17: smbcluster.peer.v1.DeliverRequest.locks_present:type_name -> smbcluster.peer.v1.FileKey
+	7,  // 18: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
+	6,  // 19: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
+	10, // 20: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
+	17, // 21: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
+	8,  // 22: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
+	11, // 23: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
+	11, // 24: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
+	13, // 25: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
+	16, // 26: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
+	9,  // 27: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	12, // 28: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	9,  // 29: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	15, // 30: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	18, // 31: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	27, // [27:32] is the sub-list for method output_type
+	22, // [22:27] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_peer_service_proto_init() }

@@ -1,0 +1,25 @@
+// Package peer makes the per-file state of a cluster one thing: every
+// file's share modes, delete pending, oplocks, leases and byte-range locks
+// live in the state.Table and state.LockTable of the node that owns the
+// file's shard, and the other nodes reach them over node-to-node gRPC
+// (proto/smbcluster/peer/v1).
+//
+// A Router is the node's state.Files and state.Locks. For a file whose
+// shard the node owns it calls the local tables directly (no network hop);
+// for any other it calls the owner, naming the shard assignment it routed
+// with, and routes again when the owner answers that the assignment
+// moved. The owner holds a proxy state.Open for each open another node
+// holds; the proxy's Breaker delivers breaks to the holder node, which
+// hands them to its own open (and so to the client's connection).
+//
+// A Service answers the other nodes: the owner side (Admit, Call, Wait)
+// and the holder side (Deliver, Held).
+//
+// Invariants: an open is admitted at most once cluster-wide (a holder
+// whose Admit failed after it was sent removes it again, so a cancelled
+// CREATE leaves no phantom open behind); a node answers for a shard only
+// while Routes says it owns it at the revision the caller routed with; no
+// mutex is held across an RPC.
+//
+// Lock order: Router.mu and Service.mu are leaves.
+package peer

@@ -1,0 +1,475 @@
+package peer
+
+import (
+	"context"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+)
+
+var (
+	_ state.Files = (*Router)(nil)
+	_ state.Locks = (*Router)(nil)
+)
+
+// Admit implements state.Files: at the owner of o's file.
+func (r *Router) Admit(ctx context.Context, o *state.Open, req state.Request, onWait func()) (state.Grant, error) {
+	r.hold(o)
+	g, err := r.admit(ctx, o, req, onWait)
+	if err != nil {
+		r.unhold(o)
+	} else if req.Lease != nil {
+		r.mu.Lock()
+		r.leaseOf[o.Ref] = req.Lease.ID
+		r.leaseFiles[req.Lease.ID] = o.Key
+		r.mu.Unlock()
+	}
+	return g, err
+}
+
+func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, onWait func()) (state.Grant, error) {
+	for attempt := 0; ; attempt++ {
+		changed := r.routes.Changed()
+		t, err := r.at(ctx, o.Key)
+		if err != nil {
+			return state.Grant{}, err
+		}
+		if t.local {
+			r.stats.Local.Add(1)
+			return r.table.Admit(ctx, o, req, onWait)
+		}
+		r.stats.Calls.Add(1)
+		ev, err := r.admitAt(ctx, t, o, req, onWait)
+		if err == nil {
+			if ev.LocksPresent {
+				r.setHint(o.Key)
+			}
+			return grantOf(ev), codeErr(ev.Error, ev.Message)
+		}
+		if !moved(err) || attempt == routeRetries || ctx.Err() != nil {
+			r.forget(o, t)
+			if ctx.Err() != nil {
+				return state.Grant{}, ctx.Err()
+			}
+			return state.Grant{}, err
+		}
+		r.waitRoutes(ctx, changed)
+	}
+}
+
+// admitAt runs one Admit at a remote owner and returns its result event.
+func (r *Router) admitAt(ctx context.Context, t target, o *state.Open, req state.Request, onWait func()) (*peerv1.AdmitEvent, error) {
+	stream, err := t.cli.Admit(ctx, &peerv1.AdmitRequest{
+		Route: t.route, Open: openDesc(o, r.ref(o)), Oplock: uint32(req.Oplock), Lease: leaseReqPB(req.Lease),
+		Overwrite: req.Overwrite, NoCaching: req.NoCaching, Directory: req.Directory,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return nil, err
+		}
+		if !ev.Waiting {
+			return ev, nil
+		}
+		if onWait != nil {
+			onWait()
+			onWait = nil
+		}
+	}
+}
+
+// forget removes o at t's owner after an Admit that may have reached it
+// but whose answer did not reach us, so that no phantom open stays.
+func (r *Router) forget(o *state.Open, t target) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	t.cli.Call(ctx, &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_REMOVE, Ref: r.ref(o), Key: keyPB(o.Key)})
+}
+
+// Remove implements state.Files.
+func (r *Router) Remove(o *state.Open) (last, deletePending bool) {
+	resp, err := r.call(o.Key, func() { last, deletePending = r.table.Remove(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_REMOVE, Ref: r.ref(o), Key: keyPB(o.Key)})
+	r.unhold(o)
+	if resp != nil {
+		return resp.On, resp.DeletePending
+	}
+	if err != nil {
+		r.log.Warn("removing an open at its owner", "err", err)
+	}
+	return last, deletePending
+}
+
+// Drop implements state.Files.
+func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
+	resp, err := r.call(o.Key, func() { deleteStream, deleteFile = r.table.Drop(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_DROP, Ref: r.ref(o), Key: keyPB(o.Key)})
+	r.unhold(o)
+	if resp != nil {
+		return resp.On, resp.DeletePending
+	}
+	if err != nil {
+		r.log.Warn("dropping an open at its owner", "err", err)
+	}
+	return deleteStream, deleteFile
+}
+
+// Ack implements state.Files.
+func (r *Router) Ack(o *state.Open, level uint8) (ok bool) {
+	resp, _ := r.call(o.Key, func() { ok = r.table.Ack(o, level) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_ACK, Ref: r.ref(o), Key: keyPB(o.Key), Level: uint32(level)})
+	if resp != nil {
+		return resp.On
+	}
+	return ok
+}
+
+// AckLease implements state.Files. The lease's file is found among the
+// opens this node holds: a client acknowledges on a connection of its
+// own, and the lease's opens were made through it.
+func (r *Router) AckLease(id state.LeaseID, st uint32) (uint32, error) {
+	key, ok := r.leaseFile(id)
+	if !ok {
+		return r.table.AckLease(id, st)
+	}
+	var got uint32
+	var lerr error
+	resp, err := r.call(key, func() { got, lerr = r.table.AckLease(id, st) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_ACK_LEASE, Key: keyPB(key),
+			Lease: &peerv1.LeaseRequest{ClientGuid: id.Client[:], Key: id.Key[:], State: st}})
+	switch {
+	case err != nil:
+		return 0, err
+	case resp != nil:
+		return resp.Level, codeErr(resp.Error, resp.Message)
+	}
+	return got, lerr
+}
+
+// leaseFile finds the file of a lease among the held opens' cachings.
+func (r *Router) leaseFile(id state.LeaseID) (state.FileKey, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key, ok := r.leaseFiles[id]
+	return key, ok
+}
+
+// Oplock implements state.Files.
+func (r *Router) Oplock(o *state.Open) (level uint8) {
+	resp, _ := r.call(o.Key, func() { level = r.table.Oplock(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_OPLOCK, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if resp != nil {
+		return uint8(resp.Level)
+	}
+	return level
+}
+
+// CachingOf implements state.Files.
+func (r *Router) CachingOf(o *state.Open) (c state.Caching) {
+	resp, _ := r.call(o.Key, func() { c = r.table.CachingOf(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_CACHING_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if resp != nil {
+		return cachingOf(resp.Caching)
+	}
+	return c
+}
+
+// BreakRead implements state.Files. At a remote owner it does not wait:
+// a break of read caching needs no acknowledgment, and a WRITE must not
+// pay a round trip for it; calls for one file are coalesced.
+func (r *Router) BreakRead(key state.FileKey, except *state.Open) {
+	if t, err := r.at(context.Background(), key); err == nil && t.local {
+		r.stats.Local.Add(1)
+		r.table.BreakRead(key, except)
+		return
+	}
+	r.mu.Lock()
+	if n := r.pending[key]; n > 0 {
+		r.pending[key] = 2
+		r.mu.Unlock()
+		return
+	}
+	r.pending[key] = 1
+	r.mu.Unlock()
+	req := &peerv1.CallRequest{Op: peerv1.Op_OP_BREAK_READ, Key: keyPB(key)}
+	if except != nil {
+		req.Ref = r.ref(except)
+	}
+	go func() {
+		for {
+			r.call(key, func() { r.table.BreakRead(key, except) }, req)
+			r.mu.Lock()
+			if r.pending[key] == 2 {
+				r.pending[key] = 1
+				r.mu.Unlock()
+				continue
+			}
+			delete(r.pending, key)
+			r.mu.Unlock()
+			return
+		}
+	}()
+}
+
+// BreakHandle implements state.Files.
+func (r *Router) BreakHandle(ctx context.Context, key state.FileKey, except *state.Open, onWait func()) error {
+	req := &peerv1.CallRequest{Op: peerv1.Op_OP_BREAK_HANDLE, Key: keyPB(key)}
+	if except != nil {
+		req.Ref = r.ref(except)
+	}
+	return r.wait(ctx, key, func() error { return r.table.BreakHandle(ctx, key, except, onWait) }, req, onWait)
+}
+
+// wait runs a Wait operation at key's owner.
+func (r *Router) wait(ctx context.Context, key state.FileKey, local func() error, req *peerv1.CallRequest, onWait func()) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	for attempt := 0; ; attempt++ {
+		changed := r.routes.Changed()
+		t, err := r.at(ctx, key)
+		if err != nil {
+			return err
+		}
+		if t.local {
+			r.stats.Local.Add(1)
+			return local()
+		}
+		req.Route = t.route
+		r.stats.Calls.Add(1)
+		ev, err := r.waitAt(ctx, t, req, onWait)
+		if err == nil {
+			if ev.LocksPresent {
+				r.setHint(key)
+			}
+			return codeErr(ev.Error, ev.Message)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !moved(err) || attempt == routeRetries {
+			return err
+		}
+		r.waitRoutes(ctx, changed)
+	}
+}
+
+func (r *Router) waitAt(ctx context.Context, t target, req *peerv1.CallRequest, onWait func()) (*peerv1.AdmitEvent, error) {
+	stream, err := t.cli.Wait(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return nil, err
+		}
+		if !ev.Waiting {
+			return ev, nil
+		}
+		if onWait != nil {
+			onWait()
+			onWait = nil
+		}
+	}
+}
+
+// DirLeases implements state.Files: in a cluster a directory lease may
+// be held through any node, so every change of an entry is told to the
+// directory's owner (BreakDirLeases, which does not wait).
+func (r *Router) DirLeases() bool { return true }
+
+// ParentLeaseOf implements state.Files.
+func (r *Router) ParentLeaseOf(o *state.Open) (id state.LeaseID, ok bool) {
+	resp, _ := r.call(o.Key, func() { id, ok = r.table.ParentLeaseOf(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_PARENT_LEASE_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if resp != nil {
+		c := cachingOf(resp.Caching)
+		return c.ID, resp.On
+	}
+	return id, ok
+}
+
+// BreakDirLeases implements state.Files; at a remote owner it does not
+// wait (a directory lease break never holds up the change).
+func (r *Router) BreakDirLeases(dir state.FileKey, except state.LeaseID, hasExcept bool) {
+	if t, err := r.at(context.Background(), dir); err == nil && t.local {
+		r.stats.Local.Add(1)
+		if r.table.DirLeases() {
+			r.table.BreakDirLeases(dir, except, hasExcept)
+		}
+		return
+	}
+	req := &peerv1.CallRequest{Op: peerv1.Op_OP_BREAK_DIR_LEASES, Key: keyPB(dir)}
+	if hasExcept {
+		req.Lease = &peerv1.LeaseRequest{ClientGuid: except.Client[:], Key: except.Key[:]}
+	}
+	go r.call(dir, func() { r.table.BreakDirLeases(dir, except, hasExcept) }, req)
+}
+
+// Detach implements state.Files: the owner checks that no break is
+// pending, and this node delivers o's breaks to b from then on.
+func (r *Router) Detach(o *state.Open, b state.Breaker) (ok bool) {
+	resp, err := r.call(o.Key, func() { ok = r.table.Detach(o, b) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_DETACH, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if resp == nil {
+		return ok && err == nil
+	}
+	if resp.On {
+		r.mu.Lock()
+		o.Breaker = b
+		r.mu.Unlock()
+	}
+	return resp.On
+}
+
+// Reattach implements state.Files.
+func (r *Router) Reattach(o *state.Open, b state.Breaker) {
+	r.table.Reattach(o, b) // sets o.Breaker under the table's mutex when local
+	r.mu.Lock()
+	o.Breaker = b
+	r.mu.Unlock()
+}
+
+// Sole implements state.Files.
+func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
+	resp, _ := r.call(o.Key, func() { sole, deletePending = r.table.Sole(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_SOLE, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if resp != nil {
+		return resp.On, resp.DeletePending
+	}
+	return sole, deletePending
+}
+
+// MarkDeletePending implements state.Files.
+func (r *Router) MarkDeletePending(o *state.Open, on bool) {
+	r.call(o.Key, func() { r.table.MarkDeletePending(o, on) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_MARK_DELETE_PENDING, Ref: r.ref(o), Key: keyPB(o.Key), On: on})
+}
+
+// SetDeletePending implements state.Files.
+func (r *Router) SetDeletePending(key state.FileKey, on bool) {
+	r.call(key, func() { r.table.SetDeletePending(key, on) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_SET_DELETE_PENDING, Key: keyPB(key), On: on})
+}
+
+// DeletePending implements state.Files.
+func (r *Router) DeletePending(key state.FileKey) (on bool) {
+	resp, _ := r.call(key, func() { on = r.table.DeletePending(key) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_DELETE_PENDING, Key: keyPB(key)})
+	if resp != nil {
+		return resp.On
+	}
+	return on
+}
+
+// CheckRename implements state.Files.
+func (r *Router) CheckRename(o *state.Open) (err error) {
+	resp, cerr := r.call(o.Key, func() { err = r.table.CheckRename(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_CHECK_RENAME, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if cerr != nil {
+		return cerr
+	}
+	if resp != nil {
+		return codeErr(resp.Error, resp.Message)
+	}
+	return err
+}
+
+// Renamed implements state.Files.
+func (r *Router) Renamed(key state.FileKey, name string) {
+	r.call(key, func() { r.table.Renamed(key, name) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_RENAMED, Key: keyPB(key), Name: name})
+}
+
+// NameOf implements state.Files.
+func (r *Router) NameOf(o *state.Open) (name string) {
+	resp, _ := r.call(o.Key, func() { name = r.table.NameOf(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_NAME_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if resp != nil {
+		return resp.Name
+	}
+	if name == "" {
+		name = o.Name
+	}
+	return name
+}
+
+// HasOpenBelow implements state.Files: every node owns some files, so
+// every node is asked.
+func (r *Router) HasOpenBelow(dir string) bool {
+	if r.table.HasOpenBelow(dir) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	for node, addr := range r.routes.Peers() {
+		if node == r.routes.Self() {
+			continue
+		}
+		cli, err := r.client(addr)
+		if err != nil {
+			continue
+		}
+		r.stats.Calls.Add(1)
+		resp, err := cli.Call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_HAS_OPEN_BELOW, Name: dir})
+		if err == nil && resp.On {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckAccess implements state.Files.
+func (r *Router) CheckAccess(key state.FileKey, access, share uint32) (err error) {
+	resp, cerr := r.call(key, func() { err = r.table.CheckAccess(key, access, share) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_CHECK_ACCESS, Key: keyPB(key), Access: access, ShareAccess: share})
+	if cerr != nil {
+		return cerr
+	}
+	if resp != nil {
+		return codeErr(resp.Error, resp.Message)
+	}
+	return err
+}
+
+// StreamOpen implements state.Files.
+func (r *Router) StreamOpen(key state.FileKey, stream string, except *state.Open) (on bool) {
+	req := &peerv1.CallRequest{Op: peerv1.Op_OP_STREAM_OPEN, Key: keyPB(key), Stream: stream}
+	if except != nil {
+		req.Ref = r.ref(except)
+	}
+	resp, _ := r.call(key, func() { on = r.table.StreamOpen(key, stream, except) }, req)
+	if resp != nil {
+		return resp.On
+	}
+	return on
+}
+
+// StreamOf implements state.Files.
+func (r *Router) StreamOf(o *state.Open) (stream string) {
+	resp, _ := r.call(o.Key, func() { stream = r.table.StreamOf(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_STREAM_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if resp != nil {
+		return resp.Name
+	}
+	return stream
+}
+
+// RenamedStream implements state.Files.
+func (r *Router) RenamedStream(key state.FileKey, from, to string) {
+	r.call(key, func() { r.table.RenamedStream(key, from, to) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_RENAMED_STREAM, Key: keyPB(key), Stream: from, Name: to})
+}
+
+// setHint records that a file has byte-range locks.
+func (r *Router) setHint(key state.FileKey) {
+	r.mu.Lock()
+	if r.nheld[key] > 0 {
+		r.hint[key] = true
+	}
+	r.mu.Unlock()
+}

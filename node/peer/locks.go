@@ -1,0 +1,148 @@
+package peer
+
+import (
+	"context"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+)
+
+// Lock implements state.Locks.
+func (r *Router) Lock(o *state.Open, locks []state.Lock) (err error) {
+	resp, cerr := r.call(o.Key, func() { err = r.lockLocal(o, locks) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_LOCK, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB(locks)})
+	return r.lockAnswer(o.Key, resp, cerr, err)
+}
+
+// lockAnswer is the result of a lock operation at the owner.
+func (r *Router) lockAnswer(key state.FileKey, resp *peerv1.CallResponse, cerr, local error) error {
+	switch {
+	case cerr != nil:
+		return cerr
+	case resp == nil:
+		return local
+	}
+	if resp.LocksPresent {
+		r.setHint(key)
+	}
+	return codeErr(resp.Error, resp.Message)
+}
+
+// LockWait implements state.Locks.
+func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWait func()) error {
+	req := &peerv1.CallRequest{Op: peerv1.Op_OP_LOCK_WAIT, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB([]state.Lock{l})}
+	return r.wait(ctx, o.Key, func() error { return r.lockWaitLocal(ctx, o, l, onWait) }, req, onWait)
+}
+
+// Unlock implements state.Locks.
+func (r *Router) Unlock(o *state.Open, ranges []state.Lock) (n int, err error) {
+	resp, cerr := r.call(o.Key, func() { n, err = r.locks.Unlock(o, ranges) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_UNLOCK, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB(ranges)})
+	if cerr != nil {
+		return 0, cerr
+	}
+	if resp != nil {
+		return int(resp.Count), codeErr(resp.Error, resp.Message)
+	}
+	return n, err
+}
+
+// Release implements state.Locks: the owner drops o's locks, and this
+// node its lock sequences.
+func (r *Router) Release(o *state.Open) {
+	r.call(o.Key, func() { r.locks.Release(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_RELEASE_LOCKS, Ref: r.ref(o), Key: keyPB(o.Key)})
+	r.locks.Release(o)
+}
+
+// CheckIO implements state.Locks. A READ or WRITE asks the owner only
+// when the file has byte-range locks: the owner tells every node that
+// has the file open before it grants the first lock (Deliver), and tells
+// a node that opens a locked file in Admit's answer.
+func (r *Router) CheckIO(o *state.Open, off, n uint64, write bool) (err error) {
+	r.mu.Lock()
+	hinted := r.hint[o.Key]
+	r.mu.Unlock()
+	if !hinted {
+		return r.locks.CheckIO(o, off, n, write) // the file is ours, or has no locks
+	}
+	resp, cerr := r.call(o.Key, func() { err = r.locks.CheckIO(o, off, n, write) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_CHECK_IO, Ref: r.ref(o), Key: keyPB(o.Key), Offset: off, Length: n, On: write})
+	if cerr != nil {
+		return cerr
+	}
+	if resp != nil {
+		return codeErr(resp.Error, resp.Message)
+	}
+	return err
+}
+
+// LockCount implements state.Locks.
+func (r *Router) LockCount(o *state.Open) (n int) {
+	resp, _ := r.call(o.Key, func() { n = r.locks.LockCount(o) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_LOCK_COUNT, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if resp != nil {
+		return int(resp.Count)
+	}
+	return n
+}
+
+// Replayed implements state.Locks: lock sequences belong to the open,
+// and so to the node that holds it.
+func (r *Router) Replayed(o *state.Open, index uint32, number uint8) bool {
+	return r.locks.Replayed(o, index, number)
+}
+
+// Sequenced implements state.Locks.
+func (r *Router) Sequenced(o *state.Open, index uint32, number uint8) {
+	r.locks.Sequenced(o, index, number)
+}
+
+// lockLocal grants locks at this node as the owner, first telling the
+// other nodes that hold the file open that it has locks now.
+func (r *Router) lockLocal(o *state.Open, locks []state.Lock) error {
+	r.announceLocks(o.Key)
+	return r.locks.Lock(o, locks)
+}
+
+func (r *Router) lockWaitLocal(ctx context.Context, o *state.Open, l state.Lock, onWait func()) error {
+	r.announceLocks(o.Key)
+	return r.locks.LockWait(ctx, o, l, onWait)
+}
+
+// announceLocks tells every other node with an open of key, when the
+// file has no locks yet, that it is about to have some, and waits for
+// their answers, so that none of their READs or WRITEs after the grant
+// misses a lock. (A node that opens the file while it has locks learns it
+// from Admit's answer; a node forgets it when it closes the file.)
+func (r *Router) announceLocks(key state.FileKey) {
+	if r.locks.HasLocks(key) {
+		return
+	}
+	r.mu.Lock()
+	nodes := map[string]bool{}
+	for ref := range r.byKey[key] {
+		nodes[ref.node] = true
+	}
+	r.mu.Unlock()
+	if len(nodes) == 0 {
+		return
+	}
+	peers := r.routes.Peers()
+	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
+	defer cancel()
+	for node := range nodes {
+		addr := peers[node]
+		if addr == "" {
+			continue // gone: its opens are dropped with it
+		}
+		cli, err := r.client(addr)
+		if err != nil {
+			continue
+		}
+		r.stats.Delivers.Add(1)
+		if _, err := cli.Deliver(ctx, &peerv1.DeliverRequest{LocksPresent: keyPB(key)}); err != nil {
+			r.log.Warn("telling a node of byte-range locks", "peer", node, "err", err)
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Timeouts of calls to other nodes. A call that cannot wait on a client
+// (everything but Admit and Wait) is bounded so that a stopped peer holds
+// up a request for a bounded time; routing retries while the shard map
+// catches up with a move.
+const (
+	callTimeout    = 10 * time.Second
+	deliverTimeout = 2 * time.Second
+	routeRetries   = 20
+	routeWait      = 500 * time.Millisecond
+)
+
+// ErrNoOwner is returned when a file's shard has no owner within the
+// wait (its owner died and no node has taken it over yet).
+var ErrNoOwner = errors.New("peer: the file's shard has no owner")
+
+// Router is a node's state.Files and state.Locks in a cluster. It is safe for concurrent use.
+type Router struct {
+	// Immutable after New.
+	routes Routes
+	table  *state.Table
+	locks  *state.LockTable
+	dial   func(addr string) (*grpc.ClientConn, error)
+	log    *slog.Logger
+
+	next  atomic.Uint64
+	stats Stats
+
+	mu         sync.Mutex
+	held       map[uint64]*state.Open          // opens this node holds, by Ref
+	nheld      map[state.FileKey]int           // how many of them are of each file
+	hint       map[state.FileKey]bool          // remote files known to have byte-range locks
+	leaseOf    map[uint64]state.LeaseID        // the lease of each held open that has one
+	leaseFiles map[state.LeaseID]state.FileKey // the file of each lease of a held open
+	proxies    map[refKey]*state.Open          // other nodes' opens of files this node owns
+	proxyRef   map[*state.Open]refKey          // the inverse of proxies
+	byKey      map[state.FileKey]map[refKey]bool
+	conns      map[string]*grpc.ClientConn
+	pending    map[state.FileKey]int8 // BreakRead calls in flight (1) or asked again (2)
+}
+
+// refKey is an OpenRef as a map key.
+type refKey struct {
+	node  string
+	epoch uint64
+	id    uint64
+}
+
+// Stats counts the peer calls a node made, for benchmarks and metrics.
+type Stats struct {
+	Calls    atomic.Uint64 // RPCs to owners (Admit, Call, Wait)
+	Delivers atomic.Uint64 // breaks and lock notices sent to holders
+	Local    atomic.Uint64 // operations served by the local tables
+}
+
+// New returns a router over the local tables. dial connects to a peer's
+// address (with the cluster's transport credentials).
+func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(addr string) (*grpc.ClientConn, error), log *slog.Logger) *Router {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Router{
+		routes: routes, table: table, locks: locks, dial: dial, log: log,
+		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
+		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]state.FileKey{},
+		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{},
+		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{},
+		pending: map[state.FileKey]int8{},
+	}
+}
+
+// Stats returns the router's counters.
+func (r *Router) Stats() *Stats { return &r.stats }
+
+// Close closes the connections to the peers.
+func (r *Router) Close() {
+	r.mu.Lock()
+	conns := r.conns
+	r.conns = map[string]*grpc.ClientConn{}
+	r.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// target is where a file's state is: here, or at the owner behind cli.
+type target struct {
+	local bool
+	cli   peerv1.PeerServiceClient
+	route *peerv1.Route
+}
+
+// at finds the owner of key's shard, waiting (until ctx ends) while the
+// shard has none.
+func (r *Router) at(ctx context.Context, key state.FileKey) (target, error) {
+	shard := ShardOf(key)
+	for {
+		changed := r.routes.Changed()
+		rt, ok := r.routes.Owner(shard)
+		if ok && rt.Node == r.routes.Self() {
+			if r.routes.Owns(shard, rt.Revision) {
+				return target{local: true}, nil
+			}
+		} else if ok {
+			cli, err := r.client(rt.Addr)
+			if err != nil {
+				return target{}, err
+			}
+			return target{cli: cli, route: &peerv1.Route{Shard: shard, Revision: rt.Revision}}, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return target{}, ErrNoOwner
+		}
+	}
+}
+
+// client returns the connection to a peer address.
+func (r *Router) client(addr string) (peerv1.PeerServiceClient, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.conns[addr]; ok {
+		return peerv1.NewPeerServiceClient(c), nil
+	}
+	c, err := r.dial(addr) // lazy: grpc.NewClient does not connect
+	if err != nil {
+		return nil, err
+	}
+	r.conns[addr] = c
+	return peerv1.NewPeerServiceClient(c), nil
+}
+
+// moved reports whether err is an owner's answer that the assignment
+// the call was routed with is no longer its own, or that the owner cannot
+// be reached: the call is routed again.
+func moved(err error) bool {
+	c := status.Code(err)
+	return c == codes.FailedPrecondition || c == codes.Unavailable
+}
+
+// waitRoutes waits for the next change of the shard map, at most
+// routeWait.
+func (r *Router) waitRoutes(ctx context.Context, changed <-chan struct{}) {
+	t := time.NewTimer(routeWait)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// call runs op at key's owner: locally through local, or as a Call.
+func (r *Router) call(key state.FileKey, local func(), req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		changed := r.routes.Changed()
+		t, err := r.at(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if t.local {
+			r.stats.Local.Add(1)
+			local()
+			return nil, nil
+		}
+		req.Route = t.route
+		r.stats.Calls.Add(1)
+		resp, err := t.cli.Call(ctx, req)
+		if err == nil || !moved(err) || attempt == routeRetries {
+			return resp, err
+		}
+		r.waitRoutes(ctx, changed)
+	}
+}
+
+// ref is o's OpenRef.
+func (r *Router) ref(o *state.Open) *peerv1.OpenRef {
+	return &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), Id: o.Ref}
+}
+
+// hold registers o as held by this node and gives it its Ref.
+func (r *Router) hold(o *state.Open) {
+	if o.Ref == 0 {
+		o.Ref = r.next.Add(1)
+	}
+	r.mu.Lock()
+	if r.held[o.Ref] == nil {
+		r.held[o.Ref] = o
+		r.nheld[o.Key]++
+	}
+	r.mu.Unlock()
+}
+
+// unhold forgets o.
+func (r *Router) unhold(o *state.Open) {
+	r.mu.Lock()
+	if r.held[o.Ref] == o {
+		delete(r.held, o.Ref)
+		if id, ok := r.leaseOf[o.Ref]; ok {
+			delete(r.leaseOf, o.Ref)
+			r.dropLeaseFile(id)
+		}
+		if r.nheld[o.Key]--; r.nheld[o.Key] <= 0 {
+			delete(r.nheld, o.Key)
+			delete(r.hint, o.Key)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// dropLeaseFile forgets the file of lease id unless another held open
+// still has the lease. The caller holds r.mu.
+func (r *Router) dropLeaseFile(id state.LeaseID) {
+	for _, other := range r.leaseOf {
+		if other == id {
+			return
+		}
+	}
+	delete(r.leaseFiles, id)
+}

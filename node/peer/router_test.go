@@ -1,0 +1,235 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// staticRoutes is a fixed shard map: every shard owned by owner.
+type staticRoutes struct {
+	self  string
+	owner string
+	mu    sync.Mutex
+	peers map[string]string
+}
+
+func (s *staticRoutes) Self() string  { return s.self }
+func (s *staticRoutes) Epoch() uint64 { return 1 }
+func (s *staticRoutes) Owner(shard uint32) (Route, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Route{Shard: shard, Node: s.owner, Addr: s.peers[s.owner], Revision: 1}, true
+}
+func (s *staticRoutes) Owns(shard uint32, rev int64) bool { return s.owner == s.self && rev == 1 }
+func (s *staticRoutes) Peers() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peers
+}
+func (s *staticRoutes) Changed() <-chan struct{} { return make(chan struct{}) }
+
+// twoNodes starts routers "a" (owner of every shard) and "b" over real
+// gRPC on loopback.
+func twoNodes(t *testing.T) (a, b *Router) {
+	t.Helper()
+	peers := map[string]string{}
+	var routers []*Router
+	for _, name := range []string{"a", "b"} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers[name] = l.Addr().String()
+		rt := &staticRoutes{self: name, owner: "a", peers: peers}
+		r := New(rt, state.NewTable(), state.NewLockTable(), func(addr string) (*grpc.ClientConn, error) {
+			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		}, nil)
+		srv := grpc.NewServer()
+		peerv1.RegisterPeerServiceServer(srv, r.Service())
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Stop(); r.Close() })
+		routers = append(routers, r)
+	}
+	return routers[0], routers[1]
+}
+
+// breaks records the breaks delivered to an open.
+type breaks struct {
+	oplock chan uint8
+	lease  chan state.LeaseBreak
+}
+
+func newBreaks() *breaks {
+	return &breaks{oplock: make(chan uint8, 4), lease: make(chan state.LeaseBreak, 4)}
+}
+func (b *breaks) BreakOplock(to uint8) error          { b.oplock <- to; return nil }
+func (b *breaks) BreakLease(l state.LeaseBreak) error { b.lease <- l; return nil }
+
+func open(key state.FileKey, access, share uint32, br state.Breaker) *state.Open {
+	return &state.Open{Key: key, Name: "x.txt", Access: access, ShareAccess: share, Breaker: br}
+}
+
+const (
+	rw       = 0x1 | 0x2
+	shareAll = 1 | 2 | 4
+)
+
+func TestShareModesAcrossNodes(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 1, FileID: 42}
+	ctx := context.Background()
+	// b holds the file open with no sharing; a's open (as owner) and b's
+	// second open are refused; once b closes, a's open is admitted.
+	ob := open(key, rw, 0, newBreaks())
+	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
+		t.Fatalf("first open: %v", err)
+	}
+	if _, err := a.Admit(ctx, open(key, rw, shareAll, newBreaks()), state.Request{}, nil); !errors.Is(err, state.ErrSharingViolation) {
+		t.Fatalf("open on the owner while the holder's open shares nothing: %v, want a sharing violation", err)
+	}
+	if _, err := b.Admit(ctx, open(key, rw, shareAll, newBreaks()), state.Request{}, nil); !errors.Is(err, state.ErrSharingViolation) {
+		t.Fatalf("second open on the holder: %v, want a sharing violation", err)
+	}
+	if last, _ := b.Remove(ob); !last {
+		t.Fatal("closing the only open: not the last")
+	}
+	oa := open(key, rw, shareAll, newBreaks())
+	if _, err := a.Admit(ctx, oa, state.Request{}, nil); err != nil {
+		t.Fatalf("open after the close: %v", err)
+	}
+}
+
+func TestOplockBreakAcrossNodes(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 1, FileID: 7}
+	ctx := context.Background()
+	br := newBreaks()
+	ob := open(key, rw, shareAll, br)
+	g, err := b.Admit(ctx, ob, state.Request{Oplock: state.OplockBatch}, nil)
+	if err != nil || g.Oplock != state.OplockBatch {
+		t.Fatalf("batch oplock: %+v, %v", g, err)
+	}
+	done := make(chan error, 1)
+	waited := make(chan struct{})
+	go func() {
+		_, err := a.Admit(ctx, open(key, rw, shareAll, newBreaks()), state.Request{}, func() { close(waited) })
+		done <- err
+	}()
+	if to := <-br.oplock; to != state.OplockLevelII {
+		t.Fatalf("break to %#x, want level II", to)
+	}
+	<-waited
+	if !b.Ack(ob, state.OplockLevelII) {
+		t.Fatal("the acknowledgment was refused")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the conflicting open after the break: %v", err)
+	}
+	if got := b.Oplock(ob); got != state.OplockLevelII {
+		t.Fatalf("oplock after the break: %#x", got)
+	}
+}
+
+func TestLocksAcrossNodes(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 1, FileID: 9}
+	ctx := context.Background()
+	oa := open(key, rw, shareAll, newBreaks())
+	ob := open(key, rw, shareAll, newBreaks())
+	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Admit(ctx, oa, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Before any lock, b's I/O is checked locally.
+	if err := b.CheckIO(ob, 0, 100, true); err != nil {
+		t.Fatal(err)
+	}
+	calls := b.Stats().Calls.Load()
+	if err := b.CheckIO(ob, 0, 100, true); err != nil || b.Stats().Calls.Load() != calls {
+		t.Fatalf("unlocked file: CheckIO %v, %d calls to the owner", err, b.Stats().Calls.Load()-calls)
+	}
+	// a locks 0-99 exclusively: b is told, and its lock and write conflict.
+	if err := a.Lock(oa, []state.Lock{{Offset: 0, Length: 100, Exclusive: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Lock(ob, []state.Lock{{Offset: 50, Length: 10, Exclusive: true}}); !errors.Is(err, state.ErrLockNotGranted) {
+		t.Fatalf("conflicting lock on the other node: %v", err)
+	}
+	if err := b.CheckIO(ob, 10, 10, true); !errors.Is(err, state.ErrLockConflict) {
+		t.Fatalf("write into a locked range on the other node: %v", err)
+	}
+	// b waits for the range; a's unlock grants it.
+	got := make(chan error, 1)
+	waiting := make(chan struct{})
+	go func() {
+		got <- b.LockWait(ctx, ob, state.Lock{Offset: 0, Length: 10, Exclusive: true}, func() { close(waiting) })
+	}()
+	<-waiting
+	if _, err := a.Unlock(oa, []state.Lock{{Offset: 0, Length: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("blocking lock after the unlock: %v", err)
+	}
+	if err := a.CheckIO(oa, 0, 10, false); !errors.Is(err, state.ErrLockConflict) {
+		t.Fatalf("read on the owner of a range locked by the other node: %v", err)
+	}
+	// b's close releases its lock.
+	b.Release(ob)
+	b.Remove(ob)
+	if err := a.CheckIO(oa, 0, 10, true); err != nil {
+		t.Fatalf("after the holder closed: %v", err)
+	}
+}
+
+func TestDropNodeReleasesItsOpens(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 2, FileID: 1}
+	ctx := context.Background()
+	if _, err := b.Admit(ctx, open(key, rw, 0, newBreaks()), state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.DropNode("b", 0); n != 1 {
+		t.Fatalf("dropped %d opens, want 1", n)
+	}
+	if _, err := a.Admit(ctx, open(key, rw, 0, newBreaks()), state.Request{}, nil); err != nil {
+		t.Fatalf("open after the holder left: %v", err)
+	}
+}
+
+func TestCancelledAdmitLeavesNoOpen(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 3, FileID: 1}
+	ctx := context.Background()
+	br := newBreaks()
+	oa := open(key, rw, shareAll, br)
+	if _, err := a.Admit(ctx, oa, state.Request{Oplock: state.OplockBatch}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// b's open waits for a's break; it is cancelled while waiting.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Admit(cctx, open(key, rw, 0, newBreaks()), state.Request{}, cancel)
+		done <- err
+	}()
+	<-br.oplock
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled open: %v", err)
+	}
+	a.Ack(oa, state.OplockNone)
+	// Nothing of b's open stays at the owner: a no-sharing open works.
+	if last, _ := a.Remove(oa); !last {
+		t.Fatal("a phantom open of the other node stayed at the owner")
+	}
+}

@@ -1,0 +1,377 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// errNotOwner answers a call routed with an assignment this node does not
+// hold (any more): the caller routes again.
+func errNotOwner(rt *peerv1.Route) error {
+	return status.Errorf(codes.FailedPrecondition, "not the owner of shard %d at revision %d", rt.GetShard(), rt.GetRevision())
+}
+
+// owns checks a request's route.
+func (r *Router) owns(rt *peerv1.Route, key state.FileKey) error {
+	if rt == nil || rt.Shard != ShardOf(key) || !r.routes.Owns(rt.Shard, rt.Revision) {
+		return errNotOwner(rt)
+	}
+	return nil
+}
+
+// Service is a node's peer service: the owner side of the files whose
+// shards the node owns, and the holder side of the opens it holds.
+type Service struct {
+	peerv1.UnimplementedPeerServiceServer
+	r *Router
+}
+
+// Service returns the router's peer service, to register on the node's
+// gRPC server.
+func (r *Router) Service() *Service { return &Service{r: r} }
+
+// remoteBreaker is a proxy open's Breaker: it hands the break to the node
+// that holds the open.
+type remoteBreaker struct {
+	r   *Router
+	ref *peerv1.OpenRef
+}
+
+func (b remoteBreaker) BreakOplock(to uint8) error {
+	return b.r.deliver(&peerv1.DeliverRequest{Ref: b.ref, Oplock: uint32(to)})
+}
+
+func (b remoteBreaker) BreakLease(l state.LeaseBreak) error {
+	return b.r.deliver(&peerv1.DeliverRequest{Ref: b.ref, Lease: &peerv1.LeaseBreak{
+		ClientGuid: l.ID.Client[:], Key: l.ID.Key[:], From: l.From, To: l.To, Epoch: uint32(l.Epoch),
+		Version: int32(l.Version), AckRequired: l.AckRequired,
+	}})
+}
+
+// errGone is a break that reached no open: its holder closed it or is gone.
+var errGone = errors.New("peer: the open is gone")
+
+func (r *Router) deliver(req *peerv1.DeliverRequest) error {
+	addr := r.routes.Peers()[req.Ref.Node]
+	if addr == "" {
+		return errGone
+	}
+	cli, err := r.client(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
+	defer cancel()
+	r.stats.Delivers.Add(1)
+	resp, err := cli.Deliver(ctx, req)
+	if err != nil {
+		return err
+	}
+	if resp.Gone {
+		return errGone
+	}
+	return nil
+}
+
+// proxy returns the owner's entry for another node's open, making it.
+func (r *Router) proxy(d *peerv1.OpenDesc) (*state.Open, error) {
+	ref := d.GetRef()
+	if ref.GetNode() == "" || ref.GetId() == 0 {
+		return nil, status.Error(codes.InvalidArgument, "an open needs a holder and an id")
+	}
+	k := refKey{ref.Node, ref.Epoch, ref.Id}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o := r.proxies[k]; o != nil {
+		return o, nil
+	}
+	o := &state.Open{
+		Key: keyOf(d.Key), Name: d.Name, Stream: d.Stream, Access: d.Access, ShareAccess: d.ShareAccess,
+		Breaker: remoteBreaker{r, ref},
+	}
+	r.proxies[k] = o
+	r.proxyRef[o] = k
+	if r.byKey[o.Key] == nil {
+		r.byKey[o.Key] = map[refKey]bool{}
+	}
+	r.byKey[o.Key][k] = true
+	return o, nil
+}
+
+// lookup finds the proxy of a ref, nil if there is none.
+func (r *Router) lookup(ref *peerv1.OpenRef) *state.Open {
+	if ref == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.proxies[refKey{ref.Node, ref.Epoch, ref.Id}]
+}
+
+// unproxy forgets a proxy; it reports whether it was there, so that one
+// caller alone removes it from the tables.
+func (r *Router) unproxy(o *state.Open) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k, ok := r.proxyRef[o]
+	if !ok {
+		return false
+	}
+	delete(r.proxyRef, o)
+	delete(r.proxies, k)
+	if m := r.byKey[o.Key]; m != nil {
+		delete(m, k)
+		if len(m) == 0 {
+			delete(r.byKey, o.Key)
+		}
+	}
+	return true
+}
+
+// closeProxy removes a proxy open from the tables, as its close would.
+func (r *Router) closeProxy(o *state.Open) (last, deletePending bool) {
+	if !r.unproxy(o) {
+		return false, false
+	}
+	r.locks.Release(o)
+	return r.table.Remove(o)
+}
+
+// Admit implements peerv1.PeerServiceServer: the owner side.
+func (sv *Service) Admit(req *peerv1.AdmitRequest, stream peerv1.PeerService_AdmitServer) error {
+	r := sv.r
+	key := keyOf(req.GetOpen().GetKey())
+	if err := r.owns(req.Route, key); err != nil {
+		return err
+	}
+	o, err := r.proxy(req.Open)
+	if err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	g, err := r.table.Admit(ctx, o, state.Request{
+		Oplock: uint8(req.Oplock), Lease: leaseReqOf(req.Lease), Overwrite: req.Overwrite,
+		NoCaching: req.NoCaching, Directory: req.Directory,
+	}, func() { stream.Send(&peerv1.AdmitEvent{Waiting: true}) })
+	if err != nil {
+		r.unproxy(o)
+		code, msg := errCode(err)
+		return stream.Send(&peerv1.AdmitEvent{Error: code, Message: msg})
+	}
+	ev := grantEvent(g)
+	ev.LocksPresent = r.locks.HasLocks(key)
+	if ctx.Err() != nil || stream.Send(ev) != nil {
+		r.closeProxy(o) // the holder gave up: it will not know of this open
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return nil
+}
+
+// Call implements peerv1.PeerServiceServer.
+func (sv *Service) Call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
+	r := sv.r
+	if req.Op == peerv1.Op_OP_HAS_OPEN_BELOW {
+		return &peerv1.CallResponse{On: r.table.HasOpenBelow(req.Name)}, nil
+	}
+	key := keyOf(req.Key)
+	if err := r.owns(req.Route, key); err != nil {
+		return nil, err
+	}
+	o := r.lookup(req.Ref)
+	if o == nil && needsOpen(req.Op) {
+		if req.Op == peerv1.Op_OP_REMOVE || req.Op == peerv1.Op_OP_DROP || req.Op == peerv1.Op_OP_RELEASE_LOCKS {
+			return &peerv1.CallResponse{}, nil // already gone: removing is idempotent
+		}
+		return nil, status.Errorf(codes.NotFound, "no open %v of %v", req.Ref, key)
+	}
+	resp, err := r.run(ctx, req, key, o)
+	if err != nil {
+		code, msg := errCode(err)
+		resp.Error, resp.Message = code, msg
+	}
+	return resp, nil
+}
+
+// needsOpen reports whether op acts on an open (named by the request's
+// ref) rather than on a file.
+func needsOpen(op peerv1.Op) bool {
+	switch op {
+	case peerv1.Op_OP_ACK_LEASE, peerv1.Op_OP_BREAK_READ, peerv1.Op_OP_BREAK_HANDLE,
+		peerv1.Op_OP_SET_DELETE_PENDING, peerv1.Op_OP_DELETE_PENDING, peerv1.Op_OP_RENAMED,
+		peerv1.Op_OP_CHECK_ACCESS, peerv1.Op_OP_STREAM_OPEN, peerv1.Op_OP_RENAMED_STREAM,
+		peerv1.Op_OP_BREAK_DIR_LEASES:
+		return false
+	}
+	return true
+}
+
+// run runs one short operation on the local tables.
+func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.FileKey, o *state.Open) (*peerv1.CallResponse, error) {
+	resp := &peerv1.CallResponse{}
+	var err error
+	switch req.Op {
+	case peerv1.Op_OP_REMOVE:
+		resp.On, resp.DeletePending = r.closeProxy(o)
+	case peerv1.Op_OP_DROP:
+		if r.unproxy(o) {
+			r.locks.Release(o)
+			resp.On, resp.DeletePending = r.table.Drop(o)
+		}
+	case peerv1.Op_OP_ACK:
+		resp.On = r.table.Ack(o, uint8(req.Level))
+		resp.Level = uint32(r.table.Oplock(o))
+	case peerv1.Op_OP_ACK_LEASE:
+		l := req.Lease
+		resp.Level, err = r.table.AckLease(state.LeaseID{Client: guid(l.GetClientGuid()), Key: guid(l.GetKey())}, l.GetState())
+	case peerv1.Op_OP_BREAK_READ:
+		r.table.BreakRead(key, r.lookup(req.Ref))
+	case peerv1.Op_OP_MARK_DELETE_PENDING:
+		r.table.MarkDeletePending(o, req.On)
+	case peerv1.Op_OP_SET_DELETE_PENDING:
+		r.table.SetDeletePending(key, req.On)
+	case peerv1.Op_OP_DELETE_PENDING:
+		resp.On = r.table.DeletePending(key)
+	case peerv1.Op_OP_CHECK_RENAME:
+		err = r.table.CheckRename(o)
+	case peerv1.Op_OP_RENAMED:
+		r.table.Renamed(key, req.Name)
+	case peerv1.Op_OP_NAME_OF:
+		resp.Name = r.table.NameOf(o)
+	case peerv1.Op_OP_CHECK_ACCESS:
+		err = r.table.CheckAccess(key, req.Access, req.ShareAccess)
+	case peerv1.Op_OP_STREAM_OPEN:
+		resp.On = r.table.StreamOpen(key, req.Stream, r.lookup(req.Ref))
+	case peerv1.Op_OP_STREAM_OF:
+		resp.Name = r.table.StreamOf(o)
+	case peerv1.Op_OP_RENAMED_STREAM:
+		r.table.RenamedStream(key, req.Stream, req.Name)
+	case peerv1.Op_OP_CACHING_OF:
+		resp.Caching = cachingPB(r.table.CachingOf(o))
+	case peerv1.Op_OP_OPLOCK:
+		resp.Level = uint32(r.table.Oplock(o))
+	case peerv1.Op_OP_SOLE:
+		resp.On, resp.DeletePending = r.table.Sole(o)
+	case peerv1.Op_OP_DETACH:
+		// The holder delivers the breaks of a detached open itself; the
+		// owner only refuses while a break waits for an acknowledgment.
+		resp.On = r.table.Detach(o, o.Breaker)
+	case peerv1.Op_OP_PARENT_LEASE_OF:
+		id, ok := r.table.ParentLeaseOf(o)
+		resp.On, resp.Caching = ok, cachingPB(state.Caching{ID: id})
+	case peerv1.Op_OP_BREAK_DIR_LEASES:
+		var except state.LeaseID
+		if req.Lease != nil {
+			except = state.LeaseID{Client: guid(req.Lease.ClientGuid), Key: guid(req.Lease.Key)}
+		}
+		if r.table.DirLeases() {
+			r.table.BreakDirLeases(key, except, req.Lease != nil)
+		}
+	case peerv1.Op_OP_LOCK:
+		err = r.lockLocal(o, locksOf(req.Locks))
+		resp.LocksPresent = true
+	case peerv1.Op_OP_UNLOCK:
+		var n int
+		n, err = r.locks.Unlock(o, locksOf(req.Locks))
+		resp.Count = uint32(n)
+	case peerv1.Op_OP_RELEASE_LOCKS:
+		r.locks.Release(o)
+	case peerv1.Op_OP_CHECK_IO:
+		err = r.locks.CheckIO(o, req.Offset, req.Length, req.On)
+	case peerv1.Op_OP_LOCK_COUNT:
+		resp.Count = uint32(r.locks.LockCount(o))
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "operation %v is not a Call", req.Op)
+	}
+	return resp, err
+}
+
+// Wait implements peerv1.PeerServiceServer: BreakHandle and blocking locks.
+func (sv *Service) Wait(req *peerv1.CallRequest, stream peerv1.PeerService_WaitServer) error {
+	r := sv.r
+	key := keyOf(req.Key)
+	if err := r.owns(req.Route, key); err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	onWait := func() { stream.Send(&peerv1.AdmitEvent{Waiting: true}) }
+	var err error
+	switch req.Op {
+	case peerv1.Op_OP_BREAK_HANDLE:
+		err = r.table.BreakHandle(ctx, key, r.lookup(req.Ref), onWait)
+	case peerv1.Op_OP_LOCK_WAIT:
+		o := r.lookup(req.Ref)
+		if o == nil || len(req.Locks) != 1 {
+			return status.Error(codes.InvalidArgument, "a blocking lock needs its open and one range")
+		}
+		err = r.lockWaitLocal(ctx, o, locksOf(req.Locks)[0], onWait)
+	default:
+		return status.Errorf(codes.InvalidArgument, "operation %v is not a Wait", req.Op)
+	}
+	if ctx.Err() != nil {
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	code, msg := errCode(err)
+	return stream.Send(&peerv1.AdmitEvent{Error: code, Message: msg, LocksPresent: req.Op == peerv1.Op_OP_LOCK_WAIT})
+}
+
+// Deliver implements peerv1.PeerServiceServer: the holder side.
+func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*peerv1.DeliverResponse, error) {
+	r := sv.r
+	if k := req.LocksPresent; k != nil {
+		r.setHint(keyOf(k))
+		return &peerv1.DeliverResponse{}, nil
+	}
+	ref := req.GetRef()
+	if ref.GetNode() != r.routes.Self() || ref.GetEpoch() != r.routes.Epoch() {
+		return &peerv1.DeliverResponse{Gone: true}, nil
+	}
+	r.mu.Lock()
+	o := r.held[ref.Id]
+	var b state.Breaker
+	if o != nil {
+		b = o.Breaker
+	}
+	r.mu.Unlock()
+	if b == nil {
+		return &peerv1.DeliverResponse{Gone: true}, nil
+	}
+	var err error
+	if l := req.Lease; l != nil {
+		err = b.BreakLease(state.LeaseBreak{
+			ID: state.LeaseID{Client: guid(l.ClientGuid), Key: guid(l.Key)}, From: l.From, To: l.To,
+			Epoch: uint16(l.Epoch), Version: int(l.Version), AckRequired: l.AckRequired,
+		})
+	} else {
+		err = b.BreakOplock(uint8(req.Oplock))
+	}
+	return &peerv1.DeliverResponse{Gone: err != nil}, nil
+}
+
+// DropNode removes every open that node holds at an epoch other than
+// keep (zero: all of them) from the files this node owns: their holder
+// died or restarted, so its opens, locks and caching are gone.
+func (r *Router) DropNode(node string, keep uint64) int {
+	r.mu.Lock()
+	var gone []*state.Open
+	for k, o := range r.proxies {
+		if k.node == node && k.epoch != keep {
+			gone = append(gone, o)
+		}
+	}
+	r.mu.Unlock()
+	for _, o := range gone {
+		r.closeProxy(o)
+	}
+	if len(gone) > 0 {
+		r.log.Info("dropped the opens of a node that left", "peer", node, "opens", len(gone))
+	}
+	return len(gone)
+}
+
+func keyString(k state.FileKey) string { return fmt.Sprintf("%x:%x", k.Volume, k.FileID) }
