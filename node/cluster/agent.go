@@ -47,6 +47,9 @@ type Config struct {
 	Advertise []string
 	// Version is the node's build version.
 	Version string
+	// PeerAddress is where the node serves the node-to-node API; it is
+	// published in the live record.
+	PeerAddress string
 	// LeaseTTL is the etcd lease's time to live; zero → DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// SyncInterval is how often sessions and opens are published; zero →

@@ -27,7 +27,7 @@ var Version = "dev"
 // startAgent joins the cluster when cfg asks for it and runs the agent in
 // the background; the agent's fatal error (the node was removed) goes to
 // errc. It returns nil, nil without --etcd.
-func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, errc chan<- error) (*cluster.Agent, error) {
+func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, peerAddr string, errc chan<- error) (*cluster.Agent, error) {
 	if cfg.Etcd == "" {
 		return nil, nil
 	}
@@ -35,6 +35,7 @@ func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster
 	if err != nil {
 		return nil, err
 	}
+	ccfg.PeerAddress = peerAddr
 	a, err := cluster.New(ccfg, node)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,7 @@ type Config struct {
 	SecretFile    string   `json:"secret_file"`
 	Advertise     []string `json:"advertise"`
 	LeaseTTL      Duration `json:"lease_ttl"`
+	PeerListen    string   `json:"peer_listen"`
 }
 
 // Duration is a time.Duration that reads "5s" in JSON.
@@ -136,6 +137,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.JoinTokenFile, "join-token-file", "", "`FILE` holding the join token")
 	fs.StringVar(&cfg.SecretFile, "secret-file", "", "`FILE` holding the cluster secret (the coordinator's --secret-file)")
 	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster (repeatable; default: the addresses the node was admitted with)")
+	fs.StringVar(&cfg.PeerListen, "peer-listen", "", "`ADDR` (host:port) of the node-to-node API in a cluster (default: the first --listen host, any free port; published through etcd)")
 	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "`TTL` of the node's etcd lease: how soon a dead node shows down (default 5s)")
 	fs.IntVar(&cfg.ZeroCopyThreshold, "zero-copy-threshold", 0, "smallest plain READ in `BYTES` sent with sendfile (0: default 16384, -1: never)")
 	fs.IntVar(&cfg.SpliceWriteThreshold, "splice-write-threshold", 0, "smallest plain WRITE in `BYTES` spliced from the socket into the file (0: default 262144, -1: never)")
@@ -205,6 +207,7 @@ func merge(file, flags *Config) *Config {
 		{&out.Etcd, flags.Etcd}, {&out.EtcdCA, flags.EtcdCA}, {&out.EtcdCert, flags.EtcdCert},
 		{&out.EtcdKey, flags.EtcdKey}, {&out.Name, flags.Name}, {&out.JoinToken, flags.JoinToken},
 		{&out.JoinTokenFile, flags.JoinTokenFile}, {&out.SecretFile, flags.SecretFile},
+		{&out.PeerListen, flags.PeerListen},
 	} {
 		if p.v != "" {
 			*p.dst = p.v

@@ -57,7 +57,12 @@ func newLogger(level string) *slog.Logger {
 
 // serve opens the shares and listeners and serves until ctx is done.
 func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
-	shares, closeShares, err := openShares(cfg, log)
+	coh, err := startCoherence(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer coh.stop()
+	shares, closeShares, err := openShares(cfg, log, coh.files, coh.locks)
 	if err != nil {
 		return err
 	}
@@ -103,7 +108,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	errc := make(chan error, len(listeners)+1)
 	var wg sync.WaitGroup
-	agent, err := startAgent(ctx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users}, errc)
+	agent, err := startAgent(ctx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users}, coh.peerAddr, errc)
 	if err != nil {
 		for _, l := range listeners {
 			l.Close()
@@ -194,10 +199,11 @@ func (t *shareTable) List() []*server.Share {
 	return out
 }
 
-// openShares opens every configured share and adds IPC$.
-func openShares(cfg *Config, log *slog.Logger) (*shareTable, func(), error) {
+// openShares opens every configured share and adds IPC$; the shares
+// reach per-file state through files and locks.
+func openShares(cfg *Config, log *slog.Logger, files state.Files, locks state.Locks) (*shareTable, func(), error) {
 	// One per node: shares over the same files share it.
-	t := &shareTable{opens: state.NewTable(), locks: state.NewLockTable(), log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
+	t := &shareTable{opens: files, locks: locks, log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {

@@ -28,10 +28,11 @@ func (r *Router) Admit(ctx context.Context, o *state.Open, req state.Request, on
 }
 
 func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, onWait func()) (state.Grant, error) {
-	for attempt := 0; ; attempt++ {
+	for {
 		changed := r.routes.Changed()
 		t, err := r.at(ctx, o.Key)
 		if err != nil {
+			r.log.Warn("admitting an open", "file", keyString(o.Key), "err", err)
 			return state.Grant{}, err
 		}
 		if t.local {
@@ -46,7 +47,8 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 			}
 			return grantOf(ev), codeErr(ev.Error, ev.Message)
 		}
-		if !moved(err) || attempt == routeRetries || ctx.Err() != nil {
+		if !moved(err) || ctx.Err() != nil {
+			r.log.Warn("admitting an open at its owner", "file", keyString(o.Key), "err", err)
 			r.forget(o, t)
 			if ctx.Err() != nil {
 				return state.Grant{}, ctx.Err()
@@ -228,7 +230,7 @@ func (r *Router) wait(ctx context.Context, key state.FileKey, local func() error
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	for attempt := 0; ; attempt++ {
+	for {
 		changed := r.routes.Changed()
 		t, err := r.at(ctx, key)
 		if err != nil {
@@ -250,7 +252,7 @@ func (r *Router) wait(ctx context.Context, key state.FileKey, local func() error
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !moved(err) || attempt == routeRetries {
+		if !moved(err) {
 			return err
 		}
 		r.waitRoutes(ctx, changed)

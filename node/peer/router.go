@@ -22,7 +22,6 @@ import (
 const (
 	callTimeout    = 10 * time.Second
 	deliverTimeout = 2 * time.Second
-	routeRetries   = 20
 	routeWait      = 500 * time.Millisecond
 )
 
@@ -45,6 +44,7 @@ type Router struct {
 	mu         sync.Mutex
 	held       map[uint64]*state.Open          // opens this node holds, by Ref
 	nheld      map[state.FileKey]int           // how many of them are of each file
+	perShard   [NumShards]int                  // held opens and proxies, by shard
 	hint       map[state.FileKey]bool          // remote files known to have byte-range locks
 	leaseOf    map[uint64]state.LeaseID        // the lease of each held open that has one
 	leaseFiles map[state.LeaseID]state.FileKey // the file of each lease of a held open
@@ -171,7 +171,7 @@ func (r *Router) waitRoutes(ctx context.Context, changed <-chan struct{}) {
 func (r *Router) call(key state.FileKey, local func(), req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
+	for {
 		changed := r.routes.Changed()
 		t, err := r.at(ctx, key)
 		if err != nil {
@@ -185,7 +185,7 @@ func (r *Router) call(key state.FileKey, local func(), req *peerv1.CallRequest) 
 		req.Route = t.route
 		r.stats.Calls.Add(1)
 		resp, err := t.cli.Call(ctx, req)
-		if err == nil || !moved(err) || attempt == routeRetries {
+		if err == nil || !moved(err) || ctx.Err() != nil {
 			return resp, err
 		}
 		r.waitRoutes(ctx, changed)
@@ -206,6 +206,7 @@ func (r *Router) hold(o *state.Open) {
 	if r.held[o.Ref] == nil {
 		r.held[o.Ref] = o
 		r.nheld[o.Key]++
+		r.perShard[ShardOf(o.Key)]++
 	}
 	r.mu.Unlock()
 }
@@ -215,6 +216,7 @@ func (r *Router) unhold(o *state.Open) {
 	r.mu.Lock()
 	if r.held[o.Ref] == o {
 		delete(r.held, o.Ref)
+		r.perShard[ShardOf(o.Key)]--
 		if id, ok := r.leaseOf[o.Ref]; ok {
 			delete(r.leaseOf, o.Ref)
 			r.dropLeaseFile(id)
@@ -236,4 +238,12 @@ func (r *Router) dropLeaseFile(id state.LeaseID) {
 		}
 	}
 	delete(r.leaseFiles, id)
+}
+
+// ShardBusy reports whether the node holds opens of shard's files, or
+// other nodes' opens of them as their owner: such a shard is not given up.
+func (r *Router) ShardBusy(shard uint32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return shard < NumShards && r.perShard[shard] > 0
 }

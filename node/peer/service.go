@@ -97,6 +97,7 @@ func (r *Router) proxy(d *peerv1.OpenDesc) (*state.Open, error) {
 	}
 	r.proxies[k] = o
 	r.proxyRef[o] = k
+	r.perShard[ShardOf(o.Key)]++
 	if r.byKey[o.Key] == nil {
 		r.byKey[o.Key] = map[refKey]bool{}
 	}
@@ -125,6 +126,7 @@ func (r *Router) unproxy(o *state.Open) bool {
 	}
 	delete(r.proxyRef, o)
 	delete(r.proxies, k)
+	r.perShard[ShardOf(o.Key)]--
 	if m := r.byKey[o.Key]; m != nil {
 		delete(m, k)
 		if len(m) == 0 {
@@ -152,6 +154,13 @@ func (sv *Service) Admit(req *peerv1.AdmitRequest, stream peerv1.PeerService_Adm
 	}
 	o, err := r.proxy(req.Open)
 	if err != nil {
+		return err
+	}
+	// Checked again now that the proxy counts toward the shard's state:
+	// a shard given up in between (ShardMap.release checks Busy after it
+	// stops answering) must not take the open.
+	if err := r.owns(req.Route, key); err != nil {
+		r.unproxy(o)
 		return err
 	}
 	ctx := stream.Context()

@@ -25,7 +25,7 @@ type Disk struct {
 	volumeID uint64
 	table    state.Files // share modes, delete-pending and oplocks of every open
 	locks    state.Locks // byte-range locks
-	notify   notifier     // CHANGE_NOTIFY watchers
+	notify   notifier    // CHANGE_NOTIFY watchers
 }
 
 // NewDisk returns the backend for a disk share named name over fsys.

@@ -21,6 +21,7 @@ import (
 //	/smbcluster/v1/opens/<node>/<fileid>     OpenRecord      node holding the open
 //	/smbcluster/v1/close/sessions/<id>       CloseRequest    coordinator, on a 60 s lease
 //	/smbcluster/v1/close/opens/<node>/<fileid> CloseRequest  coordinator, on a 60 s lease
+//	/smbcluster/v1/shards/<nn>               ShardRecord     owner node, on its lease, by txn
 //
 // <id> and <fileid> are 16 lower-case hex digits (SessionIDKeyPart), so keys
 // sort by number.
@@ -66,6 +67,16 @@ import (
 // count (DrainNode waits for it to reach 0). Opens go under OpenKey(N, fid),
 // on the lease unless durable.
 //
+// Shards. The file-id space is split into shards (node/peer.NumShards);
+// each shard's per-file state lives at one owner node. A live node takes a
+// shard whose key is absent and for which it ranks first among the live,
+// non-draining nodes (rendezvous hashing of shard and node names) with
+// If(CreateRevision(ShardKey(n)) == 0, Value(NodeEpochKey(N)) == epoch)
+// Then(Put(ShardKey(n), ShardRecord, WithLease(lease))); it gives a shard up
+// to a better-ranked live node only while the shard holds no open (Delete
+// guarded by the key's mod revision). A dead owner's shards go with its
+// lease.
+//
 // Closing. The coordinator asks for a session or an open to be closed by
 // writing CloseSessionKey(id) or CloseOpenKey(N, fid) on a short lease. Nodes
 // watch ClosePrefix; a node holding a channel of the session (or the open)
@@ -82,6 +93,7 @@ const (
 	SessionsPrefix = Root + "sessions/"
 	ChannelsPrefix = Root + "channels/"
 	OpensPrefix    = Root + "opens/"
+	ShardsPrefix   = Root + "shards/"
 
 	// ClosePrefix holds close requests; CloseSessionsPrefix and
 	// CloseOpensPrefix divide it.
@@ -110,6 +122,9 @@ func SettingsKey() string { return Root + "settings" }
 
 // SessionKey is where session id's SessionRecord lives.
 func SessionKey(id uint64) string { return SessionsPrefix + IDKeyPart(id) }
+
+// ShardKey is where shard n's ShardRecord lives.
+func ShardKey(n uint32) string { return fmt.Sprintf("%s%02d", ShardsPrefix, n) }
 
 // NodeChannelsPrefix prefixes the ChannelRecords node name publishes.
 func NodeChannelsPrefix(node string) string {

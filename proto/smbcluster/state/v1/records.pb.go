@@ -203,7 +203,10 @@ type NodeLiveRecord struct {
 	// channel records are authoritative).
 	SessionCount uint32 `protobuf:"varint,6,opt,name=session_count,json=sessionCount,proto3" json:"session_count,omitempty"`
 	// lease_id is the etcd lease the node holds.
-	LeaseId       int64 `protobuf:"varint,7,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	LeaseId int64 `protobuf:"varint,7,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	// peer_address is where the node serves the node-to-node API
+	// (smbcluster.peer.v1), host:port.
+	PeerAddress   string `protobuf:"bytes,8,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -287,6 +290,79 @@ func (x *NodeLiveRecord) GetLeaseId() int64 {
 	return 0
 }
 
+func (x *NodeLiveRecord) GetPeerAddress() string {
+	if x != nil {
+		return x.PeerAddress
+	}
+	return ""
+}
+
+// ShardRecord is a shard's owner, under ShardKey(n), written by the owner
+// on its lease: the per-file state of the shard's files lives at that node
+// while the record exists (node/peer). The key's mod revision names the
+// assignment; requests routed with an older one are refused.
+type ShardRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// epoch is the owner's epoch when it took the shard.
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// peer_address is the owner's NodeLiveRecord.peer_address.
+	PeerAddress   string `protobuf:"bytes,3,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardRecord) Reset() {
+	*x = ShardRecord{}
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardRecord) ProtoMessage() {}
+
+func (x *ShardRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardRecord.ProtoReflect.Descriptor instead.
+func (*ShardRecord) Descriptor() ([]byte, []int) {
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ShardRecord) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ShardRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ShardRecord) GetPeerAddress() string {
+	if x != nil {
+		return x.PeerAddress
+	}
+	return ""
+}
+
 // ShareRecord is a share's configuration, under ShareKey(name).
 type ShareRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -311,7 +387,7 @@ type ShareRecord struct {
 
 func (x *ShareRecord) Reset() {
 	*x = ShareRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[3]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -323,7 +399,7 @@ func (x *ShareRecord) String() string {
 func (*ShareRecord) ProtoMessage() {}
 
 func (x *ShareRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[3]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -336,7 +412,7 @@ func (x *ShareRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShareRecord.ProtoReflect.Descriptor instead.
 func (*ShareRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{3}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ShareRecord) GetName() string {
@@ -419,7 +495,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[4]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -431,7 +507,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[4]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -444,7 +520,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{4}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UserRecord) GetName() string {
@@ -516,7 +592,7 @@ type SessionRecord struct {
 
 func (x *SessionRecord) Reset() {
 	*x = SessionRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[5]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +604,7 @@ func (x *SessionRecord) String() string {
 func (*SessionRecord) ProtoMessage() {}
 
 func (x *SessionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[5]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +617,7 @@ func (x *SessionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRecord.ProtoReflect.Descriptor instead.
 func (*SessionRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SessionRecord) GetSessionId() uint64 {
@@ -678,7 +754,7 @@ type ChannelRecord struct {
 
 func (x *ChannelRecord) Reset() {
 	*x = ChannelRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +766,7 @@ func (x *ChannelRecord) String() string {
 func (*ChannelRecord) ProtoMessage() {}
 
 func (x *ChannelRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +779,7 @@ func (x *ChannelRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelRecord.ProtoReflect.Descriptor instead.
 func (*ChannelRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ChannelRecord) GetSessionId() uint64 {
@@ -765,7 +841,7 @@ type OpenRecord struct {
 
 func (x *OpenRecord) Reset() {
 	*x = OpenRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +853,7 @@ func (x *OpenRecord) String() string {
 func (*OpenRecord) ProtoMessage() {}
 
 func (x *OpenRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +866,7 @@ func (x *OpenRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRecord.ProtoReflect.Descriptor instead.
 func (*OpenRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *OpenRecord) GetPersistentFileId() uint64 {
@@ -927,7 +1003,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1015,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1028,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CloseRequest) GetRequestTime() *timestamppb.Timestamp {
@@ -991,7 +1067,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1079,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1092,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Settings) GetRequireSigning() bool {
@@ -1087,7 +1163,7 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"admit_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tadmitTime\x12\x1a\n" +
 	"\bdraining\x18\x05 \x01(\bR\bdraining\x12A\n" +
-	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\xed\x01\n" +
+	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\x90\x02\n" +
 	"\x0eNodeLiveRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
@@ -1096,7 +1172,12 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12#\n" +
 	"\rsession_count\x18\x06 \x01(\rR\fsessionCount\x12\x19\n" +
-	"\blease_id\x18\a \x01(\x03R\aleaseId\"\xda\x02\n" +
+	"\blease_id\x18\a \x01(\x03R\aleaseId\x12!\n" +
+	"\fpeer_address\x18\b \x01(\tR\vpeerAddress\"Z\n" +
+	"\vShardRecord\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
+	"\fpeer_address\x18\x03 \x01(\tR\vpeerAddress\"\xda\x02\n" +
 	"\vShareRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n" +
@@ -1200,35 +1281,36 @@ func file_smbcluster_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_smbcluster_state_v1_records_proto_rawDescData
 }
 
-var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*Sealed)(nil),                // 0: smbcluster.state.v1.Sealed
 	(*NodeRecord)(nil),            // 1: smbcluster.state.v1.NodeRecord
 	(*NodeLiveRecord)(nil),        // 2: smbcluster.state.v1.NodeLiveRecord
-	(*ShareRecord)(nil),           // 3: smbcluster.state.v1.ShareRecord
-	(*UserRecord)(nil),            // 4: smbcluster.state.v1.UserRecord
-	(*SessionRecord)(nil),         // 5: smbcluster.state.v1.SessionRecord
-	(*ChannelRecord)(nil),         // 6: smbcluster.state.v1.ChannelRecord
-	(*OpenRecord)(nil),            // 7: smbcluster.state.v1.OpenRecord
-	(*CloseRequest)(nil),          // 8: smbcluster.state.v1.CloseRequest
-	(*Settings)(nil),              // 9: smbcluster.state.v1.Settings
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*ShardRecord)(nil),           // 3: smbcluster.state.v1.ShardRecord
+	(*ShareRecord)(nil),           // 4: smbcluster.state.v1.ShareRecord
+	(*UserRecord)(nil),            // 5: smbcluster.state.v1.UserRecord
+	(*SessionRecord)(nil),         // 6: smbcluster.state.v1.SessionRecord
+	(*ChannelRecord)(nil),         // 7: smbcluster.state.v1.ChannelRecord
+	(*OpenRecord)(nil),            // 8: smbcluster.state.v1.OpenRecord
+	(*CloseRequest)(nil),          // 9: smbcluster.state.v1.CloseRequest
+	(*Settings)(nil),              // 10: smbcluster.state.v1.Settings
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_smbcluster_state_v1_records_proto_depIdxs = []int32{
-	10, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
-	10, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
-	10, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
-	10, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
-	10, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
+	11, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
+	11, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
+	11, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
+	11, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
+	11, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 5: smbcluster.state.v1.UserRecord.nt_hash:type_name -> smbcluster.state.v1.Sealed
-	10, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
-	10, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
+	11, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
+	11, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
 	0,  // 8: smbcluster.state.v1.SessionRecord.session_key:type_name -> smbcluster.state.v1.Sealed
-	10, // 9: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
-	10, // 10: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
-	10, // 11: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
-	10, // 12: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
-	10, // 13: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
+	11, // 9: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
+	11, // 10: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
+	11, // 11: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
+	11, // 12: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
+	11, // 13: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
 	14, // [14:14] is the sub-list for method output_type
 	14, // [14:14] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
@@ -1247,7 +1329,7 @@ func file_smbcluster_state_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_state_v1_records_proto_rawDesc), len(file_smbcluster_state_v1_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/smbcluster/smbcluster/integration/framework"
+	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// TestCoherenceAcrossNodes checks that per-file state is one thing for the
+// whole cluster: two clients on two different nodes of a three-node
+// cluster, the same file.
+func TestCoherenceAcrossNodes(t *testing.T) {
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
+	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
+	c.MustSMBCtl(t, "user", "add", "gina", "--password", "Gina-Pass-1")
+	connect := func(n *framework.ClusterNode) *servertest.Conn {
+		var s *servertest.Conn
+		framework.WaitFor(t, clusterDeadline, "gina's session on "+n.Name, func() bool {
+			s = servertest.Dial(t, n.Addr)
+			if s.Negotiate(smb2.Dialect311) != nil || s.SessionSetup("gina", "Gina-Pass-1") != nil {
+				s.Close()
+				return false
+			}
+			if _, err := s.TreeConnect("data"); err != nil {
+				s.Close()
+				return false
+			}
+			return true
+		})
+		return s
+	}
+	// Every file name is tried from node 1 and node 2 and from node 2 and
+	// node 3, so that the file's owner is sometimes one of the two nodes
+	// and sometimes neither.
+	pairs := [][2]*framework.ClusterNode{{c.Nodes[0], c.Nodes[1]}, {c.Nodes[1], c.Nodes[2]}, {c.Nodes[2], c.Nodes[0]}}
+	for _, p := range pairs {
+		a, b := connect(p[0]), connect(p[1])
+		name := func(s string) string { return s + "-" + p[0].Name + ".txt" }
+
+		t.Run("SharingViolation/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
+			req := servertest.CreateRequest(name("excl"))
+			req.ShareAccess = 0
+			resp, err := a.CreateWith(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Create(name("excl")); !errors.Is(err, smb2.StatusSharingViolation) {
+				t.Fatalf("open on %s of a file open without sharing on %s: %v, want STATUS_SHARING_VIOLATION", p[1].Name, p[0].Name, err)
+			}
+			a.CloseFile(resp.FileID)
+			fid, err := b.Create(name("excl"))
+			if err != nil {
+				t.Fatalf("open after the other node's close: %v", err)
+			}
+			b.CloseFile(fid)
+		})
+
+		t.Run("DeletePending/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
+			fa, err := a.Create(name("del"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := servertest.CreateRequest(name("del"))
+			req.CreateOptions = smb2.FileDeleteOnClose
+			fb, err := b.CreateWith(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.CloseFile(fb.FileID) // the delete is pending while a's open stays
+			if _, err := b.Create(name("del")); !errors.Is(err, smb2.StatusDeletePending) {
+				t.Fatalf("open of a file with a delete pending set through the other node: %v, want STATUS_DELETE_PENDING", err)
+			}
+			a.CloseFile(fa)
+		})
+
+		t.Run("ByteRangeLocks/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
+			fa, err := a.Create(name("lock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb, err := b.Create(name("lock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lock := func(s *servertest.Conn, fid smb2.FileID, flags uint32) smb2.Status {
+				h, _ := s.Call(smb2.CmdLock, &smb2.LockRequest{FileID: fid, Locks: []smb2.LockElement{{Offset: 0, Length: 100, Flags: flags}}})
+				return smb2.Status(h.Status)
+			}
+			if st := lock(a, fa, smb2.LockFlagExclusive|smb2.LockFlagFailImmediately); st != smb2.StatusSuccess {
+				t.Fatalf("first lock: %v", st)
+			}
+			if st := lock(b, fb, smb2.LockFlagExclusive|smb2.LockFlagFailImmediately); st != smb2.StatusLockNotGranted {
+				t.Fatalf("the same range locked through the other node: %v, want STATUS_LOCK_NOT_GRANTED", st)
+			}
+			if _, err := b.Write(fb, 10, []byte("x")); !errors.Is(err, smb2.StatusFileLockConflict) {
+				t.Fatalf("write into the range through the other node: %v, want STATUS_FILE_LOCK_CONFLICT", err)
+			}
+			if st := lock(a, fa, smb2.LockFlagUnlock); st != smb2.StatusSuccess {
+				t.Fatalf("unlock: %v", st)
+			}
+			if _, err := b.Write(fb, 10, []byte("x")); err != nil {
+				t.Fatalf("write after the unlock: %v", err)
+			}
+			a.CloseFile(fa)
+			b.CloseFile(fb)
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package nodemain
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/smbcluster/smbcluster/node/cluster"
+	"github.com/smbcluster/smbcluster/node/peer"
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// coherence is where the node's shares find per-file state: its own
+// tables on a single node; in a cluster, the router to the owner nodes
+// with its peer service and shard map.
+type coherence struct {
+	files    state.Files
+	locks    state.Locks
+	peerAddr string
+	stop     func()
+}
+
+// startCoherence sets up per-file state for cfg. In a cluster it listens
+// for the node-to-node API, follows the shard map in etcd and routes each
+// file's state to its owner.
+func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*coherence, error) {
+	table, locks := state.NewTable(), state.NewLockTable()
+	if cfg.Etcd == "" {
+		return &coherence{files: table, locks: locks, stop: func() {}}, nil
+	}
+	tlsCfg, err := etcdTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(cfg.Etcd, ","), TLS: tlsCfg})
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	l, err := net.Listen("tcp", peerListenAddr(cfg))
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("--peer-listen: %w", err)
+	}
+	log = log.With("component", "peer")
+	shards := cluster.NewShardMap(cli, cfg.Name, l.Addr().String(), log)
+	// Development and tests run the peer API in plaintext on loopback;
+	// mutual TLS with the cluster's credentials is the next step.
+	router := peer.New(shards, table, locks, func(addr string) (*grpc.ClientConn, error) {
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}, log)
+	shards.Busy = router.ShardBusy
+	shards.NodeGone = func(node string, keep uint64) { router.DropNode(node, keep) }
+	srv := grpc.NewServer()
+	peerv1.RegisterPeerServiceServer(srv, router.Service())
+	go srv.Serve(l)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); shards.Run(sctx) }()
+	log.Info("node-to-node API", "addr", l.Addr().String())
+	return &coherence{
+		files: router, locks: router, peerAddr: l.Addr().String(),
+		stop: func() {
+			cancel()
+			<-done
+			srv.Stop()
+			router.Close()
+			cli.Close()
+		},
+	}, nil
+}
+
+// peerListenAddr is --peer-listen, or the first --listen host on any
+// free port.
+func peerListenAddr(cfg *Config) string {
+	if cfg.PeerListen != "" {
+		return cfg.PeerListen
+	}
+	host := "127.0.0.1"
+	if len(cfg.Listen) > 0 {
+		if h, _, err := net.SplitHostPort(cfg.Listen[0]); err == nil && h != "" {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, "0")
+}
