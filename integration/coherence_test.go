@@ -109,3 +109,84 @@ func TestCoherenceAcrossNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestNotifyAcrossNodes: a CHANGE_NOTIFY pending on one node is completed
+// by a change made through another (smbtorture smb2.notify.dir hung on
+// this when connections were spread over nodes).
+func TestNotifyAcrossNodes(t *testing.T) {
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 2})
+	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
+	c.MustSMBCtl(t, "user", "add", "hana", "--password", "Hana-Pass-1")
+	connect := func(n *framework.ClusterNode) *servertest.Conn {
+		var s *servertest.Conn
+		framework.WaitFor(t, clusterDeadline, "hana's session on "+n.Name, func() bool {
+			s = servertest.Dial(t, n.Addr)
+			if s.Negotiate(smb2.Dialect311) != nil || s.SessionSetup("hana", "Hana-Pass-1") != nil {
+				s.Close()
+				return false
+			}
+			if _, err := s.TreeConnect("data"); err != nil {
+				s.Close()
+				return false
+			}
+			return true
+		})
+		return s
+	}
+	watcher, changer := connect(c.Nodes[1]), connect(c.Nodes[0])
+	dir := servertest.CreateRequest("watched")
+	dir.DesiredAccess = 0x001f01ff
+	dir.CreateOptions = smb2.FileDirectoryFile
+	dir.CreateDisposition = smb2.FileCreate
+	resp, err := watcher.CreateWith(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round, name := range []string{`watched\a.txt`, `watched\b.txt`} {
+		nh := watcher.Header(smb2.CmdChangeNotify)
+		if _, err := watcher.Post(nh, servertest.Body(&smb2.ChangeNotifyRequest{
+			OutputBufferLength: 4096, FileID: resp.FileID, CompletionFilter: smb2.FileNotifyChangeFileName,
+		})); err != nil {
+			t.Fatal(err)
+		}
+		// The interim response says the watch is pending, and so known to
+		// every node.
+		awaitInterim(t, watcher, nh.MessageID)
+		fid, err := changer.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changer.CloseFile(fid)
+		hs, pdus, err := watcher.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hs[0].MessageID != nh.MessageID || smb2.Status(hs[0].Status) != smb2.StatusSuccess {
+			t.Fatalf("round %d: notify answered %v (message %d)", round, smb2.Status(hs[0].Status), hs[0].MessageID)
+		}
+		var nr smb2.ChangeNotifyResponse
+		if err := nr.Decode(pdus[0]); err != nil || len(nr.Buffer) == 0 {
+			t.Fatalf("round %d: notify response %v, %d bytes of changes", round, err, len(nr.Buffer))
+		}
+	}
+}
+
+// awaitInterim reads frames until the interim (STATUS_PENDING) response
+// to message id.
+func awaitInterim(t *testing.T, c *servertest.Conn, id uint64) {
+	t.Helper()
+	for {
+		msg, err := c.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h smb2.Header
+		if err := h.Decode(msg); err != nil {
+			t.Fatal(err)
+		}
+		if h.MessageID == id && h.IsAsync() && smb2.Status(h.Status) == smb2.StatusPending {
+			return
+		}
+		t.Fatalf("message %d answered %v before going pending", h.MessageID, smb2.Status(h.Status))
+	}
+}

@@ -44,6 +44,9 @@ type ShardMap struct {
 	// NodeGone is called when a node's incarnation ends: its live record
 	// went (keep 0) or it joined again under epoch keep.
 	NodeGone func(node string, keep uint64)
+	// NodeUp is called when another node's incarnation starts (its live
+	// record appears, or shows a new epoch).
+	NodeUp func(node string)
 
 	mu        sync.Mutex
 	nodes     map[string]liveNode
@@ -287,8 +290,14 @@ func (m *ShardMap) putLive(v []byte) {
 	m.nodes[name] = liveNode{epoch: rec.Epoch, lease: clientv3.LeaseID(rec.LeaseId), addr: rec.PeerAddress}
 	m.notify()
 	m.mu.Unlock()
-	if was && old.epoch != rec.Epoch && name != m.self && m.NodeGone != nil {
+	if name == m.self || was && old.epoch == rec.Epoch {
+		return
+	}
+	if was && m.NodeGone != nil {
 		m.NodeGone(name, rec.Epoch)
+	}
+	if m.NodeUp != nil {
+		m.NodeUp(name)
 	}
 }
 

@@ -187,6 +187,9 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 		}
 		disk := share.NewDisk(rec.Name, fsys, rec.ReadOnly, t.log)
 		disk.SetState(t.opens, t.locks)
+		if t.notify != nil {
+			disk.SetClusterNotify(t.notify)
+		}
 		sh.Backend = disk
 		t.mu.Lock()
 		t.closers[sh] = fsys.Close

@@ -9,6 +9,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/cluster"
 	"github.com/smbcluster/smbcluster/node/peer"
+	"github.com/smbcluster/smbcluster/node/share"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,6 +23,8 @@ import (
 type coherence struct {
 	files    state.Files
 	locks    state.Locks
+	notify   share.ClusterNotify // nil on a single node
+	router   *peer.Router        // nil on a single node
 	peerAddr string
 	stop     func()
 }
@@ -56,6 +59,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	}, log)
 	shards.Busy = router.ShardBusy
 	shards.NodeGone = func(node string, keep uint64) { router.DropNode(node, keep) }
+	shards.NodeUp = router.NodeUp
 	srv := grpc.NewServer()
 	peerv1.RegisterPeerServiceServer(srv, router.Service())
 	go srv.Serve(l)
@@ -64,7 +68,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	go func() { defer close(done); shards.Run(sctx) }()
 	log.Info("node-to-node API", "addr", l.Addr().String())
 	return &coherence{
-		files: router, locks: router, peerAddr: l.Addr().String(),
+		files: router, locks: router, notify: router, router: router, peerAddr: l.Addr().String(),
 		stop: func() {
 			cancel()
 			<-done
@@ -88,4 +92,14 @@ func peerListenAddr(cfg *Config) string {
 		}
 	}
 	return net.JoinHostPort(host, "0")
+}
+
+// notifySinks finds a share's notifier for the changes other nodes send.
+func (t *shareTable) notifySinks(name string) (peer.NotifySink, bool) {
+	sh, ok := t.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	d, ok := sh.Backend.(*share.Disk)
+	return d, ok
 }

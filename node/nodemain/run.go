@@ -62,11 +62,14 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	defer coh.stop()
-	shares, closeShares, err := openShares(cfg, log, coh.files, coh.locks)
+	shares, closeShares, err := openShares(cfg, log, coh)
 	if err != nil {
 		return err
 	}
 	defer closeShares()
+	if coh.router != nil {
+		coh.router.SetNotifySinks(shares.notifySinks)
+	}
 	users := newUserDB()
 	for _, u := range cfg.Users {
 		users.static[strings.ToLower(u.Name)] = auth.NTHash(u.Password)
@@ -173,9 +176,10 @@ func orDefault(s, d string) string {
 // that shares can later be added and removed while serving.
 type shareTable struct {
 	// Immutable after openShares.
-	opens state.Files
-	locks state.Locks
-	log   *slog.Logger
+	opens  state.Files
+	locks  state.Locks
+	notify share.ClusterNotify // nil on a single node
+	log    *slog.Logger
 
 	mu      sync.RWMutex
 	shares  map[string]*server.Share       // by lower-case name
@@ -200,10 +204,10 @@ func (t *shareTable) List() []*server.Share {
 }
 
 // openShares opens every configured share and adds IPC$; the shares
-// reach per-file state through files and locks.
-func openShares(cfg *Config, log *slog.Logger, files state.Files, locks state.Locks) (*shareTable, func(), error) {
+// reach per-file state and other nodes' watches through coh.
+func openShares(cfg *Config, log *slog.Logger, coh *coherence) (*shareTable, func(), error) {
 	// One per node: shares over the same files share it.
-	t := &shareTable{opens: files, locks: locks, log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
+	t := &shareTable{opens: coh.files, locks: coh.locks, notify: coh.notify, log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {
@@ -220,6 +224,9 @@ func openShares(cfg *Config, log *slog.Logger, files state.Files, locks state.Lo
 		closers = append(closers, fsys.Close)
 		disk := share.NewDisk(sc.Name, fsys, sc.ReadOnly, log)
 		disk.SetState(t.opens, t.locks)
+		if t.notify != nil {
+			disk.SetClusterNotify(t.notify)
+		}
 		t.shares[strings.ToLower(sc.Name)] = &server.Share{
 			Name: sc.Name, Comment: sc.Comment, Path: sc.Path, ReadOnly: sc.ReadOnly, Encrypt: sc.Encrypt,
 			Backend: disk,

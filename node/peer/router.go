@@ -52,6 +52,7 @@ type Router struct {
 	proxyRef   map[*state.Open]refKey          // the inverse of proxies
 	byKey      map[state.FileKey]map[refKey]bool
 	conns      map[string]*grpc.ClientConn
+	ntf        notifyState
 	pending    map[state.FileKey]int8 // BreakRead calls in flight (1) or asked again (2)
 }
 
@@ -82,6 +83,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{},
 		pending: map[state.FileKey]int8{},
+		ntf:     notifyState{mine: map[uint64]*peerv1.WatchSpec{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 }
 

@@ -366,6 +366,9 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 // keep (zero: all of them) from the files this node owns: their holder
 // died or restarted, so its opens, locks and caching are gone.
 func (r *Router) DropNode(node string, keep uint64) int {
+	if keep == 0 {
+		r.dropWatchesOf(node)
+	}
 	r.mu.Lock()
 	var gone []*state.Open
 	for k, o := range r.proxies {

@@ -1,7 +1,6 @@
 package share
 
 import (
-	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -9,6 +8,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/utf16le"
+	"github.com/smbcluster/smbcluster/node/state"
 )
 
 // CHANGE_NOTIFY ([MS-SMB2] 3.3.5.19, [MS-FSA] 2.1.5.10). The first
@@ -49,10 +49,9 @@ type notifyResult struct {
 
 // watcher is the watch of one directory open.
 type watcher struct {
-	dir        string
-	filter     uint32 // changes of the directory's own entries
-	treeFilter uint32 // changes deeper down: the filter with WATCH_TREE, else 0
-	max        int    // buffer size from the first request
+	state.Watch        // the directory and the filters
+	max         int    // buffer size from the first request
+	id          uint64 // its name in the cluster (ClusterNotify), 0 on one node
 
 	mu       sync.Mutex
 	changes  []change
@@ -63,14 +62,40 @@ type watcher struct {
 	deleting bool // a delete is pending on the directory
 }
 
+// ClusterNotify carries a share's watches and changes to the other nodes
+// of a cluster (node/peer), so that a change made through any node
+// reaches the watches of every node. Watch returns once every other node
+// knows the watch.
+type ClusterNotify interface {
+	Watch(share string, w state.Watch) (id uint64)
+	Unwatch(id uint64)
+	Post(share string, action uint32, name string, filter uint32)
+	PostDeletePending(share, dir string)
+}
+
 // notifier routes the share's changes to its watchers.
 type notifier struct {
 	n        atomic.Int32 // number of watchers: changes are dropped cheaply when zero
 	mu       sync.Mutex
 	watchers map[*watcher]struct{}
+
+	// Set before serving (SetClusterNotify).
+	cluster ClusterNotify
+	share   string
 }
 
 func (n *notifier) add(w *watcher) {
+	if n.cluster != nil {
+		id := n.cluster.Watch(n.share, w.Watch)
+		w.mu.Lock()
+		closed := w.closed
+		w.id = id
+		w.mu.Unlock()
+		if closed { // the open closed meanwhile (remove ran first)
+			n.cluster.Unwatch(id)
+			return
+		}
+	}
 	n.mu.Lock()
 	if n.watchers == nil {
 		n.watchers = map[*watcher]struct{}{}
@@ -87,35 +112,34 @@ func (n *notifier) remove(w *watcher) {
 	n.mu.Unlock()
 	w.mu.Lock()
 	w.closed = true
+	id := w.id
 	w.mu.Unlock()
+	if n.cluster != nil && id != 0 {
+		n.cluster.Unwatch(id)
+	}
 }
 
 // post reports a change of the file at share-relative name to every
-// watcher whose directory and filter cover it.
+// watcher whose directory and filter cover it, on this node and on the
+// others.
 func (n *notifier) post(action uint32, name string, filter uint32) {
+	if n.cluster != nil {
+		n.cluster.Post(n.share, action, name, filter)
+	}
+	n.deliver(action, name, filter)
+}
+
+// deliver reports a change to this node's watchers.
+func (n *notifier) deliver(action uint32, name string, filter uint32) {
 	if n.n.Load() == 0 {
 		return
-	}
-	dir := path.Dir(name)
-	if dir == "." {
-		dir = ""
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for w := range n.watchers {
-		var rel string
-		switch {
-		case dir == w.dir:
-			if w.filter&filter == 0 {
-				continue
-			}
-			rel = path.Base(name)
-		case w.treeFilter&filter != 0 && (w.dir == "" || strings.HasPrefix(name, w.dir+"/")):
-			rel = strings.TrimPrefix(name, w.dir+"/")
-		default:
-			continue
+		if rel, ok := w.Covers(name, filter); ok {
+			w.add(change{action: action, name: rel})
 		}
-		w.add(change{action: action, name: rel})
 	}
 }
 
@@ -163,13 +187,21 @@ func (o *open) postClosed(renamed, deleted bool) {
 // has set to be deleted: they, and later requests, complete with
 // STATUS_DELETE_PENDING (smbtorture smb2.notify.rmdir1-4).
 func (n *notifier) deletePending(name string) {
+	if n.cluster != nil {
+		n.cluster.PostDeletePending(n.share, name)
+	}
+	n.deliverDeletePending(name)
+}
+
+// deliverDeletePending ends this node's waits on the directory name.
+func (n *notifier) deliverDeletePending(name string) {
 	if n.n.Load() == 0 {
 		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for w := range n.watchers {
-		if w.dir != name {
+		if w.Dir != name {
 			continue
 		}
 		w.mu.Lock()
@@ -282,25 +314,29 @@ func (o *open) ChangeNotify(r *server.Request, req *smb2.ChangeNotifyRequest) (s
 // watcherFor returns the open's watcher, made by its first CHANGE_NOTIFY.
 func (o *open) watcherFor(req *smb2.ChangeNotifyRequest) *watcher {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.watch == nil {
-		w := &watcher{dir: o.name, filter: req.CompletionFilter, max: int(req.OutputBufferLength)}
-		if req.Flags&smb2.WatchTree != 0 {
-			w.treeFilter = req.CompletionFilter
-		}
-		o.watch = w
-		o.d.notify.add(w)
-		// A delete set pending before this first request (by another
-		// open's close) ends it at once, as it ends the waits already
-		// queued (deletePending). Added first, checked second: a close
-		// that marks the directory after the check finds the watcher.
-		if o.so != nil && o.d.table.DeletePending(o.so.Key) {
-			w.mu.Lock()
-			w.deleting = true
-			w.mu.Unlock()
-		}
+	w := o.watch
+	if w != nil {
+		o.mu.Unlock()
+		return w
 	}
-	return o.watch
+	w = &watcher{Watch: state.Watch{Dir: o.name, Filter: req.CompletionFilter}, max: int(req.OutputBufferLength)}
+	if req.Flags&smb2.WatchTree != 0 {
+		w.TreeFilter = req.CompletionFilter
+	}
+	o.watch = w
+	o.mu.Unlock()
+	// Outside o.mu: in a cluster both steps may call other nodes.
+	o.d.notify.add(w)
+	// A delete set pending before this first request (by another open's
+	// close) ends it at once, as it ends the waits already queued
+	// (deletePending). Added first, checked second: a close that marks
+	// the directory after the check finds the watcher.
+	if o.so != nil && o.d.table.DeletePending(o.so.Key) {
+		w.mu.Lock()
+		w.deleting = true
+		w.mu.Unlock()
+	}
+	return w
 }
 
 // notifyResponse encodes FILE_NOTIFY_INFORMATION entries ([MS-FSCC]
@@ -373,3 +409,19 @@ func (o *open) postModified(filter uint32) {
 	}
 	o.d.notify.post(actionModified, o.currentName(), filter)
 }
+
+// SetClusterNotify makes the share's watches and changes known to the
+// other nodes of a cluster. Call it before serving.
+func (d *Disk) SetClusterNotify(c ClusterNotify) {
+	d.notify.cluster, d.notify.share = c, strings.ToLower(d.name)
+}
+
+// DeliverChange reports a change made through another node to this
+// node's watchers of the share.
+func (d *Disk) DeliverChange(action uint32, name string, filter uint32) {
+	d.notify.deliver(action, name, filter)
+}
+
+// DeliverDeletePending ends this node's waits on directory dir, whose
+// delete another node set pending.
+func (d *Disk) DeliverDeletePending(dir string) { d.notify.deliverDeletePending(dir) }

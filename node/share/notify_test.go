@@ -8,12 +8,13 @@ import (
 	stdutf16 "unicode/utf16"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/state"
 )
 
 func newWatch(n *notifier, dir string, filter uint32, tree bool, max int) *watcher {
-	w := &watcher{dir: dir, filter: filter, max: max}
+	w := &watcher{Watch: state.Watch{Dir: dir, Filter: filter}, max: max}
 	if tree {
-		w.treeFilter = filter
+		w.TreeFilter = filter
 	}
 	n.add(w)
 	return w
@@ -81,14 +82,14 @@ func TestNotifyFilterAndTree(t *testing.T) {
 			if len(want) == 0 {
 				return
 			}
-			t.Fatalf("%q: nothing buffered, want %v", w.dir, want)
+			t.Fatalf("%q: nothing buffered, want %v", w.Dir, want)
 		}
 		if len(res.changes) != len(want) {
-			t.Fatalf("%q: got %v, want %v", w.dir, res.changes, want)
+			t.Fatalf("%q: got %v, want %v", w.Dir, res.changes, want)
 		}
 		for i := range want {
 			if res.changes[i] != want[i] {
-				t.Errorf("%q: %d: %v, want %v", w.dir, i, res.changes[i], want[i])
+				t.Errorf("%q: %d: %v, want %v", w.Dir, i, res.changes[i], want[i])
 			}
 		}
 	}

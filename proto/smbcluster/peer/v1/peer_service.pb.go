@@ -1563,6 +1563,356 @@ func (x *HeldResponse) GetOpens() []*HeldOpen {
 	return nil
 }
 
+// WatchSpec is one CHANGE_NOTIFY watch: a directory of a share, the
+// completion filter for its own entries and, with WATCH_TREE, for the
+// entries below it.
+type WatchSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Share         string                 `protobuf:"bytes,2,opt,name=share,proto3" json:"share,omitempty"` // lower case
+	Dir           string                 `protobuf:"bytes,3,opt,name=dir,proto3" json:"dir,omitempty"`     // share-relative, slash-separated, "" for the root
+	Filter        uint32                 `protobuf:"varint,4,opt,name=filter,proto3" json:"filter,omitempty"`
+	TreeFilter    uint32                 `protobuf:"varint,5,opt,name=tree_filter,json=treeFilter,proto3" json:"tree_filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchSpec) Reset() {
+	*x = WatchSpec{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchSpec) ProtoMessage() {}
+
+func (x *WatchSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchSpec.ProtoReflect.Descriptor instead.
+func (*WatchSpec) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *WatchSpec) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *WatchSpec) GetShare() string {
+	if x != nil {
+		return x.Share
+	}
+	return ""
+}
+
+func (x *WatchSpec) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *WatchSpec) GetFilter() uint32 {
+	if x != nil {
+		return x.Filter
+	}
+	return 0
+}
+
+func (x *WatchSpec) GetTreeFilter() uint32 {
+	if x != nil {
+		return x.TreeFilter
+	}
+	return 0
+}
+
+type WatchRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Node   string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Epoch  uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Add    []*WatchSpec           `protobuf:"bytes,3,rep,name=add,proto3" json:"add,omitempty"`
+	Remove []uint64               `protobuf:"varint,4,rep,packed,name=remove,proto3" json:"remove,omitempty"`
+	// replace drops the caller's earlier watches first (a full list).
+	Replace       bool `protobuf:"varint,5,opt,name=replace,proto3" json:"replace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *WatchRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *WatchRequest) GetAdd() []*WatchSpec {
+	if x != nil {
+		return x.Add
+	}
+	return nil
+}
+
+func (x *WatchRequest) GetRemove() []uint64 {
+	if x != nil {
+		return x.Remove
+	}
+	return nil
+}
+
+func (x *WatchRequest) GetReplace() bool {
+	if x != nil {
+		return x.Replace
+	}
+	return false
+}
+
+type WatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchResponse) Reset() {
+	*x = WatchResponse{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchResponse) ProtoMessage() {}
+
+func (x *WatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
+func (*WatchResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{19}
+}
+
+// Change is one change of a name in a share, or (delete_pending) the
+// directory name's delete set pending.
+type Change struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Share         string                 `protobuf:"bytes,1,opt,name=share,proto3" json:"share,omitempty"`
+	Action        uint32                 `protobuf:"varint,2,opt,name=action,proto3" json:"action,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Filter        uint32                 `protobuf:"varint,4,opt,name=filter,proto3" json:"filter,omitempty"`
+	DeletePending bool                   `protobuf:"varint,5,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Change) Reset() {
+	*x = Change{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Change) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Change) ProtoMessage() {}
+
+func (x *Change) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Change.ProtoReflect.Descriptor instead.
+func (*Change) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Change) GetShare() string {
+	if x != nil {
+		return x.Share
+	}
+	return ""
+}
+
+func (x *Change) GetAction() uint32 {
+	if x != nil {
+		return x.Action
+	}
+	return 0
+}
+
+func (x *Change) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Change) GetFilter() uint32 {
+	if x != nil {
+		return x.Filter
+	}
+	return 0
+}
+
+func (x *Change) GetDeletePending() bool {
+	if x != nil {
+		return x.DeletePending
+	}
+	return false
+}
+
+type NotifyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Changes       []*Change              `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyRequest) Reset() {
+	*x = NotifyRequest{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyRequest) ProtoMessage() {}
+
+func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyRequest.ProtoReflect.Descriptor instead.
+func (*NotifyRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *NotifyRequest) GetChanges() []*Change {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+type NotifyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyResponse) Reset() {
+	*x = NotifyResponse{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyResponse) ProtoMessage() {}
+
+func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyResponse.ProtoReflect.Descriptor instead.
+func (*NotifyResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{22}
+}
+
 var File_smbcluster_peer_v1_peer_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
@@ -1682,7 +2032,30 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x05locks\x18\x03 \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\x12%\n" +
 	"\x0edelete_pending\x18\x04 \x01(\bR\rdeletePending\"B\n" +
 	"\fHeldResponse\x122\n" +
-	"\x05opens\x18\x01 \x03(\v2\x1c.smbcluster.peer.v1.HeldOpenR\x05opens*\xc9\x02\n" +
+	"\x05opens\x18\x01 \x03(\v2\x1c.smbcluster.peer.v1.HeldOpenR\x05opens\"|\n" +
+	"\tWatchSpec\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
+	"\x05share\x18\x02 \x01(\tR\x05share\x12\x10\n" +
+	"\x03dir\x18\x03 \x01(\tR\x03dir\x12\x16\n" +
+	"\x06filter\x18\x04 \x01(\rR\x06filter\x12\x1f\n" +
+	"\vtree_filter\x18\x05 \x01(\rR\n" +
+	"treeFilter\"\x9b\x01\n" +
+	"\fWatchRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12/\n" +
+	"\x03add\x18\x03 \x03(\v2\x1d.smbcluster.peer.v1.WatchSpecR\x03add\x12\x16\n" +
+	"\x06remove\x18\x04 \x03(\x04R\x06remove\x12\x18\n" +
+	"\areplace\x18\x05 \x01(\bR\areplace\"\x0f\n" +
+	"\rWatchResponse\"\x89\x01\n" +
+	"\x06Change\x12\x14\n" +
+	"\x05share\x18\x01 \x01(\tR\x05share\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\rR\x06action\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
+	"\x06filter\x18\x04 \x01(\rR\x06filter\x12%\n" +
+	"\x0edelete_pending\x18\x05 \x01(\bR\rdeletePending\"E\n" +
+	"\rNotifyRequest\x124\n" +
+	"\achanges\x18\x01 \x03(\v2\x1a.smbcluster.peer.v1.ChangeR\achanges\"\x10\n" +
+	"\x0eNotifyResponse*\xc9\x02\n" +
 	"\x05Error\x12\x15\n" +
 	"\x11ERROR_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_SHARING_VIOLATION\x10\x01\x12\x18\n" +
@@ -1732,13 +2105,15 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\tOP_UNLOCK\x10\x1a\x12\x14\n" +
 	"\x10OP_RELEASE_LOCKS\x10\x1b\x12\x0f\n" +
 	"\vOP_CHECK_IO\x10\x1c\x12\x11\n" +
-	"\rOP_LOCK_COUNT\x10\x1d2\x8f\x03\n" +
+	"\rOP_LOCK_COUNT\x10\x1d2\xae\x04\n" +
 	"\vPeerService\x12K\n" +
 	"\x05Admit\x12 .smbcluster.peer.v1.AdmitRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12I\n" +
 	"\x04Call\x12\x1f.smbcluster.peer.v1.CallRequest\x1a .smbcluster.peer.v1.CallResponse\x12I\n" +
 	"\x04Wait\x12\x1f.smbcluster.peer.v1.CallRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12R\n" +
 	"\aDeliver\x12\".smbcluster.peer.v1.DeliverRequest\x1a#.smbcluster.peer.v1.DeliverResponse\x12I\n" +
-	"\x04Held\x12\x1f.smbcluster.peer.v1.HeldRequest\x1a .smbcluster.peer.v1.HeldResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
+	"\x04Held\x12\x1f.smbcluster.peer.v1.HeldRequest\x1a .smbcluster.peer.v1.HeldResponse\x12L\n" +
+	"\x05Watch\x12 .smbcluster.peer.v1.WatchRequest\x1a!.smbcluster.peer.v1.WatchResponse\x12O\n" +
+	"\x06Notify\x12!.smbcluster.peer.v1.NotifyRequest\x1a\".smbcluster.peer.v1.NotifyResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
 
 var (
 	file_smbcluster_peer_v1_peer_service_proto_rawDescOnce sync.Once
@@ -1753,7 +2128,7 @@ func file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP() []byte {
 }
 
 var file_smbcluster_peer_v1_peer_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_smbcluster_peer_v1_peer_service_proto_goTypes = []any{
 	(Error)(0),              // 0: smbcluster.peer.v1.Error
 	(Op)(0),                 // 1: smbcluster.peer.v1.Op
@@ -1774,6 +2149,12 @@ var file_smbcluster_peer_v1_peer_service_proto_goTypes = []any{
 	(*HeldRequest)(nil),     // 16: smbcluster.peer.v1.HeldRequest
 	(*HeldOpen)(nil),        // 17: smbcluster.peer.v1.HeldOpen
 	(*HeldResponse)(nil),    // 18: smbcluster.peer.v1.HeldResponse
+	(*WatchSpec)(nil),       // 19: smbcluster.peer.v1.WatchSpec
+	(*WatchRequest)(nil),    // 20: smbcluster.peer.v1.WatchRequest
+	(*WatchResponse)(nil),   // 21: smbcluster.peer.v1.WatchResponse
+	(*Change)(nil),          // 22: smbcluster.peer.v1.Change
+	(*NotifyRequest)(nil),   // 23: smbcluster.peer.v1.NotifyRequest
+	(*NotifyResponse)(nil),  // 24: smbcluster.peer.v1.NotifyResponse
 }
 var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	2,  // 0: smbcluster.peer.v1.OpenDesc.ref:type_name -> smbcluster.peer.v1.OpenRef
@@ -1798,21 +2179,27 @@ var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	6,  // 19: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
 	10, // 20: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
 	17, // 21: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
-	8,  // 22: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
-	11, // 23: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
-	11, // 24: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
-	13, // 25: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
-	16, // 26: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
-	9,  // 27: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 28: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 29: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	15, // 30: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 31: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	27, // [27:32] is the sub-list for method output_type
-	22, // [22:27] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	19, // 22: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
+	22, // 23: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
+	8,  // 24: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
+	11, // 25: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
+	11, // 26: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
+	13, // 27: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
+	16, // 28: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
+	20, // 29: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
+	23, // 30: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
+	9,  // 31: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	12, // 32: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	9,  // 33: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	15, // 34: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	18, // 35: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	21, // 36: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
+	24, // 37: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
+	31, // [31:38] is the sub-list for method output_type
+	24, // [24:31] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_peer_service_proto_init() }
@@ -1826,7 +2213,7 @@ func file_smbcluster_peer_v1_peer_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_peer_service_proto_rawDesc), len(file_smbcluster_peer_v1_peer_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

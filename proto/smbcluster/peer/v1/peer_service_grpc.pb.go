@@ -34,6 +34,8 @@ const (
 	PeerService_Wait_FullMethodName    = "/smbcluster.peer.v1.PeerService/Wait"
 	PeerService_Deliver_FullMethodName = "/smbcluster.peer.v1.PeerService/Deliver"
 	PeerService_Held_FullMethodName    = "/smbcluster.peer.v1.PeerService/Held"
+	PeerService_Watch_FullMethodName   = "/smbcluster.peer.v1.PeerService/Watch"
+	PeerService_Notify_FullMethodName  = "/smbcluster.peer.v1.PeerService/Notify"
 )
 
 // PeerServiceClient is the client API for PeerService service.
@@ -56,6 +58,12 @@ type PeerServiceClient interface {
 	// Held lists the opens the callee holds of files in the given shards,
 	// with their caching and locks, so that a new owner can rebuild them.
 	Held(ctx context.Context, in *HeldRequest, opts ...grpc.CallOption) (*HeldResponse, error)
+	// Watch tells the callee of the caller's change-notify watches, so
+	// that changes made through the callee reach them.
+	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (*WatchResponse, error)
+	// Notify delivers changes made through the caller to the callee's
+	// watches.
+	Notify(ctx context.Context, in *NotifyRequest, opts ...grpc.CallOption) (*NotifyResponse, error)
 }
 
 type peerServiceClient struct {
@@ -134,6 +142,26 @@ func (c *peerServiceClient) Held(ctx context.Context, in *HeldRequest, opts ...g
 	return out, nil
 }
 
+func (c *peerServiceClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (*WatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WatchResponse)
+	err := c.cc.Invoke(ctx, PeerService_Watch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peerServiceClient) Notify(ctx context.Context, in *NotifyRequest, opts ...grpc.CallOption) (*NotifyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NotifyResponse)
+	err := c.cc.Invoke(ctx, PeerService_Notify_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PeerServiceServer is the server API for PeerService service.
 // All implementations must embed UnimplementedPeerServiceServer
 // for forward compatibility.
@@ -154,6 +182,12 @@ type PeerServiceServer interface {
 	// Held lists the opens the callee holds of files in the given shards,
 	// with their caching and locks, so that a new owner can rebuild them.
 	Held(context.Context, *HeldRequest) (*HeldResponse, error)
+	// Watch tells the callee of the caller's change-notify watches, so
+	// that changes made through the callee reach them.
+	Watch(context.Context, *WatchRequest) (*WatchResponse, error)
+	// Notify delivers changes made through the caller to the callee's
+	// watches.
+	Notify(context.Context, *NotifyRequest) (*NotifyResponse, error)
 	mustEmbedUnimplementedPeerServiceServer()
 }
 
@@ -178,6 +212,12 @@ func (UnimplementedPeerServiceServer) Deliver(context.Context, *DeliverRequest) 
 }
 func (UnimplementedPeerServiceServer) Held(context.Context, *HeldRequest) (*HeldResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Held not implemented")
+}
+func (UnimplementedPeerServiceServer) Watch(context.Context, *WatchRequest) (*WatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedPeerServiceServer) Notify(context.Context, *NotifyRequest) (*NotifyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Notify not implemented")
 }
 func (UnimplementedPeerServiceServer) mustEmbedUnimplementedPeerServiceServer() {}
 func (UnimplementedPeerServiceServer) testEmbeddedByValue()                     {}
@@ -276,6 +316,42 @@ func _PeerService_Held_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PeerService_Watch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeerServiceServer).Watch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeerService_Watch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeerServiceServer).Watch(ctx, req.(*WatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeerService_Notify_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NotifyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeerServiceServer).Notify(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeerService_Notify_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeerServiceServer).Notify(ctx, req.(*NotifyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PeerService_ServiceDesc is the grpc.ServiceDesc for PeerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -294,6 +370,14 @@ var PeerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Held",
 			Handler:    _PeerService_Held_Handler,
+		},
+		{
+			MethodName: "Watch",
+			Handler:    _PeerService_Watch_Handler,
+		},
+		{
+			MethodName: "Notify",
+			Handler:    _PeerService_Notify_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
