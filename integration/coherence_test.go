@@ -76,6 +76,49 @@ func TestCoherenceAcrossNodes(t *testing.T) {
 			a.CloseFile(fa)
 		})
 
+		t.Run("BatchOplockBreak/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
+			req := servertest.CreateRequest(name("oplock"))
+			req.RequestedOplockLevel = smb2.OplockLevelBatch
+			ra, err := a.CreateWith(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ra.OplockLevel != smb2.OplockLevelBatch {
+				t.Fatalf("oplock granted %#x, want batch", ra.OplockLevel)
+			}
+			// b's open waits for a's break, which arrives on a's node.
+			bh := b.Header(smb2.CmdCreate)
+			if _, err := b.Post(bh, servertest.Body(servertest.CreateRequest(name("oplock")))); err != nil {
+				t.Fatal(err)
+			}
+			msg, err := a.ReadFrame()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var h smb2.Header
+			var brk smb2.OplockBreakNotification
+			if err := h.Decode(msg); err != nil || h.Command != smb2.CmdOplockBreak || brk.Decode(msg) != nil {
+				t.Fatalf("expected an oplock break on %s, got command %v (%v)", p[0].Name, h.Command, err)
+			}
+			if brk.FileID != ra.FileID || brk.OplockLevel != smb2.OplockLevelII {
+				t.Fatalf("break of %v to %#x, want %v to level II", brk.FileID, brk.OplockLevel, ra.FileID)
+			}
+			ah, _ := a.Call(smb2.CmdOplockBreak, &smb2.OplockBreakAck{OplockLevel: smb2.OplockLevelII, FileID: ra.FileID})
+			if st := smb2.Status(ah.Status); st != smb2.StatusSuccess {
+				t.Fatalf("acknowledgment: %v", st)
+			}
+			hs, pdus, err := b.Recv()
+			if err != nil || hs[0].MessageID != bh.MessageID || smb2.Status(hs[0].Status) != smb2.StatusSuccess {
+				t.Fatalf("the conflicting open after the break: %v %v", err, smb2.Status(hs[0].Status))
+			}
+			var rb smb2.CreateResponse
+			if err := rb.Decode(pdus[0]); err != nil {
+				t.Fatal(err)
+			}
+			a.CloseFile(ra.FileID)
+			b.CloseFile(rb.FileID)
+		})
+
 		t.Run("ByteRangeLocks/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
 			fa, err := a.Create(name("lock"))
 			if err != nil {
