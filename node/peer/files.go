@@ -45,7 +45,11 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 			if ev.LocksPresent {
 				r.setHint(o.Key)
 			}
-			return grantOf(ev), codeErr(ev.Error, ev.Message)
+			g, gerr := grantOf(ev), codeErr(ev.Error, ev.Message)
+			if gerr == nil {
+				r.noteCaching(o, func(h *heldState) { h.caching, h.dir = grantCaching(g, req), req.Directory })
+			}
+			return g, gerr
 		}
 		if !moved(err) || ctx.Err() != nil {
 			r.log.Warn("admitting an open at its owner", "file", keyString(o.Key), "err", err)
@@ -124,6 +128,7 @@ func (r *Router) Ack(o *state.Open, level uint8) (ok bool) {
 	resp, _ := r.call(o.Key, func() { ok = r.table.Ack(o, level) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_ACK, Ref: r.ref(o), Key: keyPB(o.Key), Level: uint32(level)})
 	if resp != nil {
+		r.noteCaching(o, func(h *heldState) { h.caching = state.OplockCaching(uint8(resp.Level)) })
 		return resp.On
 	}
 	return ok
@@ -146,6 +151,9 @@ func (r *Router) AckLease(id state.LeaseID, st uint32) (uint32, error) {
 	case err != nil:
 		return 0, err
 	case resp != nil:
+		if resp.Error == peerv1.Error_ERROR_UNSPECIFIED {
+			r.noteLease(id, func(h *heldState) { h.caching.State = resp.Level })
+		}
 		return resp.Level, codeErr(resp.Error, resp.Message)
 	}
 	return got, lerr
@@ -348,8 +356,11 @@ func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
 
 // MarkDeletePending implements state.Files.
 func (r *Router) MarkDeletePending(o *state.Open, on bool) {
-	r.call(o.Key, func() { r.table.MarkDeletePending(o, on) },
+	resp, _ := r.call(o.Key, func() { r.table.MarkDeletePending(o, on) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_MARK_DELETE_PENDING, Ref: r.ref(o), Key: keyPB(o.Key), On: on})
+	if resp != nil {
+		r.noteCaching(o, func(h *heldState) { h.deletePending = on })
+	}
 }
 
 // SetDeletePending implements state.Files.
@@ -474,4 +485,14 @@ func (r *Router) setHint(key state.FileKey) {
 		r.hint[key] = true
 	}
 	r.mu.Unlock()
+}
+
+// grantCaching is the Caching a grant amounts to.
+func grantCaching(g state.Grant, req state.Request) state.Caching {
+	l := g.Lease
+	if l == nil {
+		return state.OplockCaching(g.Oplock)
+	}
+	return state.Caching{State: l.State, Lease: true, ID: req.Lease.ID, Version: l.Version, Epoch: l.Epoch,
+		ParentKey: l.ParentKey, HasParent: l.HasParent}
 }

@@ -11,7 +11,11 @@ import (
 func (r *Router) Lock(o *state.Open, locks []state.Lock) (err error) {
 	resp, cerr := r.call(o.Key, func() { err = r.lockLocal(o, locks) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_LOCK, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB(locks)})
-	return r.lockAnswer(o.Key, resp, cerr, err)
+	err = r.lockAnswer(o.Key, resp, cerr, err)
+	if resp != nil && err == nil {
+		r.mirror.Lock(o, locks) // recover.go
+	}
+	return err
 }
 
 // lockAnswer is the result of a lock operation at the owner.
@@ -31,7 +35,12 @@ func (r *Router) lockAnswer(key state.FileKey, resp *peerv1.CallResponse, cerr, 
 // LockWait implements state.Locks.
 func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWait func()) error {
 	req := &peerv1.CallRequest{Op: peerv1.Op_OP_LOCK_WAIT, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB([]state.Lock{l})}
-	return r.wait(ctx, o.Key, func() error { return r.lockWaitLocal(ctx, o, l, onWait) }, req, onWait)
+	local := false
+	err := r.wait(ctx, o.Key, func() error { local = true; return r.lockWaitLocal(ctx, o, l, onWait) }, req, onWait)
+	if err == nil && !local {
+		r.mirror.Lock(o, []state.Lock{l}) // recover.go
+	}
+	return err
 }
 
 // Unlock implements state.Locks.
@@ -42,6 +51,7 @@ func (r *Router) Unlock(o *state.Open, ranges []state.Lock) (n int, err error) {
 		return 0, cerr
 	}
 	if resp != nil {
+		r.mirror.Unlock(o, ranges[:resp.Count]) // recover.go
 		return int(resp.Count), codeErr(resp.Error, resp.Message)
 	}
 	return n, err
@@ -53,6 +63,7 @@ func (r *Router) Release(o *state.Open) {
 	r.call(o.Key, func() { r.locks.Release(o) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_RELEASE_LOCKS, Ref: r.ref(o), Key: keyPB(o.Key)})
 	r.locks.Release(o)
+	r.mirror.Release(o)
 }
 
 // CheckIO implements state.Locks. A READ or WRITE asks the owner only

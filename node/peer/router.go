@@ -35,25 +35,27 @@ type Router struct {
 	routes Routes
 	table  *state.Table
 	locks  *state.LockTable
+	mirror *state.LockTable // the locks of held opens of remote files (recover.go)
 	dial   func(addr string) (*grpc.ClientConn, error)
 	log    *slog.Logger
 
 	next  atomic.Uint64
 	stats Stats
 
-	mu         sync.Mutex
-	held       map[uint64]*state.Open          // opens this node holds, by Ref
-	nheld      map[state.FileKey]int           // how many of them are of each file
-	perShard   [NumShards]int                  // held opens and proxies, by shard
-	hint       map[state.FileKey]bool          // remote files known to have byte-range locks
-	leaseOf    map[uint64]state.LeaseID        // the lease of each held open that has one
-	leaseFiles map[state.LeaseID]state.FileKey // the file of each lease of a held open
-	proxies    map[refKey]*state.Open          // other nodes' opens of files this node owns
-	proxyRef   map[*state.Open]refKey          // the inverse of proxies
-	byKey      map[state.FileKey]map[refKey]bool
-	conns      map[string]*grpc.ClientConn
-	ntf        notifyState
-	pending    map[state.FileKey]int8 // BreakRead calls in flight (1) or asked again (2)
+	mu          sync.Mutex
+	held        map[uint64]*state.Open          // opens this node holds, by Ref
+	nheld       map[state.FileKey]int           // how many of them are of each file
+	perShard    [NumShards]int                  // held opens and proxies, by shard
+	hint        map[state.FileKey]bool          // remote files known to have byte-range locks
+	leaseOf     map[uint64]state.LeaseID        // the lease of each held open that has one
+	leaseFiles  map[state.LeaseID]state.FileKey // the file of each lease of a held open
+	proxies     map[refKey]*state.Open          // other nodes' opens of files this node owns
+	proxyRef    map[*state.Open]refKey          // the inverse of proxies
+	byKey       map[state.FileKey]map[refKey]bool
+	conns       map[string]*grpc.ClientConn
+	ntf         notifyState
+	mirrorCache map[uint64]heldState   // what the owner granted held opens of remote files
+	pending     map[state.FileKey]int8 // BreakRead calls in flight (1) or asked again (2)
 }
 
 // refKey is an OpenRef as a map key.
@@ -77,8 +79,9 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Router{
-		routes: routes, table: table, locks: locks, dial: dial, log: log,
-		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
+		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), dial: dial, log: log,
+		mirrorCache: map[uint64]heldState{},
+		held:        map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]state.FileKey{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{},
@@ -218,6 +221,7 @@ func (r *Router) unhold(o *state.Open) {
 	r.mu.Lock()
 	if r.held[o.Ref] == o {
 		delete(r.held, o.Ref)
+		delete(r.mirrorCache, o.Ref)
 		r.perShard[ShardOf(o.Key)]--
 		if id, ok := r.leaseOf[o.Ref]; ok {
 			delete(r.leaseOf, o.Ref)

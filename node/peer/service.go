@@ -350,6 +350,11 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 	if b == nil {
 		return &peerv1.DeliverResponse{Gone: true}, nil
 	}
+	if l := req.Lease; l != nil {
+		r.noteCaching(o, func(h *heldState) { h.caching.State = l.To })
+	} else {
+		r.noteCaching(o, func(h *heldState) { h.caching = state.OplockCaching(uint8(req.Oplock)) })
+	}
 	var err error
 	if l := req.Lease; l != nil {
 		err = b.BreakLease(state.LeaseBreak{

@@ -1452,11 +1452,14 @@ func (x *HeldRequest) GetShards() []uint32 {
 }
 
 type HeldOpen struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Open          *OpenDesc              `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
-	Caching       *Caching               `protobuf:"bytes,2,opt,name=caching,proto3" json:"caching,omitempty"`
-	Locks         []*Lock                `protobuf:"bytes,3,rep,name=locks,proto3" json:"locks,omitempty"`
-	DeletePending bool                   `protobuf:"varint,4,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Open  *OpenDesc              `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	// caching is the oplock or lease as the holder last knew it (a break
+	// it was told of counts as done).
+	Caching       *Caching `protobuf:"bytes,2,opt,name=caching,proto3" json:"caching,omitempty"`
+	Locks         []*Lock  `protobuf:"bytes,3,rep,name=locks,proto3" json:"locks,omitempty"`
+	DeletePending bool     `protobuf:"varint,4,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
+	Directory     bool     `protobuf:"varint,5,opt,name=directory,proto3" json:"directory,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1515,6 +1518,13 @@ func (x *HeldOpen) GetLocks() []*Lock {
 func (x *HeldOpen) GetDeletePending() bool {
 	if x != nil {
 		return x.DeletePending
+	}
+	return false
+}
+
+func (x *HeldOpen) GetDirectory() bool {
+	if x != nil {
+		return x.Directory
 	}
 	return false
 }
@@ -2025,12 +2035,13 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x0fDeliverResponse\x12\x12\n" +
 	"\x04gone\x18\x01 \x01(\bR\x04gone\"%\n" +
 	"\vHeldRequest\x12\x16\n" +
-	"\x06shards\x18\x01 \x03(\rR\x06shards\"\xca\x01\n" +
+	"\x06shards\x18\x01 \x03(\rR\x06shards\"\xe8\x01\n" +
 	"\bHeldOpen\x120\n" +
 	"\x04open\x18\x01 \x01(\v2\x1c.smbcluster.peer.v1.OpenDescR\x04open\x125\n" +
 	"\acaching\x18\x02 \x01(\v2\x1b.smbcluster.peer.v1.CachingR\acaching\x12.\n" +
 	"\x05locks\x18\x03 \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\x12%\n" +
-	"\x0edelete_pending\x18\x04 \x01(\bR\rdeletePending\"B\n" +
+	"\x0edelete_pending\x18\x04 \x01(\bR\rdeletePending\x12\x1c\n" +
+	"\tdirectory\x18\x05 \x01(\bR\tdirectory\"B\n" +
 	"\fHeldResponse\x122\n" +
 	"\x05opens\x18\x01 \x03(\v2\x1c.smbcluster.peer.v1.HeldOpenR\x05opens\"|\n" +
 	"\tWatchSpec\x12\x0e\n" +

@@ -1,0 +1,130 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+)
+
+// Recovery. Each node knows its own clients' opens; a node that takes a
+// shard over (its owner died) asks every live node for the opens it holds
+// of the shard's files and rebuilds their state before it answers for the
+// shard. To answer, a holder keeps a copy of what the owner granted its
+// opens of remote files: their caching as last known (mirrorCache), their
+// byte-range locks (Router.mirror) and whether they set a delete pending.
+
+// heldState is a holder's copy of a remote file's state for one open.
+type heldState struct {
+	caching       state.Caching
+	dir           bool
+	deletePending bool
+}
+
+// noteCaching records what the owner granted or broke o to.
+func (r *Router) noteCaching(o *state.Open, f func(*heldState)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held[o.Ref] != o {
+		return
+	}
+	hs := r.mirrorCache[o.Ref]
+	f(&hs)
+	r.mirrorCache[o.Ref] = hs
+}
+
+// noteLease applies f to the copy of every held open of lease id.
+func (r *Router) noteLease(id state.LeaseID, f func(*heldState)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for ref, l := range r.leaseOf {
+		if l == id {
+			hs := r.mirrorCache[ref]
+			f(&hs)
+			r.mirrorCache[ref] = hs
+		}
+	}
+}
+
+// Held implements peerv1.PeerServiceServer: the opens this node holds of
+// the files of the given shards, as far as it knows their state.
+func (sv *Service) Held(ctx context.Context, req *peerv1.HeldRequest) (*peerv1.HeldResponse, error) {
+	r := sv.r
+	self := &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch()}
+	resp := &peerv1.HeldResponse{}
+	for _, h := range r.heldIn(req.Shards) {
+		ref := &peerv1.OpenRef{Node: self.Node, Epoch: self.Epoch, Id: h.o.Ref}
+		resp.Opens = append(resp.Opens, &peerv1.HeldOpen{
+			Open: openDesc(h.o, ref), Caching: cachingPB(h.caching), Locks: locksPB(r.mirror.Locks(h.o)),
+			DeletePending: h.deletePending, Directory: h.dir,
+		})
+	}
+	return resp, nil
+}
+
+type heldOpen struct {
+	o *state.Open
+	heldState
+}
+
+// heldIn lists the held opens of files in shards.
+func (r *Router) heldIn(shards []uint32) []heldOpen {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []heldOpen
+	for ref, o := range r.held {
+		if slices.Contains(shards, ShardOf(o.Key)) {
+			out = append(out, heldOpen{o, r.mirrorCache[ref]})
+		}
+	}
+	return out
+}
+
+// Recover rebuilds the state of shard's files from the opens the live
+// nodes hold, before this node answers for the shard (ShardMap.Recover).
+// It fails if a live node cannot say what it holds.
+func (r *Router) Recover(ctx context.Context, shard uint32) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var restored int
+	for node, addr := range r.routes.Peers() {
+		if node == r.routes.Self() {
+			continue
+		}
+		cli, err := r.client(addr)
+		if err != nil {
+			return err
+		}
+		resp, err := cli.Held(ctx, &peerv1.HeldRequest{Shards: []uint32{shard}})
+		if err != nil {
+			return fmt.Errorf("asking %s for its opens: %w", node, err)
+		}
+		for _, h := range resp.Opens {
+			o, err := r.proxy(h.Open)
+			if err != nil {
+				continue
+			}
+			r.table.Restore(o, cachingOf(h.Caching), h.Directory, h.DeletePending)
+			if ls := locksOf(h.Locks); len(ls) > 0 {
+				r.locks.Lock(o, ls)
+			}
+			restored++
+		}
+	}
+	// This node's own opens of the shard's files: their state moves from
+	// the copy into the tables.
+	for _, h := range r.heldIn([]uint32{shard}) {
+		r.table.Restore(h.o, h.caching, h.dir, h.deletePending)
+		if ls := r.mirror.Locks(h.o); len(ls) > 0 {
+			r.locks.Lock(h.o, ls)
+			r.mirror.Release(h.o)
+		}
+		restored++
+	}
+	if restored > 0 {
+		r.log.Info("rebuilt a shard's state from the nodes holding its opens", "shard", shard, "opens", restored)
+	}
+	return nil
+}
