@@ -23,7 +23,7 @@ type authenticator struct {
 
 func newAuthenticator(token, hint string) *authenticator {
 	if hint == "" {
-		hint = "check the token against the coordinator's --token-file"
+		hint = "the coordinator's token is in its --token-file"
 	}
 	return &authenticator{want: sha256.Sum256([]byte(token)), hint: hint}
 }
@@ -35,7 +35,7 @@ func (a *authenticator) check(ctx context.Context, method string) error {
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get("authorization")
 	if len(vals) == 0 {
-		return errorf(codes.Unauthenticated, "no bearer token (authorization: Bearer TOKEN): %s", a.hint)
+		return errorf(codes.Unauthenticated, "no bearer token: %s", a.hint)
 	}
 	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
 	got := sha256.Sum256([]byte(tok))
