@@ -32,8 +32,9 @@ type ClusterOptions struct {
 }
 
 // Cluster is an embedded etcd, a coordinator (in this process, plaintext
-// on loopback with a bearer token) and smbnode processes that joined it,
-// all on the same SMB port of their own loopback address.
+// on loopback with a bearer token, shares allowed under os.TempDir()) and
+// smbnode processes that joined it, all on the same SMB port of their own
+// loopback address.
 type Cluster struct {
 	Endpoints []string // etcd
 	CoordAddr string
@@ -111,7 +112,9 @@ func (c *Cluster) startEtcdAndCoordinator(t testing.TB) {
 		t.Fatal(err)
 	}
 	c.CoordAddr = l.Addr().String()
-	g := service.NewGRPCServer(service.Options{Store: store.New(cli), Sealer: sealer, Token: c.Token, Version: "test"})
+	// Tests share directories from t.TempDir().
+	g := service.NewGRPCServer(service.Options{Store: store.New(cli), Sealer: sealer, Token: c.Token,
+		ShareRoots: []string{os.TempDir()}, Version: "test"})
 	go g.Serve(l)
 	t.Cleanup(g.Stop)
 }
