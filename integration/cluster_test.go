@@ -287,6 +287,10 @@ func TestMakeRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "shares", "demo")); err != nil {
 		t.Errorf("demo share directory: %v", err)
 	}
+	link := filepath.Join(strings.TrimPrefix(configEnv[0], "XDG_CONFIG_HOME="), "smbctl", "dev", coord+".token")
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("the development token's link %s outlives the cluster: %v", link, err)
+	}
 }
 
 // checkDevAdmin: the user who started the development cluster
