@@ -35,6 +35,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -233,7 +234,8 @@ func serve(ctx context.Context, c *config, log *slog.Logger, ready func(net.Addr
 	if c.devInsecure {
 		unpublish := publishToken(c, l.Addr().String(), log)
 		defer unpublish()
-		o.TokenHint = fmt.Sprintf("this development coordinator is administered only by the user who started it, with the token in %s", c.tokenFile)
+		abs, _ := filepath.Abs(c.tokenFile)
+		o.TokenHint = fmt.Sprintf("this development coordinator is administered only by the user who started it, with the token in %s", abs)
 	}
 	if len(c.shareRoots) == 0 {
 		log.Warn("no --share-root: every share path will be refused")
