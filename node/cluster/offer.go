@@ -55,13 +55,27 @@ func (o *offerState) onLive(key string, value []byte) {
 	o.live[name] = rec
 }
 
-// interfaces lists the addresses clients are offered: those of every live,
-// admitted, non-draining node, self first, then by name. Addresses that
-// are not IP literals (host names) are left out: the answer carries IPs.
+// offerPeers says whether a node offers multichannel clients the other
+// live nodes' addresses besides its own. It is off until a channel can be
+// bound on another node than the one holding its session: today a node
+// binds only channels of its own sessions (node/server binding.go) and
+// refuses any other with STATUS_USER_SESSION_DELETED, which the Linux
+// client takes for the whole session expiring: offered three nodes, it
+// reconnected every channel as a new session and the mount failed or hung.
+// Binding across nodes (the session and its keys taken from the cluster's
+// published sessions) is the next step; with it this turns true and the
+// offer lists every live, non-draining node again, self first.
+const offerPeers = false
+
+// interfaces lists the addresses clients are offered: this node's own
+// while it is live and not draining (and, with offerPeers, those of every
+// other live, admitted, non-draining node, by name after self). Addresses
+// that are not IP literals (host names) are left out: the answer carries
+// IPs.
 func (o *offerState) interfaces(self string) []server.Interface {
 	names := make([]string, 0, len(o.live))
 	for name := range o.live {
-		if rec := o.nodes[name]; rec != nil && !rec.Draining {
+		if rec := o.nodes[name]; rec != nil && !rec.Draining && (offerPeers || name == self) {
 			names = append(names, name)
 		}
 	}
