@@ -15,6 +15,11 @@
 // are not offered until a channel can be bound on another node than the
 // session's (offerPeers in offer.go is that switch).
 //
+// At shutdown, after Run has returned, Drain takes the node out of the
+// interface list (its server offers nothing, its live record lists no
+// address) while the server finishes its requests; Leave then revokes the
+// lease.
+//
 // What "draining" means here: the node refuses new sessions
 // (STATUS_REQUEST_NOT_ACCEPTED) while existing sessions go on, and no node
 // offers its addresses to clients any more.

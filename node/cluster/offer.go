@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/server"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -118,4 +121,31 @@ func (a *Agent) applyOffer() {
 	if a.node.Control != nil {
 		a.node.Control.SetInterfaces(a.offer.interfaces(strings.ToLower(a.cfg.Name)))
 	}
+}
+
+// Drain is the first step of a node's shutdown, before the server's: the
+// node leaves the interface list. Its server offers multichannel clients
+// no address any more, so that no new channel binds here, and its live
+// record is published without addresses, so that no node offers them
+// (with offerPeers). The lease, and with it the node's live record and
+// published sessions, channels and opens, stays until Leave. Call Drain
+// after Run has returned (it uses Run's state).
+func (a *Agent) Drain(ctx context.Context) error {
+	if a.node.Control != nil {
+		a.node.Control.SetInterfaces([]server.Interface{})
+	}
+	if a.lease == 0 {
+		return nil // not joined (the lease was lost)
+	}
+	live := a.liveRecord(a.rec, a.epoch, a.lease, a.pub.count)
+	live.Addresses = nil
+	v, err := proto.Marshal(live)
+	if err != nil {
+		return err
+	}
+	if _, err := a.cli.Put(ctx, statev1.NodeLiveKey(a.cfg.Name), string(v), clientv3.WithLease(a.lease)); err != nil {
+		return fmt.Errorf("withdrawing the node's addresses: %w", err)
+	}
+	a.log.Info("left the interface list")
+	return nil
 }
