@@ -28,7 +28,7 @@ func (r *Request) GoAsync() bool {
 		p.asyncID = id
 		c.async[id] = p
 		p.settle() // order.go
-		if c.draining {
+		if c.draining.Load() {
 			p.cancel() // as drain does: the server shuts down
 		}
 	}

@@ -89,12 +89,15 @@ type conn struct {
 	nextAsync uint64
 	arrivals  uint64 // requests handed to goroutines (order.go)
 	closing   bool
-	draining  bool           // Server.Shutdown: no new request is read
 	wg        sync.WaitGroup // request goroutines
 
 	// unresponsive: the client declared it will not acknowledge what is
 	// sent here (FSCTL_SMBTORTURE_FORCE_UNACKED_TIMEOUT, ioctl_torture.go).
 	unresponsive atomic.Bool
+	// draining: Server.Shutdown began; no new request is read. Set before
+	// drain cancels the async requests under mu, so that GoAsync, which
+	// looks at it under mu, cancels any request drain did not see.
+	draining atomic.Bool
 }
 
 // pendingReq is a request being served, cancellable by SMB2 CANCEL.
@@ -168,8 +171,8 @@ const closeLinger = time.Second
 // answer now instead of holding the shutdown. serve then finishes the
 // connection.
 func (c *conn) drain() {
+	c.draining.Store(true)
 	c.mu.Lock()
-	c.draining = true
 	for _, p := range c.async {
 		p.cancel()
 	}
@@ -177,12 +180,6 @@ func (c *conn) drain() {
 	// The read loop sets its idle deadline before it looks at draining,
 	// so this deadline is either the last one set or seen as draining.
 	c.nc.SetReadDeadline(time.Now())
-}
-
-func (c *conn) isDraining() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.draining
 }
 
 // finish ends a drained connection gracefully: the requests being served
@@ -207,7 +204,7 @@ func (c *conn) serve() {
 	log := c.srv.log.With("remote", c.remote)
 	log.Debug("connection accepted")
 	err := c.readLoop()
-	if c.isDraining() {
+	if c.draining.Load() {
 		c.finish()
 		err = nil
 	}
@@ -256,7 +253,7 @@ func (c *conn) readLoop() (err error) {
 		if d := c.srv.cfg.IdleTimeout; d > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(d))
 		}
-		if c.isDraining() { // after the deadline is set: see drain
+		if c.draining.Load() { // after the deadline is set: see drain
 			return errDraining
 		}
 		if err := c.br.ReadFull(nb[:]); err != nil {

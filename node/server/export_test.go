@@ -28,7 +28,7 @@ func (s *Server) Stopping() bool {
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.mu.Lock()
-		reached := c.draining || c.closing
+		reached := c.draining.Load() || c.closing
 		c.mu.Unlock()
 		if !reached {
 			return false
