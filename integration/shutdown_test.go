@@ -105,6 +105,11 @@ func TestSIGTERMDuringLargeWrite(t *testing.T) {
 	if strings.Contains(log, "shutdown timed out") {
 		t.Error("the shutdown ran into its timeout")
 	}
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "msg=\"shut down\"") {
+			t.Log(l)
+		}
+	}
 	if nAcked == chunks {
 		t.Fatal("every chunk was acknowledged: the SIGTERM came too late to test anything")
 	}
