@@ -194,6 +194,10 @@ func (c *Cluster) LaunchNode(t testing.TB, name, addr string, extra ...string) *
 func (n *ClusterNode) Exited() <-chan struct{} { return n.exited }
 func (n *ClusterNode) ExitErr() error          { return n.err }
 
+// Signal sends sig to the node's process (SIGTERM: a graceful shutdown
+// the test watches with Exited).
+func (n *ClusterNode) Signal(sig os.Signal) error { return n.cmd.Process.Signal(sig) }
+
 // Kill kills the node's process with SIGKILL (no chance to leave the
 // cluster) and waits for it to exit.
 func (n *ClusterNode) Kill(t testing.TB) {

@@ -10,8 +10,15 @@
 // connects, a deleted user's sessions end, a new password applies to new
 // logons), publishes the node's sessions, channels and opens, acts on close
 // requests, follows draining, and keeps the interfaces offered to
-// multichannel clients (FSCTL_QUERY_NETWORK_INTERFACE_INFO) to the live,
-// non-draining nodes.
+// multichannel clients (FSCTL_QUERY_NETWORK_INTERFACE_INFO) to the node's
+// own addresses while it is live and not draining. Other nodes' addresses
+// are not offered until a channel can be bound on another node than the
+// session's (offerPeers in offer.go is that switch).
+//
+// At shutdown, after Run has returned, Drain takes the node out of the
+// interface list (its server offers nothing, its live record lists no
+// address) while the server finishes its requests; Leave then revokes the
+// lease.
 //
 // What "draining" means here: the node refuses new sessions
 // (STATUS_REQUEST_NOT_ACCEPTED) while existing sessions go on, and no node

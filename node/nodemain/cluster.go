@@ -24,10 +24,27 @@ import (
 // build time with -ldflags "-X .../nodemain.Version=...").
 var Version = "dev"
 
+// member is the node's cluster agent, run in the background.
+type member struct {
+	*cluster.Agent
+	ran chan struct{} // closed when Run has returned
+}
+
+// drain waits for Run to return (its context ended) and takes the node
+// out of the interface list (cluster.Agent.Drain).
+func (m *member) drain(ctx context.Context) error {
+	select {
+	case <-m.ran:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return m.Drain(ctx)
+}
+
 // startAgent joins the cluster when cfg asks for it and runs the agent in
-// the background; the agent's fatal error (the node was removed) goes to
-// errc. It returns nil, nil without --etcd.
-func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, errc chan<- error) (*cluster.Agent, error) {
+// the background until ctx ends; the agent's fatal error (the node was
+// removed) goes to errc. It returns nil, nil without --etcd.
+func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, errc chan<- error) (*member, error) {
 	if cfg.Etcd == "" {
 		return nil, nil
 	}
@@ -43,12 +60,14 @@ func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster
 		a.Leave(context.Background())
 		return nil, err
 	}
+	m := &member{Agent: a, ran: make(chan struct{})}
 	go func() {
+		defer close(m.ran)
 		if err := a.Run(ctx); err != nil {
 			errc <- err
 		}
 	}()
-	return a, nil
+	return m, nil
 }
 
 // clusterConfig reads the files the cluster flags name.
