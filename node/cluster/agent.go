@@ -100,7 +100,8 @@ type Agent struct {
 	// admMu serializes what the server admits: the agent's loop and
 	// whoever ends a Fencing both set it (updateAdmission).
 	admMu    sync.Mutex
-	draining bool // under admMu
+	draining bool     // under admMu
+	admitted *Fencing // under admMu: the incarnation whose join completed
 
 	// Owned by Join, then by Run.
 	rec     *statev1.NodeRecord // this node's admission record
@@ -179,8 +180,17 @@ func (a *Agent) Join(ctx context.Context) error {
 		return last
 	}
 	a.log.Info("joined the cluster", "epoch", a.Epoch(), "lease_ttl", a.cfg.LeaseTTL)
-	a.updateAdmission()
+	a.admit()
 	return nil
+}
+
+// admit lets the server take work under the current incarnation, once
+// its join has loaded the configuration.
+func (a *Agent) admit() {
+	a.admMu.Lock()
+	a.admitted = a.Fence()
+	a.admMu.Unlock()
+	a.updateAdmission()
 }
 
 // errStop makes retry return the error it wraps.
@@ -322,15 +332,16 @@ func (a *Agent) setDraining(on bool) {
 	a.updateAdmission()
 }
 
-// updateAdmission derives the server's admission from the Fencing and
-// the draining mark. Whoever ends a Fencing calls it after, so that a
-// concurrent call from the agent's loop cannot admit work again.
+// updateAdmission derives the server's admission from the Fencing (valid,
+// and its join complete) and the draining mark. Whoever ends a Fencing
+// calls it after, so that a concurrent call from the agent's loop cannot
+// admit work again.
 func (a *Agent) updateAdmission() {
 	a.admMu.Lock()
 	defer a.admMu.Unlock()
 	adm := server.AdmitAll
-	switch {
-	case !a.Fence().Valid():
+	switch f := a.Fence(); {
+	case f != a.admitted || !f.Valid():
 		adm = server.AdmitNothing
 	case a.draining:
 		adm = server.AdmitNoSessions

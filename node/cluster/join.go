@@ -169,6 +169,6 @@ func (a *Agent) rejoin(ctx context.Context) error {
 		return err
 	}
 	a.log.Info("joined the cluster again", "epoch", a.Epoch())
-	a.updateAdmission()
+	a.admit()
 	return nil
 }
