@@ -289,4 +289,3 @@ func (p *freezer) pipe(dst, src net.Conn) {
 		}
 	}
 }
-
