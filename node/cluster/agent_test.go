@@ -348,30 +348,38 @@ func TestDrainAndOffers(t *testing.T) {
 	waitFor(t, "the resumed node's own address offered again", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.1" })
 }
 
-// TestLeaseLossAndRemoval: a node whose lease is revoked joins again with
-// the next epoch and republishes; a removed node leaves and admits nothing.
+// TestLeaseLossAndRemoval: a node whose lease is revoked is fenced (its
+// connections end), joins again with the next epoch and serves and
+// publishes again; a removed node leaves and admits nothing.
 func TestLeaseLossAndRemoval(t *testing.T) {
 	e := newEnv(t, "lease")
 	e.addShare("leaseshare")
 	e.addUser("carol", "Carol-1")
-	_, done := e.start()
+	a, done := e.start()
 	c := servertest.Connect(t, e.addr, "carol", "Carol-1", "leaseshare", smb2.Dialect311)
 	id := c.Session.ID
 	waitFor(t, "the session record", func() bool { return e.exists(statev1.SessionKey(id)) })
+	first := a.Fence()
 	r, _ := e.cli.Get(context.Background(), statev1.NodeLiveKey("lease"))
 	if _, err := e.cli.Revoke(context.Background(), clientv3.LeaseID(r.Kvs[0].Lease)); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.WaitClosed(); err != nil {
+		t.Errorf("the connection of a node that lost its lease: %v", err)
+	}
+	if first.Valid() || !errors.Is(first.Err(), errLeaseLost) {
+		t.Errorf("the first incarnation after the lease was revoked: valid %v, %v", first.Valid(), first.Err())
+	}
 	waitFor(t, "epoch 2", func() bool {
 		r, _ := e.cli.Get(context.Background(), statev1.NodeEpochKey("lease"))
-		return len(r.Kvs) == 1 && string(r.Kvs[0].Value) == "2"
+		return len(r.Kvs) == 1 && string(r.Kvs[0].Value) == "2" && a.Fence().Valid()
 	})
-	waitFor(t, "the live record and session again", func() bool {
+	waitFor(t, "admission again", func() bool { return e.control.Admission() == server.AdmitAll })
+	c = servertest.Connect(t, e.addr, "carol", "Carol-1", "leaseshare", smb2.Dialect311)
+	id = c.Session.ID
+	waitFor(t, "the live record and the new session", func() bool {
 		return e.exists(statev1.NodeLiveKey("lease")) && e.exists(statev1.SessionKey(id))
 	})
-	if e.control.Admission() != server.AdmitAll {
-		t.Errorf("admission %d after joining again", e.control.Admission())
-	}
 	e.del(statev1.NodeKey("lease"))
 	select {
 	case err := <-done:

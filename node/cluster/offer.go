@@ -134,16 +134,17 @@ func (a *Agent) Drain(ctx context.Context) error {
 	if a.node.Control != nil {
 		a.node.Control.SetInterfaces([]server.Interface{})
 	}
-	if a.lease == 0 {
+	inc := a.inc()
+	if inc.lease == 0 || !inc.fencing.Valid() {
 		return nil // not joined (the lease was lost)
 	}
-	live := a.liveRecord(a.rec, a.epoch, a.lease, a.pub.count)
+	live := a.liveRecord(a.rec, inc.fencing.Epoch(), inc.lease, a.pub.count)
 	live.Addresses = nil
 	v, err := proto.Marshal(live)
 	if err != nil {
 		return err
 	}
-	if _, err := a.cli.Put(ctx, statev1.NodeLiveKey(a.cfg.Name), string(v), clientv3.WithLease(a.lease)); err != nil {
+	if err := a.guarded(ctx, clientv3.OpPut(statev1.NodeLiveKey(a.cfg.Name), string(v), clientv3.WithLease(inc.lease))); err != nil {
 		return fmt.Errorf("withdrawing the node's addresses: %w", err)
 	}
 	a.log.Info("left the interface list")
