@@ -54,8 +54,9 @@ lint: vet
 
 # A local cluster on loopback in one process: embedded etcd (run/etcd),
 # the coordinator (127.0.0.1:7445, development mode), three nodes on
-# 127.0.0.1-3 (port 445 as root, else 4450), a demo share (run/demo) and
-# user demo/demo. Ctrl-C stops it. See deploy/localcluster.
+# 127.0.0.1-3 (port 445 as root, else 4450), a demo share (run/shares/demo)
+# and user demo/demo. Only the user who ran it may administer it (token in
+# run/admin-token, found by their smbctl). Ctrl-C stops it. See deploy/localcluster.
 run: build
 	$(GO) build -o bin/localcluster ./deploy/localcluster
 	bin/localcluster --dir $(CURDIR)/run

@@ -4,7 +4,22 @@
 //
 //	smbcoord --listen ADDR (--etcd ENDPOINTS | --embedded-etcd DIR)
 //	         --tls-cert F --tls-key F [--client-ca F] --token-file F --secret-file F
-//	smbcoord --dev-loopback-insecure --listen 127.0.0.1:7445 --embedded-etcd DIR --secret-file F
+//	         --share-root DIR ...
+//	smbcoord --dev-loopback-insecure --listen 127.0.0.1:7445 --embedded-etcd DIR
+//	         --token-file F --secret-file F --share-root DIR ...
+//
+// Shares may be created only at or under a --share-root (symlinks resolved
+// as this host sees them); without one, every share path is refused.
+//
+// The development mode serves plaintext on loopback, where every local
+// user can connect, so it still requires a bearer token: it creates
+// --token-file (mode 0600) if missing, refuses one other users can read,
+// and links it from $XDG_CONFIG_HOME/smbctl/dev/HOST:PORT.token (default
+// ~/.config) of the user who started it, where that user's smbctl finds
+// it without flags (package coordinator/devtoken). A token file rather
+// than a Unix socket checked with SO_PEERCRED: the admin API, smbctl's TLS
+// and token handling and the port stay those of production, and nothing
+// but file permissions has to be trusted.
 package main
 
 import (
@@ -20,10 +35,12 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/smbcluster/smbcluster/coordinator/devtoken"
 	"github.com/smbcluster/smbcluster/coordinator/service"
 	"github.com/smbcluster/smbcluster/coordinator/store"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
@@ -52,6 +69,7 @@ type config struct {
 	etcdCA, etcdCert, etcdKey string
 	tlsCert, tlsKey, clientCA string
 	tokenFile, secretFile     string
+	shareRoots                []string
 	devInsecure, printVersion bool
 	logLevel                  string
 }
@@ -69,9 +87,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "server certificate `file`")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "server key `file`")
 	fs.StringVar(&c.clientCA, "client-ca", "", "CA `file`: require client certificates signed by it (mTLS)")
-	fs.StringVar(&c.tokenFile, "token-file", "", "`file` holding the bearer token clients must present")
+	fs.StringVar(&c.tokenFile, "token-file", "", "`file` holding the bearer token clients must present (created, mode 0600, in --dev-loopback-insecure mode if missing)")
 	fs.StringVar(&c.secretFile, "secret-file", "", "`file` holding the cluster secret that seals password hashes (created in --dev-loopback-insecure mode if missing)")
-	fs.BoolVar(&c.devInsecure, "dev-loopback-insecure", false, "development only: serve without TLS (and without a token unless --token-file) on a loopback address")
+	fs.Func("share-root", "allow shares at or under `DIR` (absolute; repeat for several); without any, no share can be created", func(dir string) error {
+		if err := service.CheckShareRoot(dir); err != nil {
+			return err
+		}
+		c.shareRoots = append(c.shareRoots, dir)
+		return nil
+	})
+	fs.BoolVar(&c.devInsecure, "dev-loopback-insecure", false, "development only: serve without TLS on a loopback address; --token-file is still required, and linked for the starting user's smbctl (~/.config/smbctl/dev/)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&c.printVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -98,6 +123,9 @@ func (c *config) check() error {
 		return errors.New("--client-ca needs --tls-cert and --tls-key")
 	}
 	if c.devInsecure {
+		if c.tokenFile == "" {
+			return errors.New("--dev-loopback-insecure needs --token-file F: every local user can reach a loopback port, so only holders of the token (created, mode 0600, if missing) may administer it")
+		}
 		return checkLoopback(c.listen)
 	}
 	if c.tlsCert == "" {
@@ -120,7 +148,7 @@ func checkLoopback(addr string) error {
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || !ip.IsLoopback() {
-		return fmt.Errorf("--dev-loopback-insecure serves without TLS or token, so only on a loopback address (127.0.0.1, ::1): --listen %q is not", addr)
+		return fmt.Errorf("--dev-loopback-insecure serves without TLS, so only on a loopback address (127.0.0.1, ::1): --listen %q is not", addr)
 	}
 	return nil
 }
@@ -164,7 +192,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger, ready func(net.Addr
 	if err != nil {
 		return err
 	}
-	token, err := loadToken(c.tokenFile)
+	token, err := loadToken(c)
 	if err != nil {
 		return err
 	}
@@ -200,10 +228,20 @@ func serve(ctx context.Context, c *config, log *slog.Logger, ready func(net.Addr
 	if creds != nil {
 		opts = append(opts, grpc.Creds(creds))
 	}
-	g := service.NewGRPCServer(service.Options{
-		Store: store.New(etcd), Sealer: sealer, Token: token, Version: version, Logger: log,
-	}, opts...)
-	log.Info("smbcoord serving", "addr", l.Addr().String(), "tls", creds != nil, "token", token != "", "version", version)
+	o := service.Options{
+		Store: store.New(etcd), Sealer: sealer, Token: token, ShareRoots: c.shareRoots, Version: version, Logger: log,
+	}
+	if c.devInsecure {
+		unpublish := publishToken(c, l.Addr().String(), log)
+		defer unpublish()
+		abs, _ := filepath.Abs(c.tokenFile)
+		o.TokenHint = fmt.Sprintf("this development coordinator is administered only by the user who started it, with the token in %s", abs)
+	}
+	if len(c.shareRoots) == 0 {
+		log.Warn("no --share-root: every share path will be refused")
+	}
+	g := service.NewGRPCServer(o, opts...)
+	log.Info("smbcoord serving", "addr", l.Addr().String(), "tls", creds != nil, "token", token != "", "share_roots", c.shareRoots, "version", version)
 	if ready != nil {
 		ready(l.Addr())
 	}
@@ -227,9 +265,20 @@ func loadSealer(c *config) (*statev1.Sealer, error) {
 	return statev1.NewSealer(secret)
 }
 
-func loadToken(path string) (string, error) {
+// loadToken reads the bearer token; in development mode it creates the
+// file if missing and refuses one other users can read.
+func loadToken(c *config) (string, error) {
+	path := c.tokenFile
 	if path == "" {
 		return "", nil
+	}
+	if c.devInsecure {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return devtoken.Create(path)
+		}
+		if err := devtoken.CheckPrivate(path); err != nil {
+			return "", err
+		}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -240,6 +289,19 @@ func loadToken(path string) (string, error) {
 		return "", fmt.Errorf("token in %s: %d characters, need at least %d", path, len(tok), minTokenLen)
 	}
 	return tok, nil
+}
+
+// publishToken links the development token where the starting user's
+// smbctl finds it; failing that, it says where the token is. It returns
+// the undo.
+func publishToken(c *config, addr string, log *slog.Logger) func() {
+	link, unpublish, err := devtoken.Publish(addr, c.tokenFile)
+	if err != nil {
+		log.Warn("development token not linked for smbctl: give it --token-file", "token_file", c.tokenFile, "err", err)
+		return func() {}
+	}
+	log.Info("development token linked for smbctl", "token_file", c.tokenFile, "link", link)
+	return unpublish
 }
 
 // serverTLS returns the gRPC transport credentials, nil for plaintext.

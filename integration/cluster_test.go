@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	osuser "os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -81,18 +82,26 @@ func TestCluster(t *testing.T) {
 
 	t.Run("DrainStopsOffering", func(t *testing.T) {
 		c.MustSMBCtl(t, "user", "add", "gina", "--password", "Gina-Pass-1")
-		var s *servertest.Conn
+		// A node offers its own addresses only (node/cluster offerPeers).
+		var s, s2 *servertest.Conn
 		framework.WaitFor(t, clusterDeadline, "gina logs in", func() bool {
 			s = dialSession(t, n1.Addr, "gina", "Gina-Pass-1")
 			return s != nil
 		})
-		framework.WaitFor(t, clusterDeadline, "both nodes offered", func() bool {
-			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1", "127.0.0.2"})
+		framework.WaitFor(t, clusterDeadline, "gina logs in on node2", func() bool {
+			s2 = dialSession(t, n2.Addr, "gina", "Gina-Pass-1")
+			return s2 != nil
+		})
+		framework.WaitFor(t, clusterDeadline, "each node offering itself", func() bool {
+			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1"}) && slices.Equal(offeredIPs(t, s2), []string{"127.0.0.2"})
 		})
 		c.MustSMBCtl(t, "node", "drain", "node2")
 		framework.WaitFor(t, clusterDeadline, "node2 no longer offered", func() bool {
-			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1"})
+			return len(offeredIPs(t, s2)) == 0
 		})
+		if ips := offeredIPs(t, s); !slices.Equal(ips, []string{"127.0.0.1"}) {
+			t.Errorf("node1 offers %v while node2 drains", ips)
+		}
 		gina := framework.SMBClient{Node: n2.Node, User: "gina", Password: "Gina-Pass-1"}
 		if r := gina.Script(t, "", "data", "ls"); r.ExitCode == 0 || !strings.Contains(r.Output(), "REQUEST_NOT_ACCEPTED") {
 			t.Errorf("new session on a draining node:\n%s", r)
@@ -102,7 +111,7 @@ func TestCluster(t *testing.T) {
 		}
 		c.MustSMBCtl(t, "node", "resume", "node2")
 		framework.WaitFor(t, clusterDeadline, "node2 offered again", func() bool {
-			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1", "127.0.0.2"})
+			return slices.Equal(offeredIPs(t, s2), []string{"127.0.0.2"})
 		})
 	})
 
@@ -187,6 +196,9 @@ func offeredIPs(t *testing.T, s *servertest.Conn) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(out) == 0 {
+		return nil // nothing offered
+	}
 	ifs, err := fscc.DecodeNetworkInterfaces(out)
 	if err != nil {
 		t.Fatal(err)
@@ -199,8 +211,9 @@ func offeredIPs(t *testing.T, s *servertest.Conn) []string {
 }
 
 // TestMakeRun runs what `make run` runs (deploy/localcluster) on a fresh
-// directory, connects to its demo share on every node with smbclient, and
-// stops it with Ctrl-C (SIGINT).
+// directory, connects to its demo share on every node with smbclient,
+// administers it as README says (checkDevAdmin), and stops it with Ctrl-C
+// (SIGINT).
 func TestMakeRun(t *testing.T) {
 	framework.RequireTool(t, "smbclient")
 	root, err := framework.ModuleRoot()
@@ -216,7 +229,11 @@ func TestMakeRun(t *testing.T) {
 	port := framework.CommonFreePort(t, 3)
 	coord := framework.FreeAddr(t, "127.0.0.1")
 	dir := filepath.Join(t.TempDir(), "run")
+	// The starting user's configuration directory, where smbctl finds the
+	// development token.
+	configEnv := []string{"XDG_CONFIG_HOME=" + filepath.Join(t.TempDir(), "config")}
 	cmd := exec.Command(bin, "--dir", dir, "--port", strconv.Itoa(port), "--coordinator", coord)
+	cmd.Env = append(os.Environ(), configEnv...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -261,6 +278,11 @@ func TestMakeRun(t *testing.T) {
 			t.Errorf("demo share on %s:\n%s", host, r)
 		}
 	}
+	ctl := "bin/smbctl --insecure --endpoint " + coord
+	if !strings.Contains(banner, ctl+" node ls") {
+		t.Errorf("the banner does not say how to administer the cluster (%s node ls):\n%s", ctl, banner)
+	}
+	checkDevAdmin(t, coord, dir, configEnv)
 	cmd.Process.Signal(syscall.SIGINT)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -273,7 +295,93 @@ func TestMakeRun(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("localcluster did not stop on Ctrl-C")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "demo")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "shares", "demo")); err != nil {
 		t.Errorf("demo share directory: %v", err)
 	}
+	link := filepath.Join(strings.TrimPrefix(configEnv[0], "XDG_CONFIG_HOME="), "smbctl", "dev", coord+".token")
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("the development token's link %s outlives the cluster: %v", link, err)
+	}
+}
+
+// checkDevAdmin: the user who started the development cluster
+// administers it with smbctl and only the flags README gives, within its
+// share roots; another local user (nobody) is refused, with or without the
+// path of the token file.
+func checkDevAdmin(t *testing.T, coord, dir string, ownerEnv []string) {
+	ctl := framework.BuildSMBCtl(t)
+	conn := []string{"--insecure", "--endpoint", coord}
+	owner := func(args ...string) framework.Result {
+		t.Helper()
+		return framework.RunAs(t, nil, ownerEnv, "", ctl, append(conn, args...)...)
+	}
+	if r := owner("node", "ls"); r.ExitCode != 0 || !strings.Contains(r.Stdout, "node3") {
+		t.Errorf("the owner's node ls:\n%s", r)
+	}
+	team := filepath.Join(dir, "shares", "team")
+	os.Mkdir(team, 0o755)
+	if r := owner("share", "add", "team", team); r.ExitCode != 0 {
+		t.Errorf("the owner's share add under run/shares:\n%s", r)
+	}
+	os.Symlink("/etc", filepath.Join(dir, "shares", "etc"))
+	for _, p := range []string{"/etc", filepath.Join(dir, "shares", "etc"), filepath.Join(dir, "shares", "etc", "ssh")} {
+		r := owner("share", "add", "etcshare", p)
+		if r.ExitCode != 5 || !strings.Contains(r.Stderr, "outside the share roots") || !strings.Contains(r.Stderr, filepath.Join(dir, "shares")) {
+			t.Errorf("the owner's share add etcshare %s: want exit 5 naming the share root\n%s", p, r)
+		}
+	}
+	escape := dir + "/shares" + strings.Repeat("/..", strings.Count(dir, "/")+1) + "/etc"
+	if r := owner("share", "add", "etcshare", escape); r.ExitCode != 2 || !strings.Contains(r.Stderr, "not clean") {
+		t.Errorf("the owner's share add etcshare %s: want exit 2 (not clean)\n%s", escape, r)
+	}
+
+	if os.Geteuid() != 0 {
+		t.Log("not root: another user's smbctl is not tried")
+		return
+	}
+	nobody := nobodyCredential(t)
+	// smbctl where nobody can run it; nobody's own home.
+	pub, err := os.MkdirTemp("", "smbctl-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(pub) })
+	bin := filepath.Join(pub, "smbctl")
+	b, err := os.ReadFile(ctl)
+	if err == nil {
+		err = os.WriteFile(bin, b, 0o755)
+	}
+	if err == nil {
+		err = os.Chmod(pub, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + pub, "XDG_CONFIG_HOME="}
+	r := framework.RunAs(t, nobody, env, pub, bin, append(conn, "share", "add", "etcshare", "/etc")...)
+	if r.ExitCode != 5 || !strings.Contains(r.Stderr, "administered only by the user who started it") {
+		t.Errorf("nobody's share add: want exit 5 saying only the starting user may administer\n%s", r)
+	}
+	r = framework.RunAs(t, nobody, env, pub, bin, append(conn, "user", "add", "evil", "--password", "Evil-Pass-1")...)
+	if r.ExitCode != 5 {
+		t.Errorf("nobody's user add: want exit 5\n%s", r)
+	}
+	r = framework.RunAs(t, nobody, env, pub, bin, append(conn, "--token-file", filepath.Join(dir, "admin-token"), "node", "ls")...)
+	if r.ExitCode == 0 || !strings.Contains(r.Stderr, "permission denied") {
+		t.Errorf("nobody's node ls with the owner's token file: want permission denied\n%s", r)
+	}
+	if r := owner("share", "ls"); strings.Contains(r.Stdout, "etcshare") {
+		t.Errorf("a share etcshare exists:\n%s", r)
+	}
+}
+
+// nobodyCredential is user nobody's uid and gid.
+func nobodyCredential(t *testing.T) *syscall.Credential {
+	u, err := osuser.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -41,6 +43,9 @@ Settings not given by flag or environment come from the JSON config file
 $SMBCTL_CONFIG or ~/.config/smbctl/config.json, e.g.
   {"endpoint": "coord1:7445", "token_file": "/etc/smbctl/token", "ca": "/etc/smbctl/ca.pem"}
 (keys: endpoint, token, token_file, ca, cert, key, insecure, request_timeout).
+With no token from these, a loopback endpoint uses the token a development
+coordinator (make run) linked for the user who started it:
+~/.config/smbctl/dev/HOST:PORT.token.
 `
 
 // connFlagNames are left out of each verb's own flag list in --help.
@@ -81,18 +86,24 @@ type config struct {
 	RequestTimeout string `json:"request_timeout"`
 }
 
+// configDir is $XDG_CONFIG_HOME, else ~/.config; "" without either.
+func configDir(getenv func(string) string) string {
+	if dir := getenv("XDG_CONFIG_HOME"); dir != "" {
+		return dir
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".config")
+	}
+	return ""
+}
+
 // loadConfig reads $SMBCTL_CONFIG (which must exist if set) or
 // ~/.config/smbctl/config.json (which may be missing).
 func loadConfig(getenv func(string) string) (*config, error) {
 	path, must := getenv("SMBCTL_CONFIG"), true
 	if path == "" {
 		must = false
-		dir := getenv("XDG_CONFIG_HOME")
-		if dir == "" {
-			if home := getenv("HOME"); home != "" {
-				dir = filepath.Join(home, ".config")
-			}
-		}
+		dir := configDir(getenv)
 		if dir == "" {
 			return &config{}, nil
 		}
@@ -141,7 +152,7 @@ func (f *connFlags) resolve(getenv func(string) string) (*settings, error) {
 	if _, _, err := net.SplitHostPort(s.endpoint); err != nil {
 		s.endpoint = net.JoinHostPort(strings.Trim(s.endpoint, "[]"), coordinatorPort)
 	}
-	if s.token, err = resolveToken(f, getenv, cfg); err != nil {
+	if s.token, err = resolveToken(f, getenv, cfg, s.endpoint); err != nil {
 		return nil, err
 	}
 	s.timeout = f.requestTimeout
@@ -169,7 +180,9 @@ func isTrue(s string) bool {
 	return false
 }
 
-func resolveToken(f *connFlags, getenv func(string) string, cfg *config) (string, error) {
+// resolveToken: flag, environment, config file, then the token a
+// development coordinator at endpoint linked for this user.
+func resolveToken(f *connFlags, getenv func(string) string, cfg *config, endpoint string) (string, error) {
 	switch {
 	case f.token != "":
 		return f.token, nil
@@ -184,7 +197,33 @@ func resolveToken(f *connFlags, getenv func(string) string, cfg *config) (string
 	case cfg.TokenFile != "":
 		return readTokenFile("config token_file", cfg.TokenFile)
 	}
-	return "", nil
+	return devToken(getenv, endpoint)
+}
+
+// devToken reads the token a development coordinator (smbcoord
+// --dev-loopback-insecure, make run) on the loopback endpoint linked for
+// the user who started it: $XDG_CONFIG_HOME/smbctl/dev/HOST:PORT.token,
+// default ~/.config (coordinator/devtoken writes it). None there is no
+// token; one this user may not read is another user's cluster.
+func devToken(getenv func(string) string, endpoint string) (string, error) {
+	dir := configDir(getenv)
+	if dir == "" || !isLoopback(endpoint) {
+		return "", nil
+	}
+	if host, port, _ := net.SplitHostPort(endpoint); strings.EqualFold(host, "localhost") {
+		endpoint = net.JoinHostPort("127.0.0.1", port)
+	}
+	path := filepath.Join(dir, "smbctl", "dev", endpoint+".token")
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil
+	case errors.Is(err, fs.ErrPermission):
+		return "", exitError{fmt.Sprintf("cannot read the development token %s (permission denied): a development coordinator is administered only by the user who started it", path), ExitAuth}
+	case err != nil:
+		return "", setupf("development token: %v", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 func readTokenFile(what, path string) (string, error) {

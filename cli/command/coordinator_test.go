@@ -75,7 +75,7 @@ func newCoord(t *testing.T) *coord {
 		vars: map[string]string{"SMBCTL_TOKEN": testToken, "SMBCTL_INSECURE": "1", "HOME": t.TempDir()}, tmp: t.TempDir()}
 	c.dialer = c.dial
 	g := service.NewGRPCServer(service.Options{Store: store.New(etcd), Sealer: sealer, Token: testToken,
-		Version: "v0.0.0-test", Now: func() time.Time { return testNow }})
+		ShareRoots: []string{"/srv"}, Version: "v0.0.0-test", Now: func() time.Time { return testNow }})
 	c.serve(g)
 	return c
 }

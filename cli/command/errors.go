@@ -62,9 +62,9 @@ func (c *call) describe(st *status.Status) (string, int) {
 		return msg, ExitNotFound
 	case codes.Unauthenticated:
 		if c.conn.token == "" {
-			return "unauthenticated: the coordinator needs a token: set --token, --token-file or SMBCTL_TOKEN", ExitAuth
+			return "unauthenticated: " + msg + " (smbctl had no token to send: set --token-file or SMBCTL_TOKEN)", ExitAuth
 		}
-		return "unauthenticated: the coordinator refused the token: check --token, --token-file or SMBCTL_TOKEN against its --token-file", ExitAuth
+		return "unauthenticated: " + msg + " (check --token, --token-file or SMBCTL_TOKEN)", ExitAuth
 	case codes.PermissionDenied:
 		return "permission denied: " + msg, ExitAuth
 	case codes.InvalidArgument:

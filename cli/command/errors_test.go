@@ -58,10 +58,24 @@ func TestErrors(t *testing.T) {
 	writeJSON(t, filepath.Join(c.vars["HOME"], ".config", "smbctl", "config.json"),
 		map[string]any{"token_file": tokenFile, "insecure": true})
 	c.want(ExitOK, "share", "ls")
+	os.Remove(filepath.Join(c.vars["HOME"], ".config", "smbctl", "config.json"))
+	c.vars["SMBCTL_INSECURE"] = "1"
+
+	// A development coordinator's token, linked for the user who started
+	// it, is found without flags for its loopback endpoint only.
+	dev := filepath.Join(c.vars["HOME"], ".config", "smbctl", "dev")
+	os.MkdirAll(dev, 0o700)
+	os.Symlink(tokenFile, filepath.Join(dev, "127.0.0.1:7445.token"))
+	c.want(ExitOK, "share", "ls")
+	c.want(ExitOK, "share", "ls", "--endpoint", "localhost:7445")
+	c.want(ExitAuth, "share", "ls", "--endpoint", "127.0.0.1:7446")
+	os.RemoveAll(dev)
 
 	// Input the coordinator refuses, and flags after "--".
+	c.vars["SMBCTL_TOKEN"] = testToken
 	c.want(ExitUsage, "share", "add", "--", "-odd", "/srv/odd")
 	c.want(ExitUsage, "share", "add", "IPC$", "/srv/ipc")
+	c.want(ExitAuth, "share", "add", "etc", "/etc")
 	golden(t, "admin/errors.golden", c.out.String())
 }
 

@@ -18,10 +18,14 @@ const healthMethod = "/smbcluster.admin.v1.ClusterService/Health"
 // metadata ("Bearer TOKEN") against the coordinator's token.
 type authenticator struct {
 	want [sha256.Size]byte // SHA-256 of the token: compared in constant time
+	hint string            // where the token is, for refusals
 }
 
-func newAuthenticator(token string) *authenticator {
-	return &authenticator{want: sha256.Sum256([]byte(token))}
+func newAuthenticator(token, hint string) *authenticator {
+	if hint == "" {
+		hint = "the coordinator's token is in its --token-file"
+	}
+	return &authenticator{want: sha256.Sum256([]byte(token)), hint: hint}
 }
 
 func (a *authenticator) check(ctx context.Context, method string) error {
@@ -31,12 +35,12 @@ func (a *authenticator) check(ctx context.Context, method string) error {
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get("authorization")
 	if len(vals) == 0 {
-		return errorf(codes.Unauthenticated, "no bearer token: give the client the coordinator's token (authorization: Bearer TOKEN)")
+		return errorf(codes.Unauthenticated, "no bearer token: %s", a.hint)
 	}
 	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
 	got := sha256.Sum256([]byte(tok))
 	if !ok || len(vals) != 1 || subtle.ConstantTimeCompare(got[:], a.want[:]) != 1 {
-		return errorf(codes.Unauthenticated, "bearer token not accepted: check the token against the coordinator's --token-file")
+		return errorf(codes.Unauthenticated, "bearer token not accepted: %s", a.hint)
 	}
 	return nil
 }

@@ -66,8 +66,15 @@ type env struct {
 }
 
 // newEnv empties the cluster state in etcd and starts a coordinator that
-// requires testToken; the clients send it.
+// requires testToken and allows shares under /srv; the clients send the
+// token.
 func newEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvRoots(t, "/srv")
+}
+
+// newEnvRoots is newEnv with the given share roots.
+func newEnvRoots(t *testing.T, roots ...string) *env {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := etcd.Delete(ctx, statev1.Root, clientv3.WithPrefix()); err != nil {
@@ -80,7 +87,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, st: store.New(etcd), sealer: sealer}
 	e.ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+testToken)
 	l := bufconn.Listen(1 << 20)
-	g := NewGRPCServer(Options{Store: e.st, Sealer: sealer, Token: testToken, Version: "test"})
+	g := NewGRPCServer(Options{Store: e.st, Sealer: sealer, Token: testToken, Version: "test", ShareRoots: roots})
 	go g.Serve(l)
 	t.Cleanup(g.Stop)
 	e.conn, err = grpc.NewClient("passthrough:///coordinator",

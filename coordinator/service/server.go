@@ -18,8 +18,16 @@ type Options struct {
 	// Sealer seals user NT hashes with the cluster secret. Required.
 	Sealer *statev1.Sealer
 	// Token is the bearer token every call but Health must carry; empty
-	// turns authentication off (the loopback development mode only).
+	// turns bearer authentication off (only for a coordinator that
+	// requires client certificates instead).
 	Token string
+	// TokenHint ends the message of a call refused for its token: where
+	// whoever may administer this coordinator finds the token. Empty
+	// points at the coordinator's --token-file.
+	TokenHint string
+	// ShareRoots are the absolute directories shares may be created at or
+	// under (symlinks resolved); none refuses every share path.
+	ShareRoots []string
 	// Version is reported by GetStatus.
 	Version string
 	// Logger receives one line per change made; nil discards.
@@ -33,6 +41,7 @@ type backend struct {
 	st      *store.Store
 	sealer  *statev1.Sealer
 	version string
+	roots   []string // share roots, as configured
 	log     *slog.Logger
 	now     func() time.Time
 }
@@ -44,7 +53,7 @@ type backend struct {
 func NewGRPCServer(o Options, extra ...grpc.ServerOption) *grpc.Server {
 	opts := extra
 	if o.Token != "" {
-		a := newAuthenticator(o.Token)
+		a := newAuthenticator(o.Token, o.TokenHint)
 		opts = append(opts, grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream))
 	}
 	g := grpc.NewServer(opts...)
@@ -55,7 +64,7 @@ func NewGRPCServer(o Options, extra ...grpc.ServerOption) *grpc.Server {
 // Register registers the five admin services on g, without authentication
 // (for embedding in a server that authenticates by other means).
 func Register(g grpc.ServiceRegistrar, o Options) {
-	b := &backend{st: o.Store, sealer: o.Sealer, version: o.Version, log: o.Logger, now: o.Now}
+	b := &backend{st: o.Store, sealer: o.Sealer, version: o.Version, roots: o.ShareRoots, log: o.Logger, now: o.Now}
 	if b.log == nil {
 		b.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/smbcluster/smbcluster/coordinator/store"
 	adminv1 "github.com/smbcluster/smbcluster/proto/smbcluster/admin/v1"
@@ -35,6 +36,9 @@ func (s *shareService) CreateShare(ctx context.Context, req *adminv1.CreateShare
 	}
 	if err := checkShare(sh); err != nil {
 		return nil, invalid(err)
+	}
+	if err := s.b.checkShareRoots(sh.Path); err != nil {
+		return nil, err
 	}
 	now := timestamppb.New(s.b.now())
 	rec := &statev1.ShareRecord{
@@ -97,6 +101,11 @@ func (s *shareService) UpdateShare(ctx context.Context, req *adminv1.UpdateShare
 		rec.UpdateTime = timestamppb.New(s.b.now())
 		if err := checkShare(shareOf(rec, rev)); err != nil {
 			return nil, invalid(err)
+		}
+		if slices.Contains(paths, "path") {
+			if err := s.b.checkShareRoots(rec.Path); err != nil {
+				return nil, err
+			}
 		}
 		rev, err = s.b.st.Update(ctx, key, rec, rev)
 		if errors.Is(err, store.ErrConflict) && sh.Revision == 0 {

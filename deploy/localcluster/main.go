@@ -1,13 +1,20 @@
 // Command localcluster is what `make run` starts: a whole smbcluster on
 // loopback in one process — an embedded etcd (data under DIR/etcd), the
 // coordinator in its loopback development mode, and three nodes on
-// 127.0.0.1, 127.0.0.2 and 127.0.0.3 — with a demo share (DIR/demo) and a
-// demo user (demo, password demo). Ctrl-C stops it all.
+// 127.0.0.1, 127.0.0.2 and 127.0.0.3 — with a demo share
+// (DIR/shares/demo) and a demo user (demo, password demo). Ctrl-C stops it
+// all.
 //
-//	localcluster [--dir ./run] [--port 445|4450] [--coordinator 127.0.0.1:7445] [--nodes 3]
+//	localcluster [--dir ./run] [--port 445|4450] [--coordinator 127.0.0.1:7445] [--nodes 3] [--share-root DIR ...]
 //
 // The SMB port is 445 when run as root, 4450 otherwise (an unprivileged
 // process cannot bind ports below 1024).
+//
+// Only the user who started it may administer it: the coordinator
+// requires a token that each start writes to DIR/admin-token (mode 0600)
+// and links from that user's ~/.config/smbctl/dev/HOST:PORT.token, where
+// their smbctl finds it (coordinator/devtoken). Shares may be created only
+// under DIR/shares and the --share-root directories.
 package main
 
 import (
@@ -22,10 +29,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/smbcluster/smbcluster/coordinator/devtoken"
 	"github.com/smbcluster/smbcluster/coordinator/service"
 	"github.com/smbcluster/smbcluster/coordinator/store"
 	"github.com/smbcluster/smbcluster/node/nodemain"
@@ -35,6 +44,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -44,6 +54,7 @@ const ReadyLine = "local cluster ready"
 type options struct {
 	dir, coord, logLevel string
 	port, nodes          int
+	shareRoots           []string // besides DIR/shares
 }
 
 func main() {
@@ -55,6 +66,13 @@ func main() {
 	flag.StringVar(&o.coord, "coordinator", "127.0.0.1:7445", "coordinator `ADDR` (loopback)")
 	flag.IntVar(&o.nodes, "nodes", 3, "number of nodes, on 127.0.0.1, 127.0.0.2, ...")
 	flag.StringVar(&o.logLevel, "log-level", "warn", "nodes' log `LEVEL`")
+	flag.Func("share-root", "also allow shares at or under `DIR` (absolute; repeatable); DIR/shares always", func(dir string) error {
+		if err := service.CheckShareRoot(dir); err != nil {
+			return err
+		}
+		o.shareRoots = append(o.shareRoots, dir)
+		return nil
+	})
 	flag.Parse()
 	if err := run(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "localcluster:", err)
@@ -77,8 +95,14 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	demo := filepath.Join(dir, "demo")
+	shares := filepath.Join(dir, "shares")
+	demo := filepath.Join(shares, "demo")
 	if err := os.MkdirAll(demo, 0o755); err != nil {
+		return err
+	}
+	tokenFile := filepath.Join(dir, "admin-token")
+	token, err := devtoken.Create(tokenFile)
+	if err != nil {
 		return err
 	}
 	secretFile := filepath.Join(dir, "secret")
@@ -96,7 +120,8 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	defer cli.Close()
-	stopCoord, err := startCoordinator(o.coord, cli, sealer)
+	c := coordinator{addr: o.coord, tokenFile: tokenFile, shareRoots: append([]string{shares}, o.shareRoots...)}
+	stopCoord, err := c.start(cli, sealer, token)
 	if err != nil {
 		return err
 	}
@@ -106,11 +131,11 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	defer admin.Close()
-	nodes, err := setUp(ctx, admin, o, dir, demo)
+	nodes, err := setUp(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token), admin, o, demo)
 	if err != nil {
 		return err
 	}
-	return serveNodes(ctx, o, nodes, endpoints, secretFile, stdout)
+	return serveNodes(ctx, o, &c, nodes, endpoints, secretFile, stdout)
 }
 
 // loadSecret reads the cluster secret, creating it on first start.
@@ -127,20 +152,38 @@ func loadSecret(path string) (*statev1.Sealer, error) {
 	return statev1.NewSealer(secret)
 }
 
-// startCoordinator serves the admin API without TLS or token on a
-// loopback address, as smbcoord --dev-loopback-insecure does.
-func startCoordinator(addr string, cli *clientv3.Client, sealer *statev1.Sealer) (func(), error) {
-	l, err := net.Listen("tcp", addr)
+// coordinator is the admin API in its loopback development mode.
+type coordinator struct {
+	addr       string   // to listen on, loopback
+	tokenFile  string   // DIR/admin-token
+	shareRoots []string // DIR/shares and --share-root
+	link       string   // where the starting user's smbctl finds the token; "" if not linked
+}
+
+// start serves the admin API without TLS on a loopback address, with the
+// token only the starting user can read, as smbcoord
+// --dev-loopback-insecure does, and links the token for their smbctl.
+func (c *coordinator) start(cli *clientv3.Client, sealer *statev1.Sealer, token string) (func(), error) {
+	l, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	if tcp, ok := l.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
 		l.Close()
-		return nil, fmt.Errorf("coordinator %s: not a loopback address", addr)
+		return nil, fmt.Errorf("coordinator %s: not a loopback address", c.addr)
 	}
-	g := service.NewGRPCServer(service.Options{Store: store.New(cli), Sealer: sealer, Version: nodemain.Version})
+	g := service.NewGRPCServer(service.Options{
+		Store: store.New(cli), Sealer: sealer, Version: nodemain.Version, Token: token, ShareRoots: c.shareRoots,
+		TokenHint: fmt.Sprintf("this development coordinator is administered only by the user who started it, with the token in %s", c.tokenFile),
+	})
 	go g.Serve(l)
-	return g.Stop, nil
+	link, unpublish, err := devtoken.Publish(l.Addr().String(), c.tokenFile)
+	if err != nil {
+		slog.Warn("development token not linked for smbctl: give it --token-file", "token_file", c.tokenFile, "err", err)
+		unpublish = func() {}
+	}
+	c.link = link
+	return func() { unpublish(); g.Stop() }, nil
 }
 
 // node is one node to start.
@@ -150,7 +193,7 @@ type node struct {
 
 // setUp admits the nodes (again, for fresh join tokens), and creates the
 // demo share and user if they do not exist.
-func setUp(ctx context.Context, conn *grpc.ClientConn, o options, dir, demo string) ([]node, error) {
+func setUp(ctx context.Context, conn *grpc.ClientConn, o options, demo string) ([]node, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	nc := adminv1.NewNodeServiceClient(conn)
@@ -185,7 +228,7 @@ func setUp(ctx context.Context, conn *grpc.ClientConn, o options, dir, demo stri
 }
 
 // serveNodes runs the nodes in this process until ctx ends.
-func serveNodes(ctx context.Context, o options, nodes []node, endpoints []string, secretFile string, stdout io.Writer) error {
+func serveNodes(ctx context.Context, o options, c *coordinator, nodes []node, endpoints []string, secretFile string, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -203,7 +246,7 @@ func serveNodes(ctx context.Context, o options, nodes []node, endpoints []string
 	}
 	ready := waitListening(ctx, nodes)
 	if ready == nil {
-		printHelp(stdout, o, nodes, endpoints)
+		printHelp(stdout, o, c, nodes, endpoints)
 	}
 	select {
 	case <-ctx.Done():
@@ -241,7 +284,7 @@ func waitListening(ctx context.Context, nodes []node) error {
 	return nil
 }
 
-func printHelp(w io.Writer, o options, nodes []node, endpoints []string) {
+func printHelp(w io.Writer, o options, c *coordinator, nodes []node, endpoints []string) {
 	port := ""
 	if o.port != 445 {
 		port = " -p " + strconv.Itoa(o.port)
@@ -253,8 +296,16 @@ func printHelp(w io.Writer, o options, nodes []node, endpoints []string) {
 	host, _, _ := net.SplitHostPort(nodes[0].addr)
 	fmt.Fprintf(w, "\nConnect (any node serves the demo share):\n")
 	fmt.Fprintf(w, "  smbclient //%s/demo%s -U demo%%demo -c 'ls'\n", host, port)
-	fmt.Fprintf(w, "Manage:\n")
-	fmt.Fprintf(w, "  bin/smbctl --insecure --endpoint %s node ls\n", o.coord)
-	fmt.Fprintf(w, "  bin/smbctl --insecure --endpoint %s share add NAME PATH\n", o.coord)
+	ctl := "bin/smbctl --insecure --endpoint " + o.coord
+	if c.link != "" {
+		fmt.Fprintf(w, "Manage, as the user who started the cluster (smbctl finds the token in %s through %s):\n", c.tokenFile, c.link)
+	} else {
+		fmt.Fprintf(w, "Manage, as the user who started the cluster:\n")
+		ctl += " --token-file " + c.tokenFile
+	}
+	fmt.Fprintf(w, "  %s node ls\n", ctl)
+	team := filepath.Join(c.shareRoots[0], "team")
+	fmt.Fprintf(w, "  mkdir %s && %s share add team %s\n", team, ctl, team)
+	fmt.Fprintf(w, "Shares may be created under %s (more with --share-root DIR).\n", strings.Join(c.shareRoots, ", "))
 	fmt.Fprintf(w, "Ctrl-C stops the cluster; its state stays under %s.\n", o.dir)
 }

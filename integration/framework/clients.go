@@ -37,11 +37,22 @@ func (r Result) String() string {
 // Failing to start the program at all fails the test.
 func Run(t testing.TB, dir string, name string, args ...string) Result {
 	t.Helper()
+	return RunAs(t, nil, nil, dir, name, args...)
+}
+
+// RunAs is Run with env added to the environment and, if cred is set, as
+// that user (the test must run as root).
+func RunAs(t testing.TB, cred *syscall.Credential, env []string, dir string, name string, args ...string) Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ClientTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = OwnGroup()
+	cmd.SysProcAttr.Credential = cred
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

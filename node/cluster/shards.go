@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/peer"
@@ -35,9 +36,11 @@ type ShardMap struct {
 	self     string
 	peerAddr string
 	log      *slog.Logger
-	// Valid reports whether the node may act on cluster state now (holds
-	// its lease); nil means always.
-	Valid func() bool
+	// Recover rebuilds the state of a shard the node has just taken from
+	// the nodes holding its files' opens; the node answers for the shard
+	// only once it returned nil (on an error the shard is given up and
+	// taken again later).
+	Recover func(ctx context.Context, shard uint32) error
 	// Busy reports whether the node holds state of a shard it owns; such a
 	// shard is not given up to a better-ranked node.
 	Busy func(shard uint32) bool
@@ -48,11 +51,13 @@ type ShardMap struct {
 	// record appears, or shows a new epoch).
 	NodeUp func(node string)
 
-	mu        sync.Mutex
-	nodes     map[string]liveNode
-	shards    [peer.NumShards]shardOwner
-	releasing [peer.NumShards]bool
-	changed   chan struct{}
+	mu         sync.Mutex
+	nodes      map[string]liveNode
+	shards     [peer.NumShards]shardOwner
+	releasing  [peer.NumShards]bool
+	recovering [peer.NumShards]bool
+	changed    chan struct{}
+	valid      atomic.Pointer[func() bool] // SetValid
 
 	kick func() // asks the reconciler to run; set by Run
 }
@@ -79,6 +84,16 @@ func NewShardMap(cli *clientv3.Client, self, peerAddr string, log *slog.Logger) 
 	return &ShardMap{cli: cli, self: lower(self), peerAddr: peerAddr, log: log, nodes: map[string]liveNode{}, changed: make(chan struct{})}
 }
 
+// SetValid gives the map the node's fencing: valid reports whether the
+// node may act on cluster state now (it holds its lease under its current
+// epoch). Until it is set the map takes no shard and answers for none.
+func (m *ShardMap) SetValid(valid func() bool) { m.valid.Store(&valid) }
+
+func (m *ShardMap) isValid() bool {
+	v := m.valid.Load()
+	return v != nil && (*v)()
+}
+
 // Self implements peer.Routes.
 func (m *ShardMap) Self() string { return m.self }
 
@@ -99,14 +114,14 @@ func (m *ShardMap) Owner(shard uint32) (peer.Route, bool) {
 
 // Owns implements peer.Routes.
 func (m *ShardMap) Owns(shard uint32, rev int64) bool {
-	if shard >= peer.NumShards || m.Valid != nil && !m.Valid() {
+	if shard >= peer.NumShards || !m.isValid() {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o := m.shards[shard]
 	me, live := m.nodes[m.self]
-	return live && o.node == m.self && o.rev == rev && o.epoch == me.epoch && !m.releasing[shard]
+	return live && o.node == m.self && o.rev == rev && o.epoch == me.epoch && !m.releasing[shard] && !m.recovering[shard]
 }
 
 // Peers implements peer.Routes.
@@ -357,7 +372,7 @@ func rank(n uint32, nodes []string) []string {
 // live nodes, and gives up idle shards a better-ranked live node should
 // have.
 func (m *ShardMap) reconcile(ctx context.Context) {
-	if m.Valid != nil && !m.Valid() {
+	if !m.isValid() {
 		return
 	}
 	m.mu.Lock()
@@ -387,8 +402,11 @@ func (m *ShardMap) reconcile(ctx context.Context) {
 	wg.Wait()
 }
 
-// claim takes free shard n under the node's lease and epoch.
+// claim takes free shard n under the node's lease and epoch, and
+// rebuilds its state before answering for it.
 func (m *ShardMap) claim(ctx context.Context, n uint32, me liveNode) {
+	m.setRecovering(n, true)
+	defer m.setRecovering(n, false)
 	v, _ := proto.Marshal(&statev1.ShardRecord{Node: m.self, Epoch: me.epoch, PeerAddress: m.peerAddr})
 	cctx, cancel := context.WithTimeout(ctx, shardCallTimeout)
 	defer cancel()
@@ -400,9 +418,28 @@ func (m *ShardMap) claim(ctx context.Context, n uint32, me liveNode) {
 	switch {
 	case err != nil:
 		m.log.Debug("taking a shard", "shard", n, "err", err)
-	case tr.Succeeded:
-		m.log.Info("took a shard", "shard", n, "epoch", me.epoch)
+		return
+	case !tr.Succeeded:
+		return
 	}
+	rev := tr.Header.Revision
+	if m.Recover != nil {
+		if err := m.Recover(ctx, n); err != nil {
+			m.log.Warn("rebuilding a shard's state failed: giving it up", "shard", n, "err", err)
+			dctx, cancel := context.WithTimeout(ctx, shardCallTimeout)
+			defer cancel()
+			m.cli.Txn(dctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).Then(clientv3.OpDelete(key)).Commit()
+			return
+		}
+	}
+	m.log.Info("took a shard", "shard", n, "epoch", me.epoch)
+}
+
+func (m *ShardMap) setRecovering(n uint32, on bool) {
+	m.mu.Lock()
+	m.recovering[n] = on
+	m.notify()
+	m.mu.Unlock()
 }
 
 // release gives shard n up unless it holds state.

@@ -25,6 +25,7 @@ type coherence struct {
 	locks    state.Locks
 	notify   share.ClusterNotify // nil on a single node
 	router   *peer.Router        // nil on a single node
+	shards   *cluster.ShardMap   // nil on a single node
 	peerAddr string
 	stop     func()
 }
@@ -58,6 +59,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}, log)
 	shards.Busy = router.ShardBusy
+	shards.Recover = router.Recover
 	shards.NodeGone = func(node string, keep uint64) { router.DropNode(node, keep) }
 	shards.NodeUp = router.NodeUp
 	srv := grpc.NewServer()
@@ -68,7 +70,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	go func() { defer close(done); shards.Run(sctx) }()
 	log.Info("node-to-node API", "addr", l.Addr().String())
 	return &coherence{
-		files: router, locks: router, notify: router, router: router, peerAddr: l.Addr().String(),
+		files: router, locks: router, notify: router, router: router, shards: shards, peerAddr: l.Addr().String(),
 		stop: func() {
 			cancel()
 			<-done
