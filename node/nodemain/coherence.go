@@ -12,9 +12,10 @@ import (
 	"github.com/smbcluster/smbcluster/node/share"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 )
 
 // coherence is where the node's shares find per-file state: its own
@@ -46,6 +47,16 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	if err != nil {
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
+	secret, err := statev1.LoadSecretFile(cfg.SecretFile)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	serverTLS, clientTLS, err := peer.TLSConfigs(secret, cfg.Name)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
 	l, err := net.Listen("tcp", peerListenAddr(cfg))
 	if err != nil {
 		cli.Close()
@@ -53,16 +64,15 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	}
 	log = log.With("component", "peer")
 	shards := cluster.NewShardMap(cli, cfg.Name, l.Addr().String(), log)
-	// Development and tests run the peer API in plaintext on loopback;
-	// mutual TLS with the cluster's credentials is the next step.
+	// Mutual TLS under a CA derived from the cluster secret (peer/tls.go).
 	router := peer.New(shards, table, locks, func(addr string) (*grpc.ClientConn, error) {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
 	}, log)
 	shards.Busy = router.ShardBusy
 	shards.Recover = router.Recover
 	shards.NodeGone = func(node string, keep uint64) { router.DropNode(node, keep) }
 	shards.NodeUp = router.NodeUp
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)))
 	peerv1.RegisterPeerServiceServer(srv, router.Service())
 	go srv.Serve(l)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
