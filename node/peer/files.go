@@ -292,8 +292,23 @@ func (r *Router) waitAt(ctx context.Context, t target, req *peerv1.CallRequest, 
 // directory's owner (BreakDirLeases, which does not wait).
 func (r *Router) DirLeases() bool { return true }
 
-// ParentLeaseOf implements state.Files.
-func (r *Router) ParentLeaseOf(o *state.Open) (id state.LeaseID, ok bool) {
+// ParentLeaseOf implements state.Files. The parent lease key is the
+// client's own, fixed when the lease was granted: for an open of a remote
+// file it comes from what this node recorded at the grant, with no call.
+func (r *Router) ParentLeaseOf(o *state.Open) (state.LeaseID, bool) {
+	r.mu.Lock()
+	hs, remote := r.mirrorCache[o.Ref]
+	remote = remote && r.held[o.Ref] == o
+	r.mu.Unlock()
+	if remote {
+		c := hs.caching
+		if !c.Lease || !c.HasParent {
+			return state.LeaseID{}, false
+		}
+		return state.LeaseID{Client: c.ID.Client, Key: c.ParentKey}, true
+	}
+	var id state.LeaseID
+	var ok bool
 	resp, _ := r.call(o.Key, func() { id, ok = r.table.ParentLeaseOf(o) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_PARENT_LEASE_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
 	if resp != nil {

@@ -9,6 +9,7 @@ import (
 
 // Lock implements state.Locks.
 func (r *Router) Lock(o *state.Open, locks []state.Lock) (err error) {
+	r.asked(o)
 	resp, cerr := r.call(o.Key, func() { err = r.lockLocal(o, locks) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_LOCK, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB(locks)})
 	err = r.lockAnswer(o.Key, resp, cerr, err)
@@ -34,6 +35,7 @@ func (r *Router) lockAnswer(key state.FileKey, resp *peerv1.CallResponse, cerr, 
 
 // LockWait implements state.Locks.
 func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWait func()) error {
+	r.asked(o)
 	req := &peerv1.CallRequest{Op: peerv1.Op_OP_LOCK_WAIT, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB([]state.Lock{l})}
 	local := false
 	err := r.wait(ctx, o.Key, func() error { local = true; return r.lockWaitLocal(ctx, o, l, onWait) }, req, onWait)
@@ -58,12 +60,28 @@ func (r *Router) Unlock(o *state.Open, ranges []state.Lock) (n int, err error) {
 }
 
 // Release implements state.Locks: the owner drops o's locks, and this
-// node its lock sequences.
+// node its lock sequences. An open of a remote file that never asked for
+// a lock has none to drop there: no call (its close at the owner drops
+// its locks anyway).
 func (r *Router) Release(o *state.Open) {
-	r.call(o.Key, func() { r.locks.Release(o) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_RELEASE_LOCKS, Ref: r.ref(o), Key: keyPB(o.Key)})
-	r.locks.Release(o)
+	r.mu.Lock()
+	asked := r.locked[o.Ref]
+	delete(r.locked, o.Ref)
+	r.mu.Unlock()
+	if asked {
+		r.call(o.Key, func() {},
+			&peerv1.CallRequest{Op: peerv1.Op_OP_RELEASE_LOCKS, Ref: r.ref(o), Key: keyPB(o.Key)})
+	}
+	r.locks.Release(o) // the locks when the file is ours; the lock sequences
 	r.mirror.Release(o)
+}
+
+// asked records that o asked for a lock (Release must then reach the
+// owner).
+func (r *Router) asked(o *state.Open) {
+	r.mu.Lock()
+	r.locked[o.Ref] = true
+	r.mu.Unlock()
 }
 
 // CheckIO implements state.Locks. A READ or WRITE asks the owner only

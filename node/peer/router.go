@@ -54,6 +54,7 @@ type Router struct {
 	byKey       map[state.FileKey]map[refKey]bool
 	conns       map[string]*grpc.ClientConn
 	ntf         notifyState
+	locked      map[uint64]bool        // held opens that asked for a byte-range lock
 	mirrorCache map[uint64]heldState   // what the owner granted held opens of remote files
 	pending     map[state.FileKey]int8 // BreakRead calls in flight (1) or asked again (2)
 }
@@ -80,8 +81,8 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 	}
 	return &Router{
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), dial: dial, log: log,
-		mirrorCache: map[uint64]heldState{},
-		held:        map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
+		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{},
+		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]state.FileKey{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{},

@@ -233,3 +233,22 @@ func TestCancelledAdmitLeavesNoOpen(t *testing.T) {
 		t.Fatal("a phantom open of the other node stayed at the owner")
 	}
 }
+
+// TestOpenCloseCalls pins the cost of an uncontended open and close of a
+// remote file: one call to the owner each (the close's lock release and
+// parent-lease lookup need none).
+func TestOpenCloseCalls(t *testing.T) {
+	_, b := twoNodes(t)
+	key := state.FileKey{Volume: 4, FileID: 1}
+	o := open(key, rw, shareAll, newBreaks())
+	before := b.Stats().Calls.Load()
+	if _, err := b.Admit(context.Background(), o, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.Release(o)
+	b.ParentLeaseOf(o)
+	b.Drop(o)
+	if n := b.Stats().Calls.Load() - before; n != 2 {
+		t.Fatalf("open and close of a remote file: %d calls to the owner, want 2", n)
+	}
+}
