@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"testing"
 
 	"github.com/smbcluster/smbcluster/integration/framework"
@@ -88,5 +89,69 @@ func TestOwnerFailover(t *testing.T) {
 			continue
 		}
 		b.CloseFile(fg)
+	}
+}
+
+// TestOwnerPausedPastTTL: an owner stopped (SIGSTOP) past its lease TTL
+// loses its shards to the survivors, which rebuild them; resumed, it
+// answers for none of them — the survivors' conflicts still hold — and
+// serves again only once it has rejoined.
+func TestOwnerPausedPastTTL(t *testing.T) {
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
+	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
+	c.MustSMBCtl(t, "user", "add", "jon", "--password", "Jon-Pass-1")
+	connect := func(n *framework.ClusterNode) *servertest.Conn {
+		var s *servertest.Conn
+		framework.WaitFor(t, clusterDeadline, "jon's session on "+n.Name, func() bool {
+			s = servertest.Dial(t, n.Addr)
+			if s.Negotiate(smb2.Dialect311) != nil || s.SessionSetup("jon", "Jon-Pass-1") != nil {
+				s.Close()
+				return false
+			}
+			if _, err := s.TreeConnect("data"); err != nil {
+				s.Close()
+				return false
+			}
+			return true
+		})
+		return s
+	}
+	a, b := connect(c.Nodes[0]), connect(c.Nodes[1])
+	const files = 24
+	for i := range files {
+		excl := servertest.CreateRequest(fmt.Sprintf("kept-%d.txt", i))
+		excl.ShareAccess = 0
+		if _, err := a.CreateWith(excl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paused := c.Nodes[2]
+	if err := paused.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(t, clusterDeadline, "node3 down", func() bool {
+		st, _ := c.NodeState(t, "node3")
+		return st == "down"
+	})
+	check := func(when string) {
+		for i := range files {
+			if _, err := b.Create(fmt.Sprintf("kept-%d.txt", i)); !errors.Is(err, smb2.StatusSharingViolation) {
+				t.Errorf("%s: kept-%d.txt opened through node2 while node1's client holds it without sharing: %v", when, i, err)
+			}
+		}
+	}
+	check("node3 paused")
+	if err := paused.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	check("node3 resumed")
+	framework.WaitFor(t, clusterDeadline, "node3 up again", func() bool {
+		st, _ := c.NodeState(t, "node3")
+		return st == "up"
+	})
+	check("node3 rejoined")
+	s := connect(paused)
+	if _, err := s.Create("kept-0.txt"); !errors.Is(err, smb2.StatusSharingViolation) {
+		t.Errorf("through the rejoined node3: %v, want STATUS_SHARING_VIOLATION", err)
 	}
 }
