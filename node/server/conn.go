@@ -94,6 +94,11 @@ type conn struct {
 	// unresponsive: the client declared it will not acknowledge what is
 	// sent here (FSCTL_SMBTORTURE_FORCE_UNACKED_TIMEOUT, ioctl_torture.go).
 	unresponsive atomic.Bool
+
+	// authed: a SESSION_SETUP completed or bound a channel here. Until
+	// then frames are bounded by PreAuthMessageMax and the connection
+	// lives at most Config.HandshakeTimeout (limits.go).
+	authed atomic.Bool
 }
 
 // pendingReq is a request being served, cancellable by SMB2 CANCEL.
@@ -197,6 +202,9 @@ func (c *conn) readLoop() (err error) {
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()
+	if err := c.handshake(); err != nil {
+		return err
+	}
 	var nb [4]byte
 	for {
 		if d := c.srv.cfg.IdleTimeout; d > 0 {
