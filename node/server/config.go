@@ -39,7 +39,7 @@ type Config struct {
 
 	MaxCredits     uint16        // credit window per connection; zero → 8192
 	MaxTransact    uint32        // zero → 8 MiB
-	IdleTimeout    time.Duration // an authenticated connection with no request for this long is closed; zero → none
+	IdleTimeout    time.Duration // a connection with no request for this long is closed (before logon, HandshakeTimeout instead when set); zero → none
 	MaxConnections int           // connections past it are closed at once; zero → unlimited
 
 	// HandshakeTimeout is how long a connection may go without

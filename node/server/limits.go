@@ -22,13 +22,18 @@ const PreAuthMessageMax = readBufferSize - 4
 
 // handshake serves the connection's frames until it has authenticated:
 // each is at most PreAuthMessageMax bytes, and the whole handshake must be
-// done within Config.HandshakeTimeout. It returns with the next frame
+// done within Config.HandshakeTimeout (without one, each frame within
+// IdleTimeout, as in the read loop). It returns with the next frame
 // unread, for the read loop.
 func (c *conn) handshake() error {
-	if d := c.srv.cfg.HandshakeTimeout; d > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(d))
+	whole := c.srv.cfg.HandshakeTimeout
+	if whole > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(whole))
 	}
 	for !c.authed.Load() {
+		if d := c.srv.cfg.IdleTimeout; whole <= 0 && d > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(d))
+		}
 		// Peeked, not read: once the connection has authenticated, the
 		// header is the read loop's.
 		nb, err := c.br.Peek(4)

@@ -91,6 +91,28 @@ func TestHandshakeTimeout(t *testing.T) {
 	})
 }
 
+// TestIdleTimeoutBeforeLogon: without a handshake timeout, the idle
+// timeout still closes a connection that never logs on.
+func TestIdleTimeoutBeforeLogon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const idle = time.Minute
+		l := newPipeListener()
+		servertest.Start(t, servertest.Options{Listener: l, Configure: func(c *server.Config) { c.IdleTimeout = idle }})
+		start := time.Now()
+		c := servertest.NewConn(t, l.dial())
+		if err := c.Negotiate(); err != nil {
+			t.Fatal(err)
+		}
+		c.Timeout = time.Hour
+		if err := c.WaitClosed(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != idle {
+			t.Errorf("closed after %v, want %v", d, idle)
+		}
+	})
+}
+
 // TestPreAuthFrameBound: before a session is set up, a frame announcing
 // more than PreAuthMessageMax bytes closes the connection at once, with no
 // buffer taken for it; after, the same connection takes frames of any
