@@ -130,3 +130,59 @@ func nobodyCredential(t *testing.T) *syscall.Credential {
 	gid, _ := strconv.Atoi(u.Gid)
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 }
+
+// TestEmbeddedLongPath: a data directory too deep for a socket path
+// still starts, with its sockets in a private directory removed on stop.
+func TestEmbeddedLongPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	endpoints, stop, err := StartEmbedded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sockets := filepath.Dir(strings.TrimPrefix(endpoints[0], "unix://"))
+	if !strings.HasPrefix(endpoints[0], "unix:///") || strings.HasPrefix(sockets, dir) {
+		t.Errorf("endpoint %s: want a unix socket outside %s", endpoints[0], dir)
+	}
+	if fi, err := os.Stat(sockets); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("socket directory %s: %v, %v; want mode 0700", sockets, fi.Mode(), err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = cli.Put(ctx, probeKey, "x")
+	cli.Close()
+	stop()
+	if err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(sockets); !os.IsNotExist(err) {
+		t.Errorf("socket directory %s after stop: %v", sockets, err)
+	}
+}
+
+// TestEmbeddedRefusesOthersDir: a data directory of another user is
+// refused, since that user could reach the sockets in it.
+func TestEmbeddedRefusesOthersDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: cannot give a directory to another user")
+	}
+	nobody := nobodyCredential(t)
+	dir := filepath.Join(t.TempDir(), "etcd")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, int(nobody.Uid), int(nobody.Gid)); err != nil {
+		t.Fatal(err)
+	}
+	_, stop, err := StartEmbedded(dir)
+	if err == nil {
+		stop()
+		t.Fatalf("StartEmbedded(%s) owned by nobody: no error", dir)
+	}
+	if !strings.Contains(err.Error(), "belongs to another user") {
+		t.Errorf("StartEmbedded(%s) owned by nobody: %v", dir, err)
+	}
+}
