@@ -71,7 +71,7 @@ func privateDir(dir string) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
+		return fmt.Errorf("%s is not a directory (symlinks are not followed)", dir)
 	case !ok || int(st.Uid) != os.Geteuid():
 		return fmt.Errorf("%s belongs to another user: the embedded etcd keeps its data and sockets only in a directory of the user who starts it", dir)
 	}
