@@ -86,18 +86,26 @@ func TestCluster(t *testing.T) {
 
 	t.Run("DrainStopsOffering", func(t *testing.T) {
 		c.MustSMBCtl(t, "user", "add", "gina", "--password", "Gina-Pass-1")
-		var s *servertest.Conn
+		// A node offers its own addresses only (node/cluster offerPeers).
+		var s, s2 *servertest.Conn
 		framework.WaitFor(t, clusterDeadline, "gina logs in", func() bool {
 			s = dialSession(t, n1.Addr, "gina", "Gina-Pass-1")
 			return s != nil
 		})
-		framework.WaitFor(t, clusterDeadline, "both nodes offered", func() bool {
-			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1", "127.0.0.2"})
+		framework.WaitFor(t, clusterDeadline, "gina logs in on node2", func() bool {
+			s2 = dialSession(t, n2.Addr, "gina", "Gina-Pass-1")
+			return s2 != nil
+		})
+		framework.WaitFor(t, clusterDeadline, "each node offering itself", func() bool {
+			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1"}) && slices.Equal(offeredIPs(t, s2), []string{"127.0.0.2"})
 		})
 		c.MustSMBCtl(t, "node", "drain", "node2")
 		framework.WaitFor(t, clusterDeadline, "node2 no longer offered", func() bool {
-			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1"})
+			return len(offeredIPs(t, s2)) == 0
 		})
+		if ips := offeredIPs(t, s); !slices.Equal(ips, []string{"127.0.0.1"}) {
+			t.Errorf("node1 offers %v while node2 drains", ips)
+		}
 		gina := framework.SMBClient{Node: n2.Node, User: "gina", Password: "Gina-Pass-1"}
 		if r := gina.Script(t, "", "data", "ls"); r.ExitCode == 0 || !strings.Contains(r.Output(), "REQUEST_NOT_ACCEPTED") {
 			t.Errorf("new session on a draining node:\n%s", r)
@@ -107,7 +115,7 @@ func TestCluster(t *testing.T) {
 		}
 		c.MustSMBCtl(t, "node", "resume", "node2")
 		framework.WaitFor(t, clusterDeadline, "node2 offered again", func() bool {
-			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1", "127.0.0.2"})
+			return slices.Equal(offeredIPs(t, s2), []string{"127.0.0.2"})
 		})
 	})
 
@@ -191,6 +199,9 @@ func offeredIPs(t *testing.T, s *servertest.Conn) []string {
 	out, err := s.Ioctl(smb2.FsctlQueryNetworkInterfaceInfo, smb2.AnyFileID, nil, 64<<10)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		return nil // nothing offered
 	}
 	ifs, err := fscc.DecodeNetworkInterfaces(out)
 	if err != nil {

@@ -29,6 +29,9 @@ type ClusterOptions struct {
 	// LeaseTTL is the nodes' etcd lease TTL (default 2s): a killed node
 	// shows down within it.
 	LeaseTTL time.Duration
+	// EtcdProcess runs etcd as a process of its own (StartEtcdProcess),
+	// which the test can stop and continue, instead of embedded.
+	EtcdProcess bool
 }
 
 // Cluster is an embedded etcd, a coordinator (in this process, plaintext
@@ -43,6 +46,8 @@ type Cluster struct {
 	Port      int // every node's SMB port
 	Nodes     []*ClusterNode
 	LeaseTTL  time.Duration
+	// Etcd is the etcd process when ClusterOptions.EtcdProcess is set.
+	Etcd *EtcdProcess
 
 	dir        string
 	secretFile string
@@ -51,8 +56,11 @@ type Cluster struct {
 // ClusterNode is one smbnode of a Cluster.
 type ClusterNode struct {
 	*Node
-	Name   string
-	killed bool
+	Name string
+	// TokenFile holds the node's join token (StartNode): another
+	// process started with it joins as the same node.
+	TokenFile string
+	killed    bool
 }
 
 // NewCluster starts a cluster of opts.Nodes nodes and waits until every
@@ -70,7 +78,7 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	c.TokenFile = filepath.Join(c.dir, "token")
 	writeFile(t, c.secretFile, string(statev1.GenerateSecret()))
 	writeFile(t, c.TokenFile, c.Token)
-	c.startEtcdAndCoordinator(t)
+	c.startEtcdAndCoordinator(t, opts.EtcdProcess)
 	c.Port = CommonFreePort(t, opts.Nodes)
 	for i := 1; i <= opts.Nodes; i++ {
 		c.Nodes = append(c.Nodes, c.StartNode(t, "node"+strconv.Itoa(i), "127.0.0."+strconv.Itoa(i)))
@@ -85,15 +93,22 @@ func writeFile(t testing.TB, path, s string) {
 	}
 }
 
-// startEtcdAndCoordinator starts the embedded etcd and the coordinator.
-func (c *Cluster) startEtcdAndCoordinator(t testing.TB) {
+// startEtcdAndCoordinator starts etcd (embedded, or a process of its own
+// when process is set) and the coordinator.
+func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process bool) {
 	t.Helper()
-	eps, stopEtcd, err := store.StartEmbedded(filepath.Join(c.dir, "etcd"))
-	if err != nil {
-		t.Fatal(err)
+	if process {
+		c.Etcd = StartEtcdProcess(t, filepath.Join(c.dir, "etcd"))
+		c.Endpoints = c.Etcd.Endpoints
+	} else {
+		eps, stopEtcd, err := store.StartEmbedded(filepath.Join(c.dir, "etcd"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stopEtcd)
+		c.Endpoints = eps
 	}
-	t.Cleanup(stopEtcd)
-	c.Endpoints = eps
+	eps := c.Endpoints
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +168,9 @@ func (c *Cluster) StartNode(t testing.TB, name, host string) *ClusterNode {
 	c.SMBCtlJSON(t, &added, "node", "add", name, "--address", addr)
 	tokenFile := filepath.Join(c.dir, name+".join-token")
 	writeFile(t, tokenFile, added.JoinToken)
-	return c.LaunchNode(t, name, addr, "--join-token-file", tokenFile)
+	n := c.LaunchNode(t, name, addr, "--join-token-file", tokenFile)
+	n.TokenFile = tokenFile
+	return n
 }
 
 // LaunchNode starts bin/smbnode as cluster node name on addr with extra
@@ -193,6 +210,10 @@ func (c *Cluster) LaunchNode(t testing.TB, name, addr string, extra ...string) *
 // status then.
 func (n *ClusterNode) Exited() <-chan struct{} { return n.exited }
 func (n *ClusterNode) ExitErr() error          { return n.err }
+
+// Signal sends sig to the node's process (SIGTERM: a graceful shutdown
+// the test watches with Exited).
+func (n *ClusterNode) Signal(sig os.Signal) error { return n.cmd.Process.Signal(sig) }
 
 // Kill kills the node's process with SIGKILL (no chance to leave the
 // cluster) and waits for it to exit.
@@ -312,18 +333,30 @@ func (c *Cluster) SMBCtlJSON(t testing.TB, v any, args ...string) {
 // ("admitted", "up", "down") and whether it is draining.
 func (c *Cluster) NodeState(t testing.TB, name string) (string, bool) {
 	t.Helper()
-	var nodes []struct {
-		Name     string `json:"name"`
-		State    string `json:"state"`
-		Draining bool   `json:"draining"`
-	}
+	n := c.NodeListed(t, name)
+	return n.State, n.Draining
+}
+
+// ListedNode is a node as `smbctl node ls -o json` lists it.
+type ListedNode struct {
+	Name     string `json:"name"`
+	State    string `json:"state"` // "admitted", "up", "down"
+	Draining bool   `json:"draining"`
+	Epoch    uint64 `json:"epoch"`
+}
+
+// NodeListed returns node name as `smbctl node ls` lists it (zero if it
+// is not listed).
+func (c *Cluster) NodeListed(t testing.TB, name string) ListedNode {
+	t.Helper()
+	var nodes []ListedNode
 	c.SMBCtlJSON(t, &nodes, "node", "ls")
 	for _, n := range nodes {
 		if n.Name == name {
-			return n.State, n.Draining
+			return n
 		}
 	}
-	return "", false
+	return ListedNode{}
 }
 
 // WaitFor polls cond every few milliseconds until it holds, failing the

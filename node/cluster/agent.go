@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/server"
@@ -85,23 +87,30 @@ type Node struct {
 // Agent is a node's membership in the cluster.
 type Agent struct {
 	// Immutable after New.
-	cfg  Config
-	node Node
-	log  *slog.Logger
-	cli  *clientv3.Client
+	cfg     Config
+	node    Node
+	log     *slog.Logger
+	cli     *clientv3.Client
+	life    context.Context // ends at Leave
+	endLife context.CancelFunc
+
+	// cur is the current incarnation (fence.go); written by Join and Run.
+	cur atomic.Pointer[incarnation]
+
+	// admMu serializes what the server admits: the agent's loop and
+	// whoever ends a Fencing both set it (updateAdmission).
+	admMu    sync.Mutex
+	draining bool     // under admMu
+	admitted *Fencing // under admMu: the incarnation whose join completed
 
 	// Owned by Join, then by Run.
-	lease    clientv3.LeaseID
-	epoch    uint64
-	rec      *statev1.NodeRecord // this node's admission record
-	fenced   bool
-	start    time.Time
-	ka       <-chan *clientv3.LeaseKeepAliveResponse
-	kaCancel context.CancelFunc
-	conf     configState
-	offer    offerState
-	pub      pubState
-	kick     chan struct{}
+	rec     *statev1.NodeRecord // this node's admission record
+	claimed uint64              // the highest epoch this agent tried to take
+	start   time.Time
+	conf    configState
+	offer   offerState
+	pub     pubState
+	kick    chan struct{}
 }
 
 // New connects to etcd (lazily: nothing is sent before Join).
@@ -131,64 +140,124 @@ func New(cfg Config, node Node) (*Agent, error) {
 		return nil, fmt.Errorf("etcd %v: %w", cfg.Endpoints, err)
 	}
 	a := &Agent{cfg: cfg, node: node, log: log.With("node", cfg.Name), cli: cli, kick: make(chan struct{}, 1)}
+	a.life, a.endLife = context.WithCancel(context.Background())
 	a.conf.init()
 	a.offer.init()
 	a.pub.init()
+	a.updateAdmission() // nothing before the join
 	return a, nil
 }
 
-// Epoch returns the epoch of the node's current incarnation (for tests
-// and logs; only valid between Join and Run, or from Run's goroutine).
-func (a *Agent) Epoch() uint64 { return a.epoch }
+// Epoch returns the epoch of the node's current incarnation, 0 before it
+// joined (Fence().Epoch()).
+func (a *Agent) Epoch() uint64 { return a.Fence().Epoch() }
+
+// joinBudget bounds Join as a whole (each etcd call is bounded by
+// callTimeout): a node that starts with etcd gives it that long.
+const joinBudget = 2 * dialTimeout
 
 // Join admits the node into the cluster: it checks the admission, takes
 // a lease, obtains the next epoch with the live record, and loads the
 // configuration. It fails with ErrNotAdmitted for a node that is not
-// admitted or whose join token does not match.
+// admitted or whose join token does not match; other failures are
+// retried for joinBudget.
 func (a *Agent) Join(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*dialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, joinBudget)
 	defer cancel()
+	var last error
+	err := retry(ctx, func() error {
+		last = a.joinOnce(ctx)
+		if errors.Is(last, ErrNotAdmitted) || errors.Is(last, ErrSuperseded) {
+			return errStop{last}
+		}
+		return last
+	})
+	var stop errStop
+	if errors.As(err, &stop) {
+		return stop.err
+	}
+	if ctx.Err() != nil && last != nil {
+		return last
+	}
+	a.log.Info("joined the cluster", "epoch", a.Epoch(), "lease_ttl", a.cfg.LeaseTTL)
+	a.admit()
+	return nil
+}
+
+// admit lets the server take work under the current incarnation, once
+// its join has loaded the configuration.
+func (a *Agent) admit() {
+	a.admMu.Lock()
+	a.admitted = a.Fence()
+	a.admMu.Unlock()
+	a.updateAdmission()
+}
+
+// errStop makes retry return the error it wraps.
+type errStop struct{ err error }
+
+func (e errStop) Error() string { return fmt.Sprint(e.err) }
+
+// joinOnce is one attempt of Join; on failure it drops what it obtained.
+func (a *Agent) joinOnce(ctx context.Context) error {
 	if err := a.join(ctx); err != nil {
 		return err
 	}
 	a.start = time.Now()
-	if err := a.loadAll(ctx); err != nil {
+	err := a.load(ctx)
+	if err == nil {
+		// The opens of an earlier incarnation are this node's no more.
+		err = a.guarded(ctx, clientv3.OpDelete(statev1.NodeOpensPrefix(a.cfg.Name), clientv3.WithPrefix()))
+	}
+	if err != nil {
+		inc := a.inc()
+		inc.fencing.end(fmt.Errorf("%w: joining failed: %v", errLeaseLost, err))
+		a.revoke(context.WithoutCancel(ctx), inc.lease)
 		return err
 	}
-	if _, err := a.cli.Delete(ctx, statev1.NodeOpensPrefix(a.cfg.Name), clientv3.WithPrefix()); err != nil {
-		return fmt.Errorf("clearing the opens of an earlier incarnation: %w", err)
-	}
-	a.log.Info("joined the cluster", "epoch", a.epoch, "lease_ttl", a.cfg.LeaseTTL)
 	return nil
 }
 
-// dropLease stops the keep-alive and revokes the lease, so that the
-// node's live record and published sessions go at once.
-func (a *Agent) dropLease() {
-	if a.kaCancel != nil {
-		a.kaCancel()
-		a.kaCancel = nil
+// load reads the configuration, bounded by callTimeout.
+func (a *Agent) load(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout(a.cfg.LeaseTTL))
+	defer cancel()
+	return a.loadAll(cctx)
+}
+
+// revoke revokes lease (best effort, bounded by callTimeout), so that
+// what the node published on it goes at once.
+func (a *Agent) revoke(ctx context.Context, lease clientv3.LeaseID) {
+	if lease == 0 {
+		return
 	}
-	if a.lease != 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if _, err := a.cli.Revoke(ctx, a.lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			a.log.Warn("revoking the lease", "err", err)
-		}
-		cancel()
-		a.lease = 0
+	cctx, cancel := context.WithTimeout(ctx, callTimeout(a.cfg.LeaseTTL))
+	defer cancel()
+	if _, err := a.cli.Revoke(cctx, lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		a.log.Warn("revoking the lease", "err", err)
 	}
 }
 
-// Leave revokes the lease, so that the node shows down at once and its
+// Leave ends the node's incarnation (it serves nothing from then on) and
+// revokes its lease, so that the node shows down at once and its
 // sessions, channels and opens go, and closes the etcd client.
 func (a *Agent) Leave(ctx context.Context) {
-	a.dropLease()
+	a.endLife()
+	inc := a.inc()
+	inc.fencing.end(errLeft)
+	a.revoke(ctx, inc.lease)
 	a.cli.Close()
 }
 
-// Run keeps the node in step with the cluster until ctx ends (then it
-// returns nil) or the node is removed (ErrRemoved).
+// Run keeps the node in step with the cluster until ctx ends or Leave is
+// called (then it returns nil), the node is removed (ErrRemoved) or
+// superseded by another process under its name (ErrSuperseded). A lost
+// lease is not an error: Run joins again.
 func (a *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(a.life, cancel)
+	defer stop()
 	for {
 		err := a.watch(ctx)
 		switch {
@@ -196,12 +265,15 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case errors.Is(err, ErrRemoved):
 			a.log.Error("leaving the cluster", "err", err)
-			a.setFenced(true)
-			a.dropLease()
+			inc := a.inc()
+			inc.fencing.end(err)
+			a.revoke(ctx, inc.lease)
+			return err
+		case errors.Is(err, ErrSuperseded):
+			a.log.Error("superseded: another smbnode joined the cluster under this node's name; stopping", "err", err)
 			return err
 		case errors.Is(err, errLeaseLost):
-			a.log.Warn("lost the cluster lease: refusing new work until joined again")
-			a.setFenced(true)
+			a.log.Warn("lost the cluster lease: serving nothing until joined again", "err", err)
 			if err := a.rejoin(ctx); err != nil {
 				return err
 			}
@@ -215,22 +287,29 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // resync reloads the whole configuration after a watch failure, retrying
-// until it succeeds or ctx ends.
+// until it succeeds, the incarnation ends or ctx ends.
 func (a *Agent) resync(ctx context.Context) error {
-	return retry(ctx, func() error {
-		lctx, cancel := context.WithTimeout(ctx, 2*dialTimeout)
-		defer cancel()
-		return a.loadAll(lctx)
+	f := a.Fence()
+	err := retry(ctx, func() error {
+		if !f.Valid() {
+			return errStop{f.Err()} // watch returns why
+		}
+		return a.load(ctx)
 	})
+	if errors.As(err, new(errStop)) {
+		return nil
+	}
+	return err
 }
 
 // retry calls f with a growing pause until it succeeds, returns
-// ErrRemoved or ctx ends.
+// ErrRemoved, ErrSuperseded or an errStop, or ctx ends (then it returns
+// nil).
 func retry(ctx context.Context, f func() error) error {
 	pause := 100 * time.Millisecond
 	for {
 		err := f()
-		if err == nil || errors.Is(err, ErrRemoved) {
+		if err == nil || errors.Is(err, ErrRemoved) || errors.Is(err, ErrSuperseded) || errors.As(err, new(errStop)) {
 			return err
 		}
 		t := time.NewTimer(pause)
@@ -244,21 +323,27 @@ func retry(ctx context.Context, f func() error) error {
 	}
 }
 
-// setFenced records whether the node holds its lease and updates what
-// the server admits.
-func (a *Agent) setFenced(on bool) {
-	a.fenced = on
+// setDraining records the node's draining mark and updates what the
+// server admits.
+func (a *Agent) setDraining(on bool) {
+	a.admMu.Lock()
+	a.draining = on
+	a.admMu.Unlock()
 	a.updateAdmission()
 }
 
-// updateAdmission derives the server's admission from the lease and the
-// draining mark.
+// updateAdmission derives the server's admission from the Fencing (valid,
+// and its join complete) and the draining mark. Whoever ends a Fencing
+// calls it after, so that a concurrent call from the agent's loop cannot
+// admit work again.
 func (a *Agent) updateAdmission() {
+	a.admMu.Lock()
+	defer a.admMu.Unlock()
 	adm := server.AdmitAll
-	switch {
-	case a.fenced:
+	switch f := a.Fence(); {
+	case f != a.admitted || !f.Valid():
 		adm = server.AdmitNothing
-	case a.rec != nil && a.rec.Draining:
+	case a.draining:
 		adm = server.AdmitNoSessions
 	}
 	if a.node.Control != nil {

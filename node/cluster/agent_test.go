@@ -294,6 +294,9 @@ func offered(t *testing.T, c *servertest.Conn) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(out) == 0 {
+		return nil // nothing offered
+	}
 	ifs, err := fscc.DecodeNetworkInterfaces(out)
 	if err != nil {
 		t.Fatal(err)
@@ -305,8 +308,9 @@ func offered(t *testing.T, c *servertest.Conn) []string {
 	return ips
 }
 
-// TestDrainAndOffers: clients are offered the live, non-draining nodes; a
-// draining node refuses new sessions and is no longer offered.
+// TestDrainAndOffers: a node offers clients its own addresses only, not
+// its live peers' (offerPeers); a draining node refuses new sessions and
+// offers nothing.
 func TestDrainAndOffers(t *testing.T) {
 	e := newEnv(t, "drain")
 	e.addShare("drainshare")
@@ -320,11 +324,11 @@ func TestDrainAndOffers(t *testing.T) {
 	e.put(statev1.NodeLiveKey("peer"), &statev1.NodeLiveRecord{Name: "peer", Addresses: []string{"127.0.0.2:445"}}, clientv3.WithLease(lease.ID))
 	e.start()
 	c := servertest.Connect(t, e.addr, "bob", "Bob-1", "drainshare", smb2.Dialect311)
-	waitFor(t, "both nodes offered", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.1 127.0.0.2" })
+	waitFor(t, "the node's own address offered", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.1" })
 
 	rec := &statev1.NodeRecord{Name: "drain", Addresses: []string{e.addr}, JoinTokenSha256: statev1.HashJoinToken(e.token), Draining: true}
 	e.put(statev1.NodeKey("drain"), rec)
-	waitFor(t, "the draining node to leave the offer", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.2" })
+	waitFor(t, "the draining node to leave the offer", func() bool { return len(offered(t, c)) == 0 })
 	c2 := servertest.Dial(t, e.addr)
 	if err := c2.Negotiate(smb2.Dialect311); err != nil {
 		t.Fatal(err)
@@ -341,34 +345,41 @@ func TestDrainAndOffers(t *testing.T) {
 	if err := c2.SessionSetup("bob", "Bob-1"); err != nil {
 		t.Errorf("new session after resume: %v", err)
 	}
-	e.cli.Revoke(context.Background(), lease.ID)
-	waitFor(t, "the dead peer to leave the offer", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.1" })
+	waitFor(t, "the resumed node's own address offered again", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.1" })
 }
 
-// TestLeaseLossAndRemoval: a node whose lease is revoked joins again with
-// the next epoch and republishes; a removed node leaves and admits nothing.
+// TestLeaseLossAndRemoval: a node whose lease is revoked is fenced (its
+// connections end), joins again with the next epoch and serves and
+// publishes again; a removed node leaves and admits nothing.
 func TestLeaseLossAndRemoval(t *testing.T) {
 	e := newEnv(t, "lease")
 	e.addShare("leaseshare")
 	e.addUser("carol", "Carol-1")
-	_, done := e.start()
+	a, done := e.start()
 	c := servertest.Connect(t, e.addr, "carol", "Carol-1", "leaseshare", smb2.Dialect311)
 	id := c.Session.ID
 	waitFor(t, "the session record", func() bool { return e.exists(statev1.SessionKey(id)) })
+	first := a.Fence()
 	r, _ := e.cli.Get(context.Background(), statev1.NodeLiveKey("lease"))
 	if _, err := e.cli.Revoke(context.Background(), clientv3.LeaseID(r.Kvs[0].Lease)); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.WaitClosed(); err != nil {
+		t.Errorf("the connection of a node that lost its lease: %v", err)
+	}
+	if first.Valid() || !errors.Is(first.Err(), errLeaseLost) {
+		t.Errorf("the first incarnation after the lease was revoked: valid %v, %v", first.Valid(), first.Err())
+	}
 	waitFor(t, "epoch 2", func() bool {
 		r, _ := e.cli.Get(context.Background(), statev1.NodeEpochKey("lease"))
-		return len(r.Kvs) == 1 && string(r.Kvs[0].Value) == "2"
+		return len(r.Kvs) == 1 && string(r.Kvs[0].Value) == "2" && a.Fence().Valid()
 	})
-	waitFor(t, "the live record and session again", func() bool {
+	waitFor(t, "admission again", func() bool { return e.control.Admission() == server.AdmitAll })
+	c = servertest.Connect(t, e.addr, "carol", "Carol-1", "leaseshare", smb2.Dialect311)
+	id = c.Session.ID
+	waitFor(t, "the live record and the new session", func() bool {
 		return e.exists(statev1.NodeLiveKey("lease")) && e.exists(statev1.SessionKey(id))
 	})
-	if e.control.Admission() != server.AdmitAll {
-		t.Errorf("admission %d after joining again", e.control.Admission())
-	}
 	e.del(statev1.NodeKey("lease"))
 	select {
 	case err := <-done:

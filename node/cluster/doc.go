@@ -10,21 +10,72 @@
 // connects, a deleted user's sessions end, a new password applies to new
 // logons), publishes the node's sessions, channels and opens, acts on close
 // requests, follows draining, and keeps the interfaces offered to
-// multichannel clients (FSCTL_QUERY_NETWORK_INTERFACE_INFO) to the live,
-// non-draining nodes.
+// multichannel clients (FSCTL_QUERY_NETWORK_INTERFACE_INFO) to the node's
+// own addresses while it is live and not draining. Other nodes' addresses
+// are not offered until a channel can be bound on another node than the
+// session's (offerPeers in offer.go is that switch).
+//
+// At shutdown, after Run has returned, Drain takes the node out of the
+// interface list (its server offers nothing, its live record lists no
+// address) while the server finishes its requests; Leave then revokes the
+// lease.
 //
 // What "draining" means here: the node refuses new sessions
 // (STATUS_REQUEST_NOT_ACCEPTED) while existing sessions go on, and no node
 // offers its addresses to clients any more.
 //
-// Invariant: the node admits new work only while it holds its lease. When
-// the lease is lost (expired, or no keep-alive answer within the TTL) the
-// node refuses new connections and sessions at once, and serves new work
-// again only after it has joined again with a new lease and a new epoch.
+// # Fencing
 //
-// Concurrency: one goroutine (Run) owns the agent's state and makes every
-// etcd call; the node is changed only through its own concurrency-safe
-// methods, and no mutex is held across an etcd call. etcd is never on a
-// request's path: sessions and opens are published by a periodic sweep of
-// the server's tables.
+// Each join makes an incarnation: a lease and an epoch, and a Fencing
+// (Agent.Fence) that says whether the node may act on cluster state now
+// and under which epoch. The rest of the node asks it, cheaply and from
+// any goroutine:
+//
+//	f := agent.Fence()
+//	if !f.Valid() { refuse }
+//	... act, tagging what it writes with f.Epoch() ...
+//	<-f.Done() // ended: undo or forget what was done under f
+//
+// A Fencing is valid from the join until the first of:
+//
+//   - the lease deadline passes. The deadline is known locally: the time
+//     the last answered keep-alive was sent (not answered) plus the TTL,
+//     less a margin (max(TTL/10, 100 ms)); etcd renews from when it
+//     receives the keep-alive, so the node stops before etcd can expire
+//     the lease. Keep-alives are sent every TTL/3 by a goroutine of the
+//     incarnation, and a timer goroutine ends the Fencing at the deadline,
+//     whatever the agent's loop or its etcd calls are doing. Valid itself
+//     compares the clock with the deadline, so it is false from the
+//     deadline on even before the timer has run;
+//   - etcd answers that it no longer knows the lease;
+//   - the node is superseded: its epoch in etcd (NodeEpochKey) is no
+//     longer this incarnation's, because another process joined under the
+//     same name. A watch of that key sees it at once; a write whose epoch
+//     guard fails sees it too;
+//   - the node is removed (smbctl node rm), or Leave is called.
+//
+// When it ends, the server admits nothing (no new connection, no
+// SESSION_SETUP) and every connection is closed (server.EndConnections,
+// race-free with the listeners' Control.Accept): requests are no longer
+// served, sessions end, clients reconnect elsewhere. A Fencing never
+// becomes valid again. After a lost lease Run joins again — with a new
+// lease and the next epoch, unless another process took the name
+// meanwhile (then it is superseded) — and admits work once the
+// configuration is loaded; Fence then returns the new Fencing. A
+// superseded node's Run returns ErrSuperseded and a removed node's
+// ErrRemoved: smbnode exits.
+//
+// Every write the node makes to etcd (sessions, channels, opens, the live
+// record, the clearing of an earlier incarnation's opens) is a
+// transaction guarded by Compare(Value(NodeEpochKey(name)) == epoch), and
+// none is made once the Fencing is no longer valid. Every etcd call is
+// bounded by TTL/3, well under the TTL.
+//
+// Concurrency: one goroutine (Run) owns the agent's configuration and
+// publication state and makes the etcd calls but for the incarnation's
+// own (keep-alive, epoch watch); the node is changed only through its own
+// concurrency-safe methods, and no mutex is held across an etcd call.
+// Ending a Fencing runs on whichever goroutine ended it. etcd is never on
+// a request's path: sessions and opens are published by a periodic sweep
+// of the server's tables.
 package cluster

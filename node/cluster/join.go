@@ -13,60 +13,64 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// errLeaseLost ends a watch when the lease's keep-alive stops.
-var errLeaseLost = errors.New("cluster lease lost")
-
 // maxJoinAttempts bounds the epoch transaction's retries under contention.
 const maxJoinAttempts = 10
 
 // join runs steps 1 to 3 of the node agent's contract (keys.go): check
 // the admission, grant a lease and keep it alive, and take the next epoch
-// together with the live record.
+// together with the live record. Each etcd call is bounded by
+// callTimeout. On success the new incarnation is current: its lease is
+// kept alive and its Fencing valid until the lease deadline, counted
+// from when the grant was sent.
 func (a *Agent) join(ctx context.Context) error {
 	rec, nodeRev, err := a.admission(ctx)
 	if err != nil {
 		return err
 	}
-	lease, err := a.cli.Grant(ctx, int64((a.cfg.LeaseTTL+time.Second-1)/time.Second))
+	sent := time.Now()
+	lease, err := a.grant(ctx)
 	if err != nil {
 		return fmt.Errorf("etcd lease: %w", err)
 	}
+	deadline := sent.Add(min(time.Duration(lease.TTL)*time.Second, a.cfg.LeaseTTL) - leaseMargin(a.cfg.LeaseTTL))
 	for attempt := 0; ; attempt++ {
-		epoch, ok, err := a.epochTxn(ctx, lease.ID, rec, nodeRev)
-		if err != nil || ok {
-			if err != nil {
-				a.cli.Revoke(context.WithoutCancel(ctx), lease.ID)
-				return err
-			}
-			a.rec, a.lease, a.epoch = rec, lease.ID, epoch
+		epoch, rev, err := a.epochTxn(ctx, lease.ID, rec, nodeRev)
+		if err != nil {
+			a.revoke(context.WithoutCancel(ctx), lease.ID)
+			return err
+		}
+		if rev != 0 {
+			a.rec = rec
+			a.startIncarnation(lease.ID, epoch, deadline, rev)
 			break
 		}
 		if attempt == maxJoinAttempts {
+			a.revoke(context.WithoutCancel(ctx), lease.ID)
 			return errors.New("joining: the epoch transaction kept failing")
 		}
 		// The node record or the epoch changed under us: read again.
 		if rec, nodeRev, err = a.admission(ctx); err != nil {
+			a.revoke(context.WithoutCancel(ctx), lease.ID)
 			return err
 		}
 	}
-	kctx, cancel := context.WithCancel(context.Background())
-	ka, err := a.cli.KeepAlive(kctx, a.lease)
-	if err != nil {
-		cancel()
-		return fmt.Errorf("etcd lease keep-alive: %w", err)
-	}
-	if a.kaCancel != nil {
-		a.kaCancel()
-	}
-	a.ka, a.kaCancel = ka, cancel
 	a.pub.reset()
 	return nil
+}
+
+// grant grants the lease, bounded by callTimeout.
+func (a *Agent) grant(ctx context.Context) (*clientv3.LeaseGrantResponse, error) {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout(a.cfg.LeaseTTL))
+	defer cancel()
+	return a.cli.Grant(cctx, int64((a.cfg.LeaseTTL+time.Second-1)/time.Second))
 }
 
 // admission reads the node's record and checks the join token (step 1).
 func (a *Agent) admission(ctx context.Context) (*statev1.NodeRecord, int64, error) {
 	name := a.cfg.Name
-	resp, err := a.cli.Get(ctx, statev1.NodeKey(name))
+	cctx, cancel := context.WithTimeout(ctx, callTimeout(a.cfg.LeaseTTL))
+	defer cancel()
+	resp, err := a.cli.Get(cctx, statev1.NodeKey(name))
 	if err != nil {
 		return nil, 0, fmt.Errorf("etcd %v: %w", a.cfg.Endpoints, err)
 	}
@@ -84,13 +88,18 @@ func (a *Agent) admission(ctx context.Context) (*statev1.NodeRecord, int64, erro
 }
 
 // epochTxn is step 3: epoch+1 and the live record in one transaction,
-// guarded by the epoch's and the node record's mod revisions. ok is false
-// when a guard failed.
-func (a *Agent) epochTxn(ctx context.Context, lease clientv3.LeaseID, rec *statev1.NodeRecord, nodeRev int64) (uint64, bool, error) {
+// guarded by the epoch's and the node record's mod revisions. It returns
+// the epoch taken and the transaction's revision, 0 when a guard failed.
+// An agent that joins again after losing its lease is superseded
+// (ErrSuperseded) if the epoch moved past those it took itself: another
+// process joined under its name meanwhile, and the name is that one's.
+func (a *Agent) epochTxn(ctx context.Context, lease clientv3.LeaseID, rec *statev1.NodeRecord, nodeRev int64) (uint64, int64, error) {
 	name := a.cfg.Name
+	ctx, cancel := context.WithTimeout(ctx, callTimeout(a.cfg.LeaseTTL))
+	defer cancel()
 	resp, err := a.cli.Get(ctx, statev1.NodeEpochKey(name))
 	if err != nil {
-		return 0, false, err
+		return 0, 0, err
 	}
 	var epoch uint64
 	var epochRev int64
@@ -98,11 +107,16 @@ func (a *Agent) epochTxn(ctx context.Context, lease clientv3.LeaseID, rec *state
 		epochRev = resp.Kvs[0].ModRevision
 		epoch, _ = strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64)
 	}
+	if a.Epoch() != 0 && epoch > a.claimed {
+		return 0, 0, fmt.Errorf("%w: node %s's epoch is now %d, this process last took %d: another smbnode joined under this name",
+			ErrSuperseded, name, epoch, a.claimed)
+	}
 	epoch++
 	live, err := proto.Marshal(a.liveRecord(rec, epoch, lease, 0))
 	if err != nil {
-		return 0, false, err
+		return 0, 0, err
 	}
+	a.claimed = max(a.claimed, epoch)
 	tr, err := a.cli.Txn(ctx).If(
 		clientv3.Compare(clientv3.ModRevision(statev1.NodeEpochKey(name)), "=", epochRev),
 		clientv3.Compare(clientv3.ModRevision(statev1.NodeKey(name)), "=", nodeRev),
@@ -111,9 +125,12 @@ func (a *Agent) epochTxn(ctx context.Context, lease clientv3.LeaseID, rec *state
 		clientv3.OpPut(statev1.NodeLiveKey(name), string(live), clientv3.WithLease(lease)),
 	).Commit()
 	if err != nil {
-		return 0, false, fmt.Errorf("joining: %w", err)
+		return 0, 0, fmt.Errorf("joining: %w", err)
 	}
-	return epoch, tr.Succeeded, nil
+	if !tr.Succeeded {
+		return 0, 0, nil
+	}
+	return epoch, tr.Header.Revision, nil
 }
 
 // liveRecord is the node's NodeLiveRecord.
@@ -133,25 +150,25 @@ func (a *Agent) liveRecord(rec *statev1.NodeRecord, epoch uint64, lease clientv3
 }
 
 // rejoin joins again after the lease was lost, until it succeeds, the
-// node turns out to be removed, or ctx ends. The node admits work again
-// once it has joined and reloaded the configuration.
+// node turns out to be removed or superseded, or ctx ends. The lost
+// lease is revoked first (what was published on it is stale). The node
+// admits work again once it has joined and reloaded the configuration.
 func (a *Agent) rejoin(ctx context.Context) error {
+	a.revoke(ctx, a.inc().lease)
 	err := retry(ctx, func() error {
-		jctx, cancel := context.WithTimeout(ctx, 2*dialTimeout)
-		defer cancel()
-		if err := a.join(jctx); err != nil {
-			if errors.Is(err, ErrNotAdmitted) {
-				return fmt.Errorf("%w: %v", ErrRemoved, err)
-			}
+		err := a.joinOnce(ctx)
+		switch {
+		case errors.Is(err, ErrNotAdmitted):
+			return fmt.Errorf("%w: %v", ErrRemoved, err)
+		case err != nil && !errors.Is(err, ErrSuperseded):
 			a.log.Warn("joining again", "err", err)
-			return err
 		}
-		return a.loadAll(jctx)
+		return err
 	})
 	if err != nil || ctx.Err() != nil {
 		return err
 	}
-	a.log.Info("joined the cluster again", "epoch", a.epoch)
-	a.setFenced(false)
+	a.log.Info("joined the cluster again", "epoch", a.Epoch())
+	a.admit()
 	return nil
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/server"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -55,13 +58,27 @@ func (o *offerState) onLive(key string, value []byte) {
 	o.live[name] = rec
 }
 
-// interfaces lists the addresses clients are offered: those of every live,
-// admitted, non-draining node, self first, then by name. Addresses that
-// are not IP literals (host names) are left out: the answer carries IPs.
+// offerPeers says whether a node offers multichannel clients the other
+// live nodes' addresses besides its own. It is off until a channel can be
+// bound on another node than the one holding its session: today a node
+// binds only channels of its own sessions (node/server binding.go) and
+// refuses any other with STATUS_USER_SESSION_DELETED, which the Linux
+// client takes for the whole session expiring: offered three nodes, it
+// reconnected every channel as a new session and the mount failed or hung.
+// Binding across nodes (the session and its keys taken from the cluster's
+// published sessions) is the next step; with it this turns true and the
+// offer lists every live, non-draining node again, self first.
+const offerPeers = false
+
+// interfaces lists the addresses clients are offered: this node's own
+// while it is live and not draining (and, with offerPeers, those of every
+// other live, admitted, non-draining node, by name after self). Addresses
+// that are not IP literals (host names) are left out: the answer carries
+// IPs.
 func (o *offerState) interfaces(self string) []server.Interface {
 	names := make([]string, 0, len(o.live))
 	for name := range o.live {
-		if rec := o.nodes[name]; rec != nil && !rec.Draining {
+		if rec := o.nodes[name]; rec != nil && !rec.Draining && (offerPeers || name == self) {
 			names = append(names, name)
 		}
 	}
@@ -104,4 +121,32 @@ func (a *Agent) applyOffer() {
 	if a.node.Control != nil {
 		a.node.Control.SetInterfaces(a.offer.interfaces(strings.ToLower(a.cfg.Name)))
 	}
+}
+
+// Drain is the first step of a node's shutdown, before the server's: the
+// node leaves the interface list. Its server offers multichannel clients
+// no address any more, so that no new channel binds here, and its live
+// record is published without addresses, so that no node offers them
+// (with offerPeers). The lease, and with it the node's live record and
+// published sessions, channels and opens, stays until Leave. Call Drain
+// after Run has returned (it uses Run's state).
+func (a *Agent) Drain(ctx context.Context) error {
+	if a.node.Control != nil {
+		a.node.Control.SetInterfaces([]server.Interface{})
+	}
+	inc := a.inc()
+	if inc.lease == 0 || !inc.fencing.Valid() {
+		return nil // not joined (the lease was lost)
+	}
+	live := a.liveRecord(a.rec, inc.fencing.Epoch(), inc.lease, a.pub.count)
+	live.Addresses = nil
+	v, err := proto.Marshal(live)
+	if err != nil {
+		return err
+	}
+	if err := a.guarded(ctx, clientv3.OpPut(statev1.NodeLiveKey(a.cfg.Name), string(v), clientv3.WithLease(inc.lease))); err != nil {
+		return fmt.Errorf("withdrawing the node's addresses: %w", err)
+	}
+	a.log.Info("left the interface list")
+	return nil
 }

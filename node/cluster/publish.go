@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/server"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -47,13 +45,17 @@ func (p *pubState) reset() {
 
 // sweep publishes the changes to the node's sessions, channels and opens
 // since the last sweep, refreshes the live record's session count, and
-// retries shares that failed to apply.
+// retries shares that failed to apply. Every write is guarded by the
+// node's epoch; nothing is written once the Fencing is no longer valid.
+// A failed guard or a lost lease ends the Fencing, which the agent's loop
+// sees; other failures are logged and retried at the next sweep.
 func (a *Agent) sweep(ctx context.Context) error {
 	if len(a.conf.failed) > 0 {
 		a.reconcileShares()
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*dialTimeout)
-	defer cancel()
+	if !a.Fence().Valid() {
+		return nil
+	}
 	sessions := a.node.Server.Sessions()
 	var b batch
 	a.sessionOps(&b, sessions)
@@ -62,10 +64,7 @@ func (a *Agent) sweep(ctx context.Context) error {
 	if err == nil {
 		err = a.refreshLive(ctx, uint32(len(sessions)))
 	}
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return errLeaseLost
-	}
-	if err != nil {
+	if err != nil && a.Fence().Valid() {
 		a.log.Warn("publishing sessions and opens", "err", err)
 	}
 	return nil
@@ -82,12 +81,12 @@ func (b *batch) add(op clientv3.Op, after func()) {
 	b.after = append(b.after, after)
 }
 
-// commit runs b in transactions of at most maxTxnOps operations and
-// records each that succeeded.
+// commit runs b in epoch-guarded transactions of at most maxTxnOps
+// operations and records each that succeeded.
 func (a *Agent) commit(ctx context.Context, b *batch) error {
 	for start := 0; start < len(b.ops); start += maxTxnOps {
 		end := min(start+maxTxnOps, len(b.ops))
-		if _, err := a.cli.Txn(ctx).Then(b.ops[start:end]...).Commit(); err != nil {
+		if err := a.guarded(ctx, b.ops[start:end]...); err != nil {
 			return err
 		}
 		for _, f := range b.after[start:end] {
@@ -109,7 +108,7 @@ func (a *Agent) sessionOps(b *batch, sessions []*server.Session) {
 			if err != nil {
 				continue
 			}
-			b.add(clientv3.OpPut(statev1.SessionKey(id), string(v), clientv3.WithLease(a.lease)),
+			b.add(clientv3.OpPut(statev1.SessionKey(id), string(v), clientv3.WithLease(a.inc().lease)),
 				func() { a.pub.sessions[id] = true })
 		}
 		addrs := ss.ChannelAddrs()
@@ -119,7 +118,7 @@ func (a *Agent) sessionOps(b *batch, sessions []*server.Session) {
 			v, _ := proto.Marshal(&statev1.ChannelRecord{
 				SessionId: id, Node: name, ClientAddresses: addrs, BindTime: timestamppb.New(ss.CreatedAt),
 			})
-			b.add(clientv3.OpPut(statev1.ChannelKey(name, id), string(v), clientv3.WithLease(a.lease)),
+			b.add(clientv3.OpPut(statev1.ChannelKey(name, id), string(v), clientv3.WithLease(a.inc().lease)),
 				func() { a.pub.channels[id] = joined })
 		}
 	}
@@ -139,7 +138,7 @@ func (a *Agent) sessionOps(b *batch, sessions []*server.Session) {
 func (a *Agent) sessionRecord(ss *server.Session) *statev1.SessionRecord {
 	r := ss.Record()
 	rec := &statev1.SessionRecord{
-		SessionId: r.ID, Node: a.cfg.Name, NodeEpoch: a.epoch, User: r.User, Domain: r.Domain,
+		SessionId: r.ID, Node: a.cfg.Name, NodeEpoch: a.Epoch(), User: r.User, Domain: r.Domain,
 		ClientGuid: r.ClientGUID[:], Dialect: uint32(r.Dialect), CipherId: uint32(r.Cipher),
 		SigningAlgorithmId: uint32(r.SigningAlg), SigningRequired: r.SigningRequired, EncryptData: r.EncryptData,
 		CreateTime: timestamppb.New(r.CreatedAt), IsGuest: ss.Guest, IsAnonymous: ss.Anonymous,
@@ -174,7 +173,7 @@ func (a *Agent) openOps(b *batch) {
 		}
 		var opts []clientv3.OpOption
 		if !o.Durable {
-			opts = append(opts, clientv3.WithLease(a.lease))
+			opts = append(opts, clientv3.WithLease(a.inc().lease))
 		}
 		b.add(clientv3.OpPut(statev1.OpenKey(name, id), string(v), opts...), func() { a.pub.opens[id] = true })
 	}
@@ -191,11 +190,12 @@ func (a *Agent) refreshLive(ctx context.Context, count uint32) error {
 	if count == a.pub.count || time.Since(a.pub.liveAt) < liveRefresh {
 		return nil
 	}
-	v, err := proto.Marshal(a.liveRecord(a.rec, a.epoch, a.lease, count))
+	inc := a.inc()
+	v, err := proto.Marshal(a.liveRecord(a.rec, inc.fencing.Epoch(), inc.lease, count))
 	if err != nil {
 		return err
 	}
-	if _, err := a.cli.Put(ctx, statev1.NodeLiveKey(a.cfg.Name), string(v), clientv3.WithLease(a.lease)); err != nil {
+	if err := a.guarded(ctx, clientv3.OpPut(statev1.NodeLiveKey(a.cfg.Name), string(v), clientv3.WithLease(inc.lease))); err != nil {
 		return fmt.Errorf("live record: %w", err)
 	}
 	a.pub.count, a.pub.liveAt = count, time.Now()

@@ -61,8 +61,9 @@ func (a *Agent) loadAll(ctx context.Context) error {
 }
 
 // watch follows the watched ranges from the loaded revision and sweeps the
-// node's sessions and opens into etcd, until ctx ends, the lease is lost,
-// the node is removed or a watch fails (then the caller reloads).
+// node's sessions and opens into etcd, until ctx ends, the incarnation's
+// Fencing ends (its reason is returned), the node is removed or a watch
+// fails (then the caller reloads).
 func (a *Agent) watch(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
@@ -75,17 +76,21 @@ func (a *Agent) watch(ctx context.Context) error {
 		chans[i] = a.cli.Watch(wctx, w.key, opts...)
 	}
 	a.updateAdmission()
+	fence := a.Fence().Done()
 	tick := time.NewTicker(a.cfg.SyncInterval)
 	defer tick.Stop()
 	for {
 		var err error
 		select {
+		case <-fence:
+			return a.Fence().Err()
+		default:
+		}
+		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case _, ok := <-a.ka:
-			if !ok {
-				return errLeaseLost
-			}
+		case <-fence:
+			return a.Fence().Err()
 		case r, ok := <-chans[0]:
 			err = a.onWatch(r, ok, a.onShare)
 			a.reconcileShares()
@@ -153,7 +158,7 @@ func (a *Agent) onNodesChanged() error {
 		}
 	}
 	a.rec = own
-	a.updateAdmission()
+	a.setDraining(own.Draining)
 	a.applyOffer()
 	return nil
 }

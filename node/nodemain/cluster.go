@@ -24,10 +24,28 @@ import (
 // build time with -ldflags "-X .../nodemain.Version=...").
 var Version = "dev"
 
+// member is the node's cluster agent, run in the background.
+type member struct {
+	*cluster.Agent
+	ran chan struct{} // closed when Run has returned
+}
+
+// drain waits for Run to return (its context ended) and takes the node
+// out of the interface list (cluster.Agent.Drain).
+func (m *member) drain(ctx context.Context) error {
+	select {
+	case <-m.ran:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return m.Drain(ctx)
+}
+
 // startAgent joins the cluster when cfg asks for it and runs the agent in
-// the background; the agent's fatal error (the node was removed) goes to
-// errc. It returns nil, nil without --etcd.
-func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, errc chan<- error) (*cluster.Agent, error) {
+// the background; the agent's fatal error (the node was removed, or
+// superseded by another process that joined under its name) goes to errc
+// and ends the process. It returns nil, nil without --etcd.
+func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, errc chan<- error) (*member, error) {
 	if cfg.Etcd == "" {
 		return nil, nil
 	}
@@ -43,12 +61,14 @@ func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster
 		a.Leave(context.Background())
 		return nil, err
 	}
+	m := &member{Agent: a, ran: make(chan struct{})}
 	go func() {
+		defer close(m.ran)
 		if err := a.Run(ctx); err != nil {
 			errc <- err
 		}
 	}()
-	return a, nil
+	return m, nil
 }
 
 // clusterConfig reads the files the cluster flags name.
@@ -108,20 +128,16 @@ func etcdTLS(cfg *Config) (*tls.Config, error) {
 }
 
 // gateListener closes new connections while the server takes no new
-// work (the node lost its cluster lease).
+// work (the node is fenced: it lost its cluster lease or was superseded);
+// through Control.Accept, the agent's fencing also ends a connection it
+// accepted a moment before (Server.EndConnections).
 type gateListener struct {
 	net.Listener
 	srv *server.Server
 }
 
 func (g gateListener) Accept() (net.Conn, error) {
-	for {
-		c, err := g.Listener.Accept()
-		if err != nil || g.srv.AcceptsConnections() {
-			return c, err
-		}
-		c.Close()
-	}
+	return g.srv.Config().Control.Accept(g.Listener)
 }
 
 // userDB is the node's user table: lower-case name → NT hash. Users from

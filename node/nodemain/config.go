@@ -34,6 +34,10 @@ type Config struct {
 	// DebugAddr serves Go's pprof endpoints on this address (loopback
 	// only in practice; empty disables).
 	DebugAddr string `json:"debug_addr"`
+	// ShutdownTimeout bounds the graceful shutdown after SIGTERM or
+	// SIGINT: past it, connections still open are closed at once (0 →
+	// defaultShutdownTimeout).
+	ShutdownTimeout Duration `json:"shutdown_timeout"`
 
 	// Cluster membership (node/cluster): with Etcd set, the node joins
 	// the cluster and takes shares and users from it.
@@ -70,6 +74,10 @@ const defaultZeroCopyThreshold = 16 << 10
 // payload into the file beats reading it into memory (see README,
 // Performance).
 const defaultSpliceWriteThreshold = 256 << 10
+
+// defaultShutdownTimeout is how long a shutdown waits for requests being
+// served to finish and be answered.
+const defaultShutdownTimeout = 10 * time.Second
 
 // ShareConfig is one disk share.
 type ShareConfig struct {
@@ -112,7 +120,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs := flag.NewFlagSet("smbnode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var listen, shares, users, advertise listFlag
-	var leaseTTL time.Duration
+	var leaseTTL, shutdownTimeout time.Duration
 	var cfgFile string
 	cfg := &Config{}
 	fs.Var(&listen, "listen", "`ADDR` to listen on, host:port (repeatable; default :445)")
@@ -137,6 +145,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.SecretFile, "secret-file", "", "`FILE` holding the cluster secret (the coordinator's --secret-file)")
 	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster (repeatable; default: the addresses the node was admitted with)")
 	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "`TTL` of the node's etcd lease: how soon a dead node shows down (default 5s)")
+	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 0, "on SIGTERM, how long requests being served get to finish and be answered before the remaining connections are closed (default 10s)")
 	fs.IntVar(&cfg.ZeroCopyThreshold, "zero-copy-threshold", 0, "smallest plain READ in `BYTES` sent with sendfile (0: default 16384, -1: never)")
 	fs.IntVar(&cfg.SpliceWriteThreshold, "splice-write-threshold", 0, "smallest plain WRITE in `BYTES` spliced from the socket into the file (0: default 262144, -1: never)")
 	fs.Usage = func() {
@@ -160,6 +169,9 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	cfg.Advertise = append(cfg.Advertise, advertise...)
 	if leaseTTL != 0 {
 		cfg.LeaseTTL = Duration(leaseTTL)
+	}
+	if shutdownTimeout != 0 {
+		cfg.ShutdownTimeout = Duration(shutdownTimeout)
 	}
 	for _, s := range shares {
 		sc, err := parseShare(s)
@@ -279,6 +291,9 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("--encryption %q: want off, desired or required", c.Encryption))
 	}
 	errs = append(errs, c.validateCluster()...)
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
+	}
 	var lv slog.Level
 	if c.LogLevel != "" {
 		if err := lv.UnmarshalText([]byte(c.LogLevel)); err != nil {

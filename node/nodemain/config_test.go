@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -30,6 +31,7 @@ func TestParseFlags(t *testing.T) {
 		{"bad user", []string{"--user", "alice"}, "want NAME:PASSWORD"},
 		{"bad encryption", []string{"--encryption", "sometimes"}, "want off, desired or required"},
 		{"bad log level", []string{"--log-level", "loud"}, "--log-level"},
+		{"negative shutdown timeout", []string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout must be positive"},
 		{"stray argument", []string{"extra"}, "unexpected argument"},
 		{"unknown flag", []string{"--nope"}, "not defined"},
 	}
@@ -74,6 +76,13 @@ func TestConfigFile(t *testing.T) {
 	}
 	if len(cfg.Shares) != 1 || len(cfg.Users) != 2 || cfg.Encryption != "required" {
 		t.Fatalf("%+v", cfg)
+	}
+	os.WriteFile(path, []byte(`{"shutdown_timeout":"45s"}`), 0o644)
+	if cfg, err := parseFlags([]string{"--config", path}, devnull); err != nil || cfg.ShutdownTimeout != Duration(45*time.Second) {
+		t.Fatalf("shutdown_timeout from the file: %v, %v", cfg, err)
+	}
+	if cfg, err := parseFlags([]string{"--config", path, "--shutdown-timeout", "3s"}, devnull); err != nil || cfg.ShutdownTimeout != Duration(3*time.Second) {
+		t.Fatalf("--shutdown-timeout over the file: %v, %v", cfg, err)
 	}
 	os.WriteFile(path, []byte(`{"shares":[],"colour":"blue"}`), 0o644)
 	if _, err := parseFlags([]string{"--config", path}, devnull); err == nil || !strings.Contains(err.Error(), "colour") {

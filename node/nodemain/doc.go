@@ -1,6 +1,9 @@
 // Package nodemain wires an smbnode process together: it parses flags and
 // the optional config file, opens the shares, starts the SMB server on every
-// listen address and shuts it down gracefully on SIGTERM or SIGINT.
+// listen address and shuts it down gracefully on SIGTERM or SIGINT: in a
+// cluster the node leaves the interface list first, then the server
+// answers the requests it is serving and closes its connections (forcibly
+// past --shutdown-timeout), and last the node leaves the cluster.
 //
 // Invariant: every configuration error is reported before the first
 // listener opens, so a node either starts complete or not at all.

@@ -103,7 +103,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	errc := make(chan error, len(listeners)+1)
 	var wg sync.WaitGroup
-	agent, err := startAgent(ctx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users}, errc)
+	actx, stopAgent := context.WithCancel(ctx) // the agent follows the cluster until the shutdown
+	defer stopAgent()
+	agent, err := startAgent(actx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users}, errc)
 	if err != nil {
 		for _, l := range listeners {
 			l.Close()
@@ -124,19 +126,40 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down")
 	case runErr = <-errc:
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("shutdown incomplete", "err", err)
-	}
+	stopAgent()
+	shutdown(srv, agent, time.Duration(cfg.ShutdownTimeout), log)
 	wg.Wait()
-	if agent != nil {
-		agent.Leave(sctx)
-	}
 	return runErr
+}
+
+// shutdown stops the node gracefully within timeout: in a cluster the
+// node first leaves the interface list (no new channel is bound here),
+// then the server stops reading requests, answers those it is serving and
+// closes its connections (forcibly once timeout has passed), and last the
+// node leaves the cluster, its lease revoked so that it shows down and
+// its sessions and opens are released at once.
+func shutdown(srv *server.Server, agent *member, timeout time.Duration, log *slog.Logger) {
+	if timeout == 0 {
+		timeout = defaultShutdownTimeout
+	}
+	log.Info("shutting down", "timeout", timeout)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if agent != nil {
+		if err := agent.drain(ctx); err != nil {
+			log.Warn("leaving the interface list", "err", err)
+		}
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown timed out: the remaining connections were closed", "timeout", timeout)
+	}
+	if agent != nil {
+		agent.Leave(ctx)
+	}
+	log.Info("shut down", "took", time.Since(start).Round(time.Millisecond))
 }
 
 func encryptionMode(s string) server.EncryptionMode {

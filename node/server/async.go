@@ -28,6 +28,9 @@ func (r *Request) GoAsync() bool {
 		p.asyncID = id
 		c.async[id] = p
 		p.settle() // order.go
+		if c.draining.Load() {
+			p.cancel() // as drain does: the server shuts down
+		}
 	}
 	c.mu.Unlock()
 	r.asyncID = id

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -33,7 +34,26 @@ func echoesSignature(cmd smb2.Command, st smb2.Status) bool {
 const maxChannels = 32
 
 // bindSession handles a SESSION_SETUP with SMB2_SESSION_FLAG_BINDING: a new
-// channel for an existing session ([MS-SMB2] 3.3.5.5, 3.3.5.5.2).
+// channel for an existing session ([MS-SMB2] 3.3.5.5, 3.3.5.5.2). A
+// refusal is logged at info with the client's address and the reason: a
+// client that cannot bind its channels falls back, and the Linux client
+// even drops its session, so an operator needs to see why.
+func (c *conn) bindSession(r *Request, req *smb2.SessionSetupRequest) (Response, error) {
+	resp, err := c.bindChannel(r, req)
+	if st := statusOf(err); err != nil && st != smb2.StatusMoreProcessingRequired {
+		c.srv.log.Info("channel bind refused", "remote", c.remote, "session", fmt.Sprintf("%#x", r.Header.SessionID),
+			"status", st.String(), "reason", err.Error())
+	}
+	return resp, err
+}
+
+// bindRefused is a binding refusal with its reason, for the log; the
+// client sees st.
+func bindRefused(st smb2.Status, reason string) error {
+	return fmt.Errorf("%s: %w", reason, st)
+}
+
+// bindChannel runs a binding SESSION_SETUP.
 //
 // The request's signature is verified first, with the key the client must
 // have used: the session's signing key, or this connection's channel key
@@ -42,18 +62,20 @@ const maxChannels = 32
 // that a client that requires signing sees the real status. A request that
 // does not verify gets an unsigned STATUS_ACCESS_DENIED: the server never
 // signs for a client that has not proved it holds the key.
-func (c *conn) bindSession(r *Request, req *smb2.SessionSetupRequest) (Response, error) {
+func (c *conn) bindChannel(r *Request, req *smb2.SessionSetupRequest) (Response, error) {
 	if r.Header.SessionID == 0 {
-		return nil, smb2.StatusInvalidParameter
+		return nil, bindRefused(smb2.StatusInvalidParameter, "no session id")
 	}
 	s := c.srv.lookupSession(r.Header.SessionID)
 	if s == nil {
-		return nil, smb2.StatusUserSessionDeleted
+		// Among others, a session of another node of the cluster: a
+		// channel is bound only on the node that holds its session.
+		return nil, bindRefused(smb2.StatusUserSessionDeleted, "no such session on this node")
 	}
 	ch := s.channelFor(c)
 	if r.Header.Flags&smb2.FlagSigned != 0 {
 		if err := c.verifySetup(r, s, ch); err != nil {
-			return nil, err
+			return nil, bindRefused(statusOf(err), "the signature does not verify")
 		}
 	}
 	if err := c.checkBinding(r, s, ch); err != nil {
@@ -68,7 +90,7 @@ func (c *conn) bindSession(r *Request, req *smb2.SessionSetupRequest) (Response,
 		}
 		s.mu.Unlock()
 		if full {
-			return nil, smb2.StatusInsufficientResources
+			return nil, bindRefused(smb2.StatusInsufficientResources, fmt.Sprintf("the session has %d channels", maxChannels))
 		}
 	}
 	return c.bindStep(r, s, ch, req)
@@ -88,26 +110,26 @@ func (c *conn) checkBinding(r *Request, s *Session, ch *channel) error {
 	state := s.state
 	s.mu.Unlock()
 	if state != sessionValid {
-		return smb2.StatusRequestNotAccepted // still authenticating
+		return bindRefused(smb2.StatusRequestNotAccepted, "the session is still authenticating")
 	}
 	// Immutable once the session is valid (completeSession).
 	switch {
 	case s.SigningAlg >= signing.AESGMAC && c.signingAlg != s.SigningAlg:
-		return smb2.StatusRequestOutOfSequence
+		return bindRefused(smb2.StatusRequestOutOfSequence, "the session signs with AES-GMAC, the connection not")
 	case c.signingAlg >= signing.AESGMAC && c.signingAlg != s.SigningAlg:
-		return smb2.StatusNotSupported
+		return bindRefused(smb2.StatusNotSupported, "the connection signs with AES-GMAC, the session not")
 	case c.dialect < smb2.Dialect300:
-		return smb2.StatusRequestNotAccepted
+		return bindRefused(smb2.StatusRequestNotAccepted, "the connection's dialect has no multichannel")
 	case r.Header.Flags&smb2.FlagSigned == 0:
-		return smb2.StatusInvalidParameter
+		return bindRefused(smb2.StatusInvalidParameter, "the request is not signed")
 	case s.Dialect != c.dialect:
-		return smb2.StatusInvalidParameter
+		return bindRefused(smb2.StatusInvalidParameter, "the connection's dialect differs from the session's")
 	case s.Cipher != c.cipher:
-		return smb2.StatusInvalidParameter
+		return bindRefused(smb2.StatusInvalidParameter, "the connection's cipher differs from the session's")
 	case ch != nil && !ch.binding:
-		return smb2.StatusRequestNotAccepted // already a channel of this session
+		return bindRefused(smb2.StatusRequestNotAccepted, "the connection already is a channel of the session")
 	case s.Guest || s.Anonymous:
-		return smb2.StatusNotSupported
+		return bindRefused(smb2.StatusNotSupported, "a guest or anonymous session")
 	}
 	return nil
 }
@@ -122,12 +144,12 @@ func (c *conn) bindStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 	case err != nil:
 		// A failed binding removes the channel, not the session.
 		c.dropChannel(s)
-		return nil, authStatus(err)
+		return nil, bindRefused(statusOf(authStatus(err)), "authentication failed: "+err.Error())
 	}
 	res := ch.auth.Result()
 	if !sameUser(res, s) {
 		c.dropChannel(s)
-		return nil, smb2.StatusAccessDenied
+		return nil, bindRefused(smb2.StatusAccessDenied, "another user than the session's")
 	}
 	keys := signing.SessionKeys(s.Dialect, s.Cipher, res.SessionKey, ch.preauth[:])
 	// The channel signs with its connection's algorithm ([MS-SMB2] 3.3.5.5.3:

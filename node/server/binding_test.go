@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/auth"
@@ -129,4 +130,24 @@ func TestBindingChecks(t *testing.T) {
 	if _, err := c1.Create("still-here"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBindingRefusedIsLogged: a refused bind is logged at info with the
+// client's address and the reason, here a session this server does not
+// hold (as a cluster node sees a session of another node).
+func TestBindingRefusedIsLogged(t *testing.T) {
+	srv := servertest.Start(t, servertest.Options{})
+	other := servertest.Start(t, servertest.Options{})
+	c1 := servertest.Connect(t, other.Addr, servertest.Alice, servertest.AlicePassword, servertest.ShareName, smb2.Dialect311)
+	c2 := secondChannel(t, srv, c1, smb2.Dialect311)
+	if err := c2.Bind(c1.Session, servertest.Alice, servertest.AlicePassword); err != smb2.StatusUserSessionDeleted {
+		t.Fatalf("bind of another server's session: %v, want STATUS_USER_SESSION_DELETED", err)
+	}
+	want := "INFO channel bind refused remote=" + c2.NetConn().LocalAddr().String()
+	for _, l := range srv.Log.Records() {
+		if strings.HasPrefix(l, want) && strings.Contains(l, "reason=no such session on this node") {
+			return
+		}
+	}
+	t.Errorf("no %q record with the reason in:\n%s", want, strings.Join(srv.Log.Records(), "\n"))
 }

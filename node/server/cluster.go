@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,8 +21,10 @@ const (
 	// sessions go on, and their channels may still be bound and
 	// re-authenticated.
 	AdmitNoSessions
-	// AdmitNothing refuses new sessions and new connections too (a node
-	// that lost its cluster lease and may be fenced off).
+	// AdmitNothing refuses new connections and every SESSION_SETUP (a
+	// fenced node: it lost its cluster lease or was superseded). The
+	// agent that sets it also ends the existing connections
+	// (Server.EndConnections).
 	AdmitNothing
 )
 
@@ -35,6 +38,11 @@ type Control struct {
 	mu         sync.Mutex
 	interfaces []Interface
 	offerSet   bool
+	// accepted holds, per listener, the connection Accept returned last,
+	// until the listener's Serve asks for the next one (by then it has
+	// registered it): what EndConnections must close beyond the server's
+	// own table.
+	accepted map[net.Listener]net.Conn
 }
 
 // SetAdmission sets how much new work the server takes.
@@ -80,12 +88,79 @@ func (s *Server) AcceptsConnections() bool {
 	return s.cfg.Control.Admission() < AdmitNothing
 }
 
+// Accept accepts the next connection on l that the admission lets in;
+// one that arrives while the server admits nothing is closed at once. A
+// listener given to Serve calls it from its own Accept, so that fencing
+// has no window: a connection Accept returned just before the admission
+// fell is closed by EndConnections even if Serve has not registered it
+// yet. A nil Control accepts everything.
+func (c *Control) Accept(l net.Listener) (net.Conn, error) {
+	if c == nil {
+		return l.Accept()
+	}
+	c.mu.Lock()
+	delete(c.accepted, l) // Serve registered the previous one before asking
+	c.mu.Unlock()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.Admission() < AdmitNothing {
+			if c.accepted == nil {
+				c.accepted = map[net.Listener]net.Conn{}
+			}
+			c.accepted[l] = nc
+			c.mu.Unlock()
+			return nc, nil
+		}
+		c.mu.Unlock()
+		nc.Close()
+	}
+}
+
+// EndConnections closes every client connection, as a fenced node must:
+// requests in flight are cancelled, sessions end (durable opens wait for
+// a reconnect, which needs a new session) and clients reconnect
+// elsewhere. Called after SetAdmission(AdmitNothing), it leaves no
+// connection served: one accepted through Control.Accept before the
+// admission fell is either in the server's table or still the last its
+// listener accepted, because Serve registers a connection before it
+// accepts the next. It returns the number of connections in the table.
+func (s *Server) EndConnections() int {
+	var accepted []net.Conn
+	if c := s.cfg.Control; c != nil {
+		c.mu.Lock()
+		for l, nc := range c.accepted {
+			accepted = append(accepted, nc)
+			delete(c.accepted, l)
+		}
+		c.mu.Unlock()
+	}
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, nc := range accepted {
+		nc.Close()
+	}
+	for _, c := range conns {
+		c.close()
+	}
+	return len(conns)
+}
+
 // serveAdmittedSessionSetup refuses a SESSION_SETUP that would create a
 // session while the cluster agent admits none, with
 // STATUS_REQUEST_NOT_ACCEPTED ([MS-ERREF] 2.3.1): a client then tries
-// another node. Re-authentication and binding of existing sessions pass.
+// another node. Re-authentication and binding of existing sessions pass,
+// but on a fenced node (AdmitNothing), where nothing is served.
 func (c *conn) serveAdmittedSessionSetup(r *Request) (Response, error) {
-	if r.Header.SessionID == 0 && c.srv.cfg.Control.Admission() != AdmitAll {
+	switch adm := c.srv.cfg.Control.Admission(); {
+	case adm == AdmitNothing, r.Header.SessionID == 0 && adm != AdmitAll:
 		return nil, smb2.StatusRequestNotAccepted
 	}
 	return c.serveSessionSetup(r)

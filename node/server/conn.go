@@ -94,6 +94,10 @@ type conn struct {
 	// unresponsive: the client declared it will not acknowledge what is
 	// sent here (FSCTL_SMBTORTURE_FORCE_UNACKED_TIMEOUT, ioctl_torture.go).
 	unresponsive atomic.Bool
+	// draining: Server.Shutdown began; no new request is read. Set before
+	// drain cancels the async requests under mu, so that GoAsync, which
+	// looks at it under mu, cancels any request drain did not see.
+	draining atomic.Bool
 }
 
 // pendingReq is a request being served, cancellable by SMB2 CANCEL.
@@ -153,10 +157,57 @@ func (c *conn) close() {
 	}
 }
 
+// errDraining ends the read loop of a connection the server shuts down.
+var errDraining = errors.New("server shutting down")
+
+// closeLinger bounds how long a connection ended by Shutdown waits for its
+// client to close after the server's FIN (finish).
+const closeLinger = time.Second
+
+// drain stops the connection taking requests (Server.Shutdown): its read
+// loop stops before the next message (the past read deadline wakes it if
+// it waits for one, and a message cut short by it was never answered),
+// and the requests that went async to wait are cancelled, so that they
+// answer now instead of holding the shutdown. serve then finishes the
+// connection.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	c.mu.Lock()
+	for _, p := range c.async {
+		p.cancel()
+	}
+	c.mu.Unlock()
+	// The read loop sets its idle deadline before it looks at draining,
+	// so this deadline is either the last one set or seen as draining.
+	c.nc.SetReadDeadline(time.Now())
+}
+
+// finish ends a drained connection gracefully: the requests being served
+// finish and are answered, the responses the read loop held back are
+// written, and the server sends its FIN, then reads and drops what the
+// client still sends until it closes too (or closeLinger passes), so that
+// closing with unread data does not reset the connection, which discards
+// responses not yet delivered.
+func (c *conn) finish() {
+	c.wg.Wait()
+	c.flush()
+	if c.ctx.Err() != nil {
+		return // closed meanwhile (Server.Close)
+	}
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		c.nc.SetReadDeadline(time.Now().Add(closeLinger))
+		io.Copy(io.Discard, c.nc)
+	}
+}
+
 func (c *conn) serve() {
 	log := c.srv.log.With("remote", c.remote)
 	log.Debug("connection accepted")
 	err := c.readLoop()
+	if c.draining.Load() {
+		c.finish()
+		err = nil
+	}
 	c.close()
 	c.wg.Wait() // request goroutines finish (their contexts are cancelled)
 	beforeTeardown()
@@ -201,6 +252,9 @@ func (c *conn) readLoop() (err error) {
 	for {
 		if d := c.srv.cfg.IdleTimeout; d > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(d))
+		}
+		if c.draining.Load() { // after the deadline is set: see drain
+			return errDraining
 		}
 		if err := c.br.ReadFull(nb[:]); err != nil {
 			return err

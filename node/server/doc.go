@@ -6,7 +6,9 @@
 //
 // The shape follows net/http: an exported Server with Serve and Shutdown, an
 // unexported conn per connection with its own read loop, one writer goroutine
-// and per-request goroutines bounded by the credits granted.
+// and per-request goroutines bounded by the credits granted. Shutdown is
+// graceful: connections stop reading, the requests read are answered, then
+// each connection ends with a FIN; Close is the forcible path.
 //
 // Invariant: every cross-cutting check (negotiated? session? tree? open?
 // signed? encrypted? credits?) is made here, once, before a handler runs;

@@ -16,3 +16,23 @@ func SetOrderHooks(tb testing.TB, h OrderHooks) {
 	testHooks.Store(&orderHooks{openResolved: h.OpenResolved, awaiting: h.Awaiting, lost: h.Lost, detachWait: h.DetachWait})
 	tb.Cleanup(func() { testHooks.Store(nil) })
 }
+
+// Stopping reports whether Shutdown or Close has reached every connection:
+// each one is draining or closed.
+func (s *Server) Stopping() bool {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		reached := c.draining.Load() || c.closing
+		c.mu.Unlock()
+		if !reached {
+			return false
+		}
+	}
+	return true
+}

@@ -165,10 +165,49 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// Shutdown stops the listeners, closes every connection (which closes their
-// opens) and waits for the connection goroutines until ctx is done.
+// Shutdown shuts the server down gracefully, as net/http's does: it
+// closes the listeners, stops every connection reading new requests,
+// cancels the requests that went async to wait (CHANGE_NOTIFY, blocking
+// LOCKs, breaks), lets the requests being served finish, writes their
+// responses (a WRITE that was read is written to its file and answered),
+// then ends each connection with a FIN, closes the opens and returns.
+// A request that was not read is never answered: the client sees the
+// connection end and sends it again after it reconnects, as it does after
+// any lost connection; SMB2 has no status that tells a client to go
+// elsewhere ([MS-SMB2] 3.3.4.23 disconnects every connection).
+//
+// When ctx ends first, Shutdown closes every connection at once (Close)
+// and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
+	for _, c := range s.stop() {
+		c.drain()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); s.closeDetached(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		return ctx.Err()
+	}
+}
+
+// Close closes the listeners and every connection at once: requests being
+// served are cancelled and responses not yet written are lost. Shutdown
+// is the graceful way.
+func (s *Server) Close() error {
+	for _, c := range s.stop() {
+		c.close()
+	}
+	return nil
+}
+
+// stop marks the server closed, closes its listeners, and returns its
+// connections.
+func (s *Server) stop() []*conn {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closed = true
 	for l := range s.listeners {
 		l.Close()
@@ -177,18 +216,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.close()
-	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); s.closeDetached(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return conns
 }
 
 // Sessions returns a snapshot of the valid sessions.
