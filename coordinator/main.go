@@ -11,6 +11,12 @@
 // Shares may be created only at or under a --share-root (symlinks resolved
 // as this host sees them); without one, every share path is refused.
 //
+// An embedded etcd (--embedded-etcd DIR) has no TCP port: it serves only
+// the unix socket DIR/client.sock, and DIR is kept mode 0700 and must be
+// the starting user's, so no other local user can reach etcd and write
+// records past the coordinator. Nodes join it with
+// --etcd unix:///ABS/DIR/client.sock, on this host and as this user.
+//
 // The development mode serves plaintext on loopback, where every local
 // user can connect, so it still requires a bearer token: it creates
 // --token-file (mode 0600) if missing, refuses one other users can read,
@@ -80,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7445", "gRPC listen address")
 	fs.StringVar(&c.etcd, "etcd", "", "comma-separated etcd endpoints (production)")
-	fs.StringVar(&c.embeddedEtcd, "embedded-etcd", "", "run an embedded single-member etcd with its data in `DIR` (development)")
+	fs.StringVar(&c.embeddedEtcd, "embedded-etcd", "", "run an embedded single-member etcd with its data in `DIR` (development); it serves only the unix socket DIR/client.sock (DIR made mode 0700), for nodes of this user: --etcd unix:///ABS/DIR/client.sock")
 	fs.StringVar(&c.etcdCA, "etcd-ca", "", "CA certificate `file` for etcd's TLS")
 	fs.StringVar(&c.etcdCert, "etcd-cert", "", "client certificate `file` for etcd")
 	fs.StringVar(&c.etcdKey, "etcd-key", "", "client key `file` for etcd")

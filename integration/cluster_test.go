@@ -3,6 +3,8 @@ package integration
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -20,6 +22,8 @@ import (
 	"github.com/smbcluster/smbcluster/node/server/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // clusterDeadline bounds waits for a change to reach the nodes.
@@ -228,7 +232,9 @@ func TestMakeRun(t *testing.T) {
 	}
 	port := framework.CommonFreePort(t, 3)
 	coord := framework.FreeAddr(t, "127.0.0.1")
-	dir := filepath.Join(t.TempDir(), "run")
+	// The checkout around run/ is open to every local user, as one in a
+	// home directory usually is: only run's own modes keep them out.
+	dir := filepath.Join(openTempDir(t), "run")
 	// The starting user's configuration directory, where smbctl finds the
 	// development token.
 	configEnv := []string{"XDG_CONFIG_HOME=" + filepath.Join(t.TempDir(), "config")}
@@ -283,6 +289,7 @@ func TestMakeRun(t *testing.T) {
 		t.Errorf("the banner does not say how to administer the cluster (%s node ls):\n%s", ctl, banner)
 	}
 	checkDevAdmin(t, coord, dir, configEnv)
+	checkDevEtcd(t, banner, dir, port)
 	cmd.Process.Signal(syscall.SIGINT)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -373,6 +380,69 @@ func checkDevAdmin(t *testing.T, coord, dir string, ownerEnv []string) {
 	if r := owner("share", "ls"); strings.Contains(r.Stdout, "etcshare") {
 		t.Errorf("a share etcshare exists:\n%s", r)
 	}
+}
+
+// openTempDir is a new t.TempDir() that other users may enter, as may its
+// parent.
+func openTempDir(t *testing.T) string {
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// checkDevEtcd: the development cluster's etcd, named in the banner, is a
+// unix socket in run/etcd; the starting user's etcd client writes records
+// the nodes apply, while another local user (nobody) cannot connect, so
+// cannot add a share of /etc past the coordinator.
+func checkDevEtcd(t *testing.T, banner, dir string, port int) {
+	_, rest, _ := strings.Cut(banner, ": etcd ")
+	endpoint, _, _ := strings.Cut(rest, ",")
+	if want := "unix://" + filepath.Join(dir, "etcd", "client.sock"); endpoint != want {
+		t.Errorf("the banner's etcd endpoint is %q, want %q:\n%s", endpoint, want, banner)
+	}
+	if os.Geteuid() != 0 {
+		t.Log("not root: another user's etcd client is not tried")
+		return
+	}
+	framework.RequireTool(t, "curl")
+	n := &framework.Node{Host: "127.0.0.1", Port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	r := etcdPutShare(t, nobodyCredential(t), endpoint, "etcleak", "/etc")
+	if r.ExitCode == 0 {
+		t.Errorf("nobody wrote a share record for /etc into the development etcd:\n%s", r)
+	}
+	// The owner's record comes later in etcd's order, so once a node serves
+	// it, nobody's would have been served too.
+	if r := etcdPutShare(t, nil, endpoint, "ownerprobe", filepath.Join(dir, "shares", "demo")); r.ExitCode != 0 {
+		t.Fatalf("the owner's etcd client:\n%s", r)
+	}
+	framework.WaitFor(t, clusterDeadline, "the share the owner wrote into etcd served", func() bool {
+		return framework.SMBClient{Node: n, User: "demo", Password: "demo"}.Script(t, "", "ownerprobe", "ls").ExitCode == 0
+	})
+	if r := (framework.SMBClient{Node: n, User: "demo", Password: "demo"}).Script(t, "", "etcleak", "get passwd -"); r.ExitCode == 0 {
+		t.Errorf("/etc served as etcleak:\n%s", r)
+	}
+}
+
+// etcdPutShare writes a share record straight into etcd through its JSON
+// gateway with curl, as cred (nil: this user).
+func etcdPutShare(t *testing.T, cred *syscall.Credential, endpoint, name, path string) framework.Result {
+	rec, err := proto.Marshal(&statev1.ShareRecord{Name: name, Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	body := fmt.Sprintf(`{"key": %q, "value": %q}`, b64([]byte(statev1.ShareKey(name))), b64(rec))
+	args := []string{"-sS", "--fail", "--max-time", "10", "-d", body}
+	if sock, ok := strings.CutPrefix(endpoint, "unix://"); ok {
+		args = append(args, "--unix-socket", sock, "http://localhost/v3/kv/put")
+	} else {
+		args = append(args, endpoint+"/v3/kv/put")
+	}
+	return framework.RunAs(t, cred, nil, "/", "curl", args...)
 }
 
 // nobodyCredential is user nobody's uid and gid.

@@ -14,7 +14,11 @@
 // requires a token that each start writes to DIR/admin-token (mode 0600)
 // and links from that user's ~/.config/smbctl/dev/HOST:PORT.token, where
 // their smbctl finds it (coordinator/devtoken). Shares may be created only
-// under DIR/shares and the --share-root directories.
+// under DIR/shares and the --share-root directories. The etcd has no TCP
+// port: it serves only the unix socket DIR/etcd/client.sock in its mode-0700
+// directory (coordinator/store), so no other local user can write records
+// past the coordinator; the nodes connect with --etcd unix:// followed by
+// that socket's absolute path.
 package main
 
 import (

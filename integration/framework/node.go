@@ -49,6 +49,9 @@ type Options struct {
 	// SigningRequired refuses unsigned sessions (smbnode --signing-required,
 	// smbd "server signing = mandatory").
 	SigningRequired bool
+	// NoFile, when set, is the server's descriptor limit (RLIMIT_NOFILE,
+	// soft and hard), set by prlimit(1), which then executes the server.
+	NoFile int
 }
 
 // DefaultUsers are the accounts a server gets when Options.Users is nil.
@@ -97,6 +100,9 @@ func (n *Node) Shares() []Share {
 // Log returns everything the server has written to stdout and stderr so far.
 func (n *Node) Log() string { return n.out.String() }
 
+// Pid is the server process's id (prlimit executes the server in place).
+func (n *Node) Pid() int { return n.cmd.Process.Pid }
+
 // Start starts the server named by SMBCLUSTER_TARGET ("node" or "samba").
 func Start(t testing.TB, opts Options) *Node {
 	t.Helper()
@@ -141,6 +147,9 @@ func StartNode(t testing.TB, opts Options) *Node {
 	args = append(args, opts.Args...)
 	n := newNode("smbnode", opts)
 	n.cmd = exec.Command(bin, args...)
+	if opts.NoFile > 0 {
+		n.cmd = exec.Command("prlimit", append([]string{fmt.Sprintf("--nofile=%d", opts.NoFile), bin}, args...)...)
+	}
 	n.launch(t)
 	return n
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,7 +210,7 @@ func newFreezer(t *testing.T, target string) *freezer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &freezer{l: l, target: target[len("http://"):], thawed: make(chan struct{})}
+	p := &freezer{l: l, target: target, thawed: make(chan struct{})}
 	close(p.thawed)
 	var conns []net.Conn
 	var mu sync.Mutex
@@ -219,7 +220,7 @@ func newFreezer(t *testing.T, target string) *freezer {
 			if err != nil {
 				return
 			}
-			u, err := net.Dial("tcp", p.target)
+			u, err := dialEndpoint(p.target)
 			if err != nil {
 				c.Close()
 				continue
@@ -244,6 +245,15 @@ func newFreezer(t *testing.T, target string) *freezer {
 }
 
 func (p *freezer) addr() string { return p.l.Addr().String() }
+
+// dialEndpoint connects to an etcd client URL: http://HOST:PORT, or
+// unix:///PATH as the embedded etcd serves.
+func dialEndpoint(endpoint string) (net.Conn, error) {
+	if path, ok := strings.CutPrefix(endpoint, "unix://"); ok {
+		return net.Dial("unix", path)
+	}
+	return net.Dial("tcp", strings.TrimPrefix(endpoint, "http://"))
+}
 
 func (p *freezer) gate() <-chan struct{} {
 	p.mu.Lock()

@@ -39,6 +39,13 @@ type Config struct {
 	// defaultShutdownTimeout).
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
 
+	// Limits (limits.go): 0 → the default, negative → none.
+	HandshakeTimeout   Duration `json:"handshake_timeout"`
+	IdleTimeout        Duration `json:"idle_timeout"`
+	MaxConnections     int      `json:"max_connections"`
+	MaxOpens           int      `json:"max_opens"`
+	MaxOpensPerSession int      `json:"max_opens_per_session"`
+
 	// Cluster membership (node/cluster): with Etcd set, the node joins
 	// the cluster and takes shares and users from it.
 	Etcd          string   `json:"etcd"` // comma-separated endpoints
@@ -121,7 +128,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs := flag.NewFlagSet("smbnode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var listen, shares, users, advertise listFlag
-	var leaseTTL, shutdownTimeout time.Duration
+	var leaseTTL, shutdownTimeout, handshakeTimeout, idleTimeout time.Duration
 	var cfgFile string
 	cfg := &Config{}
 	fs.Var(&listen, "listen", "`ADDR` to listen on, host:port (repeatable; default :445)")
@@ -150,6 +157,11 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 0, "on SIGTERM, how long requests being served get to finish and be answered before the remaining connections are closed (default 10s)")
 	fs.IntVar(&cfg.ZeroCopyThreshold, "zero-copy-threshold", 0, "smallest plain READ in `BYTES` sent with sendfile (0: default 16384, -1: never)")
 	fs.IntVar(&cfg.SpliceWriteThreshold, "splice-write-threshold", 0, "smallest plain WRITE in `BYTES` spliced from the socket into the file (0: default 262144, -1: never)")
+	fs.DurationVar(&handshakeTimeout, "handshake-timeout", 0, "close a connection that has not authenticated within `DURATION` (0: default 30s, -1s: never)")
+	fs.DurationVar(&idleTimeout, "idle-timeout", 0, "close an authenticated connection idle for `DURATION` (0 or -1s: never, the default)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "refuse connections beyond `N` (0: default 4096, -1: unlimited)")
+	fs.IntVar(&cfg.MaxOpens, "max-opens", 0, "open files the node holds at most, `N` (0: default half the descriptor limit, -1: unlimited)")
+	fs.IntVar(&cfg.MaxOpensPerSession, "max-opens-per-session", 0, "open files one session holds at most, `N` (0: default 16384, -1: unlimited)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -174,6 +186,12 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	}
 	if shutdownTimeout != 0 {
 		cfg.ShutdownTimeout = Duration(shutdownTimeout)
+	}
+	if handshakeTimeout != 0 {
+		cfg.HandshakeTimeout = Duration(handshakeTimeout)
+	}
+	if idleTimeout != 0 {
+		cfg.IdleTimeout = Duration(idleTimeout)
 	}
 	for _, s := range shares {
 		sc, err := parseShare(s)
@@ -209,6 +227,14 @@ func merge(file, flags *Config) *Config {
 	}
 	if flags.SpliceWriteThreshold != 0 {
 		out.SpliceWriteThreshold = flags.SpliceWriteThreshold
+	}
+	for _, p := range []struct{ dst, v *int }{
+		{&out.MaxConnections, &flags.MaxConnections}, {&out.MaxOpens, &flags.MaxOpens},
+		{&out.MaxOpensPerSession, &flags.MaxOpensPerSession},
+	} {
+		if *p.v != 0 {
+			*p.dst = *p.v
+		}
 	}
 	for _, p := range []struct {
 		dst *string

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -87,5 +88,47 @@ func TestConfigFile(t *testing.T) {
 	os.WriteFile(path, []byte(`{"shares":[],"colour":"blue"}`), 0o644)
 	if _, err := parseFlags([]string{"--config", path}, devnull); err == nil || !strings.Contains(err.Error(), "colour") {
 		t.Fatalf("unknown field accepted: %v", err)
+	}
+}
+
+// TestLimitSettings: the limits come from the JSON file, flags override
+// it, zero means the default and a negative value none.
+func TestLimitSettings(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "node.json")
+	os.WriteFile(path, []byte(`{"handshake_timeout":"10s","idle_timeout":"5m","max_connections":100,"max_opens":-1,"max_opens_per_session":50}`), 0o644)
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	cfg, err := parseFlags([]string{"--config", path, "--max-connections", "200", "--handshake-timeout", "-1s"}, devnull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := limitDuration(cfg.HandshakeTimeout, defaultHandshakeTimeout); got != 0 {
+		t.Errorf("--handshake-timeout -1s: %v, want none", got)
+	}
+	if got := limitDuration(cfg.IdleTimeout, 0); got != 5*time.Minute {
+		t.Errorf("idle_timeout: %v", got)
+	}
+	if got := limitCount(cfg.MaxConnections, defaultMaxConnections); got != 200 {
+		t.Errorf("max_connections 100, --max-connections 200: %d", got)
+	}
+	if got := limitCount(cfg.MaxOpens, defaultMaxOpens()); got != 0 {
+		t.Errorf("max_opens -1: %d, want unlimited", got)
+	}
+	if got := limitCount(cfg.MaxOpensPerSession, defaultMaxOpensPerSession); got != 50 {
+		t.Errorf("max_opens_per_session: %d", got)
+	}
+	cfg, err = parseFlags(nil, devnull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limitDuration(cfg.HandshakeTimeout, defaultHandshakeTimeout) != 30*time.Second || limitDuration(cfg.IdleTimeout, 0) != 0 ||
+		limitCount(cfg.MaxConnections, defaultMaxConnections) != 4096 || limitCount(cfg.MaxOpensPerSession, defaultMaxOpensPerSession) != 16384 {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	var lim syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	if got := defaultMaxOpens(); got != int(lim.Cur/2) {
+		t.Errorf("default max opens %d, want half of RLIMIT_NOFILE %d", got, lim.Cur)
 	}
 }

@@ -89,6 +89,12 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		ZeroCopyThreshold:    orDefaultSize(cfg.ZeroCopyThreshold, defaultZeroCopyThreshold),
 		SpliceWriteThreshold: orDefaultSize(cfg.SpliceWriteThreshold, defaultSpliceWriteThreshold),
 		NoDirectoryLeases:    cfg.NoDirectoryLeases,
+
+		HandshakeTimeout:   limitDuration(cfg.HandshakeTimeout, defaultHandshakeTimeout), // limits.go
+		IdleTimeout:        limitDuration(cfg.IdleTimeout, 0),
+		MaxConnections:     limitCount(cfg.MaxConnections, defaultMaxConnections),
+		MaxOpens:           limitCount(cfg.MaxOpens, defaultMaxOpens()),
+		MaxOpensPerSession: limitCount(cfg.MaxOpensPerSession, defaultMaxOpensPerSession),
 	})
 	if cfg.DebugAddr != "" {
 		go func() {

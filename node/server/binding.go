@@ -162,6 +162,7 @@ func (c *conn) bindStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 	s.mu.Lock()
 	ch.auth, ch.signer, ch.binding = nil, signer, false
 	s.mu.Unlock()
+	c.authenticated() // limits.go
 	// The final response is signed with the new channel key.
 	r.bindSigner = nil
 	r.forceSign = true

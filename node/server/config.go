@@ -39,8 +39,21 @@ type Config struct {
 
 	MaxCredits     uint16        // credit window per connection; zero → 8192
 	MaxTransact    uint32        // zero → 8 MiB
-	IdleTimeout    time.Duration // zero → none
-	MaxConnections int           // zero → unlimited
+	IdleTimeout    time.Duration // a connection with no request for this long is closed (before logon, HandshakeTimeout instead when set); zero → none
+	MaxConnections int           // connections past it are closed at once; zero → unlimited
+
+	// HandshakeTimeout is how long a connection may go without
+	// authenticating (a SESSION_SETUP that completes, or binds a channel)
+	// before it is closed; zero → no limit. Until then its frames are
+	// bounded by PreAuthMessageMax (limits.go).
+	HandshakeTimeout time.Duration
+
+	// MaxOpens bounds the opens the server holds (disconnected durable
+	// ones included), MaxOpensPerSession those of one session; a CREATE
+	// past either fails with STATUS_TOO_MANY_OPENED_FILES, as Samba's
+	// "max open files" does. Zero → unlimited.
+	MaxOpens           int
+	MaxOpensPerSession int
 
 	// NoDirectoryLeases withholds SMB2_GLOBAL_CAP_DIRECTORY_LEASING, so
 	// that 3.x clients get no leases on directories ([MS-SMB2] 3.3.5.4).

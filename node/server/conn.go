@@ -98,6 +98,11 @@ type conn struct {
 	// drain cancels the async requests under mu, so that GoAsync, which
 	// looks at it under mu, cancels any request drain did not see.
 	draining atomic.Bool
+
+	// authed: a SESSION_SETUP completed or bound a channel here. Until
+	// then frames are bounded by PreAuthMessageMax and the connection
+	// lives at most Config.HandshakeTimeout (limits.go).
+	authed atomic.Bool
 }
 
 // pendingReq is a request being served, cancellable by SMB2 CANCEL.
@@ -248,6 +253,9 @@ func (c *conn) readLoop() (err error) {
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()
+	if err := c.handshake(); err != nil {
+		return err
+	}
 	var nb [4]byte
 	for {
 		if d := c.srv.cfg.IdleTimeout; d > 0 {

@@ -14,6 +14,7 @@
 // signed? encrypted? credits?) is made here, once, before a handler runs;
 // handlers receive a resolved *Request and return a response or an error.
 //
-// Lock order (outermost first): Server.mu → Session.mu → conn.mu. Nothing is
+// Lock order (outermost first): Server.mu → Session.mu → conn.mu, and
+// Tree.mu innermost (admitOpen takes it under the first two). Nothing is
 // called on the network, the disk or etcd while one of these is held.
 package server

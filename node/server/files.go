@@ -67,6 +67,10 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 		defer c.outliveConnection(r)() // replay_pending.go
 	}
 	c.srv.closeAppInstance(r, &req, &dc)
+	if err := c.srv.admitOpen(r.Session); err != nil { // limits.go
+		return nil, err
+	}
+	defer c.srv.unreserveOpen(r.Session)
 	o := c.srv.newOpen(r.Tree, c, req.Name, req.DesiredAccess)
 	o.chanSeq = r.Header.ChannelSequence()
 	r.Open = o

@@ -36,6 +36,7 @@ type Server struct {
 	conns     map[*conn]struct{}
 	sessions  map[uint64]*Session
 	opens     map[uint64]*Open
+	opening   int // CREATEs admitted by admitOpen and not yet registered (limits.go)
 	closed    bool
 	// clientConns lists the connections of each ClientGuid, oldest first,
 	// for lease breaks (oplock.go); dead ones are pruned on lookup.
@@ -123,9 +124,11 @@ func (s *Server) Serve(l net.Listener) error {
 			if s.isClosed() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if temporaryAcceptError(err) { // limits.go
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				if backoff == 5*time.Millisecond {
+					s.log.Warn("accept failed; retrying", "err", err)
+				}
 				time.Sleep(backoff)
 				continue
 			}

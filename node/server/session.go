@@ -45,6 +45,7 @@ type Session struct {
 	trees    map[uint32]*Tree
 	nextTree uint32
 	channels map[*conn]*channel
+	opening  int // CREATEs admitted and not yet registered (limits.go)
 }
 
 // channel is one connection bound to a session ([MS-SMB2] 3.3.1.14).

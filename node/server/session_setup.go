@@ -187,6 +187,7 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		return nil, err
 	}
 	c.endPreviousSession(s, req.PreviousSessionID)
+	c.authenticated() // limits.go
 	if s.Guest {
 		resp.SessionFlags |= smb2.SessionFlagIsGuest
 	} else if s.Anonymous {

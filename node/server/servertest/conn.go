@@ -92,6 +92,11 @@ func Dial(tb testing.TB, addr string) *Conn {
 	if err != nil {
 		tb.Fatalf("servertest: dial %s: %v", addr, err)
 	}
+	return NewConn(tb, nc)
+}
+
+// NewConn is a client on nc, closed when the test ends.
+func NewConn(tb testing.TB, nc net.Conn) *Conn {
 	c := &Conn{
 		tb: tb, nc: nc, SecurityMode: smb2.NegotiateSigningEnabled,
 		Capabilities: smb2.CapLargeMTU | smb2.CapMultiChannel | smb2.CapEncryption | smb2.CapDirectoryLeasing,

@@ -53,6 +53,13 @@ type Options struct {
 	SpliceWriteThreshold int
 	// Logf, when set, receives every log record (for debugging a test).
 	Logf func(format string, args ...any)
+	// Configure, when set, changes the configuration before the server
+	// is made (limits and timeouts).
+	Configure func(*server.Config)
+	// Listener, when set, is served instead of 127.0.0.1:0 (a
+	// net.Pipe-backed listener lets a testing/synctest bubble hold the
+	// whole server).
+	Listener net.Listener
 }
 
 // Server is a running test server.
@@ -107,9 +114,15 @@ func Start(tb testing.TB, opts Options) *Server {
 		SpliceWriteThreshold: opts.SpliceWriteThreshold,
 		Logger:               log,
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	l := opts.Listener
+	if l == nil {
+		var err error
+		if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	s := &Server{
 		Server: server.New(cfg), Addr: l.Addr().String(), FS: fsys, Tracker: tr, Log: rec,
