@@ -18,7 +18,10 @@ func (r *Router) Admit(ctx context.Context, o *state.Open, req state.Request, on
 	g, err := r.admit(ctx, o, req, onWait)
 	if err != nil {
 		r.unhold(o)
-	} else if req.Lease != nil {
+		return g, err
+	}
+	r.admitted(o)
+	if req.Lease != nil {
 		r.mu.Lock()
 		r.leaseOf[o.Ref] = req.Lease.ID
 		r.leaseFiles[req.Lease.ID] = o.Key

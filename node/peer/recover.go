@@ -35,6 +35,17 @@ func (r *Router) noteCaching(o *state.Open, f func(*heldState)) {
 	r.mirrorCache[o.Ref] = hs
 }
 
+// admitted marks o's admission done: from now on it counts among the
+// opens a new owner rebuilds (Held). An Admit still on its way is not
+// reported: it is retried at the new owner once the shard is rebuilt.
+func (r *Router) admitted(o *state.Open) {
+	r.mu.Lock()
+	if r.held[o.Ref] == o {
+		r.done[o.Ref] = true
+	}
+	r.mu.Unlock()
+}
+
 // noteLease applies f to the copy of every held open of lease id.
 func (r *Router) noteLease(id state.LeaseID, f func(*heldState)) {
 	r.mu.Lock()
@@ -75,7 +86,7 @@ func (r *Router) heldIn(shards []uint32) []heldOpen {
 	defer r.mu.Unlock()
 	var out []heldOpen
 	for ref, o := range r.held {
-		if slices.Contains(shards, ShardOf(o.Key)) {
+		if r.done[ref] && slices.Contains(shards, ShardOf(o.Key)) {
 			out = append(out, heldOpen{o, r.mirrorCache[ref]})
 		}
 	}
@@ -102,11 +113,12 @@ func (r *Router) Recover(ctx context.Context, shard uint32) error {
 			return fmt.Errorf("asking %s for its opens: %w", node, err)
 		}
 		for _, h := range resp.Opens {
-			o, err := r.proxy(h.Open)
-			if err != nil {
+			o, existed, err := r.proxy(h.Open)
+			if err != nil || existed {
 				continue
 			}
 			r.table.Restore(o, cachingOf(h.Caching), h.Directory, h.DeletePending)
+			r.setIn(o)
 			if ls := locksOf(h.Locks); len(ls) > 0 {
 				r.locks.Lock(o, ls)
 			}

@@ -51,10 +51,12 @@ type Router struct {
 	leaseFiles  map[state.LeaseID]state.FileKey // the file of each lease of a held open
 	proxies     map[refKey]*state.Open          // other nodes' opens of files this node owns
 	proxyRef    map[*state.Open]refKey          // the inverse of proxies
+	in          map[*state.Open]bool            // proxies whose admission completed
 	byKey       map[state.FileKey]map[refKey]bool
 	conns       map[string]*grpc.ClientConn
 	ntf         notifyState
 	locked      map[uint64]bool        // held opens that asked for a byte-range lock
+	done        map[uint64]bool        // held opens whose admission completed (recover.go)
 	mirrorCache map[uint64]heldState   // what the owner granted held opens of remote files
 	pending     map[state.FileKey]int8 // BreakRead calls in flight (1) or asked again (2)
 }
@@ -81,10 +83,10 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 	}
 	return &Router{
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), dial: dial, log: log,
-		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{},
+		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{}, done: map[uint64]bool{},
 		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]state.FileKey{},
-		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{},
+		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{},
 		pending: map[state.FileKey]int8{},
 		ntf:     notifyState{mine: map[uint64]*peerv1.WatchSpec{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
@@ -223,6 +225,7 @@ func (r *Router) unhold(o *state.Open) {
 	if r.held[o.Ref] == o {
 		delete(r.held, o.Ref)
 		delete(r.mirrorCache, o.Ref)
+		delete(r.done, o.Ref)
 		r.perShard[ShardOf(o.Key)]--
 		if id, ok := r.leaseOf[o.Ref]; ok {
 			delete(r.leaseOf, o.Ref)

@@ -80,18 +80,19 @@ func (r *Router) deliver(req *peerv1.DeliverRequest) error {
 }
 
 // proxy returns the owner's entry for another node's open, making it.
-func (r *Router) proxy(d *peerv1.OpenDesc) (*state.Open, error) {
+// existed reports an entry made earlier (the open is admitted already).
+func (r *Router) proxy(d *peerv1.OpenDesc) (o *state.Open, existed bool, err error) {
 	ref := d.GetRef()
 	if ref.GetNode() == "" || ref.GetId() == 0 {
-		return nil, status.Error(codes.InvalidArgument, "an open needs a holder and an id")
+		return nil, false, status.Error(codes.InvalidArgument, "an open needs a holder and an id")
 	}
 	k := refKey{ref.Node, ref.Epoch, ref.Id}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if o := r.proxies[k]; o != nil {
-		return o, nil
+		return o, true, nil
 	}
-	o := &state.Open{
+	o = &state.Open{
 		Key: keyOf(d.Key), Name: d.Name, Stream: d.Stream, Access: d.Access, ShareAccess: d.ShareAccess,
 		Breaker: remoteBreaker{r, ref},
 	}
@@ -102,7 +103,7 @@ func (r *Router) proxy(d *peerv1.OpenDesc) (*state.Open, error) {
 		r.byKey[o.Key] = map[refKey]bool{}
 	}
 	r.byKey[o.Key][k] = true
-	return o, nil
+	return o, false, nil
 }
 
 // lookup finds the proxy of a ref, nil if there is none.
@@ -126,6 +127,7 @@ func (r *Router) unproxy(o *state.Open) bool {
 	}
 	delete(r.proxyRef, o)
 	delete(r.proxies, k)
+	delete(r.in, o)
 	r.perShard[ShardOf(o.Key)]--
 	if m := r.byKey[o.Key]; m != nil {
 		delete(m, k)
@@ -152,9 +154,16 @@ func (sv *Service) Admit(req *peerv1.AdmitRequest, stream peerv1.PeerService_Adm
 	if err := r.owns(req.Route, key); err != nil {
 		return err
 	}
-	o, err := r.proxy(req.Open)
+	o, existed, err := r.proxy(req.Open)
 	if err != nil {
 		return err
+	}
+	if existed {
+		if !r.isIn(o) { // an earlier attempt is still being admitted
+			return status.Error(codes.FailedPrecondition, "the open is being admitted")
+		}
+		// A retry of an Admit whose answer was lost: the open is in.
+		return stream.Send(admittedEvent(r.table.CachingOf(o), r.locks.HasLocks(key)))
 	}
 	// Checked again now that the proxy counts toward the shard's state:
 	// a shard given up in between (ShardMap.release checks Busy after it
@@ -173,6 +182,7 @@ func (sv *Service) Admit(req *peerv1.AdmitRequest, stream peerv1.PeerService_Adm
 		code, msg := errCode(err)
 		return stream.Send(&peerv1.AdmitEvent{Error: code, Message: msg})
 	}
+	r.setIn(o)
 	ev := grantEvent(g)
 	ev.LocksPresent = r.locks.HasLocks(key)
 	if ctx.Err() != nil || stream.Send(ev) != nil {
@@ -392,3 +402,32 @@ func (r *Router) DropNode(node string, keep uint64) int {
 }
 
 func keyString(k state.FileKey) string { return fmt.Sprintf("%x:%x", k.Volume, k.FileID) }
+
+// admittedEvent answers an Admit of an open already admitted with its
+// caching now.
+func admittedEvent(c state.Caching, locks bool) *peerv1.AdmitEvent {
+	ev := &peerv1.AdmitEvent{LocksPresent: locks}
+	if c.Lease {
+		ev.Lease = &peerv1.Caching{State: c.State, Lease: true, Key: c.ID.Key[:], Version: int32(c.Version),
+			Epoch: uint32(c.Epoch), ParentKey: c.ParentKey[:], HasParent: c.HasParent}
+		ev.BreakInProgress = c.Breaking
+	} else {
+		ev.Oplock = uint32(c.Oplock())
+	}
+	return ev
+}
+
+// setIn marks a proxy admitted; isIn reports it.
+func (r *Router) setIn(o *state.Open) {
+	r.mu.Lock()
+	if _, ok := r.proxyRef[o]; ok {
+		r.in[o] = true
+	}
+	r.mu.Unlock()
+}
+
+func (r *Router) isIn(o *state.Open) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.in[o]
+}
