@@ -9,7 +9,7 @@
 # Settings (environment):
 #   BENCH_RUNTIME=3s BENCH_WARMUP=1s  per open/close cell
 #   BENCH_CONNS=4 BENCH_FILES=100     connections; files per connection
-#   BENCH_BREAKS=50                   lease-break attempts per probe
+#   BENCH_BREAKS=100                  lease-break attempts per probe
 #   BENCH_SETTLE=2                    seconds to wait after a cell before
 #                                     counting etcd writes (the nodes
 #                                     publish every 1 s)
@@ -32,7 +32,7 @@ RUNTIME=${BENCH_RUNTIME:-3s}
 WARMUP=${BENCH_WARMUP:-1s}
 CONNS=${BENCH_CONNS:-4}
 FILES=${BENCH_FILES:-100}
-BREAKS=${BENCH_BREAKS:-50}
+BREAKS=${BENCH_BREAKS:-100}
 SETTLE=${BENCH_SETTLE:-2}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
 PEER_VARS=${BENCH_PEER_RPC_VARS:-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/smbcluster/smbcluster/cli/smbc"
@@ -97,7 +98,12 @@ func (n nativeOpenConn) OpenClose(name string, buf []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	got, err := readPrefix(&f, buf)
+	var got int
+	if len(buf) > 0 { // f.ReadAt, not readPrefix: f stays on the stack
+		if got, err = f.ReadAt(buf, 0); err == io.EOF {
+			err = nil
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
