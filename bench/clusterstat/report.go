@@ -209,7 +209,8 @@ func writeBreaks(w io.Writer, cells []cell) {
 
 func writeTargets(w io.Writer, cells []cell) {
 	fmt.Fprintln(w, "## Against the targets")
-	fmt.Fprintln(w, "\nFor scale, Samba with CTDB on this machine (three nodes, smbtorture "+
+	fmt.Fprintln(w, "\nFor scale, Samba with CTDB measured on this machine (figures quoted from the "+
+		"coherence issue; this script does not run Samba; three nodes, smbtorture "+
 		"`smb2.bench.path-contention-shared` and `oplock1`, 4 connections): spread over three nodes it "+
 		"reaches 27 % of its one-node rate; a cross-node oplock break takes about 2.5 ms.")
 	fmt.Fprintln(w)

@@ -187,3 +187,36 @@ func TestOpenPrinterGolden(t *testing.T) {
 		golden(t, "bench-open."+format+".golden", b.String())
 	}
 }
+
+func TestOpenJob(t *testing.T) {
+	env := func(string) string { return "" }
+	f := benchFlags{server: "n1, n2:4450,n3", share: "data", user: "alice", rw: "open", conns: 6, iodepth: 2,
+		files: 10, hotFile: true, openRead: true, runtime: time.Second, file: "x.dat", client: "native", breaks: 5}
+	j, err := f.job(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"n1:445", "n2:4450", "n3:445"}; !reflect.DeepEqual(j.smb.Addrs, want) || j.smb.Addr != want[0] {
+		t.Errorf("addresses %q (%q), want %q", j.smb.Addrs, j.smb.Addr, want)
+	}
+	if c := j.open; c == nil || c.Dir != "x.open" || !c.Hot || c.ReadSize != 4096 || c.Conns != 6 || c.IODepth != 2 {
+		t.Errorf("open config %+v", c)
+	}
+	f.rw = "leasebreak"
+	if j, err := f.job(env); err != nil || j.probe == nil || j.probe.Name != "x.lease" || j.probe.Count != 5 {
+		t.Errorf("leasebreak job %+v, %v", j, err)
+	}
+	for _, bad := range []func(*benchFlags){
+		func(f *benchFlags) { f.client = "go-smb2" },
+		func(f *benchFlags) { f.dialect = "2.0.2" },
+		func(f *benchFlags) { f.breaks = 0 },
+		func(f *benchFlags) { f.server = "n1,,n2" },
+		func(f *benchFlags) { f.rw, f.hotFile, f.files = "open", false, 0 },
+	} {
+		g := f
+		bad(&g)
+		if _, err := g.job(env); err == nil {
+			t.Errorf("accepted %+v", g)
+		}
+	}
+}

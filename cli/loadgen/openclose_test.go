@@ -2,9 +2,14 @@ package loadgen
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/smbcluster/smbcluster/cli/smbc"
@@ -135,5 +140,78 @@ func TestProbeBreaksMissing(t *testing.T) {
 	}
 	if st.Missing != 3 || st.Waited != 0 || st.Late != 0 || st.BreakLat.Count() != 0 {
 		t.Errorf("waited %d late %d missing %d, want 3 missing", st.Waited, st.Late, st.Missing)
+	}
+}
+
+// memOpenConn is an in-memory OpenConn whose files all read back bad
+// data when corrupt is set.
+type memOpenConn struct {
+	mu      *sync.Mutex
+	files   map[string][]byte
+	corrupt bool
+}
+
+func (m memOpenConn) OpenClose(name string, buf []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.files[name]
+	if !ok {
+		return 0, fmt.Errorf("%s: no such file", name)
+	}
+	n := copy(buf, d)
+	if m.corrupt && n > 0 {
+		buf[n-1] ^= 1
+	}
+	return n, nil
+}
+
+func (m memOpenConn) Put(name string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[name] = slices.Clone(data)
+	return nil
+}
+
+func (m memOpenConn) Mkdir(string) error { return nil }
+func (m memOpenConn) Remove(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.files, name)
+	return nil
+}
+func (m memOpenConn) RemoveDir(string) error { return nil }
+func (m memOpenConn) Close() error           { return nil }
+
+type memOpenTarget struct{ c memOpenConn }
+
+func (t memOpenTarget) Dial(context.Context, int) (OpenConn, error) { return t.c, nil }
+
+// TestRunOpenCounts: under synctest, 4 workers at 1 ms per sequence over a
+// measured second make about 4000 measured sequences; bad data fails the
+// run with ErrMismatch.
+func TestRunOpenCounts(t *testing.T) {
+	for _, corrupt := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			c := memOpenConn{mu: new(sync.Mutex), files: map[string][]byte{}, corrupt: corrupt}
+			cfg := openConfig(false)
+			cfg.Warmup, cfg.Runtime = 100*time.Millisecond, time.Second
+			st, err := RunOpen(t.Context(), memOpenTarget{c}, cfg)
+			if corrupt {
+				if !errors.Is(err, ErrMismatch) || st.Mismatches != st.Verified {
+					t.Fatalf("corrupt: err %v, %d of %d mismatched", err, st.Mismatches, st.Verified)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Ops < 3990 || st.Ops > 4000 || st.Total < st.Ops+390 {
+				t.Errorf("ops %d (total %d), want ~4000 measured of ~4400", st.Ops, st.Total)
+			}
+			if len(c.files) != 0 {
+				t.Errorf("%d files left", len(c.files))
+			}
+		})
 	}
 }
