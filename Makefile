@@ -70,5 +70,12 @@ bench:
 bench-quick:
 	GO=$(GO) BENCH_RUNS=1 BENCH_RUNTIME=2s BENCH_WARMUP=500ms bench/run.sh
 
+# Open/close workloads and the lease-break probe against a 3-node local
+# cluster, clients on one node and then spread over all three; results in
+# bench/results/cluster-latest.md (see bench/README.md).
+.PHONY: bench-cluster
+bench-cluster:
+	GO=$(GO) bench/cluster.sh
+
 clean:
 	rm -rf bin run

@@ -13,7 +13,7 @@ import (
 	"github.com/smbcluster/smbcluster/cli/loadgen"
 )
 
-const benchUsage = `Usage: smbctl bench --server HOST[:PORT] --share NAME --user USER [flags]
+const benchUsage = `Usage: smbctl bench --server HOST[:PORT][,HOST[:PORT]...] --share NAME --user USER [flags]
 
 Run a fio-like workload against one file on an SMB share and report
 throughput, IOPS and latency percentiles. Every connection is its own SMB
@@ -21,8 +21,13 @@ session; --iodepth requests are in flight on each. Reads are checked against
 the deterministic pattern the file is laid out with (and that writes write);
 any mismatch exits with code 3.
 
+--rw open measures opening and closing files instead; --rw leasebreak
+measures how long a conflicting open takes to break another client's lease.
+
 Connection:
-  --server HOST[:PORT]  server address (port 445 if omitted)
+  --server ADDRS        server address (port 445 if omitted); several,
+                        comma-separated, spread the connections: connection
+                        i goes to server i mod n (the nodes of a cluster)
   --share NAME          share name
   --user USER           user name (DOMAIN\USER or USER)
   --password PASS       password (default $SMBCTL_PASSWORD)
@@ -38,8 +43,8 @@ Connection:
                         written elsewhere, for a second opinion
 
 Workload:
-  --rw MODE             read, write, randread, randwrite or mixed (random
-                        reads and writes) (default read)
+  --rw MODE             read, write, randread, randwrite, mixed (random
+                        reads and writes), open or leasebreak (default read)
   --rwmixread PCT       percentage of reads in mixed (default 50)
   --bs SIZE             block size, a multiple of 512: 4k, 64k, 1m … (default 64k)
   --conns N             connections (default 1)
@@ -50,6 +55,24 @@ Workload:
   --file NAME           file in the share (default smbctl-bench.dat); laid
                         out with the pattern unless it already holds it
   --keep                keep the file afterwards
+
+Open/close workload (--rw open): every worker (--conns × --iodepth) opens
+a file (CREATE of an existing file, read access, no lease), optionally
+reads it, and closes it, again and again; one operation is that sequence.
+The files are in the directory --file minus ".dat" plus ".open".
+  --files N             files per worker, opened in turn (default 100)
+  --hot-file            every worker opens the same one file instead
+  --open-read           read the first 4 KiB after each open (checked)
+
+Lease-break probe (--rw leasebreak, native client, SMB 2.1+): a holder
+connection on the first server opens a file with a Read-Write-Handle lease;
+a second connection, on the second server when there are two, opens it for
+writing; the time from that CREATE being sent to the holder receiving the
+lease break notification is measured, the holder acknowledges at once.
+Repeated --breaks times. A conflicting open that completes with no break
+arriving within 50 ms counts as missing: the servers did not keep the
+lease coherent.
+  --breaks N            attempts (default 100)
 
 Output:
   -o FORMAT             table or json (default table)
@@ -68,6 +91,8 @@ type benchFlags struct {
 	sign, encrypt, keep, noProgress       bool
 	seed                                  uint64
 	tcpLoopback                           bool
+	files, breaks                         int
+	hotFile, openRead                     bool
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -89,6 +114,10 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.client, "client", "native", "")
 	fs.StringVar(&f.file, "file", "smbctl-bench.dat", "")
 	fs.BoolVar(&f.keep, "keep", false, "")
+	fs.IntVar(&f.files, "files", 100, "")
+	fs.BoolVar(&f.hotFile, "hot-file", false, "")
+	fs.BoolVar(&f.openRead, "open-read", false, "")
+	fs.IntVar(&f.breaks, "breaks", 100, "")
 	fs.StringVar(&f.output, "o", "table", "")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "")
 	// Hidden: the pattern seed, and the loopback TCP self-test that
@@ -97,11 +126,14 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.tcpLoopback, "tcp-loopback", false, "")
 }
 
-// benchJob is a validated command line.
+// benchJob is a validated command line: an I/O workload (cfg), or an
+// open/close workload (open) or a lease-break probe (probe) when set.
 type benchJob struct {
 	cfg   loadgen.Config
 	smb   loadgen.SMBOptions
 	flags *benchFlags
+	open  *loadgen.OpenConfig
+	probe *loadgen.BreakConfig
 }
 
 // runBench implements smbctl bench.
@@ -146,6 +178,9 @@ func (f *benchFlags) job(getenv func(string) string) (*benchJob, error) {
 	if f.password == "" {
 		f.password = getenv("SMBCTL_PASSWORD")
 	}
+	if f.rw == "open" || f.rw == "leasebreak" {
+		return f.openJob()
+	}
 	wl, err := loadgen.ParseWorkload(f.rw)
 	if err != nil {
 		return nil, fmt.Errorf("--rw: %w", err)
@@ -158,15 +193,9 @@ func (f *benchFlags) job(getenv func(string) string) (*benchJob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--size %q: want a size such as 256m or 1g", f.size)
 	}
-	dialect, err := loadgen.ParseDialect(f.dialect)
+	dialect, err := f.checkConn()
 	if err != nil {
-		return nil, fmt.Errorf("--dialect: %w", err)
-	}
-	if c := f.clientName(); c != "native" && c != "go-smb2" {
-		return nil, fmt.Errorf("--client %q: want native or go-smb2", f.client)
-	}
-	if f.encrypt && dialect != 0 && dialect < 0x300 {
-		return nil, fmt.Errorf("--encrypt needs SMB 3.x, not dialect %s", f.dialect)
+		return nil, err
 	}
 	if size%bs != 0 { // round down so every block lies inside the file
 		size -= size % bs
@@ -176,20 +205,54 @@ func (f *benchFlags) job(getenv func(string) string) (*benchJob, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	perOp := (int(bs) + 65535) / 65536
+	return &benchJob{cfg: cfg, flags: f, smb: f.smbOptions(dialect, f.iodepth*perOp)}, nil
+}
+
+// checkConn validates the connection flags and returns the dialect.
+func (f *benchFlags) checkConn() (uint16, error) {
+	dialect, err := loadgen.ParseDialect(f.dialect)
+	if err != nil {
+		return 0, fmt.Errorf("--dialect: %w", err)
+	}
+	if c := f.clientName(); c != "native" && c != "go-smb2" {
+		return 0, fmt.Errorf("--client %q: want native or go-smb2", f.client)
+	}
+	if f.encrypt && dialect != 0 && dialect < 0x300 {
+		return 0, fmt.Errorf("--encrypt needs SMB 3.x, not dialect %s", f.dialect)
+	}
+	for _, a := range strings.Split(f.server, ",") {
+		if strings.TrimSpace(a) == "" {
+			return 0, fmt.Errorf("--server %q: an empty address", f.server)
+		}
+	}
+	return dialect, nil
+}
+
+// smbOptions are the connection flags as loadgen takes them; the client
+// asks for credits for inflight credits' worth of requests and a margin.
+func (f *benchFlags) smbOptions(dialect uint16, inflight int) loadgen.SMBOptions {
 	domain, user, ok := strings.Cut(f.user, `\`)
 	if !ok {
 		domain, user = "", f.user
 	}
-	perOp := (int(bs) + 65535) / 65536
-	credits := min(max(f.iodepth*perOp+32, 128), 8192)
-	return &benchJob{cfg: cfg, flags: f, smb: loadgen.SMBOptions{
-		Addr: loadgen.DefaultPort(f.server), Share: f.share, User: user, Domain: domain,
-		Password: f.password, File: f.file, Sign: f.sign, Encrypt: f.encrypt, Dialect: dialect, Credits: uint16(credits),
-	}}, nil
+	var addrs []string
+	for _, a := range strings.Split(f.server, ",") {
+		addrs = append(addrs, loadgen.DefaultPort(strings.TrimSpace(a)))
+	}
+	return loadgen.SMBOptions{Addr: addrs[0], Addrs: addrs, Share: f.share, User: user, Domain: domain,
+		Password: f.password, File: f.file, Sign: f.sign, Encrypt: f.encrypt, Dialect: dialect,
+		Credits: uint16(min(max(inflight+32, 128), 8192))}
 }
 
 // run connects, runs the workload and prints the result.
 func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
+	switch {
+	case j.open != nil:
+		return j.runOpen(ctx, e, p)
+	case j.probe != nil:
+		return j.runProbe(ctx, e, p)
+	}
 	var t interface {
 		loadgen.Target
 		Remove() error

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/smbcluster/smbcluster/cli/loadgen"
@@ -62,7 +63,7 @@ func newBenchResult(j *benchJob, st *loadgen.Stats) benchResult {
 	}
 	secs := st.Elapsed.Seconds()
 	return benchResult{
-		Server: j.smb.Addr, Share: f.share, File: f.file, RW: c.Workload.String(),
+		Server: strings.Join(j.smb.Addrs, ","), Share: f.share, File: f.file, RW: c.Workload.String(),
 		RWMixRead: c.ReadPercent, BlockSize: c.BlockSize, Conns: c.Conns, IODepth: c.IODepth,
 		Size: c.Size, WarmupS: c.Warmup.Seconds(), RuntimeS: c.Runtime.Seconds(),
 		Dialect: dialect, Sign: f.sign, Encrypt: f.encrypt, Client: f.clientName(),

@@ -2,10 +2,15 @@ package command
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/smbcluster/smbcluster/cli/loadgen"
+	"github.com/smbcluster/smbcluster/node/server/servertest"
 )
 
 func TestParseSize(t *testing.T) {
@@ -29,9 +34,9 @@ func TestJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := loadgen.SMBOptions{Addr: "fs1:445", Share: "data", User: "alice", Domain: "CORP",
+	want := loadgen.SMBOptions{Addr: "fs1:445", Addrs: []string{"fs1:445"}, Share: "data", User: "alice", Domain: "CORP",
 		Password: "pw", Dialect: 0x302, Credits: 16*16 + 32}
-	if j.smb != want {
+	if !reflect.DeepEqual(j.smb, want) {
 		t.Errorf("smb options %+v, want %+v", j.smb, want)
 	}
 	if j.cfg.Size != 10<<20 || j.cfg.BlockSize != 1<<20 || j.cfg.Workload != loadgen.Mixed || j.cfg.ReadPercent != 70 {
@@ -91,4 +96,127 @@ func TestPrinterGolden(t *testing.T) {
 	b.Reset()
 	p.print(tcpResult{Streams: 4, Seconds: 3, Bytes: 3 << 30, MiBps: 1024, Loopback: "127.0.0.1"})
 	golden(t, "tcp.table.golden", b.String())
+}
+
+// benchJSON runs smbctl bench -o json with args against the in-process
+// server(s) and decodes its output.
+func benchJSON(t *testing.T, v any, args ...string) string {
+	t.Helper()
+	args = append([]string{"bench", "--user", servertest.Alice, "--no-progress", "-o", "json", "--warmup", "0s"}, args...)
+	code, stdout, stderr := runMain(args, map[string]string{"SMBCTL_PASSWORD": servertest.AlicePassword})
+	if code != ExitOK {
+		t.Fatalf("smbctl %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), v); err != nil {
+		t.Fatalf("%v in %s", err, stdout)
+	}
+	return stderr
+}
+
+func TestBenchOpen(t *testing.T) {
+	root := t.TempDir()
+	srv := servertest.Start(t, servertest.Options{DiskRoot: root})
+	for _, variant := range [][]string{{"--files", "3"}, {"--hot-file"}} {
+		var r openResult
+		benchJSON(t, &r, append(variant, "--server", srv.Addr, "--share", servertest.DiskShareName,
+			"--rw", "open", "--open-read", "--conns", "2", "--iodepth", "2", "--runtime", "300ms")...)
+		if r.Ops == 0 || r.Rate <= 0 || r.Latency.P50 <= 0 || r.Verified < r.Ops || r.Mismatched != 0 || r.ReadSize != 4096 {
+			t.Errorf("%v: %+v", variant, r)
+		}
+		if want := map[bool]int{false: 12, true: 1}[variant[0] == "--hot-file"]; r.Files != want {
+			t.Errorf("%v: %d files, want %d", variant, r.Files, want)
+		}
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
+}
+
+// TestBenchLeaseBreak: one server breaks every time; two servers that
+// share a directory without coherence (the cluster's nodes today) never
+// do, and the probe says so instead of giving a time.
+func TestBenchLeaseBreak(t *testing.T) {
+	root := t.TempDir()
+	s1 := servertest.Start(t, servertest.Options{DiskRoot: root})
+	s2 := servertest.Start(t, servertest.Options{DiskRoot: root})
+	var one breakResult
+	benchJSON(t, &one, "--server", s1.Addr, "--share", servertest.DiskShareName, "--rw", "leasebreak", "--breaks", "10")
+	if one.Tries != 10 || one.Waited != 10 || one.Missing != 0 || one.BreakLat.P50 <= 0 || one.Granted != "RWH" {
+		t.Errorf("one server: %+v", one)
+	}
+	var two breakResult
+	stderr := benchJSON(t, &two, "--server", s1.Addr+","+s2.Addr, "--share", servertest.DiskShareName,
+		"--rw", "leasebreak", "--breaks", "2")
+	if two.Holder != s1.Addr || two.Other != s2.Addr || two.Missing != 2 || two.Breaks != 0 {
+		t.Errorf("two servers: %+v", two)
+	}
+	if !strings.Contains(stderr, "2 of 2 conflicting opens completed with no lease break") {
+		t.Errorf("stderr %q", stderr)
+	}
+}
+
+func TestOpenPrinterGolden(t *testing.T) {
+	f := benchFlags{server: "n1,n2:4450", share: "data", user: "alice", rw: "open", conns: 4, iodepth: 1,
+		files: 100, openRead: true, runtime: 5 * time.Second, file: "smbctl-bench.dat", seed: 1}
+	j, err := f.job(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &loadgen.OpenStats{Elapsed: 5 * time.Second, Ops: 20000, ReadBytes: 20000 * 4096, Files: 400,
+		Total: 21000, Verified: 21000}
+	for i := range 20000 {
+		st.Latency.Record(uint64(150+i/100) * 1000)
+	}
+	bs := &loadgen.BreakStats{Tries: 4, Granted: 7, Waited: 3, Missing: 1}
+	for i := range 3 {
+		bs.BreakLat.Record(uint64(200+i*100) * 1000)
+	}
+	for i := range 4 {
+		bs.OpenLat.Record(uint64(400+i*100) * 1000)
+	}
+	f.rw, f.breaks = "leasebreak", 4
+	jb, err := f.job(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"table", "json"} {
+		var b bytes.Buffer
+		p, _ := newPrinter(&b, format)
+		p.print(newOpenResult(j, st))
+		p.print(newBreakResult(jb, bs, 0x311))
+		golden(t, "bench-open."+format+".golden", b.String())
+	}
+}
+
+func TestOpenJob(t *testing.T) {
+	env := func(string) string { return "" }
+	f := benchFlags{server: "n1, n2:4450,n3", share: "data", user: "alice", rw: "open", conns: 6, iodepth: 2,
+		files: 10, hotFile: true, openRead: true, runtime: time.Second, file: "x.dat", client: "native", breaks: 5}
+	j, err := f.job(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"n1:445", "n2:4450", "n3:445"}; !reflect.DeepEqual(j.smb.Addrs, want) || j.smb.Addr != want[0] {
+		t.Errorf("addresses %q (%q), want %q", j.smb.Addrs, j.smb.Addr, want)
+	}
+	if c := j.open; c == nil || c.Dir != "x.open" || !c.Hot || c.ReadSize != 4096 || c.Conns != 6 || c.IODepth != 2 {
+		t.Errorf("open config %+v", c)
+	}
+	f.rw = "leasebreak"
+	if j, err := f.job(env); err != nil || j.probe == nil || j.probe.Name != "x.lease" || j.probe.Count != 5 {
+		t.Errorf("leasebreak job %+v, %v", j, err)
+	}
+	for _, bad := range []func(*benchFlags){
+		func(f *benchFlags) { f.client = "go-smb2" },
+		func(f *benchFlags) { f.dialect = "2.0.2" },
+		func(f *benchFlags) { f.breaks = 0 },
+		func(f *benchFlags) { f.server = "n1,,n2" },
+		func(f *benchFlags) { f.rw, f.hotFile, f.files = "open", false, 0 },
+	} {
+		g := f
+		bad(&g)
+		if _, err := g.job(env); err == nil {
+			t.Errorf("accepted %+v", g)
+		}
+	}
 }

@@ -81,7 +81,20 @@ func hasPattern(f File, pat *Pattern, size int64) (bool, error) {
 // reportProgress calls cfg.Progress about twice a second until the returned
 // function is called.
 func reportProgress(cfg *Config, workers []*worker, start time.Time) (stop func()) {
-	if cfg.Progress == nil {
+	return progressLoop(cfg.Progress, cfg.Warmup, cfg.Runtime, start, func() (ops, bytes int64) {
+		for _, w := range workers {
+			ops += w.ops.Load()
+			bytes += w.bytes.Load()
+		}
+		return ops, bytes
+	})
+}
+
+// progressLoop calls progress about twice a second with the counts count
+// returns, until the returned function is called.
+func progressLoop(progress func(Progress), warmup, runtime time.Duration, start time.Time,
+	count func() (ops, bytes int64)) (stop func()) {
+	if progress == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -95,13 +108,10 @@ func reportProgress(cfg *Config, workers []*worker, start time.Time) (stop func(
 				return
 			case <-t.C:
 			}
-			p := Progress{Elapsed: time.Since(start), Total: cfg.Warmup + cfg.Runtime}
-			p.Warmup = p.Elapsed < cfg.Warmup
-			for _, w := range workers {
-				p.Ops += w.ops.Load()
-				p.Bytes += w.bytes.Load()
-			}
-			cfg.Progress(p)
+			p := Progress{Elapsed: time.Since(start), Total: warmup + runtime}
+			p.Warmup = p.Elapsed < warmup
+			p.Ops, p.Bytes = count()
+			progress(p)
 		}
 	})
 	return func() { close(done); wg.Wait() }

@@ -14,7 +14,11 @@ import (
 
 // SMBOptions say how to reach the benchmark file.
 type SMBOptions struct {
-	Addr     string // host:port
+	Addr string // host:port
+	// Addrs, if set, are several servers (host:port): connection i goes to
+	// Addrs[i mod len(Addrs)], spreading the connections over the nodes
+	// of a cluster. Addr is then Addrs[0].
+	Addrs    []string
 	Share    string
 	User     string
 	Password string
@@ -78,9 +82,10 @@ func (t *SMBTarget) Open(ctx context.Context, conn int) (File, error) {
 		},
 		Initiator: &smb2.NTLMInitiator{User: t.opts.User, Password: t.opts.Password, Domain: t.opts.Domain},
 	}
-	s, err := d.Dial(ctx, t.opts.Addr)
+	addr := t.opts.AddrOf(conn)
+	s, err := d.Dial(ctx, addr)
 	if err != nil {
-		return nil, fmt.Errorf("session setup with %s: %w", t.opts.Addr, err)
+		return nil, fmt.Errorf("session setup with %s: %w", addr, err)
 	}
 	sh, err := s.Mount(t.opts.Share)
 	if err != nil {
@@ -134,6 +139,14 @@ func (s smbFile) Size() (int64, error) {
 	return fi.Size(), nil
 }
 
+// AddrOf is the server connection conn goes to.
+func (o *SMBOptions) AddrOf(conn int) string {
+	if len(o.Addrs) == 0 {
+		return o.Addr
+	}
+	return o.Addrs[conn%len(o.Addrs)]
+}
+
 // DefaultPort adds SMB's port 445 to addr when it has none.
 func DefaultPort(addr string) string {
 	if _, _, err := net.SplitHostPort(addr); err == nil {
@@ -141,3 +154,52 @@ func DefaultPort(addr string) string {
 	}
 	return net.JoinHostPort(strings.Trim(addr, "[]"), "445")
 }
+
+// SMBOpenTarget dials go-smb2 sessions for the open/close workload.
+type SMBOpenTarget struct{ opts SMBOptions }
+
+// NewSMBOpenTarget returns an OpenTarget over github.com/cloudsoda/go-smb2.
+func NewSMBOpenTarget(o SMBOptions) *SMBOpenTarget { return &SMBOpenTarget{opts: o} }
+
+// Dial logs on to connection conn's server and mounts the share.
+func (t *SMBOpenTarget) Dial(ctx context.Context, conn int) (OpenConn, error) {
+	d := &smb2.Dialer{
+		MaxCreditBalance: t.opts.Credits,
+		Negotiator:       smb2.Negotiator{RequireMessageSigning: t.opts.Sign, SpecifiedDialect: t.opts.Dialect},
+		Initiator:        &smb2.NTLMInitiator{User: t.opts.User, Password: t.opts.Password, Domain: t.opts.Domain},
+	}
+	addr := t.opts.AddrOf(conn)
+	s, err := d.Dial(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("session setup with %s: %w", addr, err)
+	}
+	sh, err := s.Mount(t.opts.Share)
+	if err != nil {
+		s.Logoff()
+		return nil, fmt.Errorf("tree connect to %s: %w", t.opts.Share, err)
+	}
+	return smbOpenConn{s: s, sh: sh.WithContext(ctx)}, nil
+}
+
+type smbOpenConn struct {
+	s  *smb2.Session
+	sh *smb2.Share
+}
+
+func (c smbOpenConn) OpenClose(name string, buf []byte) (int, error) {
+	f, err := c.sh.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := readPrefix(f, buf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+func (c smbOpenConn) Put(name string, data []byte) error { return c.sh.WriteFile(name, data, 0o644) }
+func (c smbOpenConn) Mkdir(name string) error            { return c.sh.MkdirAll(name, 0o755) }
+func (c smbOpenConn) Remove(name string) error           { return c.sh.Remove(name) }
+func (c smbOpenConn) RemoveDir(name string) error        { return c.sh.Remove(name) }
+func (c smbOpenConn) Close() error                       { return errors.Join(c.sh.Umount(), c.s.Logoff()) }

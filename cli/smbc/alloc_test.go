@@ -22,6 +22,10 @@ func fakeServer(t *testing.T, nc net.Conn, n int) {
 	binary.LittleEndian.PutUint32(body[4:], uint32(n))
 	write := frame(smb2.CmdWrite, 0, smb2.StatusSuccess, make([]byte, 16))
 	binary.LittleEndian.PutUint16(write[nbSize+smb2.HeaderSize:], 17)
+	create := frame(smb2.CmdCreate, 0, smb2.StatusSuccess, make([]byte, 88))
+	binary.LittleEndian.PutUint16(create[nbSize+smb2.HeaderSize:], 89)
+	closed := frame(smb2.CmdClose, 0, smb2.StatusSuccess, make([]byte, 60))
+	binary.LittleEndian.PutUint16(closed[nbSize+smb2.HeaderSize:], 60)
 	br := bufio.NewReaderSize(nc, 1<<20)
 	req := make([]byte, 1<<20)
 	for {
@@ -33,9 +37,14 @@ func fakeServer(t *testing.T, nc net.Conn, n int) {
 			return
 		}
 		resp := read
-		if smb2.Command(binary.LittleEndian.Uint16(req[12:])) == smb2.CmdWrite {
+		switch smb2.Command(binary.LittleEndian.Uint16(req[12:])) {
+		case smb2.CmdWrite:
 			resp = write
 			binary.LittleEndian.PutUint32(resp[nbSize+smb2.HeaderSize+4:], binary.LittleEndian.Uint32(req[smb2.HeaderSize+4:]))
+		case smb2.CmdCreate:
+			resp = create
+		case smb2.CmdClose:
+			resp = closed
 		}
 		copy(resp[nbSize+24:nbSize+32], req[24:32]) // MessageId
 		if _, err := nc.Write(resp); err != nil {
@@ -75,6 +84,20 @@ func TestAllocs(t *testing.T) {
 		if a := testing.AllocsPerRun(1000, func() { tc.op() }); a != 0 {
 			t.Errorf("%s: %.1f allocations per request, want 0", tc.name, a)
 		}
+	}
+	// The open/close benchmark's sequence allocates nothing either.
+	openClose := func() {
+		f, err := c.OpenRead(`dir\file`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openClose()
+	if a := testing.AllocsPerRun(1000, openClose); a != 0 {
+		t.Errorf("CREATE+CLOSE: %.1f allocations, want 0", a)
 	}
 }
 

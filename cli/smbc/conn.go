@@ -97,6 +97,7 @@ type Conn struct {
 	err      error // why the connection failed; set once
 
 	recv      receiver // owned by the receiver goroutine
+	breaks    chan Break
 	recvDone  chan struct{}
 	stopAfter func() bool
 }
@@ -113,7 +114,8 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{nc: nc, o: o, br: sockio.NewReader(nc, 64<<10), bw: sockio.NewWriter(nc),
-		avail: 1, calls: map[uint64]*call{}, recvDone: make(chan struct{})}
+		avail: 1, calls: map[uint64]*call{}, recvDone: make(chan struct{}),
+		breaks: make(chan Break, breakBacklog)}
 	c.cond.L = &c.mu
 	c.recv.c = c
 	go c.recvLoop()

@@ -6,6 +6,13 @@
 // allocates nothing per request, and one receiver goroutine routes
 // responses to the goroutines waiting on them by MessageId.
 //
+// Beyond READ and WRITE it opens and closes files the way the open/close
+// benchmark needs (OpenRead returns a File value; the open costs one
+// request allocation), asks for leases (OpenLease), and hands the oplock
+// and lease break notifications the server sends (MessageId 0xFFFF…FFFF)
+// to Conn.Breaks, stamped with when the receiver read them, for the
+// lease-break probe; AckLeaseBreak acknowledges one.
+//
 // It speaks dialects 2.0.2 to 3.1.1, logs on with NTLMv2, signs (HMAC-SHA256,
 // AES-CMAC, AES-GMAC) and encrypts (AES-128/256-CCM/GCM) as negotiated, and
 // verifies the signature of every response of a signed session. The wire

@@ -71,7 +71,9 @@ func (c *Conn) create(name string, access, disp, opts uint32) (*smb2.CreateRespo
 }
 
 func (c *Conn) closeFile(id smb2.FileID) error {
-	cl := c.newCall(smb2.CmdClose, &smb2.CloseRequest{FileID: id})
+	req := smb2.CloseRequest{FileID: id}
+	cl, b := newRawCall(smb2.CmdClose, req.Size())
+	req.Encode(b) // not through newCall's interface: req stays on the stack
 	defer cl.release()
 	return c.do(cl, c.creditCharge(0))
 }

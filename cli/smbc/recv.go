@@ -9,7 +9,8 @@ import (
 	"github.com/smbcluster/smbcluster/node/sockio"
 )
 
-// oplockBreakID is the MessageId of unsolicited OPLOCK_BREAK notifications.
+// oplockBreakID is the MessageId of unsolicited OPLOCK_BREAK notifications,
+// which go to Conn.Breaks.
 const oplockBreakID = ^uint64(0)
 
 // receiver is the state of the goroutine that reads responses.
@@ -21,6 +22,7 @@ type receiver struct {
 	pad   []byte // bytes between a READ's fixed part and its data
 	trail []byte // bytes after a READ's data
 	raw   []byte // an encrypted message
+	brk   []byte // a break notification
 	plain []byte // its plaintext
 	parts [][]byte
 }
@@ -103,7 +105,12 @@ func (r *receiver) stream(size int) error {
 	}
 	rest := size - smb2.HeaderSize
 	if h.MessageID == oplockBreakID {
-		return c.br.Discard(rest)
+		r.brk = grow(r.brk, size)
+		copy(r.brk, r.hdr[:])
+		if err := c.br.ReadFull(r.brk[smb2.HeaderSize:]); err != nil {
+			return err
+		}
+		return c.notify(r.brk)
 	}
 	cl, interim, err := r.lookup(&h)
 	if err != nil {
@@ -222,6 +229,9 @@ func (r *receiver) decrypt(size int) error {
 		}
 		plain = plain[len(pdu):]
 		if h.MessageID == oplockBreakID {
+			if err := c.notify(pdu); err != nil {
+				return err
+			}
 			continue
 		}
 		cl, interim, err := r.lookup(&h)

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# bench/cluster.sh — `make bench-cluster`: the open/close workloads and the
+# lease-break probe of `smbctl bench` against a 3-node local cluster
+# (deploy/localcluster: embedded etcd, coordinator and nodes in one
+# process, in a temp dir, on free ports), every client on node 1 and then
+# spread over the nodes, in one run. Writes bench/results/cluster-latest.md
+# (and cluster-cells.json, the raw records). See bench/README.md.
+#
+# Settings (environment):
+#   BENCH_RUNTIME=3s BENCH_WARMUP=1s  per open/close cell
+#   BENCH_CONNS=4 BENCH_FILES=100     connections; files per connection
+#   BENCH_BREAKS=100                  lease-break attempts per probe
+#   BENCH_SETTLE=2                    seconds to wait after a cell before
+#                                     counting etcd writes (the nodes
+#                                     publish every 1 s)
+#   BENCH_OUT=bench/results
+#   BENCH_PEER_RPC_VARS               comma-separated /debug/vars URLs whose
+#                                     smbcluster_peer_rpcs counters sum to
+#                                     the peer RPCs (see below)
+# Peer RPCs: the nodes have none yet and export no counter; the report says
+# 0. The hook: when the nodes publish an expvar integer
+# `smbcluster_peer_rpcs` (every peer RPC a node sends), and
+# bin/localcluster grows a `--debug-addr ADDR` flag serving /debug/vars,
+# this script passes a free address and reads it before and after each
+# cell (or give the URLs in BENCH_PEER_RPC_VARS).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+GO=${GO:-go}
+RUNTIME=${BENCH_RUNTIME:-3s}
+WARMUP=${BENCH_WARMUP:-1s}
+CONNS=${BENCH_CONNS:-4}
+FILES=${BENCH_FILES:-100}
+BREAKS=${BENCH_BREAKS:-100}
+SETTLE=${BENCH_SETTLE:-2}
+OUT=${BENCH_OUT:-$ROOT/bench/results}
+PEER_VARS=${BENCH_PEER_RPC_VARS:-}
+
+log() { printf '%s bench-cluster: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+WORK=$(mktemp -d /tmp/smbbench-cluster.XXXXXX)
+CLUSTER_PID=""
+cleanup() {
+	local rc=$?
+	set +e
+	if [ -n "$CLUSTER_PID" ]; then
+		kill "$CLUSTER_PID" 2>/dev/null
+		wait "$CLUSTER_PID" 2>/dev/null
+	fi
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$OUT"
+
+# --- build ------------------------------------------------------------------
+log "building into $WORK"
+VERSION=$(git describe --always --dirty 2>/dev/null || echo dev)
+mkdir -p bin
+$GO build -ldflags "-X github.com/smbcluster/smbcluster/cli/command.Version=$VERSION" -o bin/smbctl ./cli
+# Private copies: a name other than localcluster/smbnode keeps other
+# people's cleanups by process name away from the benchmarked cluster.
+$GO build -o "$WORK/bench-cluster-nodes" ./deploy/localcluster
+$GO build -o "$WORK/clusterstat" ./bench/clusterstat
+STAT=$WORK/clusterstat
+
+# --- cluster ----------------------------------------------------------------
+PORT=$("$STAT" freeport)
+COORD=$("$STAT" freeport)
+args=(--dir "$WORK/cluster" --port "$PORT" --coordinator "127.0.0.1:$COORD" --nodes 3)
+PEER_NOTE="the nodes have no peer RPC yet and export no counter of them (the hook: an expvar \`smbcluster_peer_rpcs\` read from \`/debug/vars\`, see bench/cluster.sh)"
+if [ -z "$PEER_VARS" ] && "$WORK/bench-cluster-nodes" -h 2>&1 | grep -q -- '-debug-addr'; then
+	DEBUG_PORT=$("$STAT" freeport)
+	args+=(--debug-addr "127.0.0.1:$DEBUG_PORT")
+	PEER_VARS="http://127.0.0.1:$DEBUG_PORT/debug/vars"
+fi
+log "starting a 3-node cluster: SMB port $PORT on 127.0.0.1-3, coordinator 127.0.0.1:$COORD"
+"$WORK/bench-cluster-nodes" "${args[@]}" >"$WORK/cluster.log" 2>&1 &
+CLUSTER_PID=$!
+for _ in $(seq 600); do
+	grep -q 'local cluster ready' "$WORK/cluster.log" && break
+	kill -0 "$CLUSTER_PID" 2>/dev/null || die "the cluster exited: $(tail -c 1000 "$WORK/cluster.log")"
+	sleep 0.1
+done
+ETCD=$(sed -n 's/.*local cluster ready: etcd \([^,]*\),.*/\1/p' "$WORK/cluster.log" | head -1)
+[ -n "$ETCD" ] || die "the cluster did not report ready: $(tail -c 1000 "$WORK/cluster.log")"
+log "ready; etcd $ETCD"
+
+ONE=127.0.0.1:$PORT
+SPREAD=127.0.0.1:$PORT,127.0.0.2:$PORT,127.0.0.3:$PORT
+CROSS=127.0.0.1:$PORT,127.0.0.2:$PORT
+export SMBCTL_PASSWORD=demo
+bench() { bin/smbctl bench --share demo --user demo --no-progress -o json "$@"; }
+
+# Every node must serve the share (it reaches them through etcd).
+for n in 1 2 3; do
+	for i in $(seq 100); do
+		bench --server "127.0.0.$n:$PORT" --rw leasebreak --breaks 1 >/dev/null 2>"$WORK/err" && break
+		[ "$i" = 100 ] && die "node $n does not serve the demo share: $(cat "$WORK/err")"
+		sleep 0.2
+	done
+done
+
+peer_rpcs() {
+	[ -n "$PEER_VARS" ] || { echo null; return; }
+	"$STAT" counter -name smbcluster_peer_rpcs ${PEER_VARS//,/ } 2>/dev/null || echo null
+}
+
+CELLS=$WORK/cells.json
+: >"$CELLS"
+# cell NAME PLACE ARGS...: one smbctl bench run, with the etcd writes and
+# peer RPCs it caused, appended to the cells file.
+cell() {
+	local name=$1 place=$2 rev0 peer0 peer1 res rc=0 etcd peer=null
+	shift 2
+	rev0=$("$STAT" rev -etcd "$ETCD")
+	peer0=$(peer_rpcs)
+	res=$(bench "$@" 2>"$WORK/err") || rc=$?
+	sleep "$SETTLE"
+	etcd=$("$STAT" writes -etcd "$ETCD" -from "$rev0")
+	peer1=$(peer_rpcs)
+	if [ "$peer0" != null ] && [ "$peer1" != null ]; then peer=$((peer1 - peer0)); fi
+	[ -n "$res" ] || res=null
+	if [ "$rc" != 0 ]; then log "$name $place failed (exit $rc): $(head -c 400 "$WORK/err")"; fi
+	printf '{"cell":"%s","place":"%s","exit":%s,"result":%s,"etcd":%s,"peer_rpcs":%s}\n' \
+		"$name" "$place" "$rc" "$(tr -d '\n' <<<"$res")" "$etcd" "$peer" >>"$CELLS"
+	log "done $name $place"
+}
+
+open_args=(--rw open --conns "$CONNS" --iodepth 1 --files "$FILES" --runtime "$RUNTIME" --warmup "$WARMUP")
+# Each workload on one node and then spread, back to back, so that the
+# ratio compares runs under the same load of the (shared) machine.
+for wl in files files-read hot; do
+	extra=()
+	case $wl in
+	files-read) extra=(--open-read) ;;
+	hot) extra=(--hot-file) ;;
+	esac
+	cell "$wl" one --server "$ONE" "${open_args[@]}" "${extra[@]}"
+	cell "$wl" spread --server "$SPREAD" "${open_args[@]}" "${extra[@]}"
+done
+cell leasebreak one --server "$ONE" --rw leasebreak --breaks "$BREAKS"
+cell leasebreak cross --server "$CROSS" --rw leasebreak --breaks "$BREAKS"
+
+# --- report -----------------------------------------------------------------
+cat >"$WORK/meta.json" <<META
+{"Date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","Commit":"$VERSION","CPUs":$(nproc),
+ "CPUModel":"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo | tr -d '"')",
+ "Runtime":"$RUNTIME","Warmup":"$WARMUP","Conns":$CONNS,"Files":$FILES,"Nodes":3,"Breaks":$BREAKS,
+ "PeerRPCSource":"$(if [ -n "$PEER_VARS" ]; then echo "peer RPCs: smbcluster_peer_rpcs from $PEER_VARS"; else echo "$PEER_NOTE"; fi)"}
+META
+cp "$CELLS" "$OUT/cluster-cells.json"
+"$STAT" report -cells "$CELLS" -meta "$WORK/meta.json" -out "$OUT/cluster-latest"
+cat "$OUT/cluster-latest.md"

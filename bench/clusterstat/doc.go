@@ -1,0 +1,17 @@
+// Command clusterstat is make bench-cluster's helper (bench/cluster.sh):
+//
+//	clusterstat freeport                     a TCP port free on 127.0.0.1, .2 and .3
+//	clusterstat rev -etcd URL                etcd's current revision
+//	clusterstat writes -etcd URL -from REV   the keys written since REV, as JSON
+//	clusterstat counter -name NAME URL...    sum of an expvar counter over /debug/vars URLs
+//	clusterstat report -cells FILE -meta FILE -out PREFIX
+//
+// writes counts every put and delete etcd applied after revision REV (a
+// transaction of several is one revision, so revisions undercount them),
+// by the key's first component under /smbcluster/v1/ (opens, sessions,
+// channels, live …): it watches from REV+1 up to the revision current when
+// it starts.
+//
+// Invariant: it only reports numbers; the targets are printed beside them,
+// never enforced.
+package main
