@@ -29,6 +29,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // --debug-addr
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,6 +59,7 @@ const ReadyLine = "local cluster ready"
 
 type options struct {
 	dir, coord, logLevel string
+	debugAddr            string // serve /debug/vars and /debug/pprof (loopback)
 	port, nodes          int
 	shareRoots           []string // besides DIR/shares
 }
@@ -70,6 +73,7 @@ func main() {
 	flag.StringVar(&o.coord, "coordinator", "127.0.0.1:7445", "coordinator `ADDR` (loopback)")
 	flag.IntVar(&o.nodes, "nodes", 3, "number of nodes, on 127.0.0.1, 127.0.0.2, ...")
 	flag.StringVar(&o.logLevel, "log-level", "warn", "nodes' log `LEVEL`")
+	flag.StringVar(&o.debugAddr, "debug-addr", "", "serve /debug/vars (smbcluster_peer_rpcs: the RPCs the nodes sent each other) and /debug/pprof on `ADDR`, e.g. 127.0.0.1:6060")
 	flag.Func("share-root", "also allow shares at or under `DIR` (absolute; repeatable); DIR/shares always", func(dir string) error {
 		if err := service.CheckShareRoot(dir); err != nil {
 			return err
@@ -94,6 +98,13 @@ func defaultPort() int {
 func run(ctx context.Context, o options, stdout io.Writer) error {
 	if o.nodes < 1 || o.nodes > 254 {
 		return fmt.Errorf("--nodes %d: want 1 to 254", o.nodes)
+	}
+	if o.debugAddr != "" {
+		l, err := net.Listen("tcp", o.debugAddr)
+		if err != nil {
+			return fmt.Errorf("--debug-addr: %w", err)
+		}
+		go http.Serve(l, nil) // expvar and net/http/pprof register on the default mux
 	}
 	dir, err := filepath.Abs(o.dir)
 	if err != nil {

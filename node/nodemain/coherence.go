@@ -2,10 +2,12 @@ package nodemain
 
 import (
 	"context"
+	"expvar"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 
 	"github.com/smbcluster/smbcluster/node/cluster"
 	"github.com/smbcluster/smbcluster/node/peer"
@@ -78,6 +80,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { defer close(done); shards.Run(sctx) }()
+	peerRouters.add(router)
 	log.Info("node-to-node API", "addr", l.Addr().String())
 	return &coherence{
 		files: router, locks: router, notify: router, router: router, shards: shards, peerAddr: l.Addr().String(),
@@ -85,6 +88,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 			cancel()
 			<-done
 			srv.Stop()
+			peerRouters.remove(router)
 			router.Close()
 			cli.Close()
 		},
@@ -114,4 +118,48 @@ func (t *shareTable) notifySinks(name string) (peer.NotifySink, bool) {
 	}
 	d, ok := sh.Backend.(*share.Disk)
 	return d, ok
+}
+
+// peerRouters are the process's routers (localcluster runs several
+// nodes in one process); the expvar smbcluster_peer_rpcs on /debug/vars
+// (--debug-addr) is the number of calls and deliveries they sent to
+// other nodes, which make bench-cluster reports per open.
+var peerRouters routerSet
+
+type routerSet struct {
+	once sync.Once
+	mu   sync.Mutex
+	set  map[*peer.Router]bool
+	gone uint64 // the counts of routers removed
+}
+
+func (s *routerSet) add(r *peer.Router) {
+	s.once.Do(func() {
+		expvar.Publish("smbcluster_peer_rpcs", expvar.Func(func() any { return s.total() }))
+	})
+	s.mu.Lock()
+	if s.set == nil {
+		s.set = map[*peer.Router]bool{}
+	}
+	s.set[r] = true
+	s.mu.Unlock()
+}
+
+func (s *routerSet) remove(r *peer.Router) {
+	s.mu.Lock()
+	if s.set[r] {
+		delete(s.set, r)
+		s.gone += r.Stats().Sent()
+	}
+	s.mu.Unlock()
+}
+
+func (s *routerSet) total() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.gone
+	for r := range s.set {
+		n += r.Stats().Sent()
+	}
+	return n
 }

@@ -75,6 +75,9 @@ type Stats struct {
 	Local    atomic.Uint64 // operations served by the local tables
 }
 
+// Sent is the number of RPCs this node sent to other nodes.
+func (s *Stats) Sent() uint64 { return s.Calls.Load() + s.Delivers.Load() }
+
 // New returns a router over the local tables. dial connects to a peer's
 // address (with the cluster's transport credentials).
 func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(addr string) (*grpc.ClientConn, error), log *slog.Logger) *Router {
