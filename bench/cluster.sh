@@ -49,7 +49,7 @@ cleanup() {
 		kill "$CLUSTER_PID" 2>/dev/null
 		wait "$CLUSTER_PID" 2>/dev/null
 	fi
-	rm -rf "$WORK"
+	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$WORK"
 	exit "$rc"
 }
 trap cleanup EXIT

@@ -74,7 +74,8 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	shards.Recover = router.Recover
 	shards.NodeGone = func(node string, keep uint64) { router.DropNode(node, keep) }
 	shards.NodeUp = router.NodeUp
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)))
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)),
+		grpc.ChainUnaryInterceptor(peer.RecoverUnary(log)), grpc.ChainStreamInterceptor(peer.RecoverStream(log)))
 	peerv1.RegisterPeerServiceServer(srv, router.Service())
 	go srv.Serve(l)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -209,7 +209,7 @@ func (r *Router) BreakRead(key state.FileKey, except *state.Open) {
 	r.mu.Unlock()
 	req := &peerv1.CallRequest{Op: peerv1.Op_OP_BREAK_READ, Key: keyPB(key)}
 	if except != nil {
-		req.Ref = r.ref(except)
+		req.Ref, req.Stream = r.ref(except), except.Stream
 	}
 	go func() {
 		for {
@@ -231,7 +231,7 @@ func (r *Router) BreakRead(key state.FileKey, except *state.Open) {
 func (r *Router) BreakHandle(ctx context.Context, key state.FileKey, except *state.Open, onWait func()) error {
 	req := &peerv1.CallRequest{Op: peerv1.Op_OP_BREAK_HANDLE, Key: keyPB(key)}
 	if except != nil {
-		req.Ref = r.ref(except)
+		req.Ref, req.Stream = r.ref(except), except.Stream
 	}
 	return r.wait(ctx, key, func() error { return r.table.BreakHandle(ctx, key, except, onWait) }, req, onWait)
 }

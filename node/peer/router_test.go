@@ -252,3 +252,34 @@ func TestOpenCloseCalls(t *testing.T) {
 		t.Fatalf("open and close of a remote file: %d calls to the owner, want 2", n)
 	}
 }
+
+// TestBreakReadAfterClose: a write's read-caching break reaches the owner
+// after the writer's open closed (BreakRead does not wait): the others'
+// read caching still breaks, and nothing panics.
+func TestBreakReadAfterClose(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 5, FileID: 1}
+	ctx := context.Background()
+	br := newBreaks()
+	if _, err := a.Admit(ctx, open(key, rw, shareAll, br), state.Request{Oplock: state.OplockLevelII}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ob := open(key, rw, shareAll, newBreaks())
+	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	gone := b.ref(ob)
+	b.Remove(ob)
+	if _, err := b.client(a.routes.Peers()["a"]); err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := b.client(a.routes.Peers()["a"])
+	rt, _ := b.routes.Owner(ShardOf(key))
+	if _, err := cli.Call(ctx, &peerv1.CallRequest{Route: &peerv1.Route{Shard: rt.Shard, Revision: rt.Revision},
+		Op: peerv1.Op_OP_BREAK_READ, Key: keyPB(key), Ref: gone}); err != nil {
+		t.Fatal(err)
+	}
+	if to := <-br.oplock; to != state.OplockNone {
+		t.Fatalf("level II broken to %#x, want none", to)
+	}
+}

@@ -106,6 +106,15 @@ func (r *Router) proxy(d *peerv1.OpenDesc) (o *state.Open, existed bool, err err
 	return o, false, nil
 }
 
+// except is the open a break spares: the request's open, or — when it
+// closed meanwhile — a stand-in of its stream that spares no one.
+func (r *Router) except(req *peerv1.CallRequest, key state.FileKey) *state.Open {
+	if o := r.lookup(req.Ref); o != nil {
+		return o
+	}
+	return &state.Open{Key: key, Stream: req.Stream}
+}
+
 // lookup finds the proxy of a ref, nil if there is none.
 func (r *Router) lookup(ref *peerv1.OpenRef) *state.Open {
 	if ref == nil {
@@ -249,7 +258,7 @@ func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.Fil
 		l := req.Lease
 		resp.Level, err = r.table.AckLease(state.LeaseID{Client: guid(l.GetClientGuid()), Key: guid(l.GetKey())}, l.GetState())
 	case peerv1.Op_OP_BREAK_READ:
-		r.table.BreakRead(key, r.lookup(req.Ref))
+		r.table.BreakRead(key, r.except(req, key))
 	case peerv1.Op_OP_MARK_DELETE_PENDING:
 		r.table.MarkDeletePending(o, req.On)
 	case peerv1.Op_OP_SET_DELETE_PENDING:
@@ -322,7 +331,7 @@ func (sv *Service) Wait(req *peerv1.CallRequest, stream peerv1.PeerService_WaitS
 	var err error
 	switch req.Op {
 	case peerv1.Op_OP_BREAK_HANDLE:
-		err = r.table.BreakHandle(ctx, key, r.lookup(req.Ref), onWait)
+		err = r.table.BreakHandle(ctx, key, r.except(req, key), onWait)
 	case peerv1.Op_OP_LOCK_WAIT:
 		o := r.lookup(req.Ref)
 		if o == nil || len(req.Locks) != 1 {
