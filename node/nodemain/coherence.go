@@ -137,6 +137,7 @@ type routerSet struct {
 func (s *routerSet) add(r *peer.Router) {
 	s.once.Do(func() {
 		expvar.Publish("smbcluster_peer_rpcs", expvar.Func(func() any { return s.total() }))
+		expvar.Publish("smbcluster_peer_calls_by_op", expvar.Func(func() any { return s.byOp() }))
 	})
 	s.mu.Lock()
 	if s.set == nil {
@@ -163,4 +164,23 @@ func (s *routerSet) total() uint64 {
 		n += r.Stats().Sent()
 	}
 	return n
+}
+
+// byOp sums the live routers' calls to owners by operation.
+func (s *routerSet) byOp() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]uint64{}
+	for r := range s.set {
+		for op := range r.Stats().ByOp {
+			if n := r.Stats().ByOp[op].Load(); n > 0 {
+				name := peerv1.Op(op).String()
+				if op == 0 {
+					name = "ADMIT"
+				}
+				out[name] += n
+			}
+		}
+	}
+	return out
 }

@@ -42,7 +42,7 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 			r.stats.Local.Add(1)
 			return r.table.Admit(ctx, o, req, onWait)
 		}
-		r.stats.Calls.Add(1)
+		r.stats.call(peerv1.Op_OP_UNSPECIFIED)
 		ev, err := r.admitAt(ctx, t, o, req, onWait)
 		if err == nil {
 			if ev.LocksPresent {
@@ -252,7 +252,7 @@ func (r *Router) wait(ctx context.Context, key state.FileKey, local func() error
 			return local()
 		}
 		req.Route = t.route
-		r.stats.Calls.Add(1)
+		r.stats.call(req.Op)
 		ev, err := r.waitAt(ctx, t, req, onWait)
 		if err == nil {
 			if ev.LocksPresent {
@@ -445,7 +445,7 @@ func (r *Router) HasOpenBelow(dir string) bool {
 		if err != nil {
 			continue
 		}
-		r.stats.Calls.Add(1)
+		r.stats.call(peerv1.Op_OP_HAS_OPEN_BELOW)
 		resp, err := cli.Call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_HAS_OPEN_BELOW, Name: dir})
 		if err == nil && resp.On {
 			return true
@@ -480,8 +480,20 @@ func (r *Router) StreamOpen(key state.FileKey, stream string, except *state.Open
 	return on
 }
 
-// StreamOf implements state.Files.
+// StreamOf implements state.Files. For an open of a remote file the
+// answer is this node's copy: only a rename through the open itself
+// changes its stream (a stream is renamed through an open of it), and
+// RenamedStream keeps the copies of this node's opens current.
 func (r *Router) StreamOf(o *state.Open) (stream string) {
+	r.mu.Lock()
+	held := r.held[o.Ref] == o
+	stream = o.Stream
+	r.mu.Unlock()
+	if held {
+		if t, err := r.at(context.Background(), o.Key); err == nil && !t.local {
+			return stream
+		}
+	}
 	resp, _ := r.call(o.Key, func() { stream = r.table.StreamOf(o) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_STREAM_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
 	if resp != nil {
@@ -492,8 +504,18 @@ func (r *Router) StreamOf(o *state.Open) (stream string) {
 
 // RenamedStream implements state.Files.
 func (r *Router) RenamedStream(key state.FileKey, from, to string) {
-	r.call(key, func() { r.table.RenamedStream(key, from, to) },
+	resp, _ := r.call(key, func() { r.table.RenamedStream(key, from, to) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_RENAMED_STREAM, Key: keyPB(key), Stream: from, Name: to})
+	if resp == nil {
+		return // local: the table renamed this node's opens itself
+	}
+	r.mu.Lock()
+	for _, o := range r.held {
+		if o.Key == key && o.Stream == from {
+			o.Stream = to
+		}
+	}
+	r.mu.Unlock()
 }
 
 // setHint records that a file has byte-range locks.

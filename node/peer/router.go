@@ -71,8 +71,22 @@ type refKey struct {
 // Stats counts the peer calls a node made, for benchmarks and metrics.
 type Stats struct {
 	Calls    atomic.Uint64 // RPCs to owners (Admit, Call, Wait)
-	Delivers atomic.Uint64 // breaks and lock notices sent to holders
+	Delivers atomic.Uint64 // breaks, lock notices, watches and changes sent to other nodes
 	Local    atomic.Uint64 // operations served by the local tables
+	// ByOp counts the calls to owners by operation (OP_UNSPECIFIED
+	// counts Admit).
+	ByOp [numOps]atomic.Uint64
+}
+
+// numOps bounds the operations Stats counts (peerv1.Op values).
+const numOps = 64
+
+// call counts one call of op to an owner.
+func (s *Stats) call(op peerv1.Op) {
+	s.Calls.Add(1)
+	if int(op) < len(s.ByOp) {
+		s.ByOp[op].Add(1)
+	}
 }
 
 // Sent is the number of RPCs this node sent to other nodes.
@@ -194,7 +208,7 @@ func (r *Router) call(key state.FileKey, local func(), req *peerv1.CallRequest) 
 			return nil, nil
 		}
 		req.Route = t.route
-		r.stats.Calls.Add(1)
+		r.stats.call(req.Op)
 		resp, err := t.cli.Call(ctx, req)
 		if err == nil || !moved(err) || ctx.Err() != nil {
 			return resp, err

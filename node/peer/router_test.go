@@ -38,7 +38,7 @@ func (s *staticRoutes) Changed() <-chan struct{} { return make(chan struct{}) }
 
 // twoNodes starts routers "a" (owner of every shard) and "b" over real
 // gRPC on loopback.
-func twoNodes(t *testing.T) (a, b *Router) {
+func twoNodes(t testing.TB) (a, b *Router) {
 	t.Helper()
 	peers := map[string]string{}
 	var routers []*Router
