@@ -71,6 +71,14 @@
 // none is made once the Fencing is no longer valid. Every etcd call is
 // bounded by TTL/3, well under the TTL.
 //
+// The ShardMap (shards.go) is the node's view of the shard assignment
+// (ShardKey), the peer.Routes of its node/peer Router: it follows the live
+// records and shard records, takes free shards the node ranks first for,
+// rebuilds them (Recover) before answering for them, gives idle shards up
+// to better-ranked nodes, and answers for a shard only while the Fencing
+// is valid. It runs on goroutines of its own, with etcd calls bounded by a
+// second, and learns its lease and epoch from its own live record.
+//
 // Concurrency: one goroutine (Run) owns the agent's configuration and
 // publication state and makes the etcd calls but for the incarnation's
 // own (keep-alive, epoch watch); the node is changed only through its own
