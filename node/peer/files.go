@@ -68,26 +68,10 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 
 // admitAt runs one Admit at a remote owner and returns its result event.
 func (r *Router) admitAt(ctx context.Context, t target, o *state.Open, req state.Request, onWait func()) (*peerv1.AdmitEvent, error) {
-	stream, err := t.cli.Admit(ctx, &peerv1.AdmitRequest{
+	return t.mx.admit(ctx, &peerv1.AdmitRequest{
 		Route: t.route, Open: openDesc(o, r.ref(o)), Oplock: uint32(req.Oplock), Lease: leaseReqPB(req.Lease),
 		Overwrite: req.Overwrite, NoCaching: req.NoCaching, Directory: req.Directory,
-	})
-	if err != nil {
-		return nil, err
-	}
-	for {
-		ev, err := stream.Recv()
-		if err != nil {
-			return nil, err
-		}
-		if !ev.Waiting {
-			return ev, nil
-		}
-		if onWait != nil {
-			onWait()
-			onWait = nil
-		}
-	}
+	}, onWait)
 }
 
 // forget removes o at t's owner after an Admit that may have reached it
@@ -95,7 +79,7 @@ func (r *Router) admitAt(ctx context.Context, t target, o *state.Open, req state
 func (r *Router) forget(o *state.Open, t target) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	t.cli.Call(ctx, &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_REMOVE, Ref: r.ref(o), Key: keyPB(o.Key)})
+	t.mx.call(ctx, &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_REMOVE, Ref: r.ref(o), Key: keyPB(o.Key)})
 }
 
 // Remove implements state.Files.
@@ -271,23 +255,7 @@ func (r *Router) wait(ctx context.Context, key state.FileKey, local func() error
 }
 
 func (r *Router) waitAt(ctx context.Context, t target, req *peerv1.CallRequest, onWait func()) (*peerv1.AdmitEvent, error) {
-	stream, err := t.cli.Wait(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		ev, err := stream.Recv()
-		if err != nil {
-			return nil, err
-		}
-		if !ev.Waiting {
-			return ev, nil
-		}
-		if onWait != nil {
-			onWait()
-			onWait = nil
-		}
-	}
+	return t.mx.wait(ctx, req, onWait)
 }
 
 // DirLeases implements state.Files: in a cluster a directory lease may

@@ -54,6 +54,7 @@ type Router struct {
 	in          map[*state.Open]bool            // proxies whose admission completed
 	byKey       map[state.FileKey]map[refKey]bool
 	conns       map[string]*grpc.ClientConn
+	muxes       map[string]*mux // the exchange with each peer (mux.go)
 	ntf         notifyState
 	locked      map[uint64]bool        // held opens that asked for a byte-range lock
 	done        map[uint64]bool        // held opens whose admission completed (recover.go)
@@ -104,7 +105,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]state.FileKey{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
-		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{},
+		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
 		pending: map[state.FileKey]int8{},
 		ntf:     notifyState{mine: map[uint64]*peerv1.WatchSpec{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
@@ -118,16 +119,17 @@ func (r *Router) Close() {
 	r.mu.Lock()
 	conns := r.conns
 	r.conns = map[string]*grpc.ClientConn{}
+	r.muxes = map[string]*mux{}
 	r.mu.Unlock()
 	for _, c := range conns {
 		c.Close()
 	}
 }
 
-// target is where a file's state is: here, or at the owner behind cli.
+// target is where a file's state is: here, or at the owner behind mx.
 type target struct {
 	local bool
-	cli   peerv1.PeerServiceClient
+	mx    *mux
 	route *peerv1.Route
 }
 
@@ -143,11 +145,11 @@ func (r *Router) at(ctx context.Context, key state.FileKey) (target, error) {
 				return target{local: true}, nil
 			}
 		} else if ok {
-			cli, err := r.client(rt.Addr)
+			mx, err := r.mux(rt.Addr)
 			if err != nil {
 				return target{}, err
 			}
-			return target{cli: cli, route: &peerv1.Route{Shard: shard, Revision: rt.Revision}}, nil
+			return target{mx: mx, route: &peerv1.Route{Shard: shard, Revision: rt.Revision}}, nil
 		}
 		select {
 		case <-changed:
@@ -170,6 +172,22 @@ func (r *Router) client(addr string) (peerv1.PeerServiceClient, error) {
 	}
 	r.conns[addr] = c
 	return peerv1.NewPeerServiceClient(c), nil
+}
+
+// mux returns the exchange with a peer address.
+func (r *Router) mux(addr string) (*mux, error) {
+	cli, err := r.client(addr)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	mx := r.muxes[addr]
+	if mx == nil {
+		mx = newMux(cli)
+		r.muxes[addr] = mx
+	}
+	return mx, nil
 }
 
 // moved reports whether err is an owner's answer that the assignment
@@ -209,7 +227,7 @@ func (r *Router) call(key state.FileKey, local func(), req *peerv1.CallRequest) 
 		}
 		req.Route = t.route
 		r.stats.call(req.Op)
-		resp, err := t.cli.Call(ctx, req)
+		resp, err := t.mx.call(ctx, req)
 		if err == nil || !moved(err) || ctx.Err() != nil {
 			return resp, err
 		}

@@ -158,6 +158,17 @@ func (r *Router) closeProxy(o *state.Open) (last, deletePending bool) {
 
 // Admit implements peerv1.PeerServiceServer: the owner side.
 func (sv *Service) Admit(req *peerv1.AdmitRequest, stream peerv1.PeerService_AdmitServer) error {
+	return sv.admit(req, stream)
+}
+
+// events is where the events of an Admit or a Wait go: its gRPC stream,
+// or its requests's Envelopes on an Exchange (mux.go).
+type events interface {
+	Send(*peerv1.AdmitEvent) error
+	Context() context.Context
+}
+
+func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 	r := sv.r
 	key := keyOf(req.GetOpen().GetKey())
 	if err := r.owns(req.Route, key); err != nil {
@@ -321,6 +332,10 @@ func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.Fil
 
 // Wait implements peerv1.PeerServiceServer: BreakHandle and blocking locks.
 func (sv *Service) Wait(req *peerv1.CallRequest, stream peerv1.PeerService_WaitServer) error {
+	return sv.wait(req, stream)
+}
+
+func (sv *Service) wait(req *peerv1.CallRequest, stream events) error {
 	r := sv.r
 	key := keyOf(req.Key)
 	if err := r.owns(req.Route, key); err != nil {

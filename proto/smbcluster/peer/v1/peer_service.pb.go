@@ -1923,6 +1923,232 @@ func (*NotifyResponse) Descriptor() ([]byte, []int) {
 	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{22}
 }
 
+// Envelope is one message of Exchange.
+type Envelope struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Body:
+	//
+	//	*Envelope_Admit
+	//	*Envelope_Call
+	//	*Envelope_Wait
+	//	*Envelope_Event
+	//	*Envelope_Response
+	//	*Envelope_Status
+	//	*Envelope_Cancel
+	Body          isEnvelope_Body `protobuf_oneof:"body"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Envelope) Reset() {
+	*x = Envelope{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Envelope) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Envelope) ProtoMessage() {}
+
+func (x *Envelope) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
+func (*Envelope) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Envelope) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Envelope) GetBody() isEnvelope_Body {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *Envelope) GetAdmit() *AdmitRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Admit); ok {
+			return x.Admit
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetCall() *CallRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Call); ok {
+			return x.Call
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetWait() *CallRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Wait); ok {
+			return x.Wait
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetEvent() *AdmitEvent {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Event); ok {
+			return x.Event
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetResponse() *CallResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Response); ok {
+			return x.Response
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetStatus() *RPCStatus {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Status); ok {
+			return x.Status
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetCancel() bool {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Cancel); ok {
+			return x.Cancel
+		}
+	}
+	return false
+}
+
+type isEnvelope_Body interface {
+	isEnvelope_Body()
+}
+
+type Envelope_Admit struct {
+	Admit *AdmitRequest `protobuf:"bytes,2,opt,name=admit,proto3,oneof"`
+}
+
+type Envelope_Call struct {
+	Call *CallRequest `protobuf:"bytes,3,opt,name=call,proto3,oneof"`
+}
+
+type Envelope_Wait struct {
+	Wait *CallRequest `protobuf:"bytes,4,opt,name=wait,proto3,oneof"`
+}
+
+type Envelope_Event struct {
+	// event answers admit and wait: WAITING events, then the result.
+	Event *AdmitEvent `protobuf:"bytes,5,opt,name=event,proto3,oneof"`
+}
+
+type Envelope_Response struct {
+	Response *CallResponse `protobuf:"bytes,6,opt,name=response,proto3,oneof"`
+}
+
+type Envelope_Status struct {
+	// status ends a request with an error (a gRPC status code).
+	Status *RPCStatus `protobuf:"bytes,7,opt,name=status,proto3,oneof"`
+}
+
+type Envelope_Cancel struct {
+	// cancel: the caller gave up on request id.
+	Cancel bool `protobuf:"varint,8,opt,name=cancel,proto3,oneof"`
+}
+
+func (*Envelope_Admit) isEnvelope_Body() {}
+
+func (*Envelope_Call) isEnvelope_Body() {}
+
+func (*Envelope_Wait) isEnvelope_Body() {}
+
+func (*Envelope_Event) isEnvelope_Body() {}
+
+func (*Envelope_Response) isEnvelope_Body() {}
+
+func (*Envelope_Status) isEnvelope_Body() {}
+
+func (*Envelope_Cancel) isEnvelope_Body() {}
+
+type RPCStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RPCStatus) Reset() {
+	*x = RPCStatus{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RPCStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RPCStatus) ProtoMessage() {}
+
+func (x *RPCStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RPCStatus.ProtoReflect.Descriptor instead.
+func (*RPCStatus) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RPCStatus) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *RPCStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_smbcluster_peer_v1_peer_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
@@ -2066,7 +2292,20 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x0edelete_pending\x18\x05 \x01(\bR\rdeletePending\"E\n" +
 	"\rNotifyRequest\x124\n" +
 	"\achanges\x18\x01 \x03(\v2\x1a.smbcluster.peer.v1.ChangeR\achanges\"\x10\n" +
-	"\x0eNotifyResponse*\xc9\x02\n" +
+	"\x0eNotifyResponse\"\x95\x03\n" +
+	"\bEnvelope\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x128\n" +
+	"\x05admit\x18\x02 \x01(\v2 .smbcluster.peer.v1.AdmitRequestH\x00R\x05admit\x125\n" +
+	"\x04call\x18\x03 \x01(\v2\x1f.smbcluster.peer.v1.CallRequestH\x00R\x04call\x125\n" +
+	"\x04wait\x18\x04 \x01(\v2\x1f.smbcluster.peer.v1.CallRequestH\x00R\x04wait\x126\n" +
+	"\x05event\x18\x05 \x01(\v2\x1e.smbcluster.peer.v1.AdmitEventH\x00R\x05event\x12>\n" +
+	"\bresponse\x18\x06 \x01(\v2 .smbcluster.peer.v1.CallResponseH\x00R\bresponse\x127\n" +
+	"\x06status\x18\a \x01(\v2\x1d.smbcluster.peer.v1.RPCStatusH\x00R\x06status\x12\x18\n" +
+	"\x06cancel\x18\b \x01(\bH\x00R\x06cancelB\x06\n" +
+	"\x04body\"9\n" +
+	"\tRPCStatus\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*\xc9\x02\n" +
 	"\x05Error\x12\x15\n" +
 	"\x11ERROR_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_SHARING_VIOLATION\x10\x01\x12\x18\n" +
@@ -2116,11 +2355,12 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\tOP_UNLOCK\x10\x1a\x12\x14\n" +
 	"\x10OP_RELEASE_LOCKS\x10\x1b\x12\x0f\n" +
 	"\vOP_CHECK_IO\x10\x1c\x12\x11\n" +
-	"\rOP_LOCK_COUNT\x10\x1d2\xae\x04\n" +
+	"\rOP_LOCK_COUNT\x10\x1d2\xfa\x04\n" +
 	"\vPeerService\x12K\n" +
 	"\x05Admit\x12 .smbcluster.peer.v1.AdmitRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12I\n" +
 	"\x04Call\x12\x1f.smbcluster.peer.v1.CallRequest\x1a .smbcluster.peer.v1.CallResponse\x12I\n" +
-	"\x04Wait\x12\x1f.smbcluster.peer.v1.CallRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12R\n" +
+	"\x04Wait\x12\x1f.smbcluster.peer.v1.CallRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12J\n" +
+	"\bExchange\x12\x1c.smbcluster.peer.v1.Envelope\x1a\x1c.smbcluster.peer.v1.Envelope(\x010\x01\x12R\n" +
 	"\aDeliver\x12\".smbcluster.peer.v1.DeliverRequest\x1a#.smbcluster.peer.v1.DeliverResponse\x12I\n" +
 	"\x04Held\x12\x1f.smbcluster.peer.v1.HeldRequest\x1a .smbcluster.peer.v1.HeldResponse\x12L\n" +
 	"\x05Watch\x12 .smbcluster.peer.v1.WatchRequest\x1a!.smbcluster.peer.v1.WatchResponse\x12O\n" +
@@ -2139,7 +2379,7 @@ func file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP() []byte {
 }
 
 var file_smbcluster_peer_v1_peer_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_smbcluster_peer_v1_peer_service_proto_goTypes = []any{
 	(Error)(0),              // 0: smbcluster.peer.v1.Error
 	(Op)(0),                 // 1: smbcluster.peer.v1.Op
@@ -2166,6 +2406,8 @@ var file_smbcluster_peer_v1_peer_service_proto_goTypes = []any{
 	(*Change)(nil),          // 22: smbcluster.peer.v1.Change
 	(*NotifyRequest)(nil),   // 23: smbcluster.peer.v1.NotifyRequest
 	(*NotifyResponse)(nil),  // 24: smbcluster.peer.v1.NotifyResponse
+	(*Envelope)(nil),        // 25: smbcluster.peer.v1.Envelope
+	(*RPCStatus)(nil),       // 26: smbcluster.peer.v1.RPCStatus
 }
 var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	2,  // 0: smbcluster.peer.v1.OpenDesc.ref:type_name -> smbcluster.peer.v1.OpenRef
@@ -2192,25 +2434,33 @@ var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	17, // 21: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
 	19, // 22: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
 	22, // 23: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
-	8,  // 24: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
-	11, // 25: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
-	11, // 26: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
-	13, // 27: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
-	16, // 28: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
-	20, // 29: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
-	23, // 30: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
-	9,  // 31: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 32: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 33: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	15, // 34: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 35: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	21, // 36: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
-	24, // 37: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
-	31, // [31:38] is the sub-list for method output_type
-	24, // [24:31] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	8,  // 24: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
+	11, // 25: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
+	11, // 26: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
+	9,  // 27: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
+	12, // 28: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
+	26, // 29: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
+	8,  // 30: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
+	11, // 31: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
+	11, // 32: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
+	25, // 33: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
+	13, // 34: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
+	16, // 35: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
+	20, // 36: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
+	23, // 37: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
+	9,  // 38: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	12, // 39: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	9,  // 40: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	25, // 41: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
+	15, // 42: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	18, // 43: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	21, // 44: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
+	24, // 45: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
+	38, // [38:46] is the sub-list for method output_type
+	30, // [30:38] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_peer_service_proto_init() }
@@ -2218,13 +2468,22 @@ func file_smbcluster_peer_v1_peer_service_proto_init() {
 	if File_smbcluster_peer_v1_peer_service_proto != nil {
 		return
 	}
+	file_smbcluster_peer_v1_peer_service_proto_msgTypes[23].OneofWrappers = []any{
+		(*Envelope_Admit)(nil),
+		(*Envelope_Call)(nil),
+		(*Envelope_Wait)(nil),
+		(*Envelope_Event)(nil),
+		(*Envelope_Response)(nil),
+		(*Envelope_Status)(nil),
+		(*Envelope_Cancel)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_peer_service_proto_rawDesc), len(file_smbcluster_peer_v1_peer_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

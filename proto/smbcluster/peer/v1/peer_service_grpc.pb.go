@@ -29,13 +29,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PeerService_Admit_FullMethodName   = "/smbcluster.peer.v1.PeerService/Admit"
-	PeerService_Call_FullMethodName    = "/smbcluster.peer.v1.PeerService/Call"
-	PeerService_Wait_FullMethodName    = "/smbcluster.peer.v1.PeerService/Wait"
-	PeerService_Deliver_FullMethodName = "/smbcluster.peer.v1.PeerService/Deliver"
-	PeerService_Held_FullMethodName    = "/smbcluster.peer.v1.PeerService/Held"
-	PeerService_Watch_FullMethodName   = "/smbcluster.peer.v1.PeerService/Watch"
-	PeerService_Notify_FullMethodName  = "/smbcluster.peer.v1.PeerService/Notify"
+	PeerService_Admit_FullMethodName    = "/smbcluster.peer.v1.PeerService/Admit"
+	PeerService_Call_FullMethodName     = "/smbcluster.peer.v1.PeerService/Call"
+	PeerService_Wait_FullMethodName     = "/smbcluster.peer.v1.PeerService/Wait"
+	PeerService_Exchange_FullMethodName = "/smbcluster.peer.v1.PeerService/Exchange"
+	PeerService_Deliver_FullMethodName  = "/smbcluster.peer.v1.PeerService/Deliver"
+	PeerService_Held_FullMethodName     = "/smbcluster.peer.v1.PeerService/Held"
+	PeerService_Watch_FullMethodName    = "/smbcluster.peer.v1.PeerService/Watch"
+	PeerService_Notify_FullMethodName   = "/smbcluster.peer.v1.PeerService/Notify"
 )
 
 // PeerServiceClient is the client API for PeerService service.
@@ -53,6 +54,11 @@ type PeerServiceClient interface {
 	// Wait runs an operation that may wait for a break acknowledgment or a
 	// conflicting lock (BreakHandle, a blocking lock): WAITING, then result.
 	Wait(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[AdmitEvent], error)
+	// Exchange carries Admit, Call and Wait between two nodes as messages
+	// of one long-lived stream (Envelope), so that a call costs a message
+	// each way rather than a stream of its own. The responses to one
+	// request carry its id; a caller that gives up sends cancel.
+	Exchange(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Envelope, Envelope], error)
 	// Deliver hands a break to an open the callee holds.
 	Deliver(ctx context.Context, in *DeliverRequest, opts ...grpc.CallOption) (*DeliverResponse, error)
 	// Held lists the opens the callee holds of files in the given shards,
@@ -122,6 +128,19 @@ func (c *peerServiceClient) Wait(ctx context.Context, in *CallRequest, opts ...g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PeerService_WaitClient = grpc.ServerStreamingClient[AdmitEvent]
 
+func (c *peerServiceClient) Exchange(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Envelope, Envelope], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PeerService_ServiceDesc.Streams[2], PeerService_Exchange_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[Envelope, Envelope]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PeerService_ExchangeClient = grpc.BidiStreamingClient[Envelope, Envelope]
+
 func (c *peerServiceClient) Deliver(ctx context.Context, in *DeliverRequest, opts ...grpc.CallOption) (*DeliverResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeliverResponse)
@@ -177,6 +196,11 @@ type PeerServiceServer interface {
 	// Wait runs an operation that may wait for a break acknowledgment or a
 	// conflicting lock (BreakHandle, a blocking lock): WAITING, then result.
 	Wait(*CallRequest, grpc.ServerStreamingServer[AdmitEvent]) error
+	// Exchange carries Admit, Call and Wait between two nodes as messages
+	// of one long-lived stream (Envelope), so that a call costs a message
+	// each way rather than a stream of its own. The responses to one
+	// request carry its id; a caller that gives up sends cancel.
+	Exchange(grpc.BidiStreamingServer[Envelope, Envelope]) error
 	// Deliver hands a break to an open the callee holds.
 	Deliver(context.Context, *DeliverRequest) (*DeliverResponse, error)
 	// Held lists the opens the callee holds of files in the given shards,
@@ -206,6 +230,9 @@ func (UnimplementedPeerServiceServer) Call(context.Context, *CallRequest) (*Call
 }
 func (UnimplementedPeerServiceServer) Wait(*CallRequest, grpc.ServerStreamingServer[AdmitEvent]) error {
 	return status.Error(codes.Unimplemented, "method Wait not implemented")
+}
+func (UnimplementedPeerServiceServer) Exchange(grpc.BidiStreamingServer[Envelope, Envelope]) error {
+	return status.Error(codes.Unimplemented, "method Exchange not implemented")
 }
 func (UnimplementedPeerServiceServer) Deliver(context.Context, *DeliverRequest) (*DeliverResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Deliver not implemented")
@@ -279,6 +306,13 @@ func _PeerService_Wait_Handler(srv interface{}, stream grpc.ServerStream) error 
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PeerService_WaitServer = grpc.ServerStreamingServer[AdmitEvent]
+
+func _PeerService_Exchange_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PeerServiceServer).Exchange(&grpc.GenericServerStream[Envelope, Envelope]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PeerService_ExchangeServer = grpc.BidiStreamingServer[Envelope, Envelope]
 
 func _PeerService_Deliver_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeliverRequest)
@@ -390,6 +424,12 @@ var PeerService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Wait",
 			Handler:       _PeerService_Wait_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Exchange",
+			Handler:       _PeerService_Exchange_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "smbcluster/peer/v1/peer_service.proto",
