@@ -150,6 +150,36 @@ func TestCoherenceAcrossNodes(t *testing.T) {
 			a.CloseFile(fa)
 			b.CloseFile(fb)
 		})
+
+		t.Run("BlockingLockGrantedWhenHolderDrops/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
+			holder := connect(p[0])
+			fh, err := holder.Create(name("block"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb, err := b.Create(name("block"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, _ := holder.Call(smb2.CmdLock, &smb2.LockRequest{FileID: fh, Locks: []smb2.LockElement{{Offset: 0, Length: 100, Flags: smb2.LockFlagExclusive}}})
+			if st := smb2.Status(h.Status); st != smb2.StatusSuccess {
+				t.Fatalf("lock: %v", st)
+			}
+			if _, err := b.Read(fb, 0, 10); !errors.Is(err, smb2.StatusFileLockConflict) {
+				t.Fatalf("read of the locked range through the other node: %v, want STATUS_FILE_LOCK_CONFLICT", err)
+			}
+			lh := b.Header(smb2.CmdLock)
+			if _, err := b.Post(lh, servertest.Body(&smb2.LockRequest{FileID: fb, Locks: []smb2.LockElement{{Offset: 50, Length: 1, Flags: smb2.LockFlagExclusive}}})); err != nil {
+				t.Fatal(err)
+			}
+			awaitInterim(t, b, lh.MessageID) // waits at the owner
+			holder.Close()                   // its connection drops: its open and lock go
+			hs, _, err := b.Recv()
+			if err != nil || hs[0].MessageID != lh.MessageID || smb2.Status(hs[0].Status) != smb2.StatusSuccess {
+				t.Fatalf("blocking lock after the holder's connection dropped: %v %v", err, smb2.Status(hs[0].Status))
+			}
+			b.CloseFile(fb)
+		})
 	}
 }
 

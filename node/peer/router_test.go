@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -281,5 +282,96 @@ func TestBreakReadAfterClose(t *testing.T) {
 	}
 	if to := <-br.oplock; to != state.OplockNone {
 		t.Fatalf("level II broken to %#x, want none", to)
+	}
+}
+
+// TestBreakTimeoutAcrossNodes: a holder that never acknowledges a break
+// delivered to its node loses its oplock at the owner's break timeout,
+// and the waiting open goes on.
+func TestBreakTimeoutAcrossNodes(t *testing.T) {
+	a, b := twoNodes(t)
+	a.table.BreakTimeout = 50 * time.Millisecond // the owner's timer
+	key := state.FileKey{Volume: 6, FileID: 1}
+	ctx := context.Background()
+	br := newBreaks()
+	ob := open(key, rw, shareAll, br)
+	if _, err := b.Admit(ctx, ob, state.Request{Oplock: state.OplockBatch}, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Admit(ctx, open(key, rw, shareAll, newBreaks()), state.Request{}, nil)
+		done <- err
+	}()
+	<-br.oplock // delivered to b's node, never acknowledged
+	if err := <-done; err != nil {
+		t.Fatalf("the open waiting for an unacknowledged break: %v", err)
+	}
+	if got := b.Oplock(ob); got != state.OplockNone {
+		t.Fatalf("oplock after the timeout: %#x, want none", got)
+	}
+}
+
+// TestLeaseBreakAcrossNodes: an RWH lease held through one node is broken
+// to RH by a conflicting open through the other, and the acknowledgment
+// sent through the holder's node lets the open go on.
+func TestLeaseBreakAcrossNodes(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 6, FileID: 2}
+	ctx := context.Background()
+	br := newBreaks()
+	id := state.LeaseID{Client: [16]byte{1}, Key: [16]byte{2}}
+	ob := open(key, rw, shareAll, br)
+	g, err := b.Admit(ctx, ob, state.Request{Lease: &state.LeaseRequest{ID: id, State: state.LeaseRead | state.LeaseWrite | state.LeaseHandle, Version: 2}}, nil)
+	if err != nil || g.Lease == nil || g.Lease.State != state.LeaseRead|state.LeaseWrite|state.LeaseHandle {
+		t.Fatalf("RWH lease: %+v, %v", g.Lease, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Admit(ctx, open(key, rw, shareAll, newBreaks()), state.Request{}, nil)
+		done <- err
+	}()
+	lb := <-br.lease
+	if lb.To != state.LeaseRead|state.LeaseHandle || !lb.AckRequired {
+		t.Fatalf("lease break %+v, want RWH to RH with an acknowledgment", lb)
+	}
+	if _, err := b.AckLease(id, lb.To); err != nil {
+		t.Fatalf("acknowledgment through the holder's node: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c := b.CachingOf(ob); c.State != state.LeaseRead|state.LeaseHandle {
+		t.Fatalf("lease after the break: %#x", c.State)
+	}
+}
+
+// TestLockWaiterWokenByClose: a blocking lock waiting on the owner for a
+// range held through the other node is granted when the holder's open
+// closes (as when its connection drops).
+func TestLockWaiterWokenByClose(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 6, FileID: 3}
+	ctx := context.Background()
+	oa, ob := open(key, rw, shareAll, newBreaks()), open(key, rw, shareAll, newBreaks())
+	for _, x := range []struct {
+		r *Router
+		o *state.Open
+	}{{b, ob}, {a, oa}} {
+		if _, err := x.r.Admit(ctx, x.o, state.Request{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Lock(ob, []state.Lock{{Offset: 0, Length: 10, Exclusive: true}}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	waiting := make(chan struct{})
+	go func() { got <- a.LockWait(ctx, oa, state.Lock{Offset: 5, Length: 1, Exclusive: true}, func() { close(waiting) }) }()
+	<-waiting
+	b.Release(ob)
+	b.Drop(ob)
+	if err := <-got; err != nil {
+		t.Fatalf("blocking lock after the holder closed: %v", err)
 	}
 }
