@@ -367,7 +367,9 @@ func TestLockWaiterWokenByClose(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	waiting := make(chan struct{})
-	go func() { got <- a.LockWait(ctx, oa, state.Lock{Offset: 5, Length: 1, Exclusive: true}, func() { close(waiting) }) }()
+	go func() {
+		got <- a.LockWait(ctx, oa, state.Lock{Offset: 5, Length: 1, Exclusive: true}, func() { close(waiting) })
+	}()
 	<-waiting
 	b.Release(ob)
 	b.Drop(ob)
