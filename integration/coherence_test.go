@@ -7,6 +7,7 @@ import (
 	"github.com/smbcluster/smbcluster/integration/framework"
 	"github.com/smbcluster/smbcluster/node/server/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 )
 
 // TestCoherenceAcrossNodes checks that per-file state is one thing for the
@@ -149,6 +150,71 @@ func TestCoherenceAcrossNodes(t *testing.T) {
 			}
 			a.CloseFile(fa)
 			b.CloseFile(fb)
+		})
+
+		t.Run("RenameNeedsSharedDelete/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
+			fb, err := b.Create(name("ren"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// a keeps the file open for its attributes, not sharing delete.
+			stat := servertest.CreateRequest(name("ren"))
+			stat.DesiredAccess, stat.ShareAccess = 0x80, smb2.FileShareRead|smb2.FileShareWrite
+			ra, err := a.CreateWith(stat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rename := func() smb2.Status {
+				ren := &fscc.RenameInformation{FileName: name("renamed")}
+				h, _ := b.Call(smb2.CmdSetInfo, &smb2.SetInfoRequest{InfoType: smb2.InfoFile,
+					FileInfoClass: fscc.FileRenameInformation, Buffer: servertest.Body(ren), FileID: fb})
+				return smb2.Status(h.Status)
+			}
+			if st := rename(); st != smb2.StatusSharingViolation {
+				t.Fatalf("rename through %s of a file open through %s without FILE_SHARE_DELETE: %v, want STATUS_SHARING_VIOLATION", p[1].Name, p[0].Name, st)
+			}
+			a.CloseFile(ra.FileID)
+			if st := rename(); st != smb2.StatusSuccess {
+				t.Fatalf("rename after the other open closed: %v", st)
+			}
+			b.CloseFile(fb)
+		})
+
+		t.Run("DirectoryLeaseBroken/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
+			dir := servertest.CreateRequest(name("dir"))
+			dir.CreateOptions, dir.DesiredAccess, dir.CreateDisposition = smb2.FileDirectoryFile, smb2.GenericRead, smb2.FileOpenIf
+			dir.RequestedOplockLevel = smb2.OplockLevelLease
+			lr := smb2.LeaseRequest{Key: [16]byte{7}, State: smb2.LeaseRead | smb2.LeaseHandle, Version: 2, Epoch: 1}
+			dir.Contexts = []smb2.CreateContext{{Name: "RqLs", Data: lr.Append(nil)}}
+			ra, err := a.CreateWith(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ra.OplockLevel != smb2.OplockLevelLease {
+				t.Fatalf("no lease on the directory (oplock level %#x)", ra.OplockLevel)
+			}
+			fb, err := b.Create(name("dir") + `\entry.txt`) // a new entry, through the other node
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.CloseFile(fb)
+			msg, err := a.ReadFrame()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var h smb2.Header
+			var brk smb2.LeaseBreakNotification
+			if err := h.Decode(msg); err != nil || h.Command != smb2.CmdOplockBreak || brk.Decode(msg) != nil {
+				t.Fatalf("expected the directory's lease break on %s, got command %v", p[0].Name, h.Command)
+			}
+			if brk.LeaseKey != lr.Key || brk.NewLeaseState != 0 {
+				t.Fatalf("break %+v, want lease 7 to none", brk)
+			}
+			ah, _ := a.Call(smb2.CmdOplockBreak, &smb2.LeaseBreakAck{LeaseKey: brk.LeaseKey})
+			if st := smb2.Status(ah.Status); st != smb2.StatusSuccess {
+				t.Fatalf("acknowledgment: %v", st)
+			}
+			a.CloseFile(ra.FileID)
 		})
 
 		t.Run("BlockingLockGrantedWhenHolderDrops/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
