@@ -135,6 +135,7 @@ func TestSessionAndOpen(t *testing.T) {
 	c := newCoord(t)
 	c.want(ExitOK, "session", "ls")
 	c.want(ExitOK, "open", "ls", "-o", "json")
+	c.want(ExitOK, "lock", "ls")
 	guid := []byte{0x33, 0x22, 0x11, 0x00, 0x55, 0x44, 0x77, 0x66, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
 	c.put(statev1.SessionKey(0x42), &statev1.SessionRecord{SessionId: 0x42, Node: "n1", User: "alice", Domain: "SMBCLUSTER",
 		ClientGuid: guid, ClientAddress: "198.51.100.7:50000", Dialect: 0x0311, CipherId: 4, SigningAlgorithmId: 2,
@@ -146,9 +147,10 @@ func TestSessionAndOpen(t *testing.T) {
 	c.put(statev1.ChannelKey("n2", 0x1000000000043), &statev1.ChannelRecord{SessionId: 0x1000000000043, Node: "n2", ClientAddresses: []string{"198.51.100.8:40000"}})
 	c.put(statev1.OpenKey("n1", 5), &statev1.OpenRecord{PersistentFileId: 5, Node: "n1", SessionId: 0x42, User: "alice",
 		Share: "data", Path: `dir\f.txt`, DesiredAccess: 0x120089, ShareAccess: 7, OplockLevel: 0xFF, LeaseState: 7,
-		Durable: true, OpenTime: timestamppb.New(testNow)})
+		Durable: true, OpenTime: timestamppb.New(testNow), OwnerNode: "n2", Locks: []*statev1.ByteRangeLock{
+			{Offset: 0, Length: 4096, Exclusive: true}, {Offset: 1 << 32, Length: 1}}})
 	c.put(statev1.OpenKey("n2", 9), &statev1.OpenRecord{PersistentFileId: 9, Node: "n2", SessionId: 0x1000000000043, User: "bob",
-		Share: "home", Path: `notes.txt`, DesiredAccess: 0x12019f, OplockLevel: 8})
+		Share: "home", Path: `notes.txt`, DesiredAccess: 0x12019f, OplockLevel: 8, OwnerNode: "n2"})
 
 	c.want(ExitOK, "session", "ls")
 	c.want(ExitOK, "session", "ls", "-o", "json")
@@ -159,6 +161,11 @@ func TestSessionAndOpen(t *testing.T) {
 	c.want(ExitOK, "open", "ls", "-o", "json", "--share", "DATA")
 	c.want(ExitOK, "open", "ls", "--session", "0x1000000000043")
 	c.want(ExitUsage, "open", "ls", "--session", "zero")
+	c.want(ExitOK, "lock", "ls")
+	c.want(ExitOK, "lock", "ls", "-o", "json")
+	c.want(ExitOK, "lock", "ls", "--node", "n2")
+	c.want(ExitOK, "lock", "ls", "--share", "data", "--session", "0x42")
+	c.want(ExitUsage, "lock", "ls", "extra")
 	c.want(ExitOK, "session", "close", "0x42")
 	c.want(ExitIncomplete, "session", "close", "66", "--timeout", "1ms", "-o", "json")
 	c.want(ExitNotFound, "session", "close", "0x99")

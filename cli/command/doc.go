@@ -1,5 +1,5 @@
 // Package command implements smbctl's commands: one file per noun
-// (node.go, share.go, user.go, session.go, open.go, status.go, bench.go,
+// (node.go, share.go, user.go, session.go, open.go, lock.go, status.go, bench.go,
 // version.go, completion.go), listed in the nouns table in main.go. Admin
 // nouns are tables of verbs (verb.go) that talk to the coordinator's
 // admin gRPC API (proto/smbcluster/admin/v1) through one connection whose

@@ -79,6 +79,7 @@ func init() {
 		{name: "user", summary: "create, remove and list users; set passwords", verbs: userVerbs, listHint: "smbctl user ls"},
 		{name: "session", summary: "list and close SMB sessions", verbs: sessionVerbs, listHint: "smbctl session ls"},
 		{name: "open", summary: "list and close open files", verbs: openVerbs, listHint: "smbctl open ls"},
+		{name: "lock", summary: "list byte-range locks", verbs: lockVerbs, listHint: "smbctl lock ls"},
 		{name: "status", summary: "show the cluster's nodes, counts and etcd health", verbs: statusVerbs},
 		{name: "bench", summary: "measure an SMB server's throughput and latency", run: runBench,
 			flags: func(fs *flag.FlagSet) { new(benchFlags).register(fs) }},

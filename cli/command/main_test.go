@@ -74,6 +74,7 @@ func TestUsage(t *testing.T) {
 		{"user-add-help", []string{"user", "add", "--help"}, ExitOK},
 		{"session-help", []string{"session", "--help"}, ExitOK},
 		{"open-close-help", []string{"open", "close", "--help"}, ExitOK},
+		{"lock-ls-help", []string{"lock", "ls", "--help"}, ExitOK},
 		{"global-bad-flag", []string{"--colour", "share", "ls"}, ExitUsage},
 		{"global-help", []string{"--endpoint", "x", "--help"}, ExitOK},
 		{"completion-help", []string{"completion", "--help"}, ExitOK},

@@ -16,46 +16,63 @@ var openVerbs = []verb{
 
 // openView is an open as smbctl prints it; its JSON names are stable.
 type openView struct {
-	Node             string `json:"node"`
-	PersistentFileID uint64 `json:"persistent_file_id"`
-	SessionID        uint64 `json:"session_id"`
-	User             string `json:"user"`
-	Share            string `json:"share"`
-	Path             string `json:"path"`
-	DesiredAccess    uint32 `json:"desired_access"`
-	ShareAccess      uint32 `json:"share_access"`
-	Oplock           string `json:"oplock"`
-	Durable          bool   `json:"durable"`
-	OpenTime         string `json:"open_time,omitempty"`
+	Node             string     `json:"node"`
+	Owner            string     `json:"owner"`
+	PersistentFileID uint64     `json:"persistent_file_id"`
+	SessionID        uint64     `json:"session_id"`
+	User             string     `json:"user"`
+	Share            string     `json:"share"`
+	Path             string     `json:"path"`
+	DesiredAccess    uint32     `json:"desired_access"`
+	ShareAccess      uint32     `json:"share_access"`
+	Oplock           string     `json:"oplock"`
+	Durable          bool       `json:"durable"`
+	OpenTime         string     `json:"open_time,omitempty"`
+	Locks            []lockSpan `json:"locks"`
+}
+
+// lockSpan is a byte-range lock of an open.
+type lockSpan struct {
+	Offset    uint64 `json:"offset"`
+	Length    uint64 `json:"length"`
+	Exclusive bool   `json:"exclusive"`
 }
 
 func openOf(o *adminv1.Open) openView {
-	return openView{Node: o.GetNode(), PersistentFileID: o.GetPersistentFileId(), SessionID: o.GetSessionId(),
+	v := openView{Node: o.GetNode(), Owner: o.GetOwnerNode(), PersistentFileID: o.GetPersistentFileId(), SessionID: o.GetSessionId(),
 		User: o.GetUser(), Share: o.GetShare(), Path: o.GetPath(), DesiredAccess: o.GetDesiredAccess(),
-		ShareAccess: o.GetShareAccess(), Oplock: o.GetOplock(), Durable: o.GetDurable(), OpenTime: fmtTime(o.GetOpenTime())}
+		ShareAccess: o.GetShareAccess(), Oplock: o.GetOplock(), Durable: o.GetDurable(), OpenTime: fmtTime(o.GetOpenTime()),
+		Locks: []lockSpan{}}
+	for _, l := range o.GetLocks() {
+		v.Locks = append(v.Locks, lockSpan{Offset: l.GetOffset(), Length: l.GetLength(), Exclusive: l.GetExclusive()})
+	}
+	return v
 }
 
 type openList []openView
 
 func (l openList) table() table {
-	t := table{header: []string{"NODE", "FILE-ID", "SESSION", "USER", "SHARE", "PATH", "ACCESS", "OPLOCK", "DURABLE"}}
+	t := table{header: []string{"NODE", "OWNER", "FILE-ID", "SESSION", "USER", "SHARE", "PATH", "ACCESS", "OPLOCK", "DURABLE", "LOCKS"}}
 	for _, o := range l {
-		t.rows = append(t.rows, []string{o.Node, fmt.Sprintf("0x%x", o.PersistentFileID), fmt.Sprintf("0x%x", o.SessionID),
-			dash(o.User), dash(o.Share), dash(o.Path), fmt.Sprintf("0x%08x", o.DesiredAccess), dash(o.Oplock), yesNo(o.Durable)})
+		t.rows = append(t.rows, []string{o.Node, dash(o.Owner), fmt.Sprintf("0x%x", o.PersistentFileID), fmt.Sprintf("0x%x", o.SessionID),
+			dash(o.User), dash(o.Share), dash(o.Path), fmt.Sprintf("0x%08x", o.DesiredAccess), dash(o.Oplock), yesNo(o.Durable),
+			fmt.Sprint(len(o.Locks))})
 	}
 	return t
 }
 
-func defineOpenLs(fs *flag.FlagSet) action {
-	node := fs.String("node", "", "only opens on `NODE`")
-	session := fs.String("session", "", "only opens of session `ID`")
-	share := fs.String("share", "", "only opens on `SHARE`")
-	return func(ctx context.Context, c *call) error {
+// listOpens defines the filters of open ls and lock ls; the action it
+// returns lists the opens they select.
+func listOpens(fs *flag.FlagSet, what string) func(ctx context.Context, c *call) ([]*adminv1.Open, error) {
+	node := fs.String("node", "", "only "+what+" on `NODE` (the node holding the open)")
+	session := fs.String("session", "", "only "+what+" of session `ID`")
+	share := fs.String("share", "", "only "+what+" on `SHARE`")
+	return func(ctx context.Context, c *call) ([]*adminv1.Open, error) {
 		req := &adminv1.ListOpensRequest{Node: *node, Share: *share}
 		if *session != "" {
 			id, err := parseID("--session", *session)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			req.SessionId = id
 		}
@@ -63,10 +80,21 @@ func defineOpenLs(fs *flag.FlagSet) action {
 		defer cancel()
 		resp, err := c.sessions().ListOpens(ctx, req)
 		if err != nil {
+			return nil, err
+		}
+		return resp.GetOpens(), nil
+	}
+}
+
+func defineOpenLs(fs *flag.FlagSet) action {
+	list := listOpens(fs, "opens")
+	return func(ctx context.Context, c *call) error {
+		opens, err := list(ctx, c)
+		if err != nil {
 			return err
 		}
 		l := openList{}
-		for _, o := range resp.GetOpens() {
+		for _, o := range opens {
 			l = append(l, openOf(o))
 		}
 		return c.p.print(l)

@@ -255,7 +255,18 @@ func openOf(o *statev1.OpenRecord) *adminv1.Open {
 		Oplock:           oplockName(o.OplockLevel, o.LeaseState),
 		Durable:          o.Durable || o.Persistent,
 		OpenTime:         proto.CloneOf(o.OpenTime),
+		OwnerNode:        o.OwnerNode,
+		Locks:            locksOf(o.Locks),
 	}
+}
+
+// locksOf converts an open record's byte-range locks to the API form.
+func locksOf(ls []*statev1.ByteRangeLock) []*adminv1.ByteRangeLock {
+	out := make([]*adminv1.ByteRangeLock, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, &adminv1.ByteRangeLock{Offset: l.Offset, Length: l.Length, Exclusive: l.Exclusive})
+	}
+	return out
 }
 
 // oplockName names an oplock level ([MS-SMB2] 2.2.13) or a lease's

@@ -108,3 +108,31 @@ func TestCloseSessionAndOpen(t *testing.T) {
 		t.Errorf("close request not on a lease: %v, %v", resp, err)
 	}
 }
+
+// TestListOpensOwnerAndLocks: an open names the node that holds it, the
+// node owning its file and its byte-range locks as the holder published
+// them; an open without locks lists none.
+func TestListOpensOwnerAndLocks(t *testing.T) {
+	e := newEnv(t)
+	e.put(statev1.OpenKey("n1", 5), &statev1.OpenRecord{PersistentFileId: 5, Node: "n1", SessionId: 0x42, Share: "data",
+		Path: `f.txt`, OwnerNode: "n2", Locks: []*statev1.ByteRangeLock{
+			{Offset: 0, Length: 10, Exclusive: true}, {Offset: 1 << 40, Length: 1}}})
+	e.put(statev1.OpenKey("n3", 7), &statev1.OpenRecord{PersistentFileId: 7, Node: "n3", Share: "data", Path: `g.txt`, OwnerNode: "n3"})
+
+	resp, err := e.sessions.ListOpens(e.ctx, &adminv1.ListOpensRequest{})
+	if err != nil || len(resp.Opens) != 2 {
+		t.Fatalf("ListOpens = %v, %v", resp, err)
+	}
+	got := map[string]*adminv1.Open{}
+	for _, o := range resp.Opens {
+		got[o.Node] = o
+	}
+	want := []*adminv1.ByteRangeLock{{Offset: 0, Length: 10, Exclusive: true}, {Offset: 1 << 40, Length: 1}}
+	if o := got["n1"]; o.GetOwnerNode() != "n2" || len(o.GetLocks()) != len(want) ||
+		!proto.Equal(o.Locks[0], want[0]) || !proto.Equal(o.Locks[1], want[1]) {
+		t.Errorf("open held by n1 = %v, want owner n2 and locks %v", o, want)
+	}
+	if o := got["n3"]; o.GetOwnerNode() != "n3" || len(o.GetLocks()) != 0 {
+		t.Errorf("open held by n3 = %v, want owner n3 and no locks", o)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/state"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -79,12 +80,22 @@ type Users interface {
 	DeleteUser(name string)
 }
 
+// OpenFiles is what the node knows of its opens' per-file state, for the
+// open records the agent publishes.
+type OpenFiles interface {
+	// Describe returns the node owning the shard of h's file ("" while
+	// it has none, or for a handle without per-file state such as a
+	// pipe) and the byte-range locks h holds, in the order granted.
+	Describe(h server.Handle) (owner string, locks []state.Lock)
+}
+
 // Node is what the agent drives.
 type Node struct {
 	Server  *server.Server
 	Control *server.Control
 	Shares  Shares
 	Users   Users
+	Files   OpenFiles // nil: open records name no owner and no locks
 }
 
 // Agent is a node's membership in the cluster.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/share"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
+	"github.com/smbcluster/smbcluster/node/state"
 	"github.com/smbcluster/smbcluster/node/vfs/memfs"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -63,6 +66,7 @@ type env struct {
 	shares  *memShares
 	users   *memUsers
 	addr    string
+	files   OpenFiles // Node.Files, if set before start
 }
 
 var testSecret = bytes.Repeat([]byte("s"), statev1.MinSecretLen)
@@ -143,7 +147,7 @@ func (e *env) start() (*Agent, <-chan error) {
 	a, err := New(Config{
 		Endpoints: endpoints(e.t), Name: e.name, JoinToken: e.token, Sealer: e.sealer,
 		LeaseTTL: 2 * time.Second, SyncInterval: 50 * time.Millisecond,
-	}, Node{Server: e.srv, Control: e.control, Shares: e.shares, Users: e.users})
+	}, Node{Server: e.srv, Control: e.control, Shares: e.shares, Users: e.users, Files: e.files})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -419,6 +423,103 @@ func TestCloseRequests(t *testing.T) {
 	if _, err := c.TreeConnect("closeshare"); err != smb2.StatusUserSessionDeleted {
 		t.Errorf("TREE_CONNECT on a closed session: %v", err)
 	}
+}
+
+// describer is a node's OpenFiles whose answers the test sets: the owner
+// of a disk share's open's file, and its locks.
+type describer struct {
+	mu    sync.Mutex
+	owner string
+	locks []state.Lock
+	calls int // Describe calls for disk opens
+}
+
+func (d *describer) Describe(h server.Handle) (string, []state.Lock) {
+	if share.StateOpen(h) == nil {
+		return "", nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls++
+	return d.owner, slices.Clone(d.locks)
+}
+
+func (d *describer) set(owner string, locks ...state.Lock) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.owner, d.locks = owner, locks
+}
+
+// sweeps waits until the agent has described the opens n more times.
+func (d *describer) sweeps(t *testing.T, n int) {
+	t.Helper()
+	d.mu.Lock()
+	until := d.calls + n
+	d.mu.Unlock()
+	waitFor(t, fmt.Sprintf("%d sweeps", n), func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.calls >= until
+	})
+}
+
+// TestOpenRecordOwnerAndLocks: an open's record names the owner of its
+// file and its byte-range locks, and is written again when they change —
+// only then, whatever the number of sweeps.
+func TestOpenRecordOwnerAndLocks(t *testing.T) {
+	e := newEnv(t, "describer")
+	e.addShare("lockshare")
+	e.addUser("lena", "Lena-1")
+	d := &describer{owner: "node-a"}
+	e.files = d
+	e.start()
+	c := servertest.Connect(t, e.addr, "lena", "Lena-1", "lockshare", smb2.Dialect311)
+	fid, err := c.Create("file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := statev1.OpenKey("describer", fid.Persistent)
+	record := func() (*statev1.OpenRecord, int64) {
+		r, err := e.cli.Get(context.Background(), key)
+		if err != nil || len(r.Kvs) == 0 {
+			return nil, 0
+		}
+		var rec statev1.OpenRecord
+		if err := proto.Unmarshal(r.Kvs[0].Value, &rec); err != nil {
+			t.Fatal(err)
+		}
+		return &rec, r.Kvs[0].ModRevision
+	}
+	// written waits for the record to hold owner and locks, then checks
+	// that further sweeps leave it alone.
+	written := func(owner string, locks ...*statev1.ByteRangeLock) {
+		t.Helper()
+		var rev int64
+		waitFor(t, "the open record with owner "+owner, func() bool {
+			rec, r := record()
+			if rec == nil || rec.OwnerNode != owner || len(rec.Locks) != len(locks) {
+				return false
+			}
+			for i := range locks {
+				if !proto.Equal(rec.Locks[i], locks[i]) {
+					return false
+				}
+			}
+			rev = r
+			return true
+		})
+		d.sweeps(t, 3)
+		if _, r := record(); r != rev {
+			t.Fatalf("the open record was written again (revision %d, then %d) though nothing changed", rev, r)
+		}
+	}
+	written("node-a")
+	d.set("node-a", state.Lock{Offset: 0, Length: 10, Exclusive: true}, state.Lock{Offset: 100, Length: 1})
+	written("node-a", &statev1.ByteRangeLock{Offset: 0, Length: 10, Exclusive: true}, &statev1.ByteRangeLock{Offset: 100, Length: 1})
+	d.set("node-b", state.Lock{Offset: 100, Length: 1})
+	written("node-b", &statev1.ByteRangeLock{Offset: 100, Length: 1})
+	d.set("node-b")
+	written("node-b")
 }
 
 // memShares is a share table over memory file systems.

@@ -8,7 +8,9 @@
 // users and settings. Run then watches them and applies changes to the
 // node live (a new share is served, a deleted share ends its tree
 // connects, a deleted user's sessions end, a new password applies to new
-// logons), publishes the node's sessions, channels and opens, acts on close
+// logons), publishes the node's sessions, channels and opens (an open with
+// the owner of its file and its byte-range locks, Node.Files; a record is
+// rewritten only when these changed), acts on close
 // requests, follows draining, and keeps the interfaces offered to
 // multichannel clients (FSCTL_QUERY_NETWORK_INTERFACE_INFO) to the node's
 // own addresses while it is live and not draining. Other nodes' addresses

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/state"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -25,11 +26,11 @@ const liveRefresh = 2 * time.Second
 // pubState is what the node has published under its current lease.
 // Owned by the agent's goroutine.
 type pubState struct {
-	sessions map[uint64]bool   // SessionKey written
-	channels map[uint64]string // ChannelKey written, with its addresses joined
-	opens    map[uint64]bool   // OpenKey written
-	count    uint32            // SessionCount in the live record
-	liveAt   time.Time         // last live record write
+	sessions map[uint64]bool    // SessionKey written
+	channels map[uint64]string  // ChannelKey written, with its addresses joined
+	opens    map[uint64]pubOpen // OpenKey written, with the file state it named
+	count    uint32             // SessionCount in the live record
+	liveAt   time.Time          // last live record write
 }
 
 func (p *pubState) init() { p.reset() }
@@ -38,7 +39,7 @@ func (p *pubState) init() { p.reset() }
 func (p *pubState) reset() {
 	p.sessions = map[uint64]bool{}
 	p.channels = map[uint64]string{}
-	p.opens = map[uint64]bool{}
+	p.opens = map[uint64]pubOpen{}
 	p.count = 0
 	p.liveAt = time.Now()
 }
@@ -152,21 +153,36 @@ func (a *Agent) sessionRecord(ss *server.Session) *statev1.SessionRecord {
 	return rec
 }
 
-// openOps adds the writes and deletes of open records. Durable opens are
-// written without the lease: they outlive the node's membership.
+// pubOpen is the part of a published open record that changes while the
+// open lives: the owner of its file and its byte-range locks.
+type pubOpen struct {
+	owner string
+	locks []state.Lock
+}
+
+// openOps adds the writes and deletes of open records: an open's record
+// is written when it appears and again when its file's owner or its
+// locks changed since, so lock requests cost at most one write per open
+// per sweep. Durable opens are written without the lease: they outlive
+// the node's membership.
 func (a *Agent) openOps(b *batch) {
 	name := a.cfg.Name
 	now := map[uint64]bool{}
 	for _, o := range a.node.Server.Opens() {
 		id := o.ID
 		now[id] = true
-		if a.pub.opens[id] {
+		var cur pubOpen
+		if a.node.Files != nil {
+			cur.owner, cur.locks = a.node.Files.Describe(o.Handle)
+		}
+		if old, ok := a.pub.opens[id]; ok && old.owner == cur.owner && slices.Equal(old.locks, cur.locks) {
 			continue
 		}
 		v, err := proto.Marshal(&statev1.OpenRecord{
 			PersistentFileId: id, VolatileFileId: id, Node: name, SessionId: o.SessionID,
 			User: o.User, Share: o.Share, Path: o.Path, DesiredAccess: o.Access,
 			Durable: o.Durable, OpenTime: timestamppb.New(o.Created),
+			OwnerNode: cur.owner, Locks: locksRecord(cur.locks),
 		})
 		if err != nil {
 			continue
@@ -175,13 +191,22 @@ func (a *Agent) openOps(b *batch) {
 		if !o.Durable {
 			opts = append(opts, clientv3.WithLease(a.inc().lease))
 		}
-		b.add(clientv3.OpPut(statev1.OpenKey(name, id), string(v), opts...), func() { a.pub.opens[id] = true })
+		b.add(clientv3.OpPut(statev1.OpenKey(name, id), string(v), opts...), func() { a.pub.opens[id] = cur })
 	}
 	for id := range a.pub.opens {
 		if !now[id] {
 			b.add(clientv3.OpDelete(statev1.OpenKey(name, id)), func() { delete(a.pub.opens, id) })
 		}
 	}
+}
+
+// locksRecord converts byte-range locks to their record form.
+func locksRecord(ls []state.Lock) []*statev1.ByteRangeLock {
+	out := make([]*statev1.ByteRangeLock, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, &statev1.ByteRangeLock{Offset: l.Offset, Length: l.Length, Exclusive: l.Exclusive})
+	}
+	return out
 }
 
 // refreshLive rewrites the live record when the session count changed,

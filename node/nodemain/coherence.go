@@ -11,6 +11,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/cluster"
 	"github.com/smbcluster/smbcluster/node/peer"
+	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -94,6 +95,20 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 			cli.Close()
 		},
 	}, nil
+}
+
+// Describe implements cluster.OpenFiles: the node owning the shard of an
+// open's file as this node's shard map has it, and the byte-range locks
+// the open holds.
+func (c *coherence) Describe(h server.Handle) (owner string, locks []state.Lock) {
+	so := share.StateOpen(h)
+	if so == nil || c.router == nil {
+		return "", nil
+	}
+	if rt, ok := c.shards.Owner(peer.ShardOf(so.Key)); ok {
+		owner = rt.Node
+	}
+	return owner, c.router.HeldLocks(so)
 }
 
 // peerListenAddr is --peer-listen, or the first --listen host on any

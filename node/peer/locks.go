@@ -76,6 +76,14 @@ func (r *Router) Release(o *state.Open) {
 	r.mirror.Release(o)
 }
 
+// HeldLocks returns the byte-range locks of o, an open this node holds,
+// in the order granted: from the local table when this node owns the
+// file, from its copy of what the owner granted otherwise (for
+// listings; read-only).
+func (r *Router) HeldLocks(o *state.Open) []state.Lock {
+	return append(r.locks.Locks(o), r.mirror.Locks(o)...)
+}
+
 // asked records that o asked for a lock (Release must then reach the
 // owner).
 func (r *Router) asked(o *state.Open) {

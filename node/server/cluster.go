@@ -235,6 +235,7 @@ type OpenInfo struct {
 	Access    uint32
 	Durable   bool
 	Created   time.Time
+	Handle    Handle // the backend's handle, for what the backend knows of the open
 }
 
 // Opens returns a snapshot of the server's opens.
@@ -244,7 +245,7 @@ func (s *Server) Opens() []OpenInfo {
 	for _, o := range s.opens {
 		out = append(out, OpenInfo{
 			ID: o.ID, SessionID: o.Session.ID, User: o.Session.User, Share: o.Tree.Share.Name,
-			Path: o.Name, Access: o.Access, Durable: o.dur != nil, Created: o.created,
+			Path: o.Name, Access: o.Access, Durable: o.dur != nil, Created: o.created, Handle: o.Handle,
 		})
 	}
 	s.mu.Unlock()

@@ -43,6 +43,16 @@ type open struct {
 	dir           *dirCursor // QUERY_DIRECTORY state
 }
 
+// StateOpen returns the entry in the open table of h, an open of a disk
+// share, or nil for any other handle: what a cluster listing asks the
+// state tables about (its file's key, its byte-range locks).
+func StateOpen(h server.Handle) *state.Open {
+	if o, ok := h.(*open); ok && o != nil {
+		return o.so
+	}
+	return nil
+}
+
 // setDeleteOnClose marks or unmarks the open's file for deletion
 // ([MS-FSA] 2.1.5.15.3): a directory must be empty.
 func (o *open) setDeleteOnClose(on bool) error {

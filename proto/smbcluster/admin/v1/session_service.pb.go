@@ -233,9 +233,15 @@ type Open struct {
 	DesiredAccess    uint32 `protobuf:"varint,7,opt,name=desired_access,json=desiredAccess,proto3" json:"desired_access,omitempty"`
 	ShareAccess      uint32 `protobuf:"varint,8,opt,name=share_access,json=shareAccess,proto3" json:"share_access,omitempty"`
 	// oplock: "none", "level2", "exclusive", "batch", or a lease as "lease:RWH".
-	Oplock        string                 `protobuf:"bytes,9,opt,name=oplock,proto3" json:"oplock,omitempty"`
-	Durable       bool                   `protobuf:"varint,10,opt,name=durable,proto3" json:"durable,omitempty"`
-	OpenTime      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=open_time,json=openTime,proto3" json:"open_time,omitempty"`
+	Oplock   string                 `protobuf:"bytes,9,opt,name=oplock,proto3" json:"oplock,omitempty"`
+	Durable  bool                   `protobuf:"varint,10,opt,name=durable,proto3" json:"durable,omitempty"`
+	OpenTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=open_time,json=openTime,proto3" json:"open_time,omitempty"`
+	// owner_node owns the open's file: its share modes, oplocks, leases and
+	// byte-range locks live at that node. Empty while it has none.
+	OwnerNode string `protobuf:"bytes,12,opt,name=owner_node,json=ownerNode,proto3" json:"owner_node,omitempty"`
+	// locks are the open's byte-range locks, as the holder last published
+	// them (about once a second).
+	Locks         []*ByteRangeLock `protobuf:"bytes,13,rep,name=locks,proto3" json:"locks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -347,6 +353,82 @@ func (x *Open) GetOpenTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Open) GetOwnerNode() string {
+	if x != nil {
+		return x.OwnerNode
+	}
+	return ""
+}
+
+func (x *Open) GetLocks() []*ByteRangeLock {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+// ByteRangeLock is a byte-range lock an open holds.
+type ByteRangeLock struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Offset uint64                 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length uint64                 `protobuf:"varint,2,opt,name=length,proto3" json:"length,omitempty"`
+	// exclusive is false for a shared lock.
+	Exclusive     bool `protobuf:"varint,3,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ByteRangeLock) Reset() {
+	*x = ByteRangeLock{}
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ByteRangeLock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ByteRangeLock) ProtoMessage() {}
+
+func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ByteRangeLock.ProtoReflect.Descriptor instead.
+func (*ByteRangeLock) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ByteRangeLock) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ByteRangeLock) GetLength() uint64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *ByteRangeLock) GetExclusive() bool {
+	if x != nil {
+		return x.Exclusive
+	}
+	return false
+}
+
 type ListSessionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// node, if set, lists only sessions with a channel on that node.
@@ -359,7 +441,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[3]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -371,7 +453,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[3]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -384,7 +466,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{3}
+	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListSessionsRequest) GetNode() string {
@@ -410,7 +492,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[4]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -422,7 +504,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[4]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -435,7 +517,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{4}
+	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -457,7 +539,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[5]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +551,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[5]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +564,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{5}
+	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CloseSessionRequest) GetSessionId() uint64 {
@@ -509,7 +591,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[6]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +603,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[6]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +616,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{6}
+	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CloseSessionResponse) GetClosed() bool {
@@ -555,7 +637,7 @@ type ListOpensRequest struct {
 
 func (x *ListOpensRequest) Reset() {
 	*x = ListOpensRequest{}
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[7]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +649,7 @@ func (x *ListOpensRequest) String() string {
 func (*ListOpensRequest) ProtoMessage() {}
 
 func (x *ListOpensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[7]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +662,7 @@ func (x *ListOpensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOpensRequest.ProtoReflect.Descriptor instead.
 func (*ListOpensRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{7}
+	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListOpensRequest) GetNode() string {
@@ -613,7 +695,7 @@ type ListOpensResponse struct {
 
 func (x *ListOpensResponse) Reset() {
 	*x = ListOpensResponse{}
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[8]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +707,7 @@ func (x *ListOpensResponse) String() string {
 func (*ListOpensResponse) ProtoMessage() {}
 
 func (x *ListOpensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[8]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +720,7 @@ func (x *ListOpensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOpensResponse.ProtoReflect.Descriptor instead.
 func (*ListOpensResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{8}
+	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListOpensResponse) GetOpens() []*Open {
@@ -659,7 +741,7 @@ type CloseOpenRequest struct {
 
 func (x *CloseOpenRequest) Reset() {
 	*x = CloseOpenRequest{}
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[9]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +753,7 @@ func (x *CloseOpenRequest) String() string {
 func (*CloseOpenRequest) ProtoMessage() {}
 
 func (x *CloseOpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[9]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +766,7 @@ func (x *CloseOpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseOpenRequest.ProtoReflect.Descriptor instead.
 func (*CloseOpenRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{9}
+	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CloseOpenRequest) GetNode() string {
@@ -717,7 +799,7 @@ type CloseOpenResponse struct {
 
 func (x *CloseOpenResponse) Reset() {
 	*x = CloseOpenResponse{}
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[10]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +811,7 @@ func (x *CloseOpenResponse) String() string {
 func (*CloseOpenResponse) ProtoMessage() {}
 
 func (x *CloseOpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[10]
+	mi := &file_smbcluster_admin_v1_session_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +824,7 @@ func (x *CloseOpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseOpenResponse.ProtoReflect.Descriptor instead.
 func (*CloseOpenResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{10}
+	return file_smbcluster_admin_v1_session_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CloseOpenResponse) GetClosed() bool {
@@ -779,7 +861,7 @@ const file_smbcluster_admin_v1_session_service_proto_rawDesc = "" +
 	"\x04node\x18\v \x01(\tR\x04node\x128\n" +
 	"\bchannels\x18\f \x03(\v2\x1c.smbcluster.admin.v1.ChannelR\bchannels\x12;\n" +
 	"\vcreate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"\xda\x02\n" +
+	"createTime\"\xb3\x03\n" +
 	"\x04Open\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12,\n" +
 	"\x12persistent_file_id\x18\x02 \x01(\x04R\x10persistentFileId\x12\x1d\n" +
@@ -793,7 +875,14 @@ const file_smbcluster_admin_v1_session_service_proto_rawDesc = "" +
 	"\x06oplock\x18\t \x01(\tR\x06oplock\x12\x18\n" +
 	"\adurable\x18\n" +
 	" \x01(\bR\adurable\x127\n" +
-	"\topen_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bopenTime\"=\n" +
+	"\topen_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bopenTime\x12\x1d\n" +
+	"\n" +
+	"owner_node\x18\f \x01(\tR\townerNode\x128\n" +
+	"\x05locks\x18\r \x03(\v2\".smbcluster.admin.v1.ByteRangeLockR\x05locks\"]\n" +
+	"\rByteRangeLock\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
+	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x1c\n" +
+	"\texclusive\x18\x03 \x01(\bR\texclusive\"=\n" +
 	"\x13ListSessionsRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\"P\n" +
@@ -836,43 +925,45 @@ func file_smbcluster_admin_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_admin_v1_session_service_proto_rawDescData
 }
 
-var file_smbcluster_admin_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_smbcluster_admin_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_smbcluster_admin_v1_session_service_proto_goTypes = []any{
 	(*Channel)(nil),               // 0: smbcluster.admin.v1.Channel
 	(*Session)(nil),               // 1: smbcluster.admin.v1.Session
 	(*Open)(nil),                  // 2: smbcluster.admin.v1.Open
-	(*ListSessionsRequest)(nil),   // 3: smbcluster.admin.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 4: smbcluster.admin.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),   // 5: smbcluster.admin.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),  // 6: smbcluster.admin.v1.CloseSessionResponse
-	(*ListOpensRequest)(nil),      // 7: smbcluster.admin.v1.ListOpensRequest
-	(*ListOpensResponse)(nil),     // 8: smbcluster.admin.v1.ListOpensResponse
-	(*CloseOpenRequest)(nil),      // 9: smbcluster.admin.v1.CloseOpenRequest
-	(*CloseOpenResponse)(nil),     // 10: smbcluster.admin.v1.CloseOpenResponse
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
+	(*ByteRangeLock)(nil),         // 3: smbcluster.admin.v1.ByteRangeLock
+	(*ListSessionsRequest)(nil),   // 4: smbcluster.admin.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 5: smbcluster.admin.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),   // 6: smbcluster.admin.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),  // 7: smbcluster.admin.v1.CloseSessionResponse
+	(*ListOpensRequest)(nil),      // 8: smbcluster.admin.v1.ListOpensRequest
+	(*ListOpensResponse)(nil),     // 9: smbcluster.admin.v1.ListOpensResponse
+	(*CloseOpenRequest)(nil),      // 10: smbcluster.admin.v1.CloseOpenRequest
+	(*CloseOpenResponse)(nil),     // 11: smbcluster.admin.v1.CloseOpenResponse
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
 }
 var file_smbcluster_admin_v1_session_service_proto_depIdxs = []int32{
 	0,  // 0: smbcluster.admin.v1.Session.channels:type_name -> smbcluster.admin.v1.Channel
-	11, // 1: smbcluster.admin.v1.Session.create_time:type_name -> google.protobuf.Timestamp
-	11, // 2: smbcluster.admin.v1.Open.open_time:type_name -> google.protobuf.Timestamp
-	1,  // 3: smbcluster.admin.v1.ListSessionsResponse.sessions:type_name -> smbcluster.admin.v1.Session
-	12, // 4: smbcluster.admin.v1.CloseSessionRequest.timeout:type_name -> google.protobuf.Duration
-	2,  // 5: smbcluster.admin.v1.ListOpensResponse.opens:type_name -> smbcluster.admin.v1.Open
-	12, // 6: smbcluster.admin.v1.CloseOpenRequest.timeout:type_name -> google.protobuf.Duration
-	3,  // 7: smbcluster.admin.v1.SessionService.ListSessions:input_type -> smbcluster.admin.v1.ListSessionsRequest
-	5,  // 8: smbcluster.admin.v1.SessionService.CloseSession:input_type -> smbcluster.admin.v1.CloseSessionRequest
-	7,  // 9: smbcluster.admin.v1.SessionService.ListOpens:input_type -> smbcluster.admin.v1.ListOpensRequest
-	9,  // 10: smbcluster.admin.v1.SessionService.CloseOpen:input_type -> smbcluster.admin.v1.CloseOpenRequest
-	4,  // 11: smbcluster.admin.v1.SessionService.ListSessions:output_type -> smbcluster.admin.v1.ListSessionsResponse
-	6,  // 12: smbcluster.admin.v1.SessionService.CloseSession:output_type -> smbcluster.admin.v1.CloseSessionResponse
-	8,  // 13: smbcluster.admin.v1.SessionService.ListOpens:output_type -> smbcluster.admin.v1.ListOpensResponse
-	10, // 14: smbcluster.admin.v1.SessionService.CloseOpen:output_type -> smbcluster.admin.v1.CloseOpenResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	12, // 1: smbcluster.admin.v1.Session.create_time:type_name -> google.protobuf.Timestamp
+	12, // 2: smbcluster.admin.v1.Open.open_time:type_name -> google.protobuf.Timestamp
+	3,  // 3: smbcluster.admin.v1.Open.locks:type_name -> smbcluster.admin.v1.ByteRangeLock
+	1,  // 4: smbcluster.admin.v1.ListSessionsResponse.sessions:type_name -> smbcluster.admin.v1.Session
+	13, // 5: smbcluster.admin.v1.CloseSessionRequest.timeout:type_name -> google.protobuf.Duration
+	2,  // 6: smbcluster.admin.v1.ListOpensResponse.opens:type_name -> smbcluster.admin.v1.Open
+	13, // 7: smbcluster.admin.v1.CloseOpenRequest.timeout:type_name -> google.protobuf.Duration
+	4,  // 8: smbcluster.admin.v1.SessionService.ListSessions:input_type -> smbcluster.admin.v1.ListSessionsRequest
+	6,  // 9: smbcluster.admin.v1.SessionService.CloseSession:input_type -> smbcluster.admin.v1.CloseSessionRequest
+	8,  // 10: smbcluster.admin.v1.SessionService.ListOpens:input_type -> smbcluster.admin.v1.ListOpensRequest
+	10, // 11: smbcluster.admin.v1.SessionService.CloseOpen:input_type -> smbcluster.admin.v1.CloseOpenRequest
+	5,  // 12: smbcluster.admin.v1.SessionService.ListSessions:output_type -> smbcluster.admin.v1.ListSessionsResponse
+	7,  // 13: smbcluster.admin.v1.SessionService.CloseSession:output_type -> smbcluster.admin.v1.CloseSessionResponse
+	9,  // 14: smbcluster.admin.v1.SessionService.ListOpens:output_type -> smbcluster.admin.v1.ListOpensResponse
+	11, // 15: smbcluster.admin.v1.SessionService.CloseOpen:output_type -> smbcluster.admin.v1.CloseOpenResponse
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_admin_v1_session_service_proto_init() }
@@ -886,7 +977,7 @@ func file_smbcluster_admin_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_admin_v1_session_service_proto_rawDesc), len(file_smbcluster_admin_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,8 @@ type SessionServiceClient interface {
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
 	// CloseSession asks every node with a channel of the session to close it.
 	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
+	// ListOpens lists the opens with the node holding each, the node owning
+	// its file and its byte-range locks.
 	ListOpens(ctx context.Context, in *ListOpensRequest, opts ...grpc.CallOption) (*ListOpensResponse, error)
 	// CloseOpen asks the node holding the open to close it.
 	CloseOpen(ctx context.Context, in *CloseOpenRequest, opts ...grpc.CallOption) (*CloseOpenResponse, error)
@@ -96,6 +98,8 @@ type SessionServiceServer interface {
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
 	// CloseSession asks every node with a channel of the session to close it.
 	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
+	// ListOpens lists the opens with the node holding each, the node owning
+	// its file and its byte-range locks.
 	ListOpens(context.Context, *ListOpensRequest) (*ListOpensResponse, error)
 	// CloseOpen asks the node holding the open to close it.
 	CloseOpen(context.Context, *CloseOpenRequest) (*CloseOpenResponse, error)

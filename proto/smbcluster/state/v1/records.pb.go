@@ -827,14 +827,21 @@ type OpenRecord struct {
 	ShareAccess   uint32 `protobuf:"varint,9,opt,name=share_access,json=shareAccess,proto3" json:"share_access,omitempty"`
 	// oplock_level is the granted oplock level ([MS-SMB2] 2.2.13), 0xFF for
 	// a lease; lease_state then carries the lease's R/W/H bits.
-	OplockLevel   uint32                 `protobuf:"varint,10,opt,name=oplock_level,json=oplockLevel,proto3" json:"oplock_level,omitempty"`
-	LeaseState    uint32                 `protobuf:"varint,11,opt,name=lease_state,json=leaseState,proto3" json:"lease_state,omitempty"`
-	LeaseKey      []byte                 `protobuf:"bytes,12,opt,name=lease_key,json=leaseKey,proto3" json:"lease_key,omitempty"`
-	Durable       bool                   `protobuf:"varint,13,opt,name=durable,proto3" json:"durable,omitempty"`
-	Persistent    bool                   `protobuf:"varint,14,opt,name=persistent,proto3" json:"persistent,omitempty"`
-	ClientGuid    []byte                 `protobuf:"bytes,15,opt,name=client_guid,json=clientGuid,proto3" json:"client_guid,omitempty"`
-	CreateGuid    []byte                 `protobuf:"bytes,16,opt,name=create_guid,json=createGuid,proto3" json:"create_guid,omitempty"`
-	OpenTime      *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=open_time,json=openTime,proto3" json:"open_time,omitempty"`
+	OplockLevel uint32                 `protobuf:"varint,10,opt,name=oplock_level,json=oplockLevel,proto3" json:"oplock_level,omitempty"`
+	LeaseState  uint32                 `protobuf:"varint,11,opt,name=lease_state,json=leaseState,proto3" json:"lease_state,omitempty"`
+	LeaseKey    []byte                 `protobuf:"bytes,12,opt,name=lease_key,json=leaseKey,proto3" json:"lease_key,omitempty"`
+	Durable     bool                   `protobuf:"varint,13,opt,name=durable,proto3" json:"durable,omitempty"`
+	Persistent  bool                   `protobuf:"varint,14,opt,name=persistent,proto3" json:"persistent,omitempty"`
+	ClientGuid  []byte                 `protobuf:"bytes,15,opt,name=client_guid,json=clientGuid,proto3" json:"client_guid,omitempty"`
+	CreateGuid  []byte                 `protobuf:"bytes,16,opt,name=create_guid,json=createGuid,proto3" json:"create_guid,omitempty"`
+	OpenTime    *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=open_time,json=openTime,proto3" json:"open_time,omitempty"`
+	// owner_node owns the shard of the open's file: the file's share modes,
+	// oplocks, leases and byte-range locks live there (node/peer). Empty
+	// while the shard has no owner. As of the holder's last publication.
+	OwnerNode string `protobuf:"bytes,18,opt,name=owner_node,json=ownerNode,proto3" json:"owner_node,omitempty"`
+	// locks are the byte-range locks the open holds, in the order granted,
+	// as of the holder's last publication (at most a second old).
+	Locks         []*ByteRangeLock `protobuf:"bytes,19,rep,name=locks,proto3" json:"locks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -988,6 +995,82 @@ func (x *OpenRecord) GetOpenTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *OpenRecord) GetOwnerNode() string {
+	if x != nil {
+		return x.OwnerNode
+	}
+	return ""
+}
+
+func (x *OpenRecord) GetLocks() []*ByteRangeLock {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+// ByteRangeLock is a byte-range lock of an open ([MS-SMB2] 2.2.26.1).
+type ByteRangeLock struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Offset uint64                 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length uint64                 `protobuf:"varint,2,opt,name=length,proto3" json:"length,omitempty"`
+	// exclusive is false for a shared lock.
+	Exclusive     bool `protobuf:"varint,3,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ByteRangeLock) Reset() {
+	*x = ByteRangeLock{}
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ByteRangeLock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ByteRangeLock) ProtoMessage() {}
+
+func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ByteRangeLock.ProtoReflect.Descriptor instead.
+func (*ByteRangeLock) Descriptor() ([]byte, []int) {
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ByteRangeLock) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ByteRangeLock) GetLength() uint64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *ByteRangeLock) GetExclusive() bool {
+	if x != nil {
+		return x.Exclusive
+	}
+	return false
+}
+
 // CloseRequest asks the nodes to close a session or an open. The
 // coordinator writes it under CloseSessionKey or CloseOpenKey with a lease
 // of a minute; each node that holds the target acts on it and deletes its
@@ -1003,7 +1086,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1098,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1111,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CloseRequest) GetRequestTime() *timestamppb.Timestamp {
@@ -1067,7 +1150,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1162,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1175,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Settings) GetRequireSigning() bool {
@@ -1226,7 +1309,7 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12)\n" +
 	"\x10client_addresses\x18\x03 \x03(\tR\x0fclientAddresses\x127\n" +
-	"\tbind_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bbindTime\"\xb5\x04\n" +
+	"\tbind_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bbindTime\"\x8e\x05\n" +
 	"\n" +
 	"OpenRecord\x12,\n" +
 	"\x12persistent_file_id\x18\x01 \x01(\x04R\x10persistentFileId\x12(\n" +
@@ -1252,7 +1335,14 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"clientGuid\x12\x1f\n" +
 	"\vcreate_guid\x18\x10 \x01(\fR\n" +
 	"createGuid\x127\n" +
-	"\topen_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\bopenTime\"e\n" +
+	"\topen_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\bopenTime\x12\x1d\n" +
+	"\n" +
+	"owner_node\x18\x12 \x01(\tR\townerNode\x128\n" +
+	"\x05locks\x18\x13 \x03(\v2\".smbcluster.state.v1.ByteRangeLockR\x05locks\"]\n" +
+	"\rByteRangeLock\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
+	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x1c\n" +
+	"\texclusive\x18\x03 \x01(\bR\texclusive\"e\n" +
 	"\fCloseRequest\x12=\n" +
 	"\frequest_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTime\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xa5\x02\n" +
@@ -1281,7 +1371,7 @@ func file_smbcluster_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_smbcluster_state_v1_records_proto_rawDescData
 }
 
-var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*Sealed)(nil),                // 0: smbcluster.state.v1.Sealed
 	(*NodeRecord)(nil),            // 1: smbcluster.state.v1.NodeRecord
@@ -1292,30 +1382,32 @@ var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*SessionRecord)(nil),         // 6: smbcluster.state.v1.SessionRecord
 	(*ChannelRecord)(nil),         // 7: smbcluster.state.v1.ChannelRecord
 	(*OpenRecord)(nil),            // 8: smbcluster.state.v1.OpenRecord
-	(*CloseRequest)(nil),          // 9: smbcluster.state.v1.CloseRequest
-	(*Settings)(nil),              // 10: smbcluster.state.v1.Settings
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*ByteRangeLock)(nil),         // 9: smbcluster.state.v1.ByteRangeLock
+	(*CloseRequest)(nil),          // 10: smbcluster.state.v1.CloseRequest
+	(*Settings)(nil),              // 11: smbcluster.state.v1.Settings
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_smbcluster_state_v1_records_proto_depIdxs = []int32{
-	11, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
-	11, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
-	11, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
-	11, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
-	11, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
+	12, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
+	12, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
+	12, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
+	12, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
+	12, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 5: smbcluster.state.v1.UserRecord.nt_hash:type_name -> smbcluster.state.v1.Sealed
-	11, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
-	11, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
+	12, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
+	12, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
 	0,  // 8: smbcluster.state.v1.SessionRecord.session_key:type_name -> smbcluster.state.v1.Sealed
-	11, // 9: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
-	11, // 10: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
-	11, // 11: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
-	11, // 12: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
-	11, // 13: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	12, // 9: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
+	12, // 10: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
+	12, // 11: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
+	9,  // 12: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
+	12, // 13: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
+	12, // 14: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_state_v1_records_proto_init() }
@@ -1329,7 +1421,7 @@ func file_smbcluster_state_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_state_v1_records_proto_rawDesc), len(file_smbcluster_state_v1_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
