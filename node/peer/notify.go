@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -29,6 +30,7 @@ type notifyState struct {
 	mine   map[uint64]*peerv1.WatchSpec
 	theirs map[string]*nodeWatches
 	out    map[string]*outbox
+	recent []recentChange // recent.go
 }
 
 // nodeWatches are another node's watches, as of its epoch.
@@ -62,7 +64,8 @@ func (r *Router) SetNotifySinks(f func(share string) (NotifySink, bool)) {
 // knows the watch (or did not answer within the delivery timeout).
 func (r *Router) Watch(share string, w state.Watch) uint64 {
 	id := r.next.Add(1)
-	spec := &peerv1.WatchSpec{Id: id, Share: share, Dir: w.Dir, Filter: w.Filter, TreeFilter: w.TreeFilter}
+	spec := &peerv1.WatchSpec{Id: id, Share: share, Dir: w.Dir, Filter: w.Filter, TreeFilter: w.TreeFilter,
+		Since: time.Now().Add(-recentSlack).UnixNano()}
 	r.mu.Lock()
 	r.ntf.mine[id] = spec
 	r.mu.Unlock()
@@ -115,12 +118,17 @@ func (r *Router) NodeUp(node string) {
 }
 
 // Post implements share.ClusterNotify: the change goes to the nodes with
-// a watch that covers it.
-func (r *Router) Post(share string, action uint32, name string, filter uint32) {
+// a watch that covers it; unless frequent (a write's), it is kept a
+// moment for watches still on their way (recent.go).
+func (r *Router) Post(share string, action uint32, name string, filter uint32, frequent bool) {
+	if frequent && r.nTheirs.Load() == 0 {
+		return
+	}
+	c := &peerv1.Change{Share: share, Action: action, Name: name, Filter: filter}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.ntf.theirs) == 0 {
-		return
+	if !frequent {
+		r.rememberLocked(c, time.Now())
 	}
 	for node, nw := range r.ntf.theirs {
 		for _, s := range nw.specs {
@@ -128,7 +136,7 @@ func (r *Router) Post(share string, action uint32, name string, filter uint32) {
 				continue
 			}
 			if _, ok := (state.Watch{Dir: s.Dir, Filter: s.Filter, TreeFilter: s.TreeFilter}).Covers(name, filter); ok {
-				r.queueLocked(node, &peerv1.Change{Share: share, Action: action, Name: name, Filter: filter})
+				r.queueLocked(node, c)
 				break
 			}
 		}
@@ -137,12 +145,14 @@ func (r *Router) Post(share string, action uint32, name string, filter uint32) {
 
 // PostDeletePending implements share.ClusterNotify.
 func (r *Router) PostDeletePending(share, dir string) {
+	c := &peerv1.Change{Share: share, Name: dir, DeletePending: true}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.rememberLocked(c, time.Now())
 	for node, nw := range r.ntf.theirs {
 		for _, s := range nw.specs {
 			if s.Share == share && s.Dir == dir {
-				r.queueLocked(node, &peerv1.Change{Share: share, Name: dir, DeletePending: true})
+				r.queueLocked(node, c)
 				break
 			}
 		}
@@ -200,10 +210,21 @@ func (r *Router) send(node string, ob *outbox) {
 	}
 }
 
+// countTheirsLocked keeps nTheirs, the number of other nodes' watches.
+// The caller holds r.mu.
+func (r *Router) countTheirsLocked() {
+	n := 0
+	for _, nw := range r.ntf.theirs {
+		n += len(nw.specs)
+	}
+	r.nTheirs.Store(int64(n))
+}
+
 // dropWatchesOf forgets a node's watches and stops its sender.
 func (r *Router) dropWatchesOf(node string) {
 	r.mu.Lock()
 	delete(r.ntf.theirs, node)
+	r.countTheirsLocked()
 	if ob := r.ntf.out[node]; ob != nil {
 		close(ob.done)
 		delete(r.ntf.out, node)
@@ -225,6 +246,9 @@ func (sv *Service) Watch(ctx context.Context, req *peerv1.WatchRequest) (*peerv1
 		r.ntf.theirs[req.Node] = nw
 	}
 	for _, s := range req.Add {
+		if _, known := nw.specs[s.Id]; !known {
+			r.replayLocked(req.Node, s) // recent.go
+		}
 		nw.specs[s.Id] = s
 	}
 	for _, id := range req.Remove {
@@ -233,6 +257,7 @@ func (sv *Service) Watch(ctx context.Context, req *peerv1.WatchRequest) (*peerv1
 	if len(nw.specs) == 0 {
 		delete(r.ntf.theirs, req.Node)
 	}
+	r.countTheirsLocked()
 	return &peerv1.WatchResponse{}, nil
 }
 

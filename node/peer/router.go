@@ -39,8 +39,9 @@ type Router struct {
 	dial   func(addr string) (*grpc.ClientConn, error)
 	log    *slog.Logger
 
-	next  atomic.Uint64
-	stats Stats
+	next    atomic.Uint64
+	stats   Stats
+	nTheirs atomic.Int64 // other nodes' change-notify watches (notify.go)
 
 	mu          sync.Mutex
 	held        map[uint64]*state.Open          // opens this node holds, by Ref

@@ -69,7 +69,10 @@ type watcher struct {
 type ClusterNotify interface {
 	Watch(share string, w state.Watch) (id uint64)
 	Unwatch(id uint64)
-	Post(share string, action uint32, name string, filter uint32)
+	// Post reports a change; frequent marks a write's (MODIFIED of the
+	// size or last-write time), which need not be kept for watches still
+	// on their way.
+	Post(share string, action uint32, name string, filter uint32, frequent bool)
 	PostDeletePending(share, dir string)
 }
 
@@ -84,18 +87,10 @@ type notifier struct {
 	share   string
 }
 
+// add makes w see this node's changes, then the other nodes' (it
+// returns once they all know it): a change another node sends as soon as
+// it hears of the watch finds it here.
 func (n *notifier) add(w *watcher) {
-	if n.cluster != nil {
-		id := n.cluster.Watch(n.share, w.Watch)
-		w.mu.Lock()
-		closed := w.closed
-		w.id = id
-		w.mu.Unlock()
-		if closed { // the open closed meanwhile (remove ran first)
-			n.cluster.Unwatch(id)
-			return
-		}
-	}
 	n.mu.Lock()
 	if n.watchers == nil {
 		n.watchers = map[*watcher]struct{}{}
@@ -103,6 +98,17 @@ func (n *notifier) add(w *watcher) {
 	n.watchers[w] = struct{}{}
 	n.n.Store(int32(len(n.watchers)))
 	n.mu.Unlock()
+	if n.cluster == nil {
+		return
+	}
+	id := n.cluster.Watch(n.share, w.Watch)
+	w.mu.Lock()
+	closed := w.closed
+	w.id = id
+	w.mu.Unlock()
+	if closed { // the open closed meanwhile (remove ran first)
+		n.cluster.Unwatch(id)
+	}
 }
 
 func (n *notifier) remove(w *watcher) {
@@ -124,7 +130,8 @@ func (n *notifier) remove(w *watcher) {
 // others.
 func (n *notifier) post(action uint32, name string, filter uint32) {
 	if n.cluster != nil {
-		n.cluster.Post(n.share, action, name, filter)
+		n.cluster.Post(n.share, action, name, filter,
+			action == actionModified && filter&^(smb2.FileNotifyChangeLastWrite|smb2.FileNotifyChangeSize) == 0)
 	}
 	n.deliver(action, name, filter)
 }

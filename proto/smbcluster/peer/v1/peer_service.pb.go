@@ -1577,12 +1577,17 @@ func (x *HeldResponse) GetOpens() []*HeldOpen {
 // completion filter for its own entries and, with WATCH_TREE, for the
 // entries below it.
 type WatchSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Share         string                 `protobuf:"bytes,2,opt,name=share,proto3" json:"share,omitempty"` // lower case
-	Dir           string                 `protobuf:"bytes,3,opt,name=dir,proto3" json:"dir,omitempty"`     // share-relative, slash-separated, "" for the root
-	Filter        uint32                 `protobuf:"varint,4,opt,name=filter,proto3" json:"filter,omitempty"`
-	TreeFilter    uint32                 `protobuf:"varint,5,opt,name=tree_filter,json=treeFilter,proto3" json:"tree_filter,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Share      string                 `protobuf:"bytes,2,opt,name=share,proto3" json:"share,omitempty"` // lower case
+	Dir        string                 `protobuf:"bytes,3,opt,name=dir,proto3" json:"dir,omitempty"`     // share-relative, slash-separated, "" for the root
+	Filter     uint32                 `protobuf:"varint,4,opt,name=filter,proto3" json:"filter,omitempty"`
+	TreeFilter uint32                 `protobuf:"varint,5,opt,name=tree_filter,json=treeFilter,proto3" json:"tree_filter,omitempty"`
+	// since (Unix nanoseconds): changes a node made from then on reach the
+	// watch, those it made before this message arrived included — the
+	// first CHANGE_NOTIFY and a change through another node race (recent.go
+	// in node/peer).
+	Since         int64 `protobuf:"varint,6,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1648,6 +1653,13 @@ func (x *WatchSpec) GetFilter() uint32 {
 func (x *WatchSpec) GetTreeFilter() uint32 {
 	if x != nil {
 		return x.TreeFilter
+	}
+	return 0
+}
+
+func (x *WatchSpec) GetSince() int64 {
+	if x != nil {
+		return x.Since
 	}
 	return 0
 }
@@ -2269,14 +2281,15 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x0edelete_pending\x18\x04 \x01(\bR\rdeletePending\x12\x1c\n" +
 	"\tdirectory\x18\x05 \x01(\bR\tdirectory\"B\n" +
 	"\fHeldResponse\x122\n" +
-	"\x05opens\x18\x01 \x03(\v2\x1c.smbcluster.peer.v1.HeldOpenR\x05opens\"|\n" +
+	"\x05opens\x18\x01 \x03(\v2\x1c.smbcluster.peer.v1.HeldOpenR\x05opens\"\x92\x01\n" +
 	"\tWatchSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05share\x18\x02 \x01(\tR\x05share\x12\x10\n" +
 	"\x03dir\x18\x03 \x01(\tR\x03dir\x12\x16\n" +
 	"\x06filter\x18\x04 \x01(\rR\x06filter\x12\x1f\n" +
 	"\vtree_filter\x18\x05 \x01(\rR\n" +
-	"treeFilter\"\x9b\x01\n" +
+	"treeFilter\x12\x14\n" +
+	"\x05since\x18\x06 \x01(\x03R\x05since\"\x9b\x01\n" +
 	"\fWatchRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12/\n" +
