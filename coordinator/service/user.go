@@ -14,7 +14,8 @@ import (
 
 // userService implements adminv1.UserService over UserRecords.
 type userService struct {
-	adminv1.UnimplementedUserServiceServer
+	// Unsafe, not Unimplemented: a missing method fails to compile.
+	adminv1.UnsafeUserServiceServer
 	b *backend
 }
 
