@@ -25,7 +25,8 @@ const module = "github.com/smbcluster/smbcluster"
 //   - vfs never imports smb2; state imports nothing of the engine.
 //   - server (the engine) never imports share (the disk shares): the
 //     shares plug into it; servertest, which runs both, is above both.
-//   - coordinator imports nothing under node/.
+//   - coordinator imports nothing under node/ (it reaches the UTF-16LE
+//     leaf only through internal/nthash, which imports nothing else).
 //   - cli imports under node/ only the leaves a client needs: smb2,
 //     smb2/signing, auth and sockio.
 var layers = map[string][]string{
@@ -35,7 +36,9 @@ var layers = map[string][]string{
 	"node/smb2/fscc":    {"node/smb2/utf16le"},
 	"node/smb2/signing": nil,
 	"node/sockio":       nil,
-	"node/auth":         {"node/smb2/utf16le"},
+	"node/auth":         {"internal/nthash", "node/smb2/utf16le"},
+	// The NT hash, shared by the nodes and the coordinator.
+	"internal/nthash": {"node/smb2/utf16le"},
 
 	// Storage and per-file state: nothing of the engine.
 	"node/vfs":         nil,
@@ -64,7 +67,7 @@ var layers = map[string][]string{
 	"proto/smbcluster/state/v1": nil,
 	"coordinator/store":         nil,
 	"coordinator/devtoken":      nil,
-	"coordinator/service":       {"coordinator/store", "proto/smbcluster/admin/v1", "proto/smbcluster/state/v1"},
+	"coordinator/service":       {"coordinator/store", "internal/nthash", "proto/smbcluster/admin/v1", "proto/smbcluster/state/v1"},
 	"coordinator":               {"coordinator/devtoken", "coordinator/service", "coordinator/store", "proto/smbcluster/state/v1"},
 
 	// The CLI: under node/ only the client's leaves.
