@@ -297,10 +297,11 @@ func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
 	if anonymous && (c.sign || c.o.Encrypt) {
 		return errors.New("logged on as guest: the session cannot be signed or encrypted")
 	}
-	keys := signing.SessionKeys(c.dialect, c.cipherID, key, preauth[:])
-	if c.signer, err = signing.NewSigner(c.signAlg, keys.Signing); err != nil {
+	sc, err := signing.NewSession(signing.Client, c.dialect, c.cipherID, c.signAlg, key, preauth[:])
+	if err != nil {
 		return err
 	}
+	c.signer = sc.Signer
 	if cl.rh.Flags&smb2.FlagSigned != 0 {
 		if !c.signer.Verify(cl.resp) {
 			return fmt.Errorf("%w: final SESSION_SETUP", ErrBadSignature)
@@ -308,15 +309,7 @@ func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
 	} else if c.dialect >= smb2.Dialect300 && !anonymous {
 		return fmt.Errorf("%w: final SESSION_SETUP", ErrUnsigned)
 	}
-	if c.cipherID != 0 && c.dialect >= smb2.Dialect300 {
-		if c.enc, err = signing.NewCipher(c.cipherID, keys.ServerIn); err != nil {
-			return err
-		}
-		if c.dec, err = signing.NewCipher(c.cipherID, keys.ServerOut); err != nil {
-			return err
-		}
-		c.nonces = signing.NewNonceSource()
-	}
+	c.enc, c.dec, c.nonces = sc.Encrypter, sc.Decrypter, sc.Nonces
 	c.setEncrypt(c.o.Encrypt || resp.SessionFlags&smb2.SessionFlagEncryptData != 0)
 	return nil
 }

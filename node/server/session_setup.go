@@ -270,14 +270,12 @@ func (c *conn) completeSession(s *Session, ch *channel, res auth.Result, req *sm
 		key := make([]byte, 16)
 		copy(key, res.SessionKey)
 		s.SessionKey = key
-		if err := s.deriveKeys(res.SessionKey, ch.preauth[:]); err != nil {
-			return err
-		}
-		signer, err := signing.NewSigner(s.SigningAlg, s.Keys.Signing)
+		sc, err := signing.NewSession(signing.Server, s.Dialect, s.Cipher, s.SigningAlg, res.SessionKey, ch.preauth[:])
 		if err != nil {
 			return err
 		}
-		ch.signer = signer
+		s.Keys, s.encrypter, s.decrypter, s.nonces = sc.Keys, sc.Encrypter, sc.Decrypter, sc.Nonces
+		ch.signer = sc.Signer
 	}
 	wantEncrypt := cfg.Encryption != EncryptOff
 	if wantEncrypt && keyed && s.encrypter != nil {
@@ -288,24 +286,6 @@ func (c *conn) completeSession(s *Session, ch *channel, res auth.Result, req *sm
 	s.mu.Lock()
 	s.state = sessionValid
 	s.mu.Unlock()
-	return nil
-}
-
-// deriveKeys sets the session's signing and encryption keys from the
-// authentication's session key ([MS-SMB2] 3.3.5.5.3).
-func (s *Session) deriveKeys(fullKey, preauth []byte) error {
-	s.Keys = signing.SessionKeys(s.Dialect, s.Cipher, fullKey, preauth)
-	if s.Dialect < smb2.Dialect300 || s.Cipher == 0 {
-		return nil
-	}
-	var err error
-	if s.encrypter, err = signing.NewCipher(s.Cipher, s.Keys.ServerOut); err != nil {
-		return err
-	}
-	if s.decrypter, err = signing.NewCipher(s.Cipher, s.Keys.ServerIn); err != nil {
-		return err
-	}
-	s.nonces = signing.NewNonceSource()
 	return nil
 }
 

@@ -235,11 +235,11 @@ func (c *Conn) finishSetup(h smb2.Header, pdu, key []byte, preauth signing.Preau
 	if err := resp.Decode(pdu); err != nil {
 		c.tb.Fatalf("servertest: SESSION_SETUP response: %v", err)
 	}
-	keys := signing.SessionKeys(c.Dialect, c.Cipher, key, preauth[:])
-	signer, err := signing.NewSigner(c.SigningAlg, keys.Signing)
+	sc, err := signing.NewSession(signing.Client, c.Dialect, c.Cipher, c.SigningAlg, key, preauth[:])
 	if err != nil {
 		c.tb.Fatal(err)
 	}
+	signer := sc.Signer
 	if h.Flags&smb2.FlagSigned != 0 && !signer.Verify(pdu) {
 		return nil, nil, fmt.Errorf("%w: final SESSION_SETUP", ErrBadSignature)
 	}
@@ -249,16 +249,8 @@ func (c *Conn) finishSetup(h smb2.Header, pdu, key []byte, preauth signing.Preau
 	if bind != nil {
 		return bind, signer, nil
 	}
-	s := &Session{ID: h.SessionID, Dialect: c.Dialect, Cipher: c.Cipher, SigningAlg: c.SigningAlg, Key: key, Keys: keys, Flags: resp.SessionFlags}
-	if c.Cipher != 0 && c.Dialect >= smb2.Dialect300 {
-		if s.enc, err = signing.NewCipher(c.Cipher, keys.ServerIn); err != nil {
-			c.tb.Fatal(err)
-		}
-		if s.dec, err = signing.NewCipher(c.Cipher, keys.ServerOut); err != nil {
-			c.tb.Fatal(err)
-		}
-		s.nonces = signing.NewNonceSource()
-	}
+	s := &Session{ID: h.SessionID, Dialect: c.Dialect, Cipher: c.Cipher, SigningAlg: c.SigningAlg, Key: key, Keys: sc.Keys, Flags: resp.SessionFlags,
+		enc: sc.Encrypter, dec: sc.Decrypter, nonces: sc.Nonces}
 	return s, signer, nil
 }
 
