@@ -202,6 +202,7 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 		}
 		disk := share.NewDisk(rec.Name, fsys, rec.ReadOnly, t.log)
 		disk.SetOpenTable(t.opens)
+		disk.SetResumeKeys(t.resume)
 		sh.Backend = disk
 		t.mu.Lock()
 		t.closers[sh] = fsys.Close

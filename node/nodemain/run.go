@@ -197,8 +197,9 @@ func orDefault(s, d string) string {
 // that shares can later be added and removed while serving.
 type shareTable struct {
 	// Immutable after openShares.
-	opens *state.Table
-	log   *slog.Logger
+	opens  *state.Table
+	resume *share.ResumeKeys // one per node: a copy may take its source from another share
+	log    *slog.Logger
 
 	mu      sync.RWMutex
 	shares  map[string]*server.Share       // by lower-case name
@@ -225,7 +226,7 @@ func (t *shareTable) List() []*server.Share {
 // openShares opens every configured share and adds IPC$.
 func openShares(cfg *Config, log *slog.Logger) (*shareTable, func(), error) {
 	opens := state.NewTable() // one per node: shares over the same files share it
-	t := &shareTable{opens: opens, log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
+	t := &shareTable{opens: opens, resume: share.NewResumeKeys(), log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {
@@ -242,6 +243,7 @@ func openShares(cfg *Config, log *slog.Logger) (*shareTable, func(), error) {
 		closers = append(closers, fsys.Close)
 		disk := share.NewDisk(sc.Name, fsys, sc.ReadOnly, log)
 		disk.SetOpenTable(opens)
+		disk.SetResumeKeys(t.resume)
 		t.shares[strings.ToLower(sc.Name)] = &server.Share{
 			Name: sc.Name, Comment: sc.Comment, Path: sc.Path, ReadOnly: sc.ReadOnly, Encrypt: sc.Encrypt,
 			Backend: disk,
