@@ -68,7 +68,8 @@ var layers = map[string][]string{
 	"coordinator/store":         nil,
 	"coordinator/devtoken":      nil,
 	"coordinator/service":       {"coordinator/store", "internal/nthash", "proto/smbcluster/admin/v1", "proto/smbcluster/state/v1"},
-	"coordinator":               {"coordinator/devtoken", "coordinator/service", "coordinator/store", "proto/smbcluster/state/v1"},
+	"coordinator/coord":         {"coordinator/devtoken", "coordinator/service", "coordinator/store", "proto/smbcluster/state/v1"},
+	"coordinator":               {"coordinator/coord", "coordinator/devtoken", "coordinator/service"},
 
 	// The CLI: under node/ only the client's leaves.
 	"cli/smbc":    {"node/auth", "node/smb2", "node/smb2/signing", "node/sockio"},
@@ -78,9 +79,9 @@ var layers = map[string][]string{
 
 	// Tools and tests above everything.
 	"deploy":                {},
-	"deploy/localcluster":   {"coordinator/devtoken", "coordinator/service", "coordinator/store", "node/nodemain", "proto/smbcluster/admin/v1", "proto/smbcluster/state/v1"},
+	"deploy/localcluster":   {"coordinator/coord", "coordinator/devtoken", "coordinator/service", "node/nodemain", "proto/smbcluster/admin/v1"},
 	"integration":           {},
-	"integration/framework": {"coordinator/service", "coordinator/store", "proto/smbcluster/state/v1"},
+	"integration/framework": {"coordinator/coord", "proto/smbcluster/state/v1"},
 	"integration/torture":   {},
 	"bench/clusterstat":     {},
 	"bench/report":          {},
