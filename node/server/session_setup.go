@@ -199,7 +199,7 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		}
 	}
 	c.srv.log.Info("session established", "remote", c.remote, "user", s.User, "session", s.ID,
-		"dialect", dialectString(c.dialect), "signing", s.SigningRequired, "encrypt", s.EncryptData)
+		"dialect", smb2.DialectName(c.dialect), "signing", s.SigningRequired, "encrypt", s.EncryptData)
 	return resp, nil
 }
 
@@ -299,20 +299,4 @@ func (c *conn) serveLogoff(r *Request) (Response, error) {
 	// and Samba (smbtorture smb2.durable-open.reopen4).
 	c.srv.endSession(r.Session, true)
 	return &smb2.LogoffResponse{}, nil
-}
-
-func dialectString(d uint16) string {
-	switch d {
-	case smb2.Dialect202:
-		return "2.0.2"
-	case smb2.Dialect210:
-		return "2.1"
-	case smb2.Dialect300:
-		return "3.0"
-	case smb2.Dialect302:
-		return "3.0.2"
-	case smb2.Dialect311:
-		return "3.1.1"
-	}
-	return "unknown"
 }

@@ -81,42 +81,12 @@ func (c *Conn) Negotiate(dialects ...uint16) error {
 		c.tb.Fatalf("servertest: NEGOTIATE response: %v", err)
 	}
 	c.Dialect = resp.DialectRevision
-	switch {
-	case c.Dialect < smb2.Dialect300:
-		c.SigningAlg = signing.HMACSHA256
-	case c.Dialect < smb2.Dialect311:
-		c.SigningAlg = signing.AESCMAC
-		if resp.Capabilities&smb2.CapEncryption != 0 {
-			c.Cipher = signing.AES128CCM
-		}
-	default:
-		c.SigningAlg = signing.AESCMAC
+	if c.SigningAlg, c.Cipher, err = resp.Negotiated(); err != nil {
+		c.tb.Fatalf("servertest: NEGOTIATE response: %v", err)
+	}
+	if c.Dialect >= smb2.Dialect311 {
 		c.preauth.Update(sent)
 		c.preauth.Update(pdus[0])
-		if err := c.negotiated311(resp); err != nil {
-			c.tb.Fatal(err)
-		}
-	}
-	return nil
-}
-
-// negotiated311 reads the cipher and signing algorithm of a 3.1.1 response.
-func (c *Conn) negotiated311(resp *smb2.NegotiateResponse) error {
-	for _, nc := range resp.Contexts {
-		switch nc.Type {
-		case smb2.EncryptionCapabilities:
-			var e smb2.EncryptionCaps
-			if e.Decode(nc.Data) != nil || len(e.Ciphers) != 1 {
-				return fmt.Errorf("servertest: bad encryption context %x", nc.Data)
-			}
-			c.Cipher = e.Ciphers[0]
-		case smb2.SigningCapabilities:
-			var s smb2.SigningCaps
-			if s.Decode(nc.Data) != nil || len(s.Algorithms) != 1 {
-				return fmt.Errorf("servertest: bad signing context %x", nc.Data)
-			}
-			c.SigningAlg = s.Algorithms[0]
-		}
 	}
 	return nil
 }
@@ -264,15 +234,7 @@ func sessionSigner(s *Session) signing.Signer {
 }
 
 // DialectName is the dotted name of a dialect.
-func DialectName(d uint16) string {
-	switch d {
-	case smb2.Dialect210:
-		return "2.1"
-	case smb2.Dialect300:
-		return "3.0"
-	}
-	return fmt.Sprintf("%d.%d.%d", d>>8, d>>4&0xf, d&0xf)
-}
+func DialectName(d uint16) string { return smb2.DialectName(d) }
 
 // Connect dials addr, negotiates dialects (all when none), authenticates
 // user and connects to share; any failure fails the test.
