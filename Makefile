@@ -26,7 +26,7 @@ vet:
 
 # Full suite: unit tests, end-to-end tests with real clients (against
 # bin/smbnode via SMBNODE_BIN), smbtorture allowlist, then a fuzz smoke.
-test: build vet proto-check
+test: build lint proto-check
 	$(TESTENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz-smoke
 

@@ -41,16 +41,12 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/smbcluster/smbcluster/coordinator/coord"
 	"github.com/smbcluster/smbcluster/coordinator/devtoken"
 	"github.com/smbcluster/smbcluster/coordinator/service"
-	"github.com/smbcluster/smbcluster/coordinator/store"
-	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 )
@@ -194,10 +190,6 @@ func parseLevel(s string) slog.Level {
 // serve runs the coordinator until ctx ends; ready, if set, gets the
 // listening address.
 func serve(ctx context.Context, c *config, log *slog.Logger, ready func(net.Addr)) error {
-	sealer, err := loadSealer(c)
-	if err != nil {
-		return err
-	}
 	token, err := loadToken(c)
 	if err != nil {
 		return err
@@ -206,69 +198,34 @@ func serve(ctx context.Context, c *config, log *slog.Logger, ready func(net.Addr
 	if err != nil {
 		return err
 	}
-	endpoints := strings.Split(c.etcd, ",")
-	if c.embeddedEtcd != "" {
-		var stopEtcd func()
-		endpoints, stopEtcd, err = store.StartEmbedded(c.embeddedEtcd)
-		if err != nil {
-			return err
-		}
-		defer stopEtcd()
-		log.Info("embedded etcd started", "endpoints", endpoints, "dir", c.embeddedEtcd)
-	}
-	etcd, err := dialEtcd(c, endpoints)
+	etcdTLS, err := etcdTLS(c)
 	if err != nil {
 		return err
 	}
-	defer etcd.Close()
-
-	l, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return err
+	cfg := coord.Config{
+		Listen: c.listen, EmbeddedEtcd: c.embeddedEtcd, EtcdTLS: etcdTLS,
+		SecretFile: c.secretFile, CreateSecret: c.devInsecure,
+		DevLoopback: c.devInsecure, TokenFile: c.tokenFile,
+		Token: token, ShareRoots: c.shareRoots, Version: version, Log: log,
 	}
-	if tcp, ok := l.Addr().(*net.TCPAddr); c.devInsecure && (!ok || !tcp.IP.IsLoopback()) {
-		l.Close()
-		return fmt.Errorf("--dev-loopback-insecure: %s is not a loopback address", l.Addr())
+	if c.embeddedEtcd == "" {
+		cfg.Endpoints = strings.Split(c.etcd, ",")
 	}
-	var opts []grpc.ServerOption
 	if creds != nil {
-		opts = append(opts, grpc.Creds(creds))
+		cfg.GRPC = append(cfg.GRPC, grpc.Creds(creds))
 	}
-	o := service.Options{
-		Store: store.New(etcd), Sealer: sealer, Token: token, ShareRoots: c.shareRoots, Version: version, Logger: log,
+	co, err := coord.Start(cfg)
+	if err != nil {
+		return err
 	}
-	if c.devInsecure {
-		unpublish := publishToken(c, l.Addr().String(), log)
-		defer unpublish()
-		abs, _ := filepath.Abs(c.tokenFile)
-		o.TokenHint = fmt.Sprintf("this development coordinator is administered only by the user who started it, with the token in %s", abs)
-	}
-	if len(c.shareRoots) == 0 {
-		log.Warn("no --share-root: every share path will be refused")
-	}
-	g := service.NewGRPCServer(o, opts...)
-	log.Info("smbcoord serving", "addr", l.Addr().String(), "tls", creds != nil, "token", token != "", "share_roots", c.shareRoots, "version", version)
 	if ready != nil {
-		ready(l.Addr())
+		ready(co.Addr)
 	}
 	go func() {
 		<-ctx.Done()
-		g.GracefulStop()
+		co.Stop(true)
 	}()
-	return g.Serve(l)
-}
-
-func loadSealer(c *config) (*statev1.Sealer, error) {
-	if _, err := os.Stat(c.secretFile); c.devInsecure && errors.Is(err, os.ErrNotExist) {
-		if err := os.WriteFile(c.secretFile, statev1.GenerateSecret(), 0o600); err != nil {
-			return nil, fmt.Errorf("creating cluster secret: %w", err)
-		}
-	}
-	secret, err := statev1.LoadSecretFile(c.secretFile)
-	if err != nil {
-		return nil, err
-	}
-	return statev1.NewSealer(secret)
+	return co.Wait()
 }
 
 // loadToken reads the bearer token; in development mode it creates the
@@ -295,19 +252,6 @@ func loadToken(c *config) (string, error) {
 		return "", fmt.Errorf("token in %s: %d characters, need at least %d", path, len(tok), minTokenLen)
 	}
 	return tok, nil
-}
-
-// publishToken links the development token where the starting user's
-// smbctl finds it; failing that, it says where the token is. It returns
-// the undo.
-func publishToken(c *config, addr string, log *slog.Logger) func() {
-	link, unpublish, err := devtoken.Publish(addr, c.tokenFile)
-	if err != nil {
-		log.Warn("development token not linked for smbctl: give it --token-file", "token_file", c.tokenFile, "err", err)
-		return func() {}
-	}
-	log.Info("development token linked for smbctl", "token_file", c.tokenFile, "link", link)
-	return unpublish
 }
 
 // serverTLS returns the gRPC transport credentials, nil for plaintext.
@@ -342,29 +286,25 @@ func loadPool(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-func dialEtcd(c *config, endpoints []string) (*clientv3.Client, error) {
-	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second}
-	if c.etcdCA != "" || c.etcdCert != "" {
-		t := &tls.Config{MinVersion: tls.VersionTLS12}
-		if c.etcdCA != "" {
-			pool, err := loadPool(c.etcdCA)
-			if err != nil {
-				return nil, err
-			}
-			t.RootCAs = pool
-		}
-		if c.etcdCert != "" {
-			cert, err := tls.LoadX509KeyPair(c.etcdCert, c.etcdKey)
-			if err != nil {
-				return nil, fmt.Errorf("etcd client certificate: %w", err)
-			}
-			t.Certificates = []tls.Certificate{cert}
-		}
-		cfg.TLS = t
+// etcdTLS returns the TLS configuration of the etcd client, nil for none.
+func etcdTLS(c *config) (*tls.Config, error) {
+	if c.etcdCA == "" && c.etcdCert == "" {
+		return nil, nil
 	}
-	cl, err := clientv3.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("etcd %v: %w", endpoints, err)
+	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.etcdCA != "" {
+		pool, err := loadPool(c.etcdCA)
+		if err != nil {
+			return nil, err
+		}
+		t.RootCAs = pool
 	}
-	return cl, nil
+	if c.etcdCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.etcdCert, c.etcdKey)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client certificate: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
 }

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/integration/framework"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"

@@ -12,7 +12,7 @@ import (
 
 	gosmb2 "github.com/cloudsoda/go-smb2"
 	"github.com/smbcluster/smbcluster/integration/framework"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/integration/framework"
 	"github.com/smbcluster/smbcluster/node/peer"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 	"github.com/smbcluster/smbcluster/node/state"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/cli/loadgen"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 )
 
 func TestParseSize(t *testing.T) {

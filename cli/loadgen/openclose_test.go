@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/cli/smbc"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 )
 
 func smbOpts(share string, addrs ...string) SMBOptions {

@@ -199,32 +199,11 @@ func (c *Conn) negotiate(preauth *signing.PreauthHash) error {
 		c.maxRead, c.maxWrite = min(c.maxRead, 65536), min(c.maxWrite, 65536)
 	}
 	c.sign = c.o.Sign || resp.SecurityMode&smb2.NegotiateSigningRequired != 0
-	switch {
-	case c.dialect < smb2.Dialect300:
-		c.signAlg = signing.HMACSHA256
-	case c.dialect < smb2.Dialect311:
-		c.signAlg = signing.AESCMAC
-		if resp.Capabilities&smb2.CapEncryption != 0 {
-			c.cipherID = signing.AES128CCM
-		}
-	default:
-		c.signAlg = signing.AESCMAC
-		for _, ctx := range resp.Contexts {
-			switch ctx.Type {
-			case smb2.EncryptionCapabilities:
-				var ec smb2.EncryptionCaps
-				if err := ec.Decode(ctx.Data); err != nil || len(ec.Ciphers) != 1 {
-					return fmt.Errorf("%w: encryption capabilities", ErrProtocol)
-				}
-				c.cipherID = ec.Ciphers[0]
-			case smb2.SigningCapabilities:
-				var sc smb2.SigningCaps
-				if err := sc.Decode(ctx.Data); err != nil || len(sc.Algorithms) != 1 {
-					return fmt.Errorf("%w: signing capabilities", ErrProtocol)
-				}
-				c.signAlg = sc.Algorithms[0]
-			}
-		}
+	var err error
+	if c.signAlg, c.cipherID, err = resp.Negotiated(); err != nil {
+		return fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	if c.dialect >= smb2.Dialect311 {
 		preauth.Update(cl.msg())
 		preauth.Update(cl.resp)
 	}
@@ -297,10 +276,11 @@ func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
 	if anonymous && (c.sign || c.o.Encrypt) {
 		return errors.New("logged on as guest: the session cannot be signed or encrypted")
 	}
-	keys := signing.SessionKeys(c.dialect, c.cipherID, key, preauth[:])
-	if c.signer, err = signing.NewSigner(c.signAlg, keys.Signing); err != nil {
+	sc, err := signing.NewSession(signing.Client, c.dialect, c.cipherID, c.signAlg, key, preauth[:])
+	if err != nil {
 		return err
 	}
+	c.signer = sc.Signer
 	if cl.rh.Flags&smb2.FlagSigned != 0 {
 		if !c.signer.Verify(cl.resp) {
 			return fmt.Errorf("%w: final SESSION_SETUP", ErrBadSignature)
@@ -308,15 +288,7 @@ func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
 	} else if c.dialect >= smb2.Dialect300 && !anonymous {
 		return fmt.Errorf("%w: final SESSION_SETUP", ErrUnsigned)
 	}
-	if c.cipherID != 0 && c.dialect >= smb2.Dialect300 {
-		if c.enc, err = signing.NewCipher(c.cipherID, keys.ServerIn); err != nil {
-			return err
-		}
-		if c.dec, err = signing.NewCipher(c.cipherID, keys.ServerOut); err != nil {
-			return err
-		}
-		c.nonces = signing.NewNonceSource()
-	}
+	c.enc, c.dec, c.nonces = sc.Encrypter, sc.Decrypter, sc.Nonces
 	c.setEncrypt(c.o.Encrypt || resp.SessionFlags&smb2.SessionFlagEncryptData != 0)
 	return nil
 }

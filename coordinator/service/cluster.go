@@ -16,7 +16,8 @@ const etcdProbeTimeout = 2 * time.Second
 
 // clusterService implements adminv1.ClusterService.
 type clusterService struct {
-	adminv1.UnimplementedClusterServiceServer
+	// Unsafe, not Unimplemented: a missing method fails to compile.
+	adminv1.UnsafeClusterServiceServer
 	b *backend
 }
 

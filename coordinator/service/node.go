@@ -20,7 +20,8 @@ const maxDrainTimeout = 24 * time.Hour
 // nodeService implements adminv1.NodeService over NodeRecords and what
 // nodes publish (NodeLiveRecords, epochs, channels).
 type nodeService struct {
-	adminv1.UnimplementedNodeServiceServer
+	// Unsafe, not Unimplemented: a missing method fails to compile.
+	adminv1.UnsafeNodeServiceServer
 	b *backend
 }
 

@@ -25,7 +25,8 @@ const (
 // sessionService implements adminv1.SessionService over the session,
 // channel and open records nodes publish.
 type sessionService struct {
-	adminv1.UnimplementedSessionServiceServer
+	// Unsafe, not Unimplemented: a missing method fails to compile.
+	adminv1.UnsafeSessionServiceServer
 	b *backend
 }
 

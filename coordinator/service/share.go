@@ -14,7 +14,8 @@ import (
 
 // shareService implements adminv1.ShareService over ShareRecords.
 type shareService struct {
-	adminv1.UnimplementedShareServiceServer
+	// Unsafe, not Unimplemented: a missing method fails to compile.
+	adminv1.UnsafeShareServiceServer
 	b *backend
 }
 

@@ -2,33 +2,27 @@ package service
 
 import (
 	"context"
-	"unicode/utf16"
 
 	"github.com/smbcluster/smbcluster/coordinator/store"
+	"github.com/smbcluster/smbcluster/internal/nthash"
 	adminv1 "github.com/smbcluster/smbcluster/proto/smbcluster/admin/v1"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
-	"golang.org/x/crypto/md4" //nolint:staticcheck // NTOWFv1 is MD4 by definition
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // userService implements adminv1.UserService over UserRecords.
 type userService struct {
-	adminv1.UnimplementedUserServiceServer
+	// Unsafe, not Unimplemented: a missing method fails to compile.
+	adminv1.UnsafeUserServiceServer
 	b *backend
 }
 
-// NTHash is the NT one-way function of password: MD4 of its UTF-16LE
-// encoding ([MS-NLMP] 3.3.1 NTOWFv1, also what NTOWFv2 keys on).
+// NTHash is the NT one-way function of password ([MS-NLMP] 3.3.1 NTOWFv1,
+// also what NTOWFv2 keys on), as the nodes compute it.
 func NTHash(password string) []byte {
-	u := utf16.Encode([]rune(password))
-	b := make([]byte, 2*len(u))
-	for i, c := range u {
-		b[2*i], b[2*i+1] = byte(c), byte(c>>8)
-	}
-	h := md4.New()
-	h.Write(b)
-	return h.Sum(nil)
+	h := nthash.Of(password)
+	return h[:]
 }
 
 func (s *userService) CreateUser(ctx context.Context, req *adminv1.CreateUserRequest) (*adminv1.CreateUserResponse, error) {

@@ -23,7 +23,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,13 +39,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/smbcluster/smbcluster/coordinator/coord"
 	"github.com/smbcluster/smbcluster/coordinator/devtoken"
 	"github.com/smbcluster/smbcluster/coordinator/service"
-	"github.com/smbcluster/smbcluster/coordinator/store"
 	"github.com/smbcluster/smbcluster/node/nodemain"
 	adminv1 "github.com/smbcluster/smbcluster/proto/smbcluster/admin/v1"
-	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -121,26 +118,20 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	secretFile := filepath.Join(dir, "secret")
-	sealer, err := loadSecret(secretFile)
+	c := coordinator{tokenFile: tokenFile, shareRoots: append([]string{shares}, o.shareRoots...)}
+	co, err := coord.Start(coord.Config{
+		Listen: o.coord, EmbeddedEtcd: filepath.Join(dir, "etcd"),
+		SecretFile: secretFile, CreateSecret: true,
+		DevLoopback: true, TokenFile: tokenFile, Token: token,
+		ShareRoots: c.shareRoots, Version: nodemain.Version,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), // its warnings, as before
+	})
 	if err != nil {
 		return err
 	}
-	endpoints, stopEtcd, err := store.StartEmbedded(filepath.Join(dir, "etcd"))
-	if err != nil {
-		return err
-	}
-	defer stopEtcd()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	c := coordinator{addr: o.coord, tokenFile: tokenFile, shareRoots: append([]string{shares}, o.shareRoots...)}
-	stopCoord, err := c.start(cli, sealer, token)
-	if err != nil {
-		return err
-	}
-	defer stopCoord()
+	defer co.Stop(false)
+	c.link = co.Link
+	endpoints := co.Endpoints
 	admin, err := grpc.NewClient(o.coord, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
@@ -153,52 +144,11 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	return serveNodes(ctx, o, &c, nodes, endpoints, secretFile, stdout)
 }
 
-// loadSecret reads the cluster secret, creating it on first start.
-func loadSecret(path string) (*statev1.Sealer, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		if err := os.WriteFile(path, statev1.GenerateSecret(), 0o600); err != nil {
-			return nil, err
-		}
-	}
-	secret, err := statev1.LoadSecretFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return statev1.NewSealer(secret)
-}
-
-// coordinator is the admin API in its loopback development mode.
+// coordinator is what the help text says of the admin API.
 type coordinator struct {
-	addr       string   // to listen on, loopback
 	tokenFile  string   // DIR/admin-token
 	shareRoots []string // DIR/shares and --share-root
 	link       string   // where the starting user's smbctl finds the token; "" if not linked
-}
-
-// start serves the admin API without TLS on a loopback address, with the
-// token only the starting user can read, as smbcoord
-// --dev-loopback-insecure does, and links the token for their smbctl.
-func (c *coordinator) start(cli *clientv3.Client, sealer *statev1.Sealer, token string) (func(), error) {
-	l, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return nil, fmt.Errorf("coordinator: %w", err)
-	}
-	if tcp, ok := l.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
-		l.Close()
-		return nil, fmt.Errorf("coordinator %s: not a loopback address", c.addr)
-	}
-	g := service.NewGRPCServer(service.Options{
-		Store: store.New(cli), Sealer: sealer, Version: nodemain.Version, Token: token, ShareRoots: c.shareRoots,
-		TokenHint: fmt.Sprintf("this development coordinator is administered only by the user who started it, with the token in %s", c.tokenFile),
-	})
-	go g.Serve(l)
-	link, unpublish, err := devtoken.Publish(l.Addr().String(), c.tokenFile)
-	if err != nil {
-		slog.Warn("development token not linked for smbctl: give it --token-file", "token_file", c.tokenFile, "err", err)
-		unpublish = func() {}
-	}
-	c.link = link
-	return func() { unpublish(); g.Stop() }, nil
 }
 
 // node is one node to start.

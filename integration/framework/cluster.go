@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -16,10 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smbcluster/smbcluster/coordinator/service"
-	"github.com/smbcluster/smbcluster/coordinator/store"
+	"github.com/smbcluster/smbcluster/coordinator/coord"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // ClusterOptions configures NewCluster.
@@ -97,41 +96,24 @@ func writeFile(t testing.TB, path, s string) {
 // when process is set) and the coordinator.
 func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process bool) {
 	t.Helper()
+	cfg := coord.Config{
+		Listen: "127.0.0.1:0", SecretFile: c.secretFile, Token: c.Token,
+		ShareRoots: []string{os.TempDir()}, // tests share directories from t.TempDir()
+		Version:    "test", Log: slog.New(slog.DiscardHandler),
+	}
 	if process {
 		c.Etcd = StartEtcdProcess(t, filepath.Join(c.dir, "etcd"))
-		c.Endpoints = c.Etcd.Endpoints
+		cfg.Endpoints = c.Etcd.Endpoints
 	} else {
-		eps, stopEtcd, err := store.StartEmbedded(filepath.Join(c.dir, "etcd"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stopEtcd)
-		c.Endpoints = eps
+		cfg.EmbeddedEtcd = filepath.Join(c.dir, "etcd")
 	}
-	eps := c.Endpoints
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+	co, err := coord.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cli.Close() })
-	secret, err := statev1.LoadSecretFile(c.secretFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealer, err := statev1.NewSealer(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.CoordAddr = l.Addr().String()
-	// Tests share directories from t.TempDir().
-	g := service.NewGRPCServer(service.Options{Store: store.New(cli), Sealer: sealer, Token: c.Token,
-		ShareRoots: []string{os.TempDir()}, Version: "test"})
-	go g.Serve(l)
-	t.Cleanup(g.Stop)
+	t.Cleanup(func() { co.Stop(false) })
+	c.Endpoints = co.Endpoints
+	c.CoordAddr = co.Addr.String()
 }
 
 // CommonFreePort finds a port free on 127.0.0.1 ... 127.0.0.n, so that

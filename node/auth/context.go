@@ -256,7 +256,7 @@ func (c *Context) serveNegotiate(msg []byte) ([]byte, error) {
 
 func (c *Context) encodeString(flags uint32, s string) []byte {
 	if flags&negotiateUnicode != 0 {
-		return utf16le(s)
+		return unicode(s)
 	}
 	return []byte(s)
 }
@@ -268,10 +268,10 @@ func (c *Context) targetInfo() []byte {
 		now = c.cfg.Now
 	}
 	var b []byte
-	b = appendAVPair(b, avNbDomainName, utf16le(c.cfg.NetBIOSDomain))
-	b = appendAVPair(b, avNbComputerName, utf16le(c.cfg.NetBIOSComputer))
-	b = appendAVPair(b, avDNSDomainName, utf16le(c.cfg.DNSDomain))
-	b = appendAVPair(b, avDNSComputerName, utf16le(c.cfg.DNSComputer))
+	b = appendAVPair(b, avNbDomainName, unicode(c.cfg.NetBIOSDomain))
+	b = appendAVPair(b, avNbComputerName, unicode(c.cfg.NetBIOSComputer))
+	b = appendAVPair(b, avDNSDomainName, unicode(c.cfg.DNSDomain))
+	b = appendAVPair(b, avDNSComputerName, unicode(c.cfg.DNSComputer))
 	b = appendAVPair(b, avTimestamp, binary.LittleEndian.AppendUint64(nil, fileTime(now())))
 	return appendAVPair(b, avEOL, nil)
 }

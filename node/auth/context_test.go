@@ -68,7 +68,7 @@ func (tc *testClient) authenticateMessage(t *testing.T, challenge []byte) []byte
 		t.Fatalf("client: CHALLENGE: %v", err)
 	}
 	tc.challenge, tc.flags = challenge, ch.Flags
-	am := authenticateMessage{Flags: ch.Flags, User: utf16le(tc.user), Domain: utf16le(tc.domain), Workstation: utf16le("CLIENT")}
+	am := authenticateMessage{Flags: ch.Flags, User: unicode(tc.user), Domain: unicode(tc.domain), Workstation: unicode("CLIENT")}
 	if tc.anonymous {
 		am.LmResponse = []byte{0}
 		return encodeAuthenticate(&am)

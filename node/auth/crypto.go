@@ -7,23 +7,20 @@ import (
 	"encoding/binary"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/smbcluster/smbcluster/internal/nthash"
+	"github.com/smbcluster/smbcluster/node/smb2/utf16le"
 )
 
 // NTHash returns the NT hash of a password: MD4(UNICODE(Passwd)), the NTOWFv1
 // of [MS-NLMP] 3.3.1, which is also the key NTOWFv2 starts from.
 func NTHash(password string) [16]byte {
-	return md4Sum(utf16le(password))
+	return nthash.Of(password)
 }
 
-// utf16le encodes s as little-endian UTF-16, as NTLM puts strings on the wire.
-func utf16le(s string) []byte {
-	u := utf16.Encode([]rune(s))
-	b := make([]byte, 2*len(u))
-	for i, v := range u {
-		binary.LittleEndian.PutUint16(b[2*i:], v)
-	}
-	return b
-}
+// unicode encodes s as little-endian UTF-16, as NTLM puts strings on the
+// wire (UNICODE() in [MS-NLMP]).
+func unicode(s string) []byte { return utf16le.Append(nil, s) }
 
 // fromUTF16le decodes little-endian UTF-16; an odd trailing byte is dropped
 // and unpaired surrogates become U+FFFD.
@@ -46,7 +43,7 @@ func hmacMD5(key []byte, parts ...[]byte) []byte {
 // ntowfv2 is NTOWFv2 ([MS-NLMP] 3.3.2):
 // HMAC_MD5(NTOWFv1, UNICODE(ConcatenationOf(Uppercase(User), UserDom))).
 func ntowfv2(ntHash [16]byte, user, domain string) []byte {
-	return hmacMD5(ntHash[:], utf16le(strings.ToUpper(user)+domain))
+	return hmacMD5(ntHash[:], unicode(strings.ToUpper(user)+domain))
 }
 
 // rc4K is RC4K(K, D) of [MS-NLMP] 6: a fresh RC4 keystream over D.

@@ -88,7 +88,7 @@ func NTLMAuthenticate(ch Challenge, user, domain string, ntHash [16]byte) (msg, 
 	}
 	fields := [][]byte{
 		make([]byte, 24), // LmChallengeResponse: Z(24) with NTLMv2 and a timestamp
-		nt, utf16le(domain), utf16le(user), nil, encKey,
+		nt, unicode(domain), unicode(user), nil, encKey,
 	}
 	size := authenticateFixedSize
 	for _, f := range fields {

@@ -11,8 +11,8 @@ import (
 // 4.2.4.2.3 (EncryptedRandomSessionKey).
 func TestInitiatorNTLMv2Vectors(t *testing.T) {
 	var av []byte
-	av = appendAVPair(av, avNbDomainName, utf16le("Domain"))
-	av = appendAVPair(av, avNbComputerName, utf16le("Server"))
+	av = appendAVPair(av, avNbDomainName, unicode("Domain"))
+	av = appendAVPair(av, avNbComputerName, unicode("Server"))
 	av = appendAVPair(av, avEOL, nil)
 	server := [8]byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}
 	client := [8]byte{0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa}

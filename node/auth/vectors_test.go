@@ -27,8 +27,8 @@ var (
 // the AV pairs NbDomainName "Domain", NbComputerName "Server".
 func specTemp() []byte {
 	var av []byte
-	av = appendAVPair(av, avNbDomainName, utf16le("Domain"))
-	av = appendAVPair(av, avNbComputerName, utf16le("Server"))
+	av = appendAVPair(av, avNbDomainName, unicode("Domain"))
+	av = appendAVPair(av, avNbComputerName, unicode("Server"))
 	av = appendAVPair(av, avEOL, nil)
 	temp := []byte{1, 1, 0, 0, 0, 0, 0, 0}
 	temp = append(temp, make([]byte, 8)...) // Time
@@ -71,7 +71,7 @@ func TestGSSWrapExVector(t *testing.T) {
 	if want := unhex(t, "4788dc861b4782f35d43fd98fe1a2d39"); !bytes.Equal(gk, want) {
 		t.Errorf("SIGNKEY = %x, want %x", gk, want)
 	}
-	plain := utf16le("Plaintext")
+	plain := unicode("Plaintext")
 	seal, _ := rc4.NewCipher(sk)
 	data := make([]byte, len(plain))
 	seal.XORKeyStream(data, plain)

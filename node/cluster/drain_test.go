@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	"google.golang.org/protobuf/proto"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/server"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	clientv3 "go.etcd.io/etcd/client/v3"

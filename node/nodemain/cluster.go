@@ -206,6 +206,7 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 		if t.notify != nil {
 			disk.SetClusterNotify(t.notify)
 		}
+		disk.SetResumeKeys(t.resume)
 		sh.Backend = disk
 		t.mu.Lock()
 		t.closers[sh] = fsys.Close

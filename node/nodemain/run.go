@@ -212,6 +212,7 @@ type shareTable struct {
 	opens  state.Files
 	locks  state.Locks
 	notify share.ClusterNotify // nil on a single node
+	resume *share.ResumeKeys   // one per node: a copy may take its source from another share
 	log    *slog.Logger
 
 	mu      sync.RWMutex
@@ -240,7 +241,7 @@ func (t *shareTable) List() []*server.Share {
 // reach per-file state and other nodes' watches through coh.
 func openShares(cfg *Config, log *slog.Logger, coh *coherence) (*shareTable, func(), error) {
 	// One per node: shares over the same files share it.
-	t := &shareTable{opens: coh.files, locks: coh.locks, notify: coh.notify, log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
+	t := &shareTable{opens: coh.files, locks: coh.locks, notify: coh.notify, resume: share.NewResumeKeys(), log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {
@@ -260,6 +261,7 @@ func openShares(cfg *Config, log *slog.Logger, coh *coherence) (*shareTable, fun
 		if t.notify != nil {
 			disk.SetClusterNotify(t.notify)
 		}
+		disk.SetResumeKeys(t.resume)
 		t.shares[strings.ToLower(sc.Name)] = &server.Share{
 			Name: sc.Name, Comment: sc.Comment, Path: sc.Path, ReadOnly: sc.ReadOnly, Encrypt: sc.Encrypt,
 			Backend: disk,

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 

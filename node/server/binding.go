@@ -151,16 +151,15 @@ func (c *conn) bindStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		c.dropChannel(s)
 		return nil, bindRefused(smb2.StatusAccessDenied, "another user than the session's")
 	}
-	keys := signing.SessionKeys(s.Dialect, s.Cipher, res.SessionKey, ch.preauth[:])
 	// The channel signs with its connection's algorithm ([MS-SMB2] 3.3.5.5.3:
 	// Channel.SigningKey; 3.1.4.1 picks the algorithm by Connection).
-	signer, err := signing.NewSigner(c.signingAlg, keys.Signing)
+	sc, err := signing.NewSession(signing.Server, s.Dialect, s.Cipher, c.signingAlg, res.SessionKey, ch.preauth[:])
 	if err != nil {
 		c.dropChannel(s)
 		return nil, err
 	}
 	s.mu.Lock()
-	ch.auth, ch.signer, ch.binding = nil, signer, false
+	ch.auth, ch.signer, ch.binding = nil, sc.Signer, false
 	s.mu.Unlock()
 	c.authenticated() // limits.go
 	// The final response is signed with the new channel key.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/auth"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 

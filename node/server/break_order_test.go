@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/server"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 )
@@ -46,7 +46,7 @@ func TestRenameBreakBeforeLaterCreate(t *testing.T) {
 	ch.Command, ch.MessageID = smb2.CmdCreate, sh.MessageID+1
 	released := make(chan struct{})
 	release := sync.OnceFunc(func() { close(released) })
-	server.SetOrderHooks(t, server.OrderHooks{
+	srv.SetOrderHooks(t, server.OrderHooks{
 		OpenResolved: func(mid uint64) {
 			if mid == sh.MessageID {
 				<-released
@@ -136,7 +136,7 @@ func TestBreakToLostConnectionWaitsForTeardown(t *testing.T) {
 	hold := make(chan struct{})
 	release := sync.OnceFunc(func() { close(hold) })
 	var first atomic.Bool
-	server.SetOrderHooks(t, server.OrderHooks{Lost: func() {
+	srv.SetOrderHooks(t, server.OrderHooks{Lost: func() {
 		if first.CompareAndSwap(false, true) {
 			close(lost)
 			<-hold

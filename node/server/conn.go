@@ -215,7 +215,7 @@ func (c *conn) serve() {
 	}
 	c.close()
 	c.wg.Wait() // request goroutines finish (their contexts are cancelled)
-	beforeTeardown()
+	c.srv.beforeTeardown()
 	c.teardown()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		log.Info("connection closed", "err", err)

@@ -5,8 +5,10 @@
 // writes the responses.
 //
 // The shape follows net/http: an exported Server with Serve and Shutdown, an
-// unexported conn per connection with its own read loop, one writer goroutine
-// and per-request goroutines bounded by the credits granted. Shutdown is
+// unexported conn per connection with its own read loop and per-request
+// goroutines bounded by the credits granted. There is no writer goroutine:
+// whoever made a response writes it under the connection's write lock
+// (conn.wmu), the reader batching its own small ones. Shutdown is
 // graceful: connections stop reading, the requests read are answered, then
 // each connection ends with a FIN; Close is the forcible path.
 //
@@ -14,7 +16,11 @@
 // signed? encrypted? credits?) is made here, once, before a handler runs;
 // handlers receive a resolved *Request and return a response or an error.
 //
-// Lock order (outermost first): Server.mu → Session.mu → conn.mu, and
-// Tree.mu innermost (admitOpen takes it under the first two). Nothing is
-// called on the network, the disk or etcd while one of these is held.
+// Lock order (outermost first; docs/ARCHITECTURE.md says the same):
+// Server.mu → Session.mu → Tree.mu (admitOpen takes all three), and
+// conn.wmu → conn.mu (a failed write closes the connection). conn.mu and
+// Open.mu are leaves: nothing is locked under them. The state package's
+// table lock is a leaf too. Nothing is called on the disk or etcd while
+// one of these is held, nor on the network but under conn.wmu, which
+// exists to serialize the socket's writes.
 package server

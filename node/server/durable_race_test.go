@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/server"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 
@@ -22,7 +22,7 @@ func TestDurableReconnectBeforeTeardown(t *testing.T) {
 	var once, released sync.Once
 	free := func() { released.Do(func() { close(release) }) }
 	t.Cleanup(free) // before the server's shutdown, which the held teardown would block
-	server.SetOrderHooks(t, server.OrderHooks{
+	srv.SetOrderHooks(t, server.OrderHooks{
 		Lost: func() {
 			once.Do(func() { // only the connection the test cuts
 				close(lost)

@@ -92,7 +92,7 @@ func (s *Server) waitDetach(r *Request, o *Open, deadline time.Time) bool {
 	}
 	ch := s.dur.detached
 	s.mu.Unlock()
-	waitingForDetach() // order.go: a test hook
+	s.waitingForDetach() // order.go: a test hook
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	ok := true

@@ -11,10 +11,10 @@ type OrderHooks struct {
 	DetachWait   func()           // a durable reconnect waits for a dead connection's teardown
 }
 
-// SetOrderHooks installs h until the test ends.
-func SetOrderHooks(tb testing.TB, h OrderHooks) {
-	testHooks.Store(&orderHooks{openResolved: h.OpenResolved, awaiting: h.Awaiting, lost: h.Lost, detachWait: h.DetachWait})
-	tb.Cleanup(func() { testHooks.Store(nil) })
+// SetOrderHooks installs h on the server until the test ends.
+func (s *Server) SetOrderHooks(tb testing.TB, h OrderHooks) {
+	s.hooks.Store(&orderHooks{openResolved: h.OpenResolved, awaiting: h.Awaiting, lost: h.Lost, detachWait: h.DetachWait})
+	tb.Cleanup(func() { s.hooks.Store(nil) })
 }
 
 // Stopping reports whether Shutdown or Close has reached every connection:

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 )

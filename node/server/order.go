@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
@@ -76,7 +75,7 @@ func (c *conn) settle(mid uint64) {
 		p.settle()
 	}
 	c.mu.Unlock()
-	if h := testHooks.Load(); h != nil && h.openResolved != nil {
+	if h := c.srv.hooks.Load(); h != nil && h.openResolved != nil {
 		h.openResolved(mid)
 	}
 }
@@ -124,7 +123,7 @@ func (c *conn) awaitEarlierOf(ctx context.Context, mid uint64, match func(*pendi
 		}
 	}
 	c.mu.Unlock()
-	if h := testHooks.Load(); h != nil && h.awaiting != nil && len(wait) > 0 {
+	if h := c.srv.hooks.Load(); h != nil && h.awaiting != nil && len(wait) > 0 {
 		h.awaiting(mid)
 	}
 	for _, ch := range wait {
@@ -137,7 +136,8 @@ func (c *conn) awaitEarlierOf(ctx context.Context, mid uint64, match func(*pendi
 }
 
 // orderHooks let tests stop a request or a teardown at the points where
-// the orderings above are decided (export_test.go); nil in production.
+// the orderings above are decided (Server.hooks, set by export_test.go);
+// nil in production.
 type orderHooks struct {
 	openResolved func(mid uint64) // request mid resolved its open, before its handler
 	awaiting     func(mid uint64) // request mid is about to wait for earlier ones
@@ -145,18 +145,16 @@ type orderHooks struct {
 	detachWait   func()           // a durable reconnect waits for a teardown (durable_reconnect.go)
 }
 
-var testHooks atomic.Pointer[orderHooks]
-
 // beforeTeardown runs the test hook of a lost connection, if any.
-func beforeTeardown() {
-	if h := testHooks.Load(); h != nil && h.lost != nil {
+func (s *Server) beforeTeardown() {
+	if h := s.hooks.Load(); h != nil && h.lost != nil {
 		h.lost()
 	}
 }
 
 // waitingForDetach runs the test hook of a reconnect about to wait.
-func waitingForDetach() {
-	if h := testHooks.Load(); h != nil && h.detachWait != nil {
+func (s *Server) waitingForDetach() {
+	if h := s.hooks.Load(); h != nil && h.detachWait != nil {
 		h.detachWait()
 	}
 }

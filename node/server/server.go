@@ -45,6 +45,8 @@ type Server struct {
 
 	dur    durables // durable opens and their records (durable.go)
 	replay replays  // DH2Q CREATEs in progress and done (replay.go)
+
+	hooks atomic.Pointer[orderHooks] // tests only (order.go); nil in production
 }
 
 // Offloaded counts the requests the connections' readers handed to

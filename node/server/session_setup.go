@@ -199,7 +199,7 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		}
 	}
 	c.srv.log.Info("session established", "remote", c.remote, "user", s.User, "session", s.ID,
-		"dialect", dialectString(c.dialect), "signing", s.SigningRequired, "encrypt", s.EncryptData)
+		"dialect", smb2.DialectName(c.dialect), "signing", s.SigningRequired, "encrypt", s.EncryptData)
 	return resp, nil
 }
 
@@ -270,14 +270,12 @@ func (c *conn) completeSession(s *Session, ch *channel, res auth.Result, req *sm
 		key := make([]byte, 16)
 		copy(key, res.SessionKey)
 		s.SessionKey = key
-		if err := s.deriveKeys(res.SessionKey, ch.preauth[:]); err != nil {
-			return err
-		}
-		signer, err := signing.NewSigner(s.SigningAlg, s.Keys.Signing)
+		sc, err := signing.NewSession(signing.Server, s.Dialect, s.Cipher, s.SigningAlg, res.SessionKey, ch.preauth[:])
 		if err != nil {
 			return err
 		}
-		ch.signer = signer
+		s.Keys, s.encrypter, s.decrypter, s.nonces = sc.Keys, sc.Encrypter, sc.Decrypter, sc.Nonces
+		ch.signer = sc.Signer
 	}
 	wantEncrypt := cfg.Encryption != EncryptOff
 	if wantEncrypt && keyed && s.encrypter != nil {
@@ -291,24 +289,6 @@ func (c *conn) completeSession(s *Session, ch *channel, res auth.Result, req *sm
 	return nil
 }
 
-// deriveKeys sets the session's signing and encryption keys from the
-// authentication's session key ([MS-SMB2] 3.3.5.5.3).
-func (s *Session) deriveKeys(fullKey, preauth []byte) error {
-	s.Keys = signing.SessionKeys(s.Dialect, s.Cipher, fullKey, preauth)
-	if s.Dialect < smb2.Dialect300 || s.Cipher == 0 {
-		return nil
-	}
-	var err error
-	if s.encrypter, err = signing.NewCipher(s.Cipher, s.Keys.ServerOut); err != nil {
-		return err
-	}
-	if s.decrypter, err = signing.NewCipher(s.Cipher, s.Keys.ServerIn); err != nil {
-		return err
-	}
-	s.nonces = signing.NewNonceSource()
-	return nil
-}
-
 // serveLogoff handles SMB2 LOGOFF ([MS-SMB2] 3.3.5.6).
 func (c *conn) serveLogoff(r *Request) (Response, error) {
 	if err := (&smb2.LogoffRequest{}).Decode(r.Msg); err != nil {
@@ -319,20 +299,4 @@ func (c *conn) serveLogoff(r *Request) (Response, error) {
 	// and Samba (smbtorture smb2.durable-open.reopen4).
 	c.srv.endSession(r.Session, true)
 	return &smb2.LogoffResponse{}, nil
-}
-
-func dialectString(d uint16) string {
-	switch d {
-	case smb2.Dialect202:
-		return "2.0.2"
-	case smb2.Dialect210:
-		return "2.1"
-	case smb2.Dialect300:
-		return "3.0"
-	case smb2.Dialect302:
-		return "3.0.2"
-	case smb2.Dialect311:
-		return "3.1.1"
-	}
-	return "unknown"
 }

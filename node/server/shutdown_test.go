@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/server"
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 
@@ -56,7 +56,7 @@ func testShutdownAnswersInFlight(t *testing.T, size int) {
 	hdr := c.Header(smb2.CmdWrite)
 	hdr.CreditCharge = c.Charge(size)
 	entered, release := make(chan struct{}), make(chan struct{})
-	server.SetOrderHooks(t, server.OrderHooks{OpenResolved: func(mid uint64) {
+	srv.SetOrderHooks(t, server.OrderHooks{OpenResolved: func(mid uint64) {
 		if mid == hdr.MessageID {
 			close(entered)
 			<-release

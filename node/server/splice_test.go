@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 

@@ -2,6 +2,7 @@ package share
 
 import (
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -17,6 +18,8 @@ const (
 
 // Disk is the Backend of one disk share.
 type Disk struct {
+	resume atomic.Pointer[ResumeKeys] // FSCTL_SRV_REQUEST_RESUME_KEY's keys (resumekey.go)
+
 	// Immutable.
 	name     string
 	fs       vfs.FS

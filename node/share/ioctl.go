@@ -1,15 +1,10 @@
 package share
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"io"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
-	"weak"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -75,84 +70,14 @@ func (o *open) enumerateSnapshots(req *smb2.IoctlRequest) (server.Response, erro
 	return encodeOut(req, a), nil
 }
 
-// resumeKeys maps the resume keys handed out by FSCTL_SRV_REQUEST_RESUME_KEY
-// to their opens, and opens to their key. Entries hold the open weakly
-// and go away when it is collected.
-var resumeKeys struct {
-	mu     sync.Mutex
-	byKey  map[[24]byte]resumeEntry
-	byOpen map[weak.Pointer[open]][24]byte
-	live   atomic.Int64 // len(byKey), read without mu
-}
-
-type resumeEntry struct {
-	open    weak.Pointer[open]
-	session *server.Session
-}
-
 // requestResumeKey answers FSCTL_SRV_REQUEST_RESUME_KEY with the open's
 // key, made on first use ([MS-SMB2] 3.3.5.15.5).
 func (o *open) requestResumeKey(r *server.Request, req *smb2.IoctlRequest) (server.Response, error) {
-	resp := &fscc.ResumeKeyResponse{ResumeKey: o.resumeKey(r.Session)}
+	resp := &fscc.ResumeKeyResponse{ResumeKey: o.d.resumeKeys().key(o, r.Session)}
 	if uint64(resp.Size()) > uint64(req.MaxOutputResponse) {
 		return nil, smb2.StatusInvalidParameter
 	}
 	return encodeOut(req, resp), nil
-}
-
-func (o *open) resumeKey(s *server.Session) [24]byte {
-	wp := weak.Make(o)
-	resumeKeys.mu.Lock()
-	defer resumeKeys.mu.Unlock()
-	if k, ok := resumeKeys.byOpen[wp]; ok {
-		return k
-	}
-	var k [24]byte
-	rand.Read(k[:])
-	if resumeKeys.byKey == nil {
-		resumeKeys.byKey = map[[24]byte]resumeEntry{}
-		resumeKeys.byOpen = map[weak.Pointer[open]][24]byte{}
-	}
-	resumeKeys.byKey[k] = resumeEntry{open: wp, session: s}
-	resumeKeys.byOpen[wp] = k
-	resumeKeys.live.Add(1)
-	runtime.AddCleanup(o, forgetResumeKey, k)
-	return k
-}
-
-// forgetResumeKeyOf drops the resume key of an open being closed: a
-// closed source is not found ([MS-SMB2] 3.3.5.15.6).
-func forgetResumeKeyOf(o *open) {
-	if resumeKeys.live.Load() == 0 {
-		return // the common case: no keys, no lock on the CLOSE path
-	}
-	resumeKeys.mu.Lock()
-	k, ok := resumeKeys.byOpen[weak.Make(o)]
-	resumeKeys.mu.Unlock()
-	if ok {
-		forgetResumeKey(k)
-	}
-}
-
-func forgetResumeKey(k [24]byte) {
-	resumeKeys.mu.Lock()
-	defer resumeKeys.mu.Unlock()
-	if e, ok := resumeKeys.byKey[k]; ok {
-		delete(resumeKeys.byOpen, e.open)
-		delete(resumeKeys.byKey, k)
-		resumeKeys.live.Add(-1)
-	}
-}
-
-// lookupResumeKey finds the open of a resume key handed to session s.
-func lookupResumeKey(k [24]byte, s *server.Session) *open {
-	resumeKeys.mu.Lock()
-	e, ok := resumeKeys.byKey[k]
-	resumeKeys.mu.Unlock()
-	if !ok || e.session != s {
-		return nil
-	}
-	return e.open.Value()
 }
 
 // copychunkLimits is the SRV_COPYCHUNK_RESPONSE that reports the server's
@@ -181,7 +106,7 @@ func (o *open) copychunk(r *server.Request, req *smb2.IoctlRequest) (server.Resp
 		req.CtlCode == smb2.FsctlSrvCopyChunk && o.access&smb2.FileReadData == 0 {
 		return nil, smb2.StatusAccessDenied
 	}
-	src := lookupResumeKey(cc.SourceKey, r.Session)
+	src := o.d.resumeKeys().lookup(cc.SourceKey, r.Session)
 	if src == nil {
 		return nil, smb2.StatusObjectNameNotFound
 	}

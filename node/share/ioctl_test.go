@@ -191,3 +191,28 @@ func FuzzIoctl(f *testing.F) {
 		ioctl(o, nil, code, in, max)
 	})
 }
+
+// TestCopychunkAcrossShares: shares given one ResumeKeys (as a node's
+// are) copy from each other's opens; shares that were given none keep
+// their keys to themselves, so that tests with their own disks never see
+// each other's keys.
+func TestCopychunkAcrossShares(t *testing.T) {
+	keys := NewResumeKeys()
+	d1, d2, other := infoDisk(t), infoDisk(t), infoDisk(t)
+	d1.SetResumeKeys(keys)
+	d2.SetResumeKeys(keys)
+	sess := &server.Session{ID: 1}
+	src := infoOpen(t, d1, "src", false, 0)
+	src.f.WriteAt([]byte("across shares"), 0)
+	dst := infoOpen(t, d2, "dst", false, 0)
+	cc := &fscc.CopychunkCopy{SourceKey: resumeKeyOf(t, src, sess), Chunks: []fscc.Chunk{{Length: 13}}}
+	_, err := ioctl(dst, sess, smb2.FsctlSrvCopyChunkWrite, encode(cc), 12)
+	wantStatus(t, err, 0)
+	got := make([]byte, 13)
+	if dst.f.ReadAt(got, 0); string(got) != "across shares" {
+		t.Fatalf("copied %q", got)
+	}
+	alone := infoOpen(t, other, "dst", false, 0)
+	_, err = ioctl(alone, sess, smb2.FsctlSrvCopyChunkWrite, encode(cc), 12)
+	wantStatus(t, err, smb2.StatusObjectNameNotFound)
+}

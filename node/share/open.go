@@ -124,7 +124,9 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	if postQuery && !del {
 		resp = o.closeAttributes()
 	}
-	forgetResumeKeyOf(o)
+	if k := o.d.resume.Load(); k != nil {
+		k.forgetOpen(o)
+	}
 	o.mu.Lock()
 	if o.watch != nil {
 		o.d.notify.remove(o.watch)

@@ -3,7 +3,7 @@ package share_test
 import (
 	"testing"
 
-	"github.com/smbcluster/smbcluster/node/server/servertest"
+	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 )
@@ -61,4 +61,41 @@ func TestFsctlsRespectLocks(t *testing.T) {
 	wantLock(t, "copy beside the lock", statusOf(copyChunk(src, bob.fid, 0, 300)), smb2.StatusSuccess)
 	wantLock(t, "copy out of the lock", statusOf(copyChunk(bob.fid, src, 120, 0)), smb2.StatusFileLockConflict)
 	wantLock(t, "copy from beside the lock", statusOf(copyChunk(bob.fid, src, 300, 0)), smb2.StatusSuccess)
+}
+
+// TestCopychunkAcrossServedShares: a server-side copy takes its source
+// from another share of the server, as on a node, whose disks share one
+// resume key table (smbtorture smb2.ioctl.copy_chunk_across_shares).
+func TestCopychunkAcrossServedShares(t *testing.T) {
+	srv := servertest.Start(t, servertest.Options{DiskRoot: t.TempDir()})
+	c := servertest.Connect(t, srv.Addr, servertest.Alice, servertest.AlicePassword, servertest.ShareName)
+	src, err := c.Create("src.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(src, 0, []byte("from the other share")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Ioctl(smb2.FsctlSrvRequestResumeKey, src, nil, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k fscc.ResumeKeyResponse
+	if err := k.Decode(out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TreeConnect(servertest.DiskShareName); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := c.Create("dst.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &fscc.CopychunkCopy{SourceKey: k.ResumeKey, Chunks: []fscc.Chunk{{Length: 20}}}
+	if _, err := c.Ioctl(smb2.FsctlSrvCopyChunkWrite, dst, encodeFsctl(cc), 12); err != nil {
+		t.Fatalf("copy across shares: %v", err)
+	}
+	if got, err := c.Read(dst, 0, 20); err != nil || string(got) != "from the other share" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
 }

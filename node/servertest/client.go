@@ -81,42 +81,12 @@ func (c *Conn) Negotiate(dialects ...uint16) error {
 		c.tb.Fatalf("servertest: NEGOTIATE response: %v", err)
 	}
 	c.Dialect = resp.DialectRevision
-	switch {
-	case c.Dialect < smb2.Dialect300:
-		c.SigningAlg = signing.HMACSHA256
-	case c.Dialect < smb2.Dialect311:
-		c.SigningAlg = signing.AESCMAC
-		if resp.Capabilities&smb2.CapEncryption != 0 {
-			c.Cipher = signing.AES128CCM
-		}
-	default:
-		c.SigningAlg = signing.AESCMAC
+	if c.SigningAlg, c.Cipher, err = resp.Negotiated(); err != nil {
+		c.tb.Fatalf("servertest: NEGOTIATE response: %v", err)
+	}
+	if c.Dialect >= smb2.Dialect311 {
 		c.preauth.Update(sent)
 		c.preauth.Update(pdus[0])
-		if err := c.negotiated311(resp); err != nil {
-			c.tb.Fatal(err)
-		}
-	}
-	return nil
-}
-
-// negotiated311 reads the cipher and signing algorithm of a 3.1.1 response.
-func (c *Conn) negotiated311(resp *smb2.NegotiateResponse) error {
-	for _, nc := range resp.Contexts {
-		switch nc.Type {
-		case smb2.EncryptionCapabilities:
-			var e smb2.EncryptionCaps
-			if e.Decode(nc.Data) != nil || len(e.Ciphers) != 1 {
-				return fmt.Errorf("servertest: bad encryption context %x", nc.Data)
-			}
-			c.Cipher = e.Ciphers[0]
-		case smb2.SigningCapabilities:
-			var s smb2.SigningCaps
-			if s.Decode(nc.Data) != nil || len(s.Algorithms) != 1 {
-				return fmt.Errorf("servertest: bad signing context %x", nc.Data)
-			}
-			c.SigningAlg = s.Algorithms[0]
-		}
 	}
 	return nil
 }
@@ -235,11 +205,11 @@ func (c *Conn) finishSetup(h smb2.Header, pdu, key []byte, preauth signing.Preau
 	if err := resp.Decode(pdu); err != nil {
 		c.tb.Fatalf("servertest: SESSION_SETUP response: %v", err)
 	}
-	keys := signing.SessionKeys(c.Dialect, c.Cipher, key, preauth[:])
-	signer, err := signing.NewSigner(c.SigningAlg, keys.Signing)
+	sc, err := signing.NewSession(signing.Client, c.Dialect, c.Cipher, c.SigningAlg, key, preauth[:])
 	if err != nil {
 		c.tb.Fatal(err)
 	}
+	signer := sc.Signer
 	if h.Flags&smb2.FlagSigned != 0 && !signer.Verify(pdu) {
 		return nil, nil, fmt.Errorf("%w: final SESSION_SETUP", ErrBadSignature)
 	}
@@ -249,16 +219,8 @@ func (c *Conn) finishSetup(h smb2.Header, pdu, key []byte, preauth signing.Preau
 	if bind != nil {
 		return bind, signer, nil
 	}
-	s := &Session{ID: h.SessionID, Dialect: c.Dialect, Cipher: c.Cipher, SigningAlg: c.SigningAlg, Key: key, Keys: keys, Flags: resp.SessionFlags}
-	if c.Cipher != 0 && c.Dialect >= smb2.Dialect300 {
-		if s.enc, err = signing.NewCipher(c.Cipher, keys.ServerIn); err != nil {
-			c.tb.Fatal(err)
-		}
-		if s.dec, err = signing.NewCipher(c.Cipher, keys.ServerOut); err != nil {
-			c.tb.Fatal(err)
-		}
-		s.nonces = signing.NewNonceSource()
-	}
+	s := &Session{ID: h.SessionID, Dialect: c.Dialect, Cipher: c.Cipher, SigningAlg: c.SigningAlg, Key: key, Keys: sc.Keys, Flags: resp.SessionFlags,
+		enc: sc.Encrypter, dec: sc.Decrypter, nonces: sc.Nonces}
 	return s, signer, nil
 }
 
@@ -272,15 +234,7 @@ func sessionSigner(s *Session) signing.Signer {
 }
 
 // DialectName is the dotted name of a dialect.
-func DialectName(d uint16) string {
-	switch d {
-	case smb2.Dialect210:
-		return "2.1"
-	case smb2.Dialect300:
-		return "3.0"
-	}
-	return fmt.Sprintf("%d.%d.%d", d>>8, d>>4&0xf, d&0xf)
-}
+func DialectName(d uint16) string { return smb2.DialectName(d) }
 
 // Connect dials addr, negotiates dialects (all when none), authenticates
 // user and connects to share; any failure fails the test.

@@ -14,6 +14,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
+	"github.com/smbcluster/smbcluster/node/vfs"
 	"github.com/smbcluster/smbcluster/node/vfs/memfs"
 	"github.com/smbcluster/smbcluster/node/vfs/osfs"
 	"github.com/smbcluster/smbcluster/node/vfs/vfstest"
@@ -86,17 +87,23 @@ func Start(tb testing.TB, opts Options) *Server {
 	rec := &Recorder{tb: tb, logf: opts.Logf}
 	rec.init()
 	log := slog.New(rec)
-	disk := share.NewDisk(ShareName, tr.FS(), false, log)
+	resume := share.NewResumeKeys() // one per server, as on a node
+	newDisk := func(name string, fsys vfs.FS) *share.Disk {
+		d := share.NewDisk(name, fsys, false, log)
+		d.SetResumeKeys(resume)
+		return d
+	}
+	disk := newDisk(ShareName, tr.FS())
 	shares := shareTable{
 		ShareName:    {Name: ShareName, Backend: disk},
-		EncShareName: {Name: EncShareName, Encrypt: true, Backend: share.NewDisk(EncShareName, tr.FS(), false, log)},
+		EncShareName: {Name: EncShareName, Encrypt: true, Backend: newDisk(EncShareName, tr.FS())},
 	}
 	if opts.DiskRoot != "" {
 		dfs, err := osfs.New(opts.DiskRoot)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		shares[DiskShareName] = &server.Share{Name: DiskShareName, Backend: share.NewDisk(DiskShareName, dfs, false, log)}
+		shares[DiskShareName] = &server.Share{Name: DiskShareName, Backend: newDisk(DiskShareName, dfs)}
 	}
 	cfg := server.Config{
 		ServerName:      "TESTSRV",
