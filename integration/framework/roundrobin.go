@@ -86,6 +86,14 @@ func (f *RoundRobin) Placed() []int {
 	return append([]int(nil), f.placed...)
 }
 
+// Rewind makes the next connection go to the first backend again, so that
+// a client's connections land on the same backends whatever came before.
+func (f *RoundRobin) Rewind() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next = 0
+}
+
 // Close stops accepting, closes every forwarded connection on both sides
 // and returns once every goroutine of the forwarder has ended.
 func (f *RoundRobin) Close() error {

@@ -88,6 +88,12 @@ func TestRoundRobinAlternates(t *testing.T) {
 	if p := f.Placed(); !slices.Equal(p, []int{3, 2, 2}) {
 		t.Errorf("Placed() = %v, want [3 2 2]", p)
 	}
+	f.Rewind()
+	c := dial(t, f)
+	io.WriteString(c, "after rewind\n")
+	if b, err := io.ReadAll(c); err != nil || string(b) != "backend0 got after rewind\n" {
+		t.Errorf("after Rewind: %q %v, want backend0's answer", b, err)
+	}
 }
 
 // TestRoundRobinHalfClose: the client's end of stream reaches the backend

@@ -30,15 +30,21 @@ const (
 	clusterDeadline = 60 * time.Second
 )
 
-// target is a server smbtorture runs against: where it connects, per slot
-// a share and the directory behind it, and the tests expected to fail.
+// target is a server smbtorture runs against: per slot where it connects,
+// a share and the directory behind it; and the tests expected to fail.
 type target struct {
+	slots []slot
+	users map[string]string // alice and bob
+	known map[string]knownFail
+}
+
+// slot is where one worker's tests run, one at a time.
+type slot struct {
 	host   string
 	port   int
-	users  map[string]string // alice and bob
-	shares []string          // one per slot
-	dirs   []string          // the directory behind shares[i]
-	known  map[string]knownFail
+	share  string
+	dir    string // the directory behind share
+	before func() // if set, called before each test
 }
 
 // knownFail is an expected failure: its reason and the list it is in.
@@ -75,20 +81,21 @@ func TestTorture(t *testing.T) {
 		opts.Shares = append(opts.Shares, framework.Share{Name: fmt.Sprintf("torture%d", i)})
 	}
 	n := framework.Start(t, opts)
-	tg := target{host: n.Host, port: n.Port, users: n.Users, known: readKnown(t, "knownfail.txt")}
+	tg := target{users: n.Users, known: readKnown(t, "knownfail.txt")}
 	for _, s := range opts.Shares {
-		tg.shares = append(tg.shares, s.Name)
-		tg.dirs = append(tg.dirs, n.SharePath(s.Name))
+		tg.slots = append(tg.slots, slot{host: n.Host, port: n.Port, share: s.Name, dir: n.SharePath(s.Name)})
 	}
 	runAll(t, bin, tg, allow)
 }
 
 // TestTortureCluster runs the same allowlist against a cluster of three
-// nodes serving the same directories, through a round-robin forwarder:
+// nodes serving the same directories, through round-robin forwarders:
 // each new TCP connection of a test lands on the next node, so a test that
 // opens a second connection meets the first one's opens, locks, oplocks
-// and notifies from another node. Tests expected to fail only across nodes
-// are in cluster-knownfail.txt.
+// and notifies from another node. Each slot has its own forwarder,
+// rewound before each test: a test's k-th connection always goes to node
+// k mod 3, whatever runs beside it. Tests expected to fail only across
+// nodes are in cluster-knownfail.txt.
 func TestTortureCluster(t *testing.T) {
 	bin, allow := torturePrelude(t)
 	if target := os.Getenv(framework.EnvTarget); target != "" && target != "node" {
@@ -103,72 +110,86 @@ func TestTortureCluster(t *testing.T) {
 	for _, u := range sortedKeys(tg.users) {
 		c.MustSMBCtl(t, "user", "add", u, "--password", tg.users[u])
 	}
+	var backends []string
+	for _, n := range c.Nodes {
+		backends = append(backends, n.Addr)
+	}
+	var forwarders []*framework.RoundRobin
 	for i := range parallel {
 		name, dir := fmt.Sprintf("torture%d", i), t.TempDir()
 		c.MustSMBCtl(t, "share", "add", name, dir)
-		tg.shares, tg.dirs = append(tg.shares, name), append(tg.dirs, dir)
+		f := framework.StartRoundRobin(t, backends...)
+		forwarders = append(forwarders, f)
+		tg.slots = append(tg.slots, slot{host: f.Addr().IP.String(), port: f.Addr().Port,
+			share: name, dir: dir, before: f.Rewind})
 	}
-	var backends []string
 	for _, n := range c.Nodes {
 		waitServes(t, n, tg)
-		backends = append(backends, n.Addr)
 	}
-	f := framework.StartRoundRobin(t, backends...)
-	tg.host, tg.port = f.Addr().IP.String(), f.Addr().Port
 	runAll(t, bin, tg, allow)
-	t.Logf("connections placed per node: %v", f.Placed())
+	for i, f := range forwarders {
+		t.Logf("slot %d: connections placed per node: %v", i, f.Placed())
+	}
 }
 
 // waitServes waits until node n serves every share of tg to every user.
 func waitServes(t *testing.T, n *framework.ClusterNode, tg target) {
 	t.Helper()
-	for _, share := range tg.shares {
+	for _, s := range tg.slots {
 		for _, u := range sortedKeys(tg.users) {
 			cl := framework.SMBClient{Node: n.Node, User: u, Password: tg.users[u]}
-			framework.WaitFor(t, clusterDeadline, u+" on "+n.Name+"/"+share, func() bool {
-				return cl.Script(t, "", share, "ls").ExitCode == 0
+			framework.WaitFor(t, clusterDeadline, u+" on "+n.Name+"/"+s.share, func() bool {
+				return cl.Script(t, "", s.share, "ls").ExitCode == 0
 			})
 		}
 	}
 }
 
-// runAll runs every test of allow against tg, parallel at a time, each in
-// its own process and slot, and fails t naming every test that did not
-// have its expected outcome.
+// runAll runs every test of allow against tg, each in its own process,
+// one worker per slot, and fails t naming every test
+// that did not have its expected outcome. The workers call t.Run without
+// t.Parallel, so that go test's -parallel limit (GOMAXPROCS) does not
+// serialize TestTorture's and TestTortureCluster's tests with each other.
 func runAll(t *testing.T, bin string, tg target, allow map[string]string) {
-	slots := make(chan int, parallel)
-	for i := range parallel {
-		slots <- i
+	names := make(chan string, len(allow))
+	for _, name := range sortedKeys(allow) {
+		names <- name
 	}
+	close(names)
 	start := time.Now()
 	var mu sync.Mutex
 	var bad []string
+	ran := 0
 	outcomes := map[string]int{} // "SUITE pass", "SUITE fail": how many
 	t.Run("smbtorture", func(t *testing.T) {
-		for _, name := range sortedKeys(allow) {
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				slot := <-slots
-				defer func() { slots <- slot }()
-				passed, msg := runOne(t, bin, tg, slot, name)
-				mu.Lock()
-				defer mu.Unlock()
-				outcome := " fail"
-				if passed {
-					outcome = " pass"
-				}
-				outcomes[suiteOf(name)+outcome]++
-				if msg != "" {
-					bad = append(bad, name+": "+msg)
+		var wg sync.WaitGroup
+		for _, s := range tg.slots {
+			wg.Go(func() {
+				for name := range names {
+					t.Run(name, func(t *testing.T) {
+						passed, msg := runOne(t, bin, tg, s, name)
+						mu.Lock()
+						defer mu.Unlock()
+						ran++
+						outcome := " fail"
+						if passed {
+							outcome = " pass"
+						}
+						outcomes[suiteOf(name)+outcome]++
+						if msg != "" {
+							bad = append(bad, name+": "+msg)
+						}
+					})
 				}
 			})
 		}
+		wg.Wait()
 	})
-	t.Logf("%v for %d tests; pass/fail per suite: %s", time.Since(start).Round(time.Second), len(allow), perSuite(outcomes))
+	t.Logf("%v for %d tests; pass/fail per suite: %s", time.Since(start).Round(time.Second), ran, perSuite(outcomes))
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		t.Errorf("%d of %d allowlisted smbtorture tests did not have the expected outcome:\n\t%s",
-			len(bad), len(allow), strings.Join(bad, "\n\t"))
+		t.Errorf("%d of %d smbtorture tests did not have the expected outcome:\n\t%s",
+			len(bad), ran, strings.Join(bad, "\n\t"))
 	}
 }
 
@@ -196,22 +217,25 @@ func perSuite(outcomes map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// runOne runs one smbtorture test in slot and reports whether it passed,
+// runOne runs one smbtorture test in slot s and reports whether it passed,
 // and "" when that was the expected outcome, or why not.
-func runOne(t *testing.T, bin string, tg target, slot int, name string) (bool, string) {
+func runOne(t *testing.T, bin string, tg target, s slot, name string) (bool, string) {
 	// Each test starts from an empty share, as it would alone: what an
 	// earlier test in this slot left behind (smb2.delete-on-close-perms'
 	// "Existing" tests leave a file whose inherited DACL grants no DELETE
 	// in a directory that grants no FILE_DELETE_CHILD, which READONLY's
 	// deltree then rightly cannot remove) is not this test's business.
-	if err := emptyDir(tg.dirs[slot]); err != nil {
-		t.Fatalf("emptying share %s: %v", tg.shares[slot], err)
+	if err := emptyDir(s.dir); err != nil {
+		t.Fatalf("emptying share %s: %v", s.share, err)
+	}
+	if s.before != nil {
+		s.before()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "//"+tg.host+"/"+tg.shares[slot],
+	cmd := exec.CommandContext(ctx, bin, "//"+s.host+"/"+s.share,
 		"--configfile="+os.DevNull,
-		"-p", strconv.Itoa(tg.port),
+		"-p", strconv.Itoa(s.port),
 		"-U", "alice%"+tg.users["alice"],
 		"--option=torture:user2name=bob",
 		"--option=torture:user2password="+tg.users["bob"],
