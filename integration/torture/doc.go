@@ -17,10 +17,12 @@
 //     smbctl, every node serving the same directories; smbtorture connects
 //     to a framework.RoundRobin forwarder that places each new TCP
 //     connection on the next node in turn, as round-robin DNS or an L4
-//     load balancer would. A test's second connection thus lands on
-//     another node than its first. Tests that fail only across nodes are
-//     in cluster-knownfail.txt (same format, grouped by cause; the aim is
-//     an empty list), and one of them passing fails the run as well.
+//     load balancer would. Each slot has its own forwarder, rewound before
+//     each test, so a test's k-th connection always lands on node k mod 3:
+//     its second connection meets its first one's opens from another node,
+//     the same way on every run. Tests that fail only across nodes are in
+//     cluster-knownfail.txt (same format, grouped by cause; the aim is an
+//     empty list), and one of them passing fails the run as well.
 //
 // Every smbtorture process is killed after testTimeout (a test waiting for
 // a notify that another node never sends hangs) and counted as a failure.
