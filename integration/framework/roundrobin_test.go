@@ -232,3 +232,49 @@ func isTimeout(err error) bool {
 func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "connection reset")
 }
+
+// BenchmarkRoundRobin streams through the forwarder to a backend that
+// discards, to compare with BenchmarkDirect: the forwarder splices, so it
+// should cost little more than the second hop's kernel work.
+func BenchmarkRoundRobin(b *testing.B) { benchmarkStream(b, true) }
+
+// BenchmarkDirect is BenchmarkRoundRobin without the forwarder.
+func BenchmarkDirect(b *testing.B) { benchmarkStream(b, false) }
+
+func benchmarkStream(b *testing.B, forwarded bool) {
+	l, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	addr := l.Addr().(*net.TCPAddr)
+	if forwarded {
+		f, err := NewRoundRobin("127.0.0.1:0", []string{addr.String()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		addr = f.Addr()
+	}
+	c, err := net.DialTCP("tcp", nil, addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 1<<20)
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		if _, err := c.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
