@@ -6,7 +6,10 @@
 // [StartNode] (our smbnode binary, built once per test binary by
 // [BuildNode]) or [StartSamba] (a private smbd on a loopback port with its
 // own smb.conf and state directories). Every server started here is stopped
-// in t.Cleanup.
+// in t.Cleanup. [NewCluster] starts etcd, the coordinator and several
+// nodes; [StartRoundRobin] puts a forwarder in front of them that places
+// each new TCP connection on the next node in turn, as round-robin DNS or
+// an L4 load balancer would.
 //
 // Invariant: a server returned by a Start function accepts TCP connections
 // on Node.Addr, its process belongs to the calling test, and it is gone when

@@ -21,25 +21,58 @@ import (
 func TestMain(m *testing.M) { framework.Main(m) }
 
 const (
-	parallel    = 2                 // smbtorture processes at a time
+	parallel    = 2                 // smbtorture processes at a time, per run
 	testTimeout = 120 * time.Second // per smbtorture process
+	// clusterNodes is the size of TestTortureCluster's cluster.
+	clusterNodes = 3
+	// clusterDeadline bounds the wait for shares and users to reach
+	// every node.
+	clusterDeadline = 60 * time.Second
 )
 
-// TestTorture runs every allowlisted smbtorture test in its own process.
-func TestTorture(t *testing.T) {
+// target is a server smbtorture runs against: per slot where it connects,
+// a share and the directory behind it; and the tests expected to fail.
+type target struct {
+	slots []slot
+	users map[string]string // alice and bob
+	known map[string]knownFail
+}
+
+// slot is where one worker's tests run, one at a time.
+type slot struct {
+	host   string
+	port   int
+	share  string
+	dir    string // the directory behind share
+	before func() // if set, called before each test
+}
+
+// knownFail is an expected failure: its reason and the list it is in.
+type knownFail struct{ reason, file string }
+
+// torturePrelude skips the test under -short and returns the smbtorture
+// binary and the allowlist.
+func torturePrelude(t *testing.T) (string, map[string]string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: skipping smbtorture")
 	}
 	allowPath := "allowlist.txt"
 	if p := os.Getenv("SMBTORTURE_ALLOWLIST"); p != "" {
-		allowPath = p // e.g. to try candidates before adding them
+		allowPath = p // e.g. to try candidates, or to run a subset
 	}
 	allow := readList(t, allowPath)
 	if len(allow) == 0 {
 		t.Skip("allowlist.txt is empty")
 	}
-	known := readList(t, "knownfail.txt")
-	bin := framework.RequireTool(t, "smbtorture")
+	return framework.RequireTool(t, "smbtorture"), allow
+}
+
+// TestTorture runs every allowlisted smbtorture test in its own process
+// against one server.
+func TestTorture(t *testing.T) {
+	bin, allow := torturePrelude(t)
+	t.Parallel() // beside TestTortureCluster
 	opts := framework.Options{Users: map[string]string{
 		"alice": framework.DefaultUsers["alice"],
 		"bob":   framework.DefaultUsers["bob"],
@@ -48,74 +81,186 @@ func TestTorture(t *testing.T) {
 		opts.Shares = append(opts.Shares, framework.Share{Name: fmt.Sprintf("torture%d", i)})
 	}
 	n := framework.Start(t, opts)
-
-	slots := make(chan int, parallel)
-	for i := range parallel {
-		slots <- i
+	tg := target{users: n.Users, known: readKnown(t, "knownfail.txt")}
+	for _, s := range opts.Shares {
+		tg.slots = append(tg.slots, slot{host: n.Host, port: n.Port, share: s.Name, dir: n.SharePath(s.Name)})
 	}
-	var mu sync.Mutex
-	var bad []string
-	t.Run("smbtorture", func(t *testing.T) {
-		for _, name := range sortedKeys(allow) {
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				slot := <-slots
-				defer func() { slots <- slot }()
-				if msg := runOne(t, bin, n, opts.Shares[slot].Name, name, known); msg != "" {
-					mu.Lock()
-					bad = append(bad, name+": "+msg)
-					mu.Unlock()
-				}
-			})
-		}
-	})
-	if len(bad) > 0 {
-		sort.Strings(bad)
-		t.Errorf("%d of %d allowlisted smbtorture tests did not pass:\n\t%s",
-			len(bad), len(allow), strings.Join(bad, "\n\t"))
+	runAll(t, bin, tg, allow)
+}
+
+// TestTortureCluster runs the same allowlist against a cluster of three
+// nodes serving the same directories, through round-robin forwarders:
+// each new TCP connection of a test lands on the next node, so a test that
+// opens a second connection meets the first one's opens, locks, oplocks
+// and notifies from another node. Each slot has its own forwarder,
+// rewound before each test: a test's k-th connection always goes to node
+// k mod 3, whatever runs beside it. Tests expected to fail only across
+// nodes are in cluster-knownfail.txt.
+func TestTortureCluster(t *testing.T) {
+	bin, allow := torturePrelude(t)
+	if target := os.Getenv(framework.EnvTarget); target != "" && target != "node" {
+		t.Skipf("%s=%s: the cluster run is smbnode's", framework.EnvTarget, target)
+	}
+	t.Parallel() // beside TestTorture
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: clusterNodes})
+	tg := target{
+		users: map[string]string{"alice": framework.DefaultUsers["alice"], "bob": framework.DefaultUsers["bob"]},
+		known: readKnown(t, "knownfail.txt", "cluster-knownfail.txt"),
+	}
+	for _, u := range sortedKeys(tg.users) {
+		c.MustSMBCtl(t, "user", "add", u, "--password", tg.users[u])
+	}
+	var backends []string
+	for _, n := range c.Nodes {
+		backends = append(backends, n.Addr)
+	}
+	var forwarders []*framework.RoundRobin
+	for i := range parallel {
+		name, dir := fmt.Sprintf("torture%d", i), t.TempDir()
+		c.MustSMBCtl(t, "share", "add", name, dir)
+		f := framework.StartRoundRobin(t, backends...)
+		forwarders = append(forwarders, f)
+		tg.slots = append(tg.slots, slot{host: f.Addr().IP.String(), port: f.Addr().Port,
+			share: name, dir: dir, before: f.Rewind})
+	}
+	for _, n := range c.Nodes {
+		waitServes(t, n, tg)
+	}
+	runAll(t, bin, tg, allow)
+	for i, f := range forwarders {
+		t.Logf("slot %d: connections placed per node: %v", i, f.Placed())
 	}
 }
 
-// runOne runs one smbtorture test and returns "" when it had the expected
-// outcome, or why not.
-func runOne(t *testing.T, bin string, n *framework.Node, share, name string, known map[string]string) string {
+// waitServes waits until node n serves every share of tg to every user.
+func waitServes(t *testing.T, n *framework.ClusterNode, tg target) {
+	t.Helper()
+	for _, s := range tg.slots {
+		for _, u := range sortedKeys(tg.users) {
+			cl := framework.SMBClient{Node: n.Node, User: u, Password: tg.users[u]}
+			framework.WaitFor(t, clusterDeadline, u+" on "+n.Name+"/"+s.share, func() bool {
+				return cl.Script(t, "", s.share, "ls").ExitCode == 0
+			})
+		}
+	}
+}
+
+// runAll runs every test of allow against tg, each in its own process,
+// one worker per slot, and fails t naming every test
+// that did not have its expected outcome. The workers call t.Run without
+// t.Parallel, so that go test's -parallel limit (GOMAXPROCS) does not
+// serialize TestTorture's and TestTortureCluster's tests with each other.
+func runAll(t *testing.T, bin string, tg target, allow map[string]string) {
+	names := make(chan string, len(allow))
+	for _, name := range sortedKeys(allow) {
+		names <- name
+	}
+	close(names)
+	start := time.Now()
+	var mu sync.Mutex
+	var bad []string
+	ran := 0
+	outcomes := map[string]int{} // "SUITE pass", "SUITE fail": how many
+	t.Run("smbtorture", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for _, s := range tg.slots {
+			wg.Go(func() {
+				for name := range names {
+					t.Run(name, func(t *testing.T) {
+						passed, msg := runOne(t, bin, tg, s, name)
+						mu.Lock()
+						defer mu.Unlock()
+						ran++
+						outcome := " fail"
+						if passed {
+							outcome = " pass"
+						}
+						outcomes[suiteOf(name)+outcome]++
+						if msg != "" {
+							bad = append(bad, name+": "+msg)
+						}
+					})
+				}
+			})
+		}
+		wg.Wait()
+	})
+	t.Logf("%v for %d tests; pass/fail per suite: %s", time.Since(start).Round(time.Second), ran, perSuite(outcomes))
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		t.Errorf("%d of %d smbtorture tests did not have the expected outcome:\n\t%s",
+			len(bad), ran, strings.Join(bad, "\n\t"))
+	}
+}
+
+// suiteOf returns smb2.SUITE of smb2.SUITE.TEST.
+func suiteOf(name string) string {
+	if i := strings.Index(name, "."); i >= 0 {
+		if j := strings.Index(name[i+1:], "."); j >= 0 {
+			return name[:i+1+j]
+		}
+	}
+	return name
+}
+
+// perSuite formats "SUITE pass" and "SUITE fail" counts as SUITE P/N.
+func perSuite(outcomes map[string]int) string {
+	suites := map[string]bool{}
+	for k := range outcomes {
+		suites[strings.Fields(k)[0]] = true
+	}
+	var parts []string
+	for _, s := range sortedKeys(suites) {
+		p, f := outcomes[s+" pass"], outcomes[s+" fail"]
+		parts = append(parts, fmt.Sprintf("%s %d/%d", s, p, p+f))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// runOne runs one smbtorture test in slot s and reports whether it passed,
+// and "" when that was the expected outcome, or why not.
+func runOne(t *testing.T, bin string, tg target, s slot, name string) (bool, string) {
 	// Each test starts from an empty share, as it would alone: what an
 	// earlier test in this slot left behind (smb2.delete-on-close-perms'
 	// "Existing" tests leave a file whose inherited DACL grants no DELETE
 	// in a directory that grants no FILE_DELETE_CHILD, which READONLY's
 	// deltree then rightly cannot remove) is not this test's business.
-	if err := emptyDir(n.SharePath(share)); err != nil {
-		t.Fatalf("emptying share %s: %v", share, err)
+	if err := emptyDir(s.dir); err != nil {
+		t.Fatalf("emptying share %s: %v", s.share, err)
+	}
+	if s.before != nil {
+		s.before()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "//"+n.Host+"/"+share,
+	cmd := exec.CommandContext(ctx, bin, "//"+s.host+"/"+s.share,
 		"--configfile="+os.DevNull,
-		"-p", strconv.Itoa(n.Port),
-		"-U", "alice%"+n.Users["alice"],
+		"-p", strconv.Itoa(s.port),
+		"-U", "alice%"+tg.users["alice"],
 		"--option=torture:user2name=bob",
-		"--option=torture:user2password="+n.Users["bob"],
+		"--option=torture:user2password="+tg.users["bob"],
 		"--fullname", "--format=subunit",
 		name)
 	cmd.Dir = t.TempDir()
 	cmd.SysProcAttr = framework.OwnGroup()
+	cmd.WaitDelay = 10 * time.Second // after the kill, for the output pipe
 	out, err := cmd.CombinedOutput()
 	res := parseSubunit(string(out), name)
 	passed := err == nil && len(res) > 0 && allSuccess(res)
 	why := summarize(res, err, ctx.Err())
-	reason, isKnown := known[name]
+	known, isKnown := tg.known[name]
 	switch {
 	case passed && isKnown:
-		t.Errorf("unexpected success of known failure (%s): remove it from knownfail.txt", reason)
-		return "unexpected success: remove from knownfail.txt"
+		t.Errorf("unexpected success of known failure (%s): remove it from %s", known.reason, known.file)
+		return true, "unexpected success: remove from " + known.file
 	case passed:
-		return ""
+		return true, ""
 	case isKnown:
-		t.Logf("known failure (%s): %s", reason, why)
-		return ""
+		t.Logf("known failure (%s): %s", known.reason, why)
+		return false, ""
 	}
 	t.Errorf("%s\n%s", why, tail(string(out), 60))
-	return why
+	return false, why
 }
 
 // emptyDir removes everything inside dir, leaving dir itself (the server
@@ -200,7 +345,22 @@ func readList(t *testing.T, path string) map[string]string {
 	return list
 }
 
-func sortedKeys(m map[string]string) []string {
+// readKnown reads expected-failure lists (knownfail.txt format); a name
+// in several keeps the first list's entry.
+func readKnown(t *testing.T, paths ...string) map[string]knownFail {
+	t.Helper()
+	known := map[string]knownFail{}
+	for _, p := range paths {
+		for name, reason := range readList(t, p) {
+			if _, dup := known[name]; !dup {
+				known[name] = knownFail{reason, p}
+			}
+		}
+	}
+	return known
+}
+
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
