@@ -379,9 +379,21 @@ func (r *Router) CheckRename(o *state.Open) (err error) {
 }
 
 // Renamed implements state.Files.
+// At a remote owner, this node's copies of its opens' names follow too:
+// a close names the file as renamed after its entry at the owner is gone.
 func (r *Router) Renamed(key state.FileKey, name string) {
-	r.call(key, func() { r.table.Renamed(key, name) },
+	resp, _ := r.call(key, func() { r.table.Renamed(key, name) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_RENAMED, Key: keyPB(key), Name: name})
+	if resp == nil {
+		return // local: the table renamed this node's opens itself
+	}
+	r.mu.Lock()
+	for _, o := range r.held {
+		if o.Key == key {
+			o.Name = name
+		}
+	}
+	r.mu.Unlock()
 }
 
 // NameOf implements state.Files.
@@ -391,8 +403,10 @@ func (r *Router) NameOf(o *state.Open) (name string) {
 	if resp != nil {
 		return resp.Name
 	}
-	if name == "" {
+	if name == "" { // gone at the owner (closing): this node's copy
+		r.mu.Lock()
 		name = o.Name
+		r.mu.Unlock()
 	}
 	return name
 }

@@ -28,6 +28,7 @@ type NotifySink interface {
 type notifyState struct {
 	sinks  func(share string) (NotifySink, bool)
 	mine   map[uint64]*peerv1.WatchSpec
+	told   map[uint64]chan struct{} // closed once the peers were told of a watch
 	theirs map[string]*nodeWatches
 	out    map[string]*outbox
 	recent []recentChange // recent.go
@@ -60,25 +61,42 @@ func (r *Router) SetNotifySinks(f func(share string) (NotifySink, bool)) {
 	r.mu.Unlock()
 }
 
-// Watch implements share.ClusterNotify: it returns once every live peer
-// knows the watch (or did not answer within the delivery timeout).
+// Watch implements share.ClusterNotify. The peers are told in the
+// background: the watch names the moment it was made, and each peer sends
+// it the changes it made since then when it hears of it (recent.go), so
+// the CHANGE_NOTIFY need not wait for them — a request right behind it on
+// the connection (another watch's, which may answer at once with what it
+// buffered) is not held up.
 func (r *Router) Watch(share string, w state.Watch) uint64 {
 	id := r.next.Add(1)
 	spec := &peerv1.WatchSpec{Id: id, Share: share, Dir: w.Dir, Filter: w.Filter, TreeFilter: w.TreeFilter,
-		Since: time.Now().Add(-recentSlack).UnixNano()}
+		Since: time.Now().UnixNano()}
+	told := make(chan struct{})
 	r.mu.Lock()
 	r.ntf.mine[id] = spec
+	r.ntf.told[id] = told
 	r.mu.Unlock()
-	r.tellWatches(&peerv1.WatchRequest{Add: []*peerv1.WatchSpec{spec}}, "")
+	go func() {
+		defer close(told)
+		r.tellWatches(&peerv1.WatchRequest{Add: []*peerv1.WatchSpec{spec}}, "")
+	}()
 	return id
 }
 
-// Unwatch implements share.ClusterNotify.
+// Unwatch implements share.ClusterNotify; the peers hear of it after they
+// heard of the watch.
 func (r *Router) Unwatch(id uint64) {
 	r.mu.Lock()
 	delete(r.ntf.mine, id)
+	told := r.ntf.told[id]
+	delete(r.ntf.told, id)
 	r.mu.Unlock()
-	go r.tellWatches(&peerv1.WatchRequest{Remove: []uint64{id}}, "")
+	go func() {
+		if told != nil {
+			<-told
+		}
+		r.tellWatches(&peerv1.WatchRequest{Remove: []uint64{id}}, "")
+	}()
 }
 
 // tellWatches sends req to every live peer (only to node, if set), in

@@ -11,17 +11,21 @@ import (
 // waiting for its interim response, change the directory through another
 // (smbtorture smb2.notify.basedir does): the change can be made before the
 // other node hears of the watch. So each node keeps the changes of the
-// last moments (recentKeep), and a watch told to it names the time its
-// request arrived (less recentSlack, for the nodes' clocks and the order
-// the two connections were read in); the node sends it the changes it made
-// since then. Changes from writes (MODIFIED of size or last-write time)
-// are not kept: they are the most frequent by far and a watch that misses
-// one of a run of writes sees the next.
+// last moments (recentKeep), and a watch told to it names when its first
+// request was handled; the node sends it the changes it made since then.
+// No slack: a change the client completed before it sent the request must
+// not be replayed (smbtorture smb2.notify.mask cancels a first request and
+// expects no change in it), and a change it makes after sending the
+// request, through another node, reaches that node a round trip later at
+// least. This assumes the nodes' clocks agree to well within a round
+// trip, as on one machine or under NTP on a LAN. Changes from writes
+// (MODIFIED of size or last-write time) are not kept: they are the most
+// frequent by far, and a watch that misses one of a run of writes sees the
+// next.
 
 const (
-	recentKeep  = 2 * time.Second
-	recentSlack = 50 * time.Millisecond
-	recentMax   = 4096
+	recentKeep = 2 * time.Second
+	recentMax  = 4096
 )
 
 // recentChange is a change this node made, as it was posted.

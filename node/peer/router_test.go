@@ -377,3 +377,35 @@ func TestLockWaiterWokenByClose(t *testing.T) {
 		t.Fatalf("blocking lock after the holder closed: %v", err)
 	}
 }
+
+// sink records the changes delivered to a share.
+type sink struct{ changes chan string }
+
+func (s sink) DeliverChange(action uint32, name string, filter uint32) { s.changes <- name }
+func (s sink) DeliverDeletePending(dir string)                         { s.changes <- "pending:" + dir }
+
+// TestWatchGetsChangesMadeBeforeItArrived: a change made through node b
+// after a's watch was made, but before b heard of it, reaches the watch
+// when b hears of it; a change made before the watch does not.
+func TestWatchGetsChangesMadeBeforeItArrived(t *testing.T) {
+	a, b := twoNodes(t)
+	got := sink{make(chan string, 8)}
+	a.SetNotifySinks(func(string) (NotifySink, bool) { return got, true })
+	b.Post("data", 1, "dir/before.txt", 1, false)
+	since := time.Now()
+	for !time.Now().After(since) { // the clock moves on (coarse clocks)
+	}
+	b.Post("data", 1, "dir/racing.txt", 1, false)
+	b.Post("data", 3, "dir/racing.txt", 0x8, true) // a write's change: not kept
+	spec := &peerv1.WatchSpec{Id: 1, Share: "data", Dir: "dir", Filter: 1 | 0x8, Since: since.UnixNano()}
+	if _, err := b.Service().Watch(context.Background(), &peerv1.WatchRequest{Node: "a", Epoch: 1, Add: []*peerv1.WatchSpec{spec}}); err != nil {
+		t.Fatal(err)
+	}
+	if name := <-got.changes; name != "dir/racing.txt" {
+		t.Fatalf("replayed %q, want dir/racing.txt", name)
+	}
+	b.Post("data", 1, "dir/after.txt", 1, false)
+	if name := <-got.changes; name != "dir/after.txt" {
+		t.Fatalf("then %q, want dir/after.txt (before.txt must not be replayed)", name)
+	}
+}

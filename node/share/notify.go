@@ -64,8 +64,8 @@ type watcher struct {
 
 // ClusterNotify carries a share's watches and changes to the other nodes
 // of a cluster (node/peer), so that a change made through any node
-// reaches the watches of every node. Watch returns once every other node
-// knows the watch.
+// reaches the watches of every node: those made from the moment Watch is
+// called on, even before the other nodes have heard of the watch.
 type ClusterNotify interface {
 	Watch(share string, w state.Watch) (id uint64)
 	Unwatch(id uint64)
@@ -87,9 +87,8 @@ type notifier struct {
 	share   string
 }
 
-// add makes w see this node's changes, then the other nodes' (it
-// returns once they all know it): a change another node sends as soon as
-// it hears of the watch finds it here.
+// add makes w see this node's changes, then the other nodes': a change
+// another node sends as soon as it hears of the watch finds it here.
 func (n *notifier) add(w *watcher) {
 	n.mu.Lock()
 	if n.watchers == nil {
@@ -124,6 +123,11 @@ func (n *notifier) remove(w *watcher) {
 		n.cluster.Unwatch(id)
 	}
 }
+
+// wanted reports whether a change is worth reporting: a watcher here, or
+// a cluster, where the other nodes' watchers decide (and a change is kept
+// a moment for watches on their way).
+func (n *notifier) wanted() bool { return n.n.Load() > 0 || n.cluster != nil }
 
 // post reports a change of the file at share-relative name to every
 // watcher whose directory and filter cover it, on this node and on the
@@ -180,7 +184,7 @@ func (o *open) postRenameLocked(old, new string) {
 // file's name now, which another open may have renamed since, unless the
 // close deleted the file.
 func (o *open) postClosed(renamed, deleted bool) {
-	if !renamed || deleted || o.d.notify.n.Load() == 0 {
+	if !renamed || deleted || !o.d.notify.wanted() {
 		return
 	}
 	name := o.currentName()
@@ -411,7 +415,7 @@ func basicFilter(attrs bool, creation, access, write, change bool) uint32 {
 // postModified reports a change of the open's file (or stream) that the
 // filter bits describe.
 func (o *open) postModified(filter uint32) {
-	if filter == 0 || o.d.notify.n.Load() == 0 {
+	if filter == 0 || !o.d.notify.wanted() {
 		return
 	}
 	o.d.notify.post(actionModified, o.currentName(), filter)
