@@ -307,19 +307,31 @@ func (r *Router) BreakDirLeases(dir state.FileKey, except state.LeaseID, hasExce
 }
 
 // Detach implements state.Files: the owner checks that no break is
-// pending, and this node delivers o's breaks to b from then on.
+// pending, and this node delivers o's breaks to b from then on. For a
+// remote file b takes o's breaks before the owner is asked: a break the
+// owner sends after it agreed may arrive before its answer does, and
+// must reach b (smbtorture smb2.durable-open.oplock); if the owner
+// refuses, o's breaker is put back.
 func (r *Router) Detach(o *state.Open, b state.Breaker) (ok bool) {
-	resp, err := r.call(o.Key, func() { ok = r.table.Detach(o, b) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_DETACH, Ref: r.ref(o), Key: keyPB(o.Key)})
-	if resp == nil {
-		return ok && err == nil
+	if t, err := r.at(context.Background(), o.Key); err == nil && t.local {
+		r.stats.Local.Add(1)
+		return r.table.Detach(o, b)
 	}
-	if resp.On {
+	r.mu.Lock()
+	old := o.Breaker
+	o.Breaker = b
+	r.mu.Unlock()
+	resp, _ := r.call(o.Key, func() { ok = r.table.Detach(o, b) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_DETACH, Ref: r.ref(o), Key: keyPB(o.Key)})
+	if resp != nil {
+		ok = resp.On
+	}
+	if !ok {
 		r.mu.Lock()
-		o.Breaker = b
+		o.Breaker = old // (b may be a func type: not comparable)
 		r.mu.Unlock()
 	}
-	return resp.On
+	return ok
 }
 
 // Reattach implements state.Files.
