@@ -4,8 +4,9 @@ import (
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 
-// resolveOpen finds the open a request names; in a related compound the
-// all-ones FileId means the previous operation's open ([MS-SMB2] 3.3.5.2.7.2).
+// resolveOpen finds the open a request names, for the command table
+// (command.go); in a related compound the all-ones FileId means the
+// previous operation's open ([MS-SMB2] 3.3.5.2.7.2).
 func (r *Request) resolveOpen(fid smb2.FileID) error {
 	if fid == smb2.AnyFileID && r.related {
 		st := r.compound
@@ -96,10 +97,6 @@ func (c *conn) serveClose(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	c.awaitEarlier(r.Ctx, r.Header.MessageID) // order.go
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	if !c.srv.removeOpen(r.Open) {
 		return nil, smb2.StatusFileClosed
 	}
@@ -121,9 +118,6 @@ func (c *conn) serveFlush(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	f, ok := r.Open.Handle.(Flusher)
 	if !ok {
 		return nil, smb2.StatusInvalidDeviceRequest
@@ -139,18 +133,6 @@ func (c *conn) serveRead(r *Request) (Response, error) {
 	req := &r.readReq
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
-	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
-	if req.Length > c.srv.cfg.MaxTransact || c.dialect == smb2.Dialect202 && req.Length > 65536 {
-		return nil, smb2.StatusInvalidParameter
-	}
-	if int64(req.Offset) < 0 || int64(req.Offset+uint64(req.Length)) < 0 {
-		return nil, smb2.StatusInvalidParameter // beyond the largest file offset
-	}
-	if err := c.checkCharge(r, req.Length); err != nil {
-		return nil, err
 	}
 	h, ok := r.Open.Handle.(Reader)
 	if !ok {
@@ -171,18 +153,6 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 	}
 	if err != nil {
 		return nil, smb2.StatusInvalidParameter
-	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
-	if req.Length > c.srv.cfg.MaxTransact {
-		return nil, smb2.StatusInvalidParameter
-	}
-	if err := checkWriteRange(req.Offset, req.Length); err != nil {
-		return nil, err
-	}
-	if err := c.checkCharge(r, req.Length); err != nil {
-		return nil, err
 	}
 	h, ok := r.Open.Handle.(Writer)
 	if !ok {
@@ -258,9 +228,6 @@ func (c *conn) serveQueryDirectory(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	h, ok := r.Open.Handle.(DirQuerier)
 	if !ok {
 		return nil, smb2.StatusInvalidParameter
@@ -274,9 +241,6 @@ func (c *conn) serveQueryInfo(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	h, ok := r.Open.Handle.(InfoQuerier)
 	if !ok {
 		return nil, smb2.StatusNotSupported
@@ -289,9 +253,6 @@ func (c *conn) serveSetInfo(r *Request) (Response, error) {
 	var req smb2.SetInfoRequest
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
-	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
 	}
 	h, ok := r.Open.Handle.(InfoSetter)
 	if !ok {
@@ -309,9 +270,6 @@ func (c *conn) serveLock(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	h, ok := r.Open.Handle.(Locker)
 	if !ok {
 		return nil, smb2.StatusNotSupported
@@ -327,17 +285,6 @@ func (c *conn) serveChangeNotify(r *Request) (Response, error) {
 	var req smb2.ChangeNotifyRequest
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
-	}
-	if req.OutputBufferLength > c.srv.cfg.MaxTransact || c.dialect == smb2.Dialect202 && req.OutputBufferLength > 65536 {
-		return nil, smb2.StatusInvalidParameter // larger than MaxTransactSize
-	}
-	// order.go: requests on one handle queue in arrival order, so a
-	// CHANGE_NOTIFY waits for earlier ones to queue or finish, and settles
-	// only once it has queued (GoAsync) or answered.
-	c.awaitEarlier(r.Ctx, r.Header.MessageID)
-	r.settleLate = true
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
 	}
 	h, ok := r.Open.Handle.(Notifier)
 	if !ok {
