@@ -283,11 +283,12 @@ func (d *Disk) openError(name string, err error) error {
 // QFid. Others are ignored, as [MS-SMB2] 3.3.5.9 allows.
 func (d *Disk) createContexts(req *smb2.CreateRequest, fi vfs.FileInfo, access uint32) []smb2.CreateContext {
 	var out []smb2.CreateContext
-	if _, ok := smb2.FindCreateContext(req.Contexts, "MxAc"); ok {
+	k := req.Known()
+	if k.Present(smb2.CtxQueryMaximalAccess) {
 		mx := smb2.MxAcResponse{MaximalAccess: d.MaximalAccess(nil)}
 		out = append(out, smb2.CreateContext{Name: "MxAc", Data: mx.Append(nil)})
 	}
-	if _, ok := smb2.FindCreateContext(req.Contexts, "QFid"); ok {
+	if k.Present(smb2.CtxQueryOnDiskID) {
 		q := smb2.QFidResponse{DiskFileID: fi.FileID, VolumeID: d.volumeID}
 		out = append(out, smb2.CreateContext{Name: "QFid", Data: q.Append(nil)})
 	}
