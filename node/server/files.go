@@ -134,11 +134,13 @@ func (c *conn) serveRead(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	h, ok := r.Open.Handle.(Reader)
-	if !ok {
-		return nil, smb2.StatusInvalidDeviceRequest
+	switch h := r.Open.Handle.(type) {
+	case FileReader:
+		return r.readFile(h, req) // fileread.go
+	case Reader:
+		return h.Read(r, req)
 	}
-	return h.Read(r, req)
+	return nil, smb2.StatusInvalidDeviceRequest
 }
 
 // serveWrite handles SMB2 WRITE ([MS-SMB2] 3.3.5.13).
@@ -154,11 +156,25 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 	if err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	h, ok := r.Open.Handle.(Writer)
-	if !ok {
+	var resp *smb2.WriteResponse
+	switch h := r.Open.Handle.(type) {
+	case FileWriter:
+		resp, err = r.writeFile(h, &req) // filewrite.go
+	case Writer:
+		resp, err = c.writeBuffered(r, h, &req)
+	default:
 		return nil, smb2.StatusInvalidDeviceRequest
 	}
-	if _, takes := h.(SplicedWriter); r.spliced != nil && !takes {
+	if err != nil {
+		return nil, err // not a typed nil in the Response
+	}
+	return resp, nil
+}
+
+// writeBuffered gives a Writer the WRITE's payload in req.Data, read
+// into a buffer if it was spliced.
+func (c *conn) writeBuffered(r *Request, h Writer, req *smb2.WriteRequest) (*smb2.WriteResponse, error) {
+	if r.spliced != nil {
 		buf, err := r.spliced.buffered()
 		if err != nil {
 			return nil, err
@@ -167,11 +183,7 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 		req.Data = *buf
 		r.spliced = nil
 	}
-	resp, err := h.Write(r, &req)
-	if err != nil {
-		return nil, err // not a typed nil in the Response
-	}
-	return resp, nil
+	return h.Write(r, req)
 }
 
 const (
