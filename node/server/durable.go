@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"sync"
 	"time"
 
@@ -150,21 +149,21 @@ func (d *durableCtx) reconnect() bool { return d.rc1 || d.rc2 }
 // the 3.x dialects; older ones ignore them.
 func parseDurable(dialect uint16, req *smb2.CreateRequest) (durableCtx, error) {
 	var d durableCtx
-	if data, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxDurableHandleRequest); ok {
-		if (&smb2.DurableRequest{}).Decode(data) != nil {
+	k := req.Known()
+	if k.Present(smb2.CtxDurableRequest) {
+		if !k.Valid(smb2.CtxDurableRequest) {
 			return d, smb2.StatusInvalidParameter
 		}
 		d.v1 = true
 	}
-	if data, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxDurableHandleReconnect); ok {
-		var c smb2.DurableReconnect
-		if c.Decode(data) != nil {
+	if k.Present(smb2.CtxDurableReconnect) {
+		if !k.Valid(smb2.CtxDurableReconnect) {
 			return d, smb2.StatusInvalidParameter
 		}
-		d.rc1, d.fid = true, c.FileID
+		d.rc1, d.fid = true, k.DurableReconnect.FileID
 	}
 	if dialect >= smb2.Dialect300 && dialect != smb2.DialectWildcard {
-		if err := d.parseV2(req); err != nil {
+		if err := d.parseV2(k); err != nil {
 			return d, err
 		}
 	}
@@ -182,28 +181,20 @@ func parseDurable(dialect uint16, req *smb2.CreateRequest) (durableCtx, error) {
 }
 
 // parseV2 reads the DH2Q, DH2C and AppInstanceId contexts.
-func (d *durableCtx) parseV2(req *smb2.CreateRequest) error {
-	if data, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxDurableHandleRequestV2); ok {
-		if d.req2.Decode(data) != nil {
+func (d *durableCtx) parseV2(k *smb2.CreateContexts) error {
+	for _, c := range [...]smb2.CreateContextSet{smb2.CtxDurableRequestV2, smb2.CtxDurableReconnectV2, smb2.CtxAppInstanceID} {
+		if k.Present(c) && !k.Valid(c) {
 			return smb2.StatusInvalidParameter
 		}
-		d.v2 = true
 	}
-	if data, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxDurableHandleReconnectV2); ok {
-		var c smb2.DurableReconnectV2
-		if c.Decode(data) != nil {
-			return smb2.StatusInvalidParameter
-		}
-		d.rc2, d.fid, d.createGUID = true, c.FileID, c.CreateGUID
+	if k.Present(smb2.CtxDurableRequestV2) {
+		d.req2, d.v2 = k.DurableV2, true
 	}
-	if data, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxAppInstanceID); ok {
-		// StructureSize (20), Reserved, AppInstanceId ([MS-SMB2] 2.2.13.2.13)
-		if len(data) < 20 || binary.LittleEndian.Uint16(data) != 20 {
-			return smb2.StatusInvalidParameter
-		}
-		copy(d.appInstance[:], data[4:20])
-		d.hasAppInstance = d.appInstance != [16]byte{}
+	if k.Present(smb2.CtxDurableReconnectV2) {
+		d.rc2, d.fid, d.createGUID = true, k.DurableReconnectV2.FileID, k.DurableReconnectV2.CreateGUID
 	}
+	d.appInstance = k.AppInstanceID
+	d.hasAppInstance = d.appInstance != [16]byte{}
 	return nil
 }
 

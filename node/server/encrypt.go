@@ -60,7 +60,7 @@ func (s *Session) seal(parts [][]byte, _ []byte) frame {
 const sealReadPrefix = 4 + signing.TransformHeaderSize + smb2.HeaderSize + smb2.ReadResponseFixedSize
 
 // inPlacePayload is a PayloadResponse whose payload sits in a buffer laid
-// out by ReadPayloadBuffer, so that sealing needs no copy.
+// out by readPayloadBuffer, so that sealing needs no copy.
 type inPlacePayload interface {
 	PayloadResponse
 	PayloadBuffer() *[]byte
@@ -70,13 +70,13 @@ type inPlacePayload interface {
 // NetBIOS length, SMB2 header, READ response body.
 const signReadPrefix = 4 + smb2.HeaderSize + smb2.ReadResponseFixedSize
 
-// ReadPayloadBuffer returns a pooled buffer for n bytes of READ data and the
+// readPayloadBuffer returns a pooled buffer for n bytes of READ data and the
 // slice of it to read into. When the response will be sealed or signed, the
 // data is placed behind room for the headers, so that it is encrypted or
 // signed where it was read: one copy less per sealed READ, and one per
 // AES-GMAC-signed READ (GCM takes the message as one slice). Release the
 // buffer with PutBuffer.
-func (r *Request) ReadPayloadBuffer(n int) (*[]byte, []byte) {
+func (r *Request) readPayloadBuffer(n int) (*[]byte, []byte) {
 	if r.sealedLone() {
 		buf := getBuf(sealReadPrefix + n + 16)
 		return buf, (*buf)[sealReadPrefix : sealReadPrefix+n]
@@ -100,7 +100,7 @@ func (r *Request) sealedLone() bool {
 }
 
 // inPlaceBuffer returns the buffer of a lone READ response whose data
-// already sits at prefix in it (laid out by ReadPayloadBuffer), cut to
+// already sits at prefix in it (laid out by readPayloadBuffer), cut to
 // prefix+data, or nil when the response is not laid out that way. spare is
 // the room the buffer must have past the data.
 func inPlaceBuffer(res *result, p inPlacePayload, prefix, spare int) []byte {

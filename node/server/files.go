@@ -4,8 +4,9 @@ import (
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 
-// resolveOpen finds the open a request names; in a related compound the
-// all-ones FileId means the previous operation's open ([MS-SMB2] 3.3.5.2.7.2).
+// resolveOpen finds the open a request names, for the command table
+// (command.go); in a related compound the all-ones FileId means the
+// previous operation's open ([MS-SMB2] 3.3.5.2.7.2).
 func (r *Request) resolveOpen(fid smb2.FileID) error {
 	if fid == smb2.AnyFileID && r.related {
 		st := r.compound
@@ -96,10 +97,6 @@ func (c *conn) serveClose(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	c.awaitEarlier(r.Ctx, r.Header.MessageID) // order.go
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	if !c.srv.removeOpen(r.Open) {
 		return nil, smb2.StatusFileClosed
 	}
@@ -121,9 +118,6 @@ func (c *conn) serveFlush(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	f, ok := r.Open.Handle.(Flusher)
 	if !ok {
 		return nil, smb2.StatusInvalidDeviceRequest
@@ -140,23 +134,13 @@ func (c *conn) serveRead(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
+	switch h := r.Open.Handle.(type) {
+	case FileReader:
+		return r.readFile(h, req) // fileread.go
+	case Reader:
+		return h.Read(r, req)
 	}
-	if req.Length > c.srv.cfg.MaxTransact || c.dialect == smb2.Dialect202 && req.Length > 65536 {
-		return nil, smb2.StatusInvalidParameter
-	}
-	if int64(req.Offset) < 0 || int64(req.Offset+uint64(req.Length)) < 0 {
-		return nil, smb2.StatusInvalidParameter // beyond the largest file offset
-	}
-	if err := c.checkCharge(r, req.Length); err != nil {
-		return nil, err
-	}
-	h, ok := r.Open.Handle.(Reader)
-	if !ok {
-		return nil, smb2.StatusInvalidDeviceRequest
-	}
-	return h.Read(r, req)
+	return nil, smb2.StatusInvalidDeviceRequest
 }
 
 // serveWrite handles SMB2 WRITE ([MS-SMB2] 3.3.5.13).
@@ -172,23 +156,25 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 	if err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
-	if req.Length > c.srv.cfg.MaxTransact {
-		return nil, smb2.StatusInvalidParameter
-	}
-	if err := checkWriteRange(req.Offset, req.Length); err != nil {
-		return nil, err
-	}
-	if err := c.checkCharge(r, req.Length); err != nil {
-		return nil, err
-	}
-	h, ok := r.Open.Handle.(Writer)
-	if !ok {
+	var resp *smb2.WriteResponse
+	switch h := r.Open.Handle.(type) {
+	case FileWriter:
+		resp, err = r.writeFile(h, &req) // filewrite.go
+	case Writer:
+		resp, err = c.writeBuffered(r, h, &req)
+	default:
 		return nil, smb2.StatusInvalidDeviceRequest
 	}
-	if _, takes := h.(SplicedWriter); r.spliced != nil && !takes {
+	if err != nil {
+		return nil, err // not a typed nil in the Response
+	}
+	return resp, nil
+}
+
+// writeBuffered gives a Writer the WRITE's payload in req.Data, read
+// into a buffer if it was spliced.
+func (c *conn) writeBuffered(r *Request, h Writer, req *smb2.WriteRequest) (*smb2.WriteResponse, error) {
+	if r.spliced != nil {
 		buf, err := r.spliced.buffered()
 		if err != nil {
 			return nil, err
@@ -197,11 +183,7 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 		req.Data = *buf
 		r.spliced = nil
 	}
-	resp, err := h.Write(r, &req)
-	if err != nil {
-		return nil, err // not a typed nil in the Response
-	}
-	return resp, nil
+	return h.Write(r, req)
 }
 
 const (
@@ -258,9 +240,6 @@ func (c *conn) serveQueryDirectory(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	h, ok := r.Open.Handle.(DirQuerier)
 	if !ok {
 		return nil, smb2.StatusInvalidParameter
@@ -274,9 +253,6 @@ func (c *conn) serveQueryInfo(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	h, ok := r.Open.Handle.(InfoQuerier)
 	if !ok {
 		return nil, smb2.StatusNotSupported
@@ -289,9 +265,6 @@ func (c *conn) serveSetInfo(r *Request) (Response, error) {
 	var req smb2.SetInfoRequest
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
-	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
 	}
 	h, ok := r.Open.Handle.(InfoSetter)
 	if !ok {
@@ -309,9 +282,6 @@ func (c *conn) serveLock(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	h, ok := r.Open.Handle.(Locker)
 	if !ok {
 		return nil, smb2.StatusNotSupported
@@ -327,17 +297,6 @@ func (c *conn) serveChangeNotify(r *Request) (Response, error) {
 	var req smb2.ChangeNotifyRequest
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
-	}
-	if req.OutputBufferLength > c.srv.cfg.MaxTransact || c.dialect == smb2.Dialect202 && req.OutputBufferLength > 65536 {
-		return nil, smb2.StatusInvalidParameter // larger than MaxTransactSize
-	}
-	// order.go: requests on one handle queue in arrival order, so a
-	// CHANGE_NOTIFY waits for earlier ones to queue or finish, and settles
-	// only once it has queued (GoAsync) or answered.
-	c.awaitEarlier(r.Ctx, r.Header.MessageID)
-	r.settleLate = true
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
 	}
 	h, ok := r.Open.Handle.(Notifier)
 	if !ok {

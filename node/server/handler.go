@@ -56,11 +56,6 @@ type Request struct {
 	csnEpoch uint64
 }
 
-// Spliced is the payload of a large plain WRITE still arriving from the
-// socket (splice.go), or nil: the data is in the WriteRequest. Only a
-// SplicedWriter's Write sees it.
-func (r *Request) Spliced() *Spliced { return r.spliced }
-
 // Dialect is the connection's negotiated dialect.
 func (r *Request) Dialect() uint16 { return r.conn.dialect }
 
@@ -85,13 +80,13 @@ var ErrWouldBlock = errors.New("server: request would block the connection's rea
 // ClientAddr is the remote address of the connection.
 func (r *Request) ClientAddr() string { return r.conn.remote }
 
-// ZeroCopy reports whether a READ of n bytes may be answered with a
+// zeroCopy reports whether a READ of n bytes may be answered with a
 // SendfileResponse: the message is a lone, unencrypted PDU served in the
 // connection's reader whose response will not be signed, and n reaches the
 // configured threshold. (A READ handed to a goroutine because its data
 // was not cached reads into a buffer: its sendfile would wait for the disk
 // while holding the connection's writer.)
-func (r *Request) ZeroCopy(n uint32) bool {
+func (r *Request) zeroCopy(n uint32) bool {
 	t := r.conn.srv.cfg.ZeroCopyThreshold
 	if t <= 0 || int(n) < t || !r.single || !r.inline || r.conn.raw == nil {
 		return false
@@ -136,15 +131,27 @@ type (
 	Reader interface {
 		Read(r *Request, req *smb2.ReadRequest) (Response, error)
 	}
+	// FileReader is a handle whose READs read a file: ReadRange makes the
+	// checks of a READ ([MS-SMB2] 3.3.5.12: access, byte-range locks,
+	// MinimumCount) and returns the range of the file it answers with;
+	// the engine decides how the bytes move (fileread.go) and reports
+	// the end of what it answered with ReadDone. It is preferred to
+	// Reader.
+	FileReader interface {
+		ReadRange(r *Request, req *smb2.ReadRequest) (FileRange, error)
+		ReadDone(end int64)
+	}
 	Writer interface {
 		Write(r *Request, req *smb2.WriteRequest) (*smb2.WriteResponse, error)
 	}
-	// SplicedWriter is a Writer that takes a spliced WRITE's payload from
-	// Request.Spliced itself, req.Data being empty then; a plain Writer
-	// gets the payload read into req.Data.
-	SplicedWriter interface {
-		Writer
-		TakesSpliced()
+	// FileWriter is a handle whose WRITEs write a file: WriteRange makes
+	// the checks of a WRITE ([MS-SMB2] 3.3.5.13: access, offset,
+	// byte-range locks) and says where the data goes; the engine writes
+	// it (filewrite.go), then WriteDone finishes with the count written.
+	// It is preferred to Writer, which gets the payload in req.Data.
+	FileWriter interface {
+		WriteRange(r *Request, req *smb2.WriteRequest) (WriteRange, error)
+		WriteDone(req *smb2.WriteRequest, off int64, n int) error
 	}
 	Flusher interface {
 		Flush(r *Request) error

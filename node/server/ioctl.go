@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"net"
 	"slices"
 
@@ -40,14 +41,30 @@ func (c *conn) serveIoctl(r *Request) (Response, error) {
 	case smb2.FsctlSmbtortureForceUnackedTimeout:
 		return c.forceUnackedTimeout(&req) // ioctl_torture.go
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
+	if r.Open == nil {
+		return nil, smb2.StatusFileClosed // openlessIoctl let it through
 	}
 	h, ok := r.Open.Handle.(Ioctler)
 	if !ok {
 		return nil, smb2.StatusInvalidDeviceRequest
 	}
 	return h.Ioctl(r, &req)
+}
+
+// openlessIoctl reports whether an IOCTL request body is one the command
+// table passes on without resolving its FileId: the FSCTLs about the
+// connection (which must name no file) and the requests serveIoctl
+// refuses first.
+func openlessIoctl(body []byte) bool {
+	if binary.LittleEndian.Uint32(body[48:]) != smb2.IoctlIsFsctl {
+		return true
+	}
+	switch binary.LittleEndian.Uint32(body[4:]) {
+	case smb2.FsctlValidateNegotiateInfo, smb2.FsctlQueryNetworkInterfaceInfo,
+		smb2.FsctlDfsGetReferrals, smb2.FsctlDfsGetReferralsEx, smb2.FsctlSmbtortureForceUnackedTimeout:
+		return true
+	}
+	return false
 }
 
 // validateNegotiate checks that the negotiation was not tampered with

@@ -146,9 +146,6 @@ func (c *conn) serveOplockBreak(r *Request) (Response, error) {
 	if err := req.Decode(r.Msg); err != nil {
 		return nil, smb2.StatusInvalidParameter
 	}
-	if err := r.resolveOpen(req.FileID); err != nil {
-		return nil, err
-	}
 	a, ok := r.Open.Handle.(OplockAcker)
 	if !ok {
 		return nil, smb2.StatusInvalidOplockProtocol

@@ -116,13 +116,12 @@ type LeaseHolder interface {
 func replayLease(o *Open, req *smb2.CreateRequest, resp *smb2.CreateResponse) error {
 	origLease := resp.OplockLevel == smb2.OplockLevelLease
 	if req.RequestedOplockLevel == smb2.OplockLevelLease {
-		var want smb2.LeaseRequest
-		data, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxRequestLease)
-		if !origLease || !ok || want.Decode(data) != nil {
+		k := req.Known()
+		if !origLease || !k.Valid(smb2.CtxRequestLease) {
 			return smb2.StatusAccessDenied
 		}
 		if lh, ok := o.Handle.(LeaseHolder); ok {
-			if key, _, _, held := lh.LeaseNow(); held && key != want.Key {
+			if key, _, _, held := lh.LeaseNow(); held && key != k.Lease.Key {
 				return smb2.StatusAccessDenied
 			}
 		}

@@ -198,8 +198,9 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	return res, nil
 }
 
-// run resolves the session and tree the command table asks for, checks
-// signing and encryption, and calls the handler.
+// run resolves the session, tree and open the command table asks for,
+// checks signing, encryption, sizes and the credit charge, and calls the
+// handler.
 func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error) {
 	h := &r.Header
 	if int(h.Command) >= len(commands) || commands[h.Command].serve == nil {
@@ -242,6 +243,9 @@ func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error
 		}
 	}
 	r.compound = st
+	if err := c.prepare(r, cmd); err != nil {
+		return nil, err
+	}
 	return cmd.serve(c, r)
 }
 

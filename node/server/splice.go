@@ -14,7 +14,7 @@ import (
 // Spliced WRITEs. A large plain WRITE's payload is not read into memory:
 // the reader decodes its 112-byte head and moves the payload from the
 // socket into a pipe with splice(2), which passes references to the
-// socket's pages instead of copying them; the WRITE handler then splices
+// socket's pages instead of copying them; the engine then splices
 // the pipe into the file, so the data is copied once, into the page cache,
 // where a read(2) and a pwrite(2) copy it twice.
 //
@@ -57,8 +57,9 @@ func spliceableWrite(head []byte, n int) bool {
 }
 
 // Spliced is the payload of a spliced WRITE, arriving through a pipe while
-// the request runs. The WRITE handler takes it with WriteTo; what it does not
-// take is discarded when the request ends.
+// the request runs. The engine takes it with WriteTo (filewrite.go), or
+// reads it into a buffer for a Writer; what it does not take is discarded
+// when the request ends.
 type Spliced struct {
 	p    *pipePair
 	n    int // payload bytes

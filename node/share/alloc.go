@@ -1,8 +1,6 @@
 package share
 
 import (
-	"encoding/binary"
-
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
@@ -40,13 +38,13 @@ func (o *open) setAllocationHint(n int64) {
 // 2.2.13.2.6) to a file the CREATE made or overwrote. The space is not
 // reserved (as Samba without "strict allocate"); the open reports it.
 func (o *open) applyAllocSize(req *smb2.CreateRequest, action uint32) error {
-	b, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxAllocationSize)
-	if !ok || o.isDir || action == smb2.FileOpened {
+	k := req.Known()
+	if !k.Present(smb2.CtxAllocationSize) || o.isDir || action == smb2.FileOpened {
 		return nil
 	}
-	if len(b) < 8 {
+	if !k.Valid(smb2.CtxAllocationSize) {
 		return smb2.StatusInvalidParameter
 	}
-	o.setAllocationHint(int64(binary.LittleEndian.Uint64(b) & (1<<62 - 1)))
+	o.setAllocationHint(int64(k.AllocationSize & (1<<62 - 1)))
 	return nil
 }

@@ -8,12 +8,11 @@ import "github.com/smbcluster/smbcluster/node/smb2"
 // timewarp token ("TWrp", [MS-SMB2] 3.3.5.9.5) names a snapshot, of which
 // the share has none (FSCTL_SRV_ENUMERATE_SNAPSHOTS lists none).
 func checkContexts(req *smb2.CreateRequest) error {
-	for _, c := range req.Contexts {
-		if len(c.Name) < 4 {
-			return smb2.StatusInvalidParameter
-		}
+	k := req.Known()
+	if k.ShortName {
+		return smb2.StatusInvalidParameter
 	}
-	if _, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxTimewarpToken); ok {
+	if k.Present(smb2.CtxTimewarpToken) {
 		return smb2.StatusObjectNameNotFound
 	}
 	return nil

@@ -22,66 +22,125 @@ const (
 		smb2.FileWriteAttributes | smb2.Delete | smb2.WriteDAC | smb2.WriteOwner | smb2.FileDeleteChild
 )
 
-// Create handles SMB2 CREATE on a disk share ([MS-SMB2] 3.3.5.9, [MS-FSA] 2.1.5.1).
+// Create handles SMB2 CREATE on a disk share ([MS-SMB2] 3.3.5.9, [MS-FSA]
+// 2.1.5.1). It starts again when the file it waited for went away
+// meanwhile (goneWhileWaiting).
 func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle, *smb2.CreateResponse, error) {
-	if err := checkCreate(req); err != nil {
-		return nil, nil, err
+	for {
+		h, resp, err := d.create(r, req)
+		if err != errStartAgain {
+			return h, resp, err
+		}
 	}
-	pn, err := parseName(req.Name)
+}
+
+// errStartAgain: the file a CREATE opened is no longer the name's after
+// the CREATE waited for a break; the CREATE starts again.
+var errStartAgain = errors.New("share: the file changed while the CREATE waited")
+
+// create serves a CREATE in phases: the request (name, access), the file
+// (the disposition on the vfs), the open's admission (authorization,
+// share modes, oplock or lease), the data (truncation, create contexts)
+// and the answer. Once the file is open one deferred cleanup undoes what
+// a failing phase leaves: the admission, then the file.
+func (d *Disk) create(r *server.Request, req *smb2.CreateRequest) (_ server.Handle, _ *smb2.CreateResponse, err error) {
+	pn, err := d.createName(req)
 	if err != nil {
 		return nil, nil, err
 	}
-	pn.name = d.caseName(pn.name) // casefold.go
 	if pn.stream != "" {
 		return d.createStream(r, req, pn) // stream.go
 	}
-	if err := dataStreamOptions(req, pn); err != nil {
+	access, err := d.createAccess(req, pn)
+	if err != nil {
 		return nil, nil, err
-	}
-	access := d.mapGeneric(req.DesiredAccess)
-	if d.readOnly && (access&writeAccess != 0 || req.CreateDisposition != smb2.FileOpen) {
-		return nil, nil, smb2.StatusAccessDenied
 	}
 	o, action, truncate, err := d.open(pn.name, req, access)
 	if err != nil {
 		return nil, nil, err
 	}
+	admitted := false
+	defer func() {
+		if err != nil {
+			if admitted {
+				o.release()
+			}
+			o.f.Close()
+		}
+	}()
 	fi, err := o.f.Stat()
 	if err != nil {
-		o.f.Close()
 		return nil, nil, err
 	}
 	o.isDir = fi.IsDir
 	if err := d.authorize(r, o, req, action); err != nil { // access.go
-		o.f.Close()
 		return nil, nil, err
 	}
 	oplock, lease, err := d.admit(r, o, fi, req)
 	if err != nil {
-		o.f.Close()
 		return nil, nil, err
 	}
+	admitted = true
 	if r.Async() && action != smb2.FileCreated && d.goneWhileWaiting(pn.name, fi) { // durable.go
-		o.release()
-		o.f.Close()
-		return d.Create(r, req)
+		return nil, nil, errStartAgain
 	}
-	if truncate {
-		// Only now that the share modes allow it may the data go.
-		if err := o.f.Truncate(0); err != nil {
-			o.release()
-			return nil, nil, err
-		}
-		if fi, err = o.f.Stat(); err != nil {
-			o.release()
-			return nil, nil, err
-		}
-	}
-	if err := o.applyCreateContexts(req, action); err != nil { // ea.go: ExtA, SecD
-		o.release()
-		o.f.Close()
+	if fi, err = o.settleData(req, action, truncate, fi); err != nil {
 		return nil, nil, err
 	}
+	resp := d.createResponse(req, o, fi, action, access, oplock, lease)
+	if action == smb2.FileCreated {
+		d.notify.post(actionAdded, o.name, nameFilter(o.isDir))
+	}
+	if action != smb2.FileOpened {
+		o.changedEntry() // dirlease.go
+	}
+	return o, resp, nil
+}
+
+// createName checks the request and parses the name it opens.
+func (d *Disk) createName(req *smb2.CreateRequest) (parsedName, error) {
+	if err := checkCreate(req); err != nil {
+		return parsedName{}, err
+	}
+	pn, err := parseName(req.Name)
+	if err != nil {
+		return parsedName{}, err
+	}
+	pn.name = d.caseName(pn.name) // casefold.go
+	return pn, nil
+}
+
+// createAccess is the access a CREATE of a file's data asks for, refused
+// when the share is read-only and it would write.
+func (d *Disk) createAccess(req *smb2.CreateRequest, pn parsedName) (uint32, error) {
+	if err := dataStreamOptions(req, pn); err != nil {
+		return 0, err
+	}
+	access := d.mapGeneric(req.DesiredAccess)
+	if d.readOnly && (access&writeAccess != 0 || req.CreateDisposition != smb2.FileOpen) {
+		return 0, smb2.StatusAccessDenied
+	}
+	return access, nil
+}
+
+// settleData truncates an overwritten file, now that the share modes
+// allow it, and applies the create contexts (ea.go: ExtA, SecD, AlSi); it
+// returns the file's attributes after that.
+func (o *open) settleData(req *smb2.CreateRequest, action uint32, truncate bool, fi vfs.FileInfo) (vfs.FileInfo, error) {
+	if truncate {
+		if err := o.f.Truncate(0); err != nil {
+			return fi, err
+		}
+		var err error
+		if fi, err = o.f.Stat(); err != nil {
+			return fi, err
+		}
+	}
+	return fi, o.applyCreateContexts(req, action)
+}
+
+// createResponse is the answer to a CREATE of open o.
+func (d *Disk) createResponse(req *smb2.CreateRequest, o *open, fi vfs.FileInfo, action, access uint32, oplock uint8, lease *state.LeaseGrant) *smb2.CreateResponse {
 	resp := &smb2.CreateResponse{
 		OplockLevel:    oplock,
 		CreateAction:   action,
@@ -97,13 +156,7 @@ func (d *Disk) Create(r *server.Request, req *smb2.CreateRequest) (server.Handle
 	if lease != nil {
 		resp.Contexts = append(resp.Contexts, leaseContext(lease)) // lease.go
 	}
-	if action == smb2.FileCreated {
-		d.notify.post(actionAdded, o.name, nameFilter(o.isDir))
-	}
-	if action != smb2.FileOpened {
-		o.changedEntry() // dirlease.go
-	}
-	return o, resp, nil
+	return resp
 }
 
 // checkCreate validates the request fields ([MS-SMB2] 3.3.5.9).
@@ -283,11 +336,12 @@ func (d *Disk) openError(name string, err error) error {
 // QFid. Others are ignored, as [MS-SMB2] 3.3.5.9 allows.
 func (d *Disk) createContexts(req *smb2.CreateRequest, fi vfs.FileInfo, access uint32) []smb2.CreateContext {
 	var out []smb2.CreateContext
-	if _, ok := smb2.FindCreateContext(req.Contexts, "MxAc"); ok {
+	k := req.Known()
+	if k.Present(smb2.CtxQueryMaximalAccess) {
 		mx := smb2.MxAcResponse{MaximalAccess: d.MaximalAccess(nil)}
 		out = append(out, smb2.CreateContext{Name: "MxAc", Data: mx.Append(nil)})
 	}
-	if _, ok := smb2.FindCreateContext(req.Contexts, "QFid"); ok {
+	if k.Present(smb2.CtxQueryOnDiskID) {
 		q := smb2.QFidResponse{DiskFileID: fi.FileID, VolumeID: d.volumeID}
 		out = append(out, smb2.CreateContext{Name: "QFid", Data: q.Append(nil)})
 	}

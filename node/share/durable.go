@@ -103,15 +103,11 @@ func (o *open) Reattach(r *server.Request, req *smb2.CreateRequest) (*smb2.Creat
 // reconnectLeaseKey reads the lease key of a reconnect's RqLs context,
 // whatever its RequestedOplockLevel says (Windows looks only at the key).
 func reconnectLeaseKey(req *smb2.CreateRequest) ([16]byte, bool) {
-	data, ok := smb2.FindCreateContext(req.Contexts, "RqLs")
-	if !ok {
+	k := req.Known()
+	if !k.Valid(smb2.CtxRequestLease) {
 		return [16]byte{}, false
 	}
-	var lr smb2.LeaseRequest
-	if lr.Decode(data) != nil {
-		return [16]byte{}, false
-	}
-	return lr.Key, true
+	return k.Lease.Key, true
 }
 
 // reconnectNameMatches reports whether a reconnect names the open's file,

@@ -123,9 +123,9 @@ func (o *open) applyCreateContexts(req *smb2.CreateRequest, action uint32) error
 	if action != smb2.FileCreated && action != smb2.FileOverwritten && action != smb2.FileSuperseded {
 		return nil
 	}
-	if b, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxEABuffer); ok {
+	if k := req.Known(); k.Present(smb2.CtxEABuffer) {
 		var l fscc.FullEaInformation
-		if err := l.Decode(b); err != nil {
+		if err := l.Decode(k.EABuffer); err != nil {
 			return smb2.StatusInvalidParameter
 		}
 		if err := o.storeEAs(l); err != nil {

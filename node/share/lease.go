@@ -17,14 +17,11 @@ func leaseRequest(r *server.Request, req *smb2.CreateRequest) (*state.LeaseReque
 	if req.RequestedOplockLevel != smb2.OplockLevelLease || r.Session == nil || r.Session.Dialect < smb2.Dialect210 {
 		return nil, false
 	}
-	data, ok := smb2.FindCreateContext(req.Contexts, "RqLs")
-	if !ok {
+	k := req.Known()
+	if !k.Valid(smb2.CtxRequestLease) {
 		return nil, false
 	}
-	var lr smb2.LeaseRequest
-	if lr.Decode(data) != nil {
-		return nil, false
-	}
+	lr := k.Lease
 	if lr.Version == 2 && r.Session.Dialect < smb2.Dialect300 {
 		lr.Version = 1
 	}

@@ -1,20 +1,14 @@
 package share
 
 import (
-	"errors"
-	"io"
-	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"unsafe"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 	"github.com/smbcluster/smbcluster/node/state"
 	"github.com/smbcluster/smbcluster/node/vfs"
-	"golang.org/x/sys/unix"
 )
 
 // open is one open of a file or directory on a disk share.
@@ -230,135 +224,6 @@ func (o *open) need(mask uint32) error {
 	return nil
 }
 
-// readResponse carries READ data in a pooled buffer.
-type readResponse struct {
-	smb2.ReadResponse
-	data []byte
-	buf  *[]byte
-}
-
-func (r *readResponse) Payload() []byte { return r.data }
-
-// PayloadBuffer is the buffer Payload lies in (see server.ReadPayloadBuffer).
-func (r *readResponse) PayloadBuffer() *[]byte { return r.buf }
-func (r *readResponse) Release() {
-	server.PutBuffer(r.buf)
-	r.buf = nil
-}
-
-// Read handles SMB2 READ ([MS-SMB2] 3.3.5.12).
-func (o *open) Read(r *server.Request, req *smb2.ReadRequest) (server.Response, error) {
-	if o.isDir {
-		return nil, smb2.StatusInvalidDeviceRequest
-	}
-	if err := o.need(smb2.FileReadData | smb2.FileExecute); err != nil {
-		return nil, err
-	}
-	if req.Length == 0 {
-		if req.MinimumCount > 0 {
-			return nil, smb2.StatusEndOfFile
-		}
-		return &readResponse{ReadResponse: smb2.ReadResponse{DataOffset: 0x50}}, nil
-	}
-	if req.MinimumCount > req.Length {
-		return nil, smb2.StatusEndOfFile
-	}
-	if err := o.checkLocks(req.Offset, uint64(req.Length), false); err != nil {
-		return nil, err
-	}
-	if ff, ok := o.f.(vfs.FdFile); ok && r.ZeroCopy(req.Length) {
-		return o.sendfileRead(r, ff, req)
-	}
-	buf, into := r.ReadPayloadBuffer(int(req.Length))
-	var n int
-	var err error
-	if nw, ok := o.f.(vfs.NoWaitReader); ok && !r.MayWait() {
-		n, err = nw.ReadAtNoWait(into, int64(req.Offset))
-		if err == vfs.ErrWouldBlock {
-			server.PutBuffer(buf)
-			return nil, server.ErrWouldBlock
-		}
-	} else {
-		n, err = o.f.ReadAt(into, int64(req.Offset))
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		server.PutBuffer(buf)
-		return nil, err
-	}
-	if n == 0 || uint32(n) < req.MinimumCount {
-		server.PutBuffer(buf)
-		return nil, smb2.StatusEndOfFile
-	}
-	o.setPosition(int64(req.Offset) + int64(n))
-	return &readResponse{
-		ReadResponse: smb2.ReadResponse{DataOffset: 0x50, DataLength: uint32(n)},
-		data:         into[:n],
-		buf:          buf,
-	}, nil
-}
-
-// Write handles SMB2 WRITE ([MS-SMB2] 3.3.5.13).
-func (o *open) Write(r *server.Request, req *smb2.WriteRequest) (*smb2.WriteResponse, error) {
-	if o.isDir {
-		return nil, smb2.StatusInvalidDeviceRequest
-	}
-	if err := o.need(smb2.FileWriteData | smb2.FileAppendData); err != nil {
-		return nil, err
-	}
-	off := int64(req.Offset)
-	if o.access&smb2.FileWriteData == 0 {
-		// FILE_APPEND_DATA alone: every write goes to the end of file.
-		fi, err := o.f.Stat()
-		if err != nil {
-			return nil, err
-		}
-		off = fi.Size
-	} else if off < 0 {
-		return nil, smb2.StatusInvalidParameter
-	}
-	sp := r.Spliced()
-	length := len(req.Data)
-	if sp != nil {
-		length = sp.Len()
-	}
-	if length == 0 {
-		return &smb2.WriteResponse{}, nil
-	}
-	if err := o.checkLocks(uint64(off), uint64(length), true); err != nil {
-		return nil, err
-	}
-	if o.so != nil {
-		o.d.table.BreakRead(o.so.Key, o.so)
-	}
-	var n int
-	var err error
-	if sp != nil {
-		n, err = sp.WriteTo(o.f, off) // splice(2) into the file when it can
-	} else {
-		n, err = o.f.WriteAt(req.Data, off)
-	}
-	if err != nil {
-		if errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EINVAL) {
-			return nil, smb2.StatusInvalidParameter
-		}
-		return nil, err
-	}
-	if req.Flags&smb2.WriteFlagWriteThrough != 0 {
-		if err := o.f.Sync(); err != nil {
-			return nil, err
-		}
-	}
-	o.setPosition(off + int64(n))
-	if !o.written.Load() { // one store per open, not per WRITE
-		o.written.Store(true)
-	}
-	o.d.notify.post(actionModified, o.currentName(), smb2.FileNotifyChangeLastWrite|smb2.FileNotifyChangeSize)
-	return &smb2.WriteResponse{Count: uint32(n)}, nil
-}
-
-// TakesSpliced: Write takes a large WRITE's payload from Request.Spliced.
-func (o *open) TakesSpliced() {}
-
 // setPosition records the current byte offset, as FilePositionInformation
 // reports it after a READ or WRITE.
 func (o *open) setPosition(p int64) {
@@ -374,47 +239,6 @@ func (o *open) Flush(r *server.Request) error {
 	}
 	return o.f.Sync()
 }
-
-// sendfileRead answers a plain READ with a sendfile segment: the engine
-// writes the header, then the file's bytes go from the page cache to the
-// socket without passing through user space.
-func (o *open) sendfileRead(r *server.Request, ff vfs.FdFile, req *smb2.ReadRequest) (server.Response, error) {
-	// Only the size matters here: one fstat, not the full Stat with its
-	// extended attributes; made raw, as the read loop's socket calls are
-	// (node/sockio): fstat does not wait.
-	var st unix.Stat_t
-	if _, _, e := unix.RawSyscall(unix.SYS_FSTAT, ff.Fd(), uintptr(unsafe.Pointer(&st)), 0); e != 0 {
-		return nil, os.NewSyscallError("fstat", e)
-	}
-	fi := vfs.FileInfo{Size: st.Size}
-	off := int64(req.Offset)
-	if off < 0 || off >= fi.Size {
-		return nil, smb2.StatusEndOfFile
-	}
-	n := min(int64(req.Length), fi.Size-off)
-	if uint32(n) < req.MinimumCount {
-		return nil, smb2.StatusEndOfFile
-	}
-	if nw, ok := o.f.(vfs.NoWaitReader); ok && !r.MayWait() && !nw.Cached(off, int(n)) {
-		return nil, server.ErrWouldBlock // sendfile would wait for the disk
-	}
-	o.setPosition(off + n)
-	return &sendfileResponse{
-		ReadResponse: smb2.ReadResponse{DataOffset: 0x50, DataLength: uint32(n)},
-		fd:           ff.Fd(), off: off, n: int(n),
-	}, nil
-}
-
-// sendfileResponse is a READ answered from the file by the engine's writer.
-type sendfileResponse struct {
-	smb2.ReadResponse
-	fd  uintptr
-	off int64
-	n   int
-}
-
-func (r *sendfileResponse) Segment() (uintptr, int64, int) { return r.fd, r.off, r.n }
-func (r *sendfileResponse) Release()                       {}
 
 // nameFilter is the CHANGE_NOTIFY filter bit for adding or removing a name.
 func nameFilter(isDir bool) uint32 {

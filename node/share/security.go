@@ -165,12 +165,12 @@ func mergeSD(cur, sd *fscc.SecurityDescriptor, si uint32) {
 // context ("SecD", [MS-SMB2] 2.2.13.2.1) on a file the CREATE made: its
 // parts replace those of the default descriptor.
 func (o *open) applySecD(req *smb2.CreateRequest) error {
-	b, ok := smb2.FindCreateContext(req.Contexts, smb2.CreateCtxSecurityDescriptor)
-	if !ok {
+	k := req.Known()
+	if !k.Present(smb2.CtxSecurityDescriptor) {
 		return nil
 	}
 	var sd fscc.SecurityDescriptor
-	if err := sd.Decode(b); err != nil {
+	if err := sd.Decode(k.SecurityDescriptor); err != nil {
 		return smb2.StatusInvalidSecurityDescr
 	}
 	sf, ok := o.f.(vfs.SecurityFile)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 	"github.com/smbcluster/smbcluster/node/vfs/osfs"
@@ -60,7 +59,7 @@ func streamWith(t *testing.T, d *Disk, name, data string) {
 	t.Helper()
 	o := infoOpen(t, d, name, false, 0)
 	if data != "" {
-		if _, err := o.Write(&server.Request{}, &smb2.WriteRequest{Data: []byte(data)}); err != nil {
+		if _, err := writeOpen(o, &smb2.WriteRequest{Data: []byte(data)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +107,7 @@ func testStreamRenameTargets(t *testing.T, d *Disk) {
 	streamWith(t, d, "f:s2", "")
 	streamWith(t, d, "f:full", "x")
 	o := infoOpen(t, d, "f:s1", false, 0)
-	if _, err := o.Write(&server.Request{}, &smb2.WriteRequest{Data: []byte("one")}); err != nil {
+	if _, err := writeOpen(o, &smb2.WriteRequest{Data: []byte("one")}); err != nil {
 		t.Fatal(err)
 	}
 	other := infoOpen(t, d, "f:S1", false, 0)
@@ -144,7 +143,7 @@ func testStreamRenameTargets(t *testing.T, d *Disk) {
 func testStreamRenameToData(t *testing.T, d *Disk) {
 	infoOpen(t, d, "g", false, 0).Close(false)
 	o := infoOpen(t, d, "g:s", false, 0)
-	if _, err := o.Write(&server.Request{}, &smb2.WriteRequest{Data: []byte("data")}); err != nil {
+	if _, err := writeOpen(o, &smb2.WriteRequest{Data: []byte("data")}); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, renameTo(o, "::$DATA", false), smb2.StatusObjectNameCollision)
@@ -156,7 +155,7 @@ func testStreamRenameToData(t *testing.T, d *Disk) {
 		t.Fatalf("stream %q after renaming onto the data", o.currentStream())
 	}
 	wantStreams(t, o, "::$DATA")
-	if _, err := o.Write(&server.Request{}, &smb2.WriteRequest{Data: []byte("!"), Offset: 4}); err != nil {
+	if _, err := writeOpen(o, &smb2.WriteRequest{Data: []byte("!"), Offset: 4}); err != nil {
 		t.Fatal(err)
 	}
 	o.Close(false)

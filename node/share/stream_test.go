@@ -12,7 +12,7 @@ func TestStreams(t *testing.T) {
 	d := infoDisk(t)
 	infoOpen(t, d, "f", false, 0)
 	s := infoOpen(t, d, "F:Zone.Identifier:$DATA", false, 0) // created, case-folded base
-	if _, err := s.Write(&server.Request{}, &smb2.WriteRequest{Data: []byte("zone")}); err != nil {
+	if _, err := writeOpen(s, &smb2.WriteRequest{Data: []byte("zone")}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := queryFile(t, s, fscc.FileNameInformation, 1024); string(n[4:]) != string(utf16(`\f:Zone.Identifier`)) {
@@ -156,4 +156,19 @@ func FuzzCreateName(f *testing.F) {
 		queryFile(t, o, fscc.FileStreamInformation, 4096)
 		queryFile(t, o, fscc.FileFullEaInformation, 4096)
 	})
+}
+
+// writeOpen writes req.Data through o as the engine does for a
+// server.FileWriter, and returns the count written.
+func writeOpen(o *open, req *smb2.WriteRequest) (int, error) {
+	req.Length = uint32(len(req.Data))
+	wr, err := o.WriteRange(&server.Request{}, req)
+	if err != nil || wr.N == 0 {
+		return 0, err
+	}
+	n, err := wr.File.WriteAt(req.Data, wr.Off)
+	if err != nil {
+		return n, err
+	}
+	return n, o.WriteDone(req, wr.Off, n)
 }

@@ -115,6 +115,9 @@ type CreateRequest struct {
 	CreateOptions        uint32
 	Name                 string // share-relative, no leading backslash
 	Contexts             []CreateContext
+
+	known     *CreateContexts // Contexts decoded, by Known
+	knownFrom []CreateContext // the Contexts known was decoded from
 }
 
 const (
@@ -128,6 +131,7 @@ func (r *CreateRequest) Decode(msg []byte) error {
 	if err != nil {
 		return err
 	}
+	r.known, r.knownFrom = nil, nil
 	r.SecurityFlags = b[2]
 	r.RequestedOplockLevel = b[3]
 	r.ImpersonationLevel = le.Uint32(b[4:])

@@ -1,10 +1,14 @@
 package vfs
 
-import "errors"
-
 // ErrWouldBlock is what ReadAtNoWait answers when the data is not in
-// memory: reading it would wait for the disk.
-var ErrWouldBlock = errors.New("vfs: read would block")
+// memory: reading it would wait for the disk. Its WouldBlock method lets
+// the engine, which does not import vfs, tell it from a failure.
+var ErrWouldBlock error = wouldBlock{}
+
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string    { return "vfs: read would block" }
+func (wouldBlock) WouldBlock() bool { return true }
 
 // NoWaitReader is implemented by files that can read without waiting for
 // the disk. The engine serves small requests in the connection's reader;

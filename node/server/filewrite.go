@@ -1,0 +1,47 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"syscall"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// WriteRange is what a FileWriter answers a WRITE with: write its N
+// bytes to File at Off. N is 0 for a WRITE of nothing.
+type WriteRange struct {
+	File io.WriterAt
+	Off  int64
+	N    int
+}
+
+// writeFile serves a WRITE of a FileWriter: the handle checks it and says
+// where the data goes; the engine writes it — a large WRITE's payload
+// spliced from the socket into the file when the file is a PipeWriter
+// (splice.go), else from memory with WriteAt — and the handle finishes.
+func (r *Request) writeFile(h FileWriter, req *smb2.WriteRequest) (*smb2.WriteResponse, error) {
+	wr, err := h.WriteRange(r, req)
+	if err != nil {
+		return nil, err
+	}
+	if wr.N == 0 {
+		return &smb2.WriteResponse{}, nil
+	}
+	var n int
+	if r.spliced != nil {
+		n, err = r.spliced.WriteTo(wr.File, wr.Off)
+	} else {
+		n, err = wr.File.WriteAt(req.Data, wr.Off)
+	}
+	if err != nil {
+		if errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EINVAL) {
+			return nil, smb2.StatusInvalidParameter
+		}
+		return nil, err
+	}
+	if err := h.WriteDone(req, wr.Off, n); err != nil {
+		return nil, err
+	}
+	return &smb2.WriteResponse{Count: uint32(n)}, nil
+}
