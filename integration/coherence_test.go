@@ -18,20 +18,7 @@ func TestCoherenceAcrossNodes(t *testing.T) {
 	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
 	c.MustSMBCtl(t, "user", "add", "gina", "--password", "Gina-Pass-1")
 	connect := func(n *framework.ClusterNode) *servertest.Conn {
-		var s *servertest.Conn
-		framework.WaitFor(t, clusterDeadline, "gina's session on "+n.Name, func() bool {
-			s = servertest.Dial(t, n.Addr)
-			if s.Negotiate(smb2.Dialect311) != nil || s.SessionSetup("gina", "Gina-Pass-1") != nil {
-				s.Close()
-				return false
-			}
-			if _, err := s.TreeConnect("data"); err != nil {
-				s.Close()
-				return false
-			}
-			return true
-		})
-		return s
+		return clusterSession(t, n, "gina", "Gina-Pass-1", "data")
 	}
 	// Every file name is tried from node 1 and node 2 and from node 2 and
 	// node 3, so that the file's owner is sometimes one of the two nodes
@@ -257,20 +244,7 @@ func TestNotifyAcrossNodes(t *testing.T) {
 	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
 	c.MustSMBCtl(t, "user", "add", "hana", "--password", "Hana-Pass-1")
 	connect := func(n *framework.ClusterNode) *servertest.Conn {
-		var s *servertest.Conn
-		framework.WaitFor(t, clusterDeadline, "hana's session on "+n.Name, func() bool {
-			s = servertest.Dial(t, n.Addr)
-			if s.Negotiate(smb2.Dialect311) != nil || s.SessionSetup("hana", "Hana-Pass-1") != nil {
-				s.Close()
-				return false
-			}
-			if _, err := s.TreeConnect("data"); err != nil {
-				s.Close()
-				return false
-			}
-			return true
-		})
-		return s
+		return clusterSession(t, n, "hana", "Hana-Pass-1", "data")
 	}
 	watcher, changer := connect(c.Nodes[1]), connect(c.Nodes[0])
 	dir := servertest.CreateRequest("watched")

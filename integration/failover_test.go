@@ -21,20 +21,7 @@ func TestOwnerFailover(t *testing.T) {
 	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
 	c.MustSMBCtl(t, "user", "add", "ines", "--password", "Ines-Pass-1")
 	connect := func(n *framework.ClusterNode) *servertest.Conn {
-		var s *servertest.Conn
-		framework.WaitFor(t, clusterDeadline, "ines's session on "+n.Name, func() bool {
-			s = servertest.Dial(t, n.Addr)
-			if s.Negotiate(smb2.Dialect311) != nil || s.SessionSetup("ines", "Ines-Pass-1") != nil {
-				s.Close()
-				return false
-			}
-			if _, err := s.TreeConnect("data"); err != nil {
-				s.Close()
-				return false
-			}
-			return true
-		})
-		return s
+		return clusterSession(t, n, "ines", "Ines-Pass-1", "data")
 	}
 	a, b, dead := connect(c.Nodes[0]), connect(c.Nodes[1]), connect(c.Nodes[2])
 	lock := func(s *servertest.Conn, fid smb2.FileID, flags uint32) smb2.Status {
@@ -101,20 +88,7 @@ func TestOwnerPausedPastTTL(t *testing.T) {
 	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
 	c.MustSMBCtl(t, "user", "add", "jon", "--password", "Jon-Pass-1")
 	connect := func(n *framework.ClusterNode) *servertest.Conn {
-		var s *servertest.Conn
-		framework.WaitFor(t, clusterDeadline, "jon's session on "+n.Name, func() bool {
-			s = servertest.Dial(t, n.Addr)
-			if s.Negotiate(smb2.Dialect311) != nil || s.SessionSetup("jon", "Jon-Pass-1") != nil {
-				s.Close()
-				return false
-			}
-			if _, err := s.TreeConnect("data"); err != nil {
-				s.Close()
-				return false
-			}
-			return true
-		})
-		return s
+		return clusterSession(t, n, "jon", "Jon-Pass-1", "data")
 	}
 	a, b := connect(c.Nodes[0]), connect(c.Nodes[1])
 	const files = 24

@@ -51,20 +51,7 @@ func TestOpenAndLockListing(t *testing.T) {
 	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
 	c.MustSMBCtl(t, "user", "add", "ivan", "--password", "Ivan-Pass-1")
 	connect := func(n *framework.ClusterNode) *servertest.Conn {
-		var s *servertest.Conn
-		framework.WaitFor(t, clusterDeadline, "ivan's session on "+n.Name, func() bool {
-			s = servertest.Dial(t, n.Addr)
-			if s.Negotiate(smb2.Dialect311) != nil || s.SessionSetup("ivan", "Ivan-Pass-1") != nil {
-				s.Close()
-				return false
-			}
-			if _, err := s.TreeConnect("data"); err != nil {
-				s.Close()
-				return false
-			}
-			return true
-		})
-		return s
+		return clusterSession(t, n, "ivan", "Ivan-Pass-1", "data")
 	}
 	etcd, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second})
 	if err != nil {

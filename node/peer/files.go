@@ -14,6 +14,17 @@ var (
 
 // Admit implements state.Files: at the owner of o's file.
 func (r *Router) Admit(ctx context.Context, o *state.Open, req state.Request, onWait func()) (state.Grant, error) {
+	if req.Lease != nil {
+		// A lease is one file's (and stream's): a key this client uses on
+		// another file through this node is refused here, whichever
+		// nodes own the two files.
+		r.mu.Lock()
+		lf, ok := r.leaseFiles[req.Lease.ID]
+		r.mu.Unlock()
+		if ok && (lf.key != o.Key || lf.stream != o.Stream) {
+			return state.Grant{}, state.ErrLeaseKeyInUse
+		}
+	}
 	r.hold(o)
 	g, err := r.admit(ctx, o, req, onWait)
 	if err != nil {
@@ -24,7 +35,7 @@ func (r *Router) Admit(ctx context.Context, o *state.Open, req state.Request, on
 	if req.Lease != nil {
 		r.mu.Lock()
 		r.leaseOf[o.Ref] = req.Lease.ID
-		r.leaseFiles[req.Lease.ID] = o.Key
+		r.leaseFiles[req.Lease.ID] = leaseFile{o.Key, o.Stream}
 		r.mu.Unlock()
 	}
 	return g, err
@@ -150,8 +161,8 @@ func (r *Router) AckLease(id state.LeaseID, st uint32) (uint32, error) {
 func (r *Router) leaseFile(id state.LeaseID) (state.FileKey, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key, ok := r.leaseFiles[id]
-	return key, ok
+	lf, ok := r.leaseFiles[id]
+	return lf.key, ok
 }
 
 // Oplock implements state.Files.
@@ -183,13 +194,19 @@ func (r *Router) BreakRead(key state.FileKey, except *state.Open) {
 		r.table.BreakRead(key, except)
 		return
 	}
+	// Coalesced only with a call in flight for the same file sparing the
+	// same open: two writers' breaks spare different leases.
+	pk := breakRead{key: key}
+	if except != nil {
+		pk.except = except.Ref
+	}
 	r.mu.Lock()
-	if n := r.pending[key]; n > 0 {
-		r.pending[key] = 2
+	if n := r.pending[pk]; n > 0 {
+		r.pending[pk] = 2
 		r.mu.Unlock()
 		return
 	}
-	r.pending[key] = 1
+	r.pending[pk] = 1
 	r.mu.Unlock()
 	req := &peerv1.CallRequest{Op: peerv1.Op_OP_BREAK_READ, Key: keyPB(key)}
 	if except != nil {
@@ -199,12 +216,12 @@ func (r *Router) BreakRead(key state.FileKey, except *state.Open) {
 		for {
 			r.call(key, func() { r.table.BreakRead(key, except) }, req)
 			r.mu.Lock()
-			if r.pending[key] == 2 {
-				r.pending[key] = 1
+			if r.pending[pk] == 2 {
+				r.pending[pk] = 1
 				r.mu.Unlock()
 				continue
 			}
-			delete(r.pending, key)
+			delete(r.pending, pk)
 			r.mu.Unlock()
 			return
 		}

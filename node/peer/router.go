@@ -44,23 +44,23 @@ type Router struct {
 	nTheirs atomic.Int64 // other nodes' change-notify watches (notify.go)
 
 	mu          sync.Mutex
-	held        map[uint64]*state.Open          // opens this node holds, by Ref
-	nheld       map[state.FileKey]int           // how many of them are of each file
-	perShard    [NumShards]int                  // held opens and proxies, by shard
-	hint        map[state.FileKey]bool          // remote files known to have byte-range locks
-	leaseOf     map[uint64]state.LeaseID        // the lease of each held open that has one
-	leaseFiles  map[state.LeaseID]state.FileKey // the file of each lease of a held open
-	proxies     map[refKey]*state.Open          // other nodes' opens of files this node owns
-	proxyRef    map[*state.Open]refKey          // the inverse of proxies
-	in          map[*state.Open]bool            // proxies whose admission completed
+	held        map[uint64]*state.Open      // opens this node holds, by Ref
+	nheld       map[state.FileKey]int       // how many of them are of each file
+	perShard    [NumShards]int              // held opens and proxies, by shard
+	hint        map[state.FileKey]bool      // remote files known to have byte-range locks
+	leaseOf     map[uint64]state.LeaseID    // the lease of each held open that has one
+	leaseFiles  map[state.LeaseID]leaseFile // the file of each lease of a held open
+	proxies     map[refKey]*state.Open      // other nodes' opens of files this node owns
+	proxyRef    map[*state.Open]refKey      // the inverse of proxies
+	in          map[*state.Open]bool        // proxies whose admission completed
 	byKey       map[state.FileKey]map[refKey]bool
 	conns       map[string]*grpc.ClientConn
 	muxes       map[string]*mux // the exchange with each peer (mux.go)
 	ntf         notifyState
-	locked      map[uint64]bool        // held opens that asked for a byte-range lock
-	done        map[uint64]bool        // held opens whose admission completed (recover.go)
-	mirrorCache map[uint64]heldState   // what the owner granted held opens of remote files
-	pending     map[state.FileKey]int8 // BreakRead calls in flight (1) or asked again (2)
+	locked      map[uint64]bool      // held opens that asked for a byte-range lock
+	done        map[uint64]bool      // held opens whose admission completed (recover.go)
+	mirrorCache map[uint64]heldState // what the owner granted held opens of remote files
+	pending     map[breakRead]int8   // BreakRead calls in flight (1) or asked again (2)
 }
 
 // refKey is an OpenRef as a map key.
@@ -104,10 +104,10 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), dial: dial, log: log,
 		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{}, done: map[uint64]bool{},
 		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
-		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]state.FileKey{},
+		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
-		pending: map[state.FileKey]int8{},
+		pending: map[breakRead]int8{},
 		ntf:     notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 }
@@ -292,4 +292,16 @@ func (r *Router) ShardBusy(shard uint32) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return shard < NumShards && r.perShard[shard] > 0
+}
+
+// leaseFile is the file and stream a lease of a held open is on.
+type leaseFile struct {
+	key    state.FileKey
+	stream string
+}
+
+// breakRead names a BreakRead in flight: the file and the open spared.
+type breakRead struct {
+	key    state.FileKey
+	except uint64
 }
