@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"errors"
 
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -138,7 +139,7 @@ func (r *Router) Ack(o *state.Open, level uint8) (ok bool) {
 func (r *Router) AckLease(id state.LeaseID, st uint32) (uint32, error) {
 	key, ok := r.leaseFile(id)
 	if !ok {
-		return r.table.AckLease(id, st)
+		return r.ackAnywhere(id, st)
 	}
 	var got uint32
 	var lerr error
@@ -155,6 +156,38 @@ func (r *Router) AckLease(id state.LeaseID, st uint32) (uint32, error) {
 		return resp.Level, codeErr(resp.Error, resp.Message)
 	}
 	return got, lerr
+}
+
+// ackAnywhere takes an acknowledgment of a lease none of this node's
+// opens holds: the client acknowledged on its connection to this node a
+// break sent on its connection to another (smbtorture
+// smb2.lease.v2_complex2 acks on its second connection). A lease is one
+// file's, so one owner's table at most knows it: this node's, or another
+// node's, each asked in turn.
+func (r *Router) ackAnywhere(id state.LeaseID, st uint32) (uint32, error) {
+	got, err := r.table.AckLease(id, st)
+	if !errors.Is(err, state.ErrNoLease) {
+		return got, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	for node, addr := range r.routes.Peers() {
+		if node == r.routes.Self() {
+			continue
+		}
+		cli, cerr := r.client(addr)
+		if cerr != nil {
+			continue
+		}
+		r.stats.call(peerv1.Op_OP_ACK_LEASE)
+		resp, cerr := cli.Call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_ACK_LEASE,
+			Lease: &peerv1.LeaseRequest{ClientGuid: id.Client[:], Key: id.Key[:], State: st}})
+		if cerr != nil || resp.Error == peerv1.Error_ERROR_NO_LEASE {
+			continue
+		}
+		return resp.Level, codeErr(resp.Error, resp.Message)
+	}
+	return got, err
 }
 
 // leaseFile finds the file of a lease among the held opens' cachings.

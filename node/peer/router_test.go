@@ -409,3 +409,33 @@ func TestWatchGetsChangesMadeBeforeItArrived(t *testing.T) {
 		t.Fatalf("then %q, want dir/after.txt (before.txt must not be replayed)", name)
 	}
 }
+
+// TestLeaseAckOnAnotherNode: a client acknowledges, on its connection to
+// a node that holds none of the lease's opens, a break sent through
+// another node; the acknowledgment finds the lease at its owner.
+func TestLeaseAckOnAnotherNode(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 8, FileID: 1}
+	ctx := context.Background()
+	br := newBreaks()
+	id := state.LeaseID{Client: [16]byte{3}, Key: [16]byte{4}}
+	oa := open(key, rw, shareAll, br)
+	if _, err := a.Admit(ctx, oa, state.Request{Lease: &state.LeaseRequest{ID: id, State: state.LeaseRead | state.LeaseWrite | state.LeaseHandle, Version: 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Admit(ctx, open(key, rw, shareAll, newBreaks()), state.Request{}, nil)
+		done <- err
+	}()
+	lb := <-br.lease
+	if _, err := b.AckLease(id, lb.To); err != nil {
+		t.Fatalf("acknowledgment through the node holding none of the lease's opens: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c := a.CachingOf(oa); c.State != state.LeaseRead|state.LeaseHandle || c.Breaking {
+		t.Fatalf("lease after the acknowledgment: %#x breaking=%v", c.State, c.Breaking)
+	}
+}

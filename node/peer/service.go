@@ -215,8 +215,18 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 // Call implements peerv1.PeerServiceServer.
 func (sv *Service) Call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
 	r := sv.r
-	if req.Op == peerv1.Op_OP_HAS_OPEN_BELOW {
+	switch {
+	case req.Op == peerv1.Op_OP_HAS_OPEN_BELOW:
 		return &peerv1.CallResponse{On: r.table.HasOpenBelow(req.Name)}, nil
+	case req.Op == peerv1.Op_OP_ACK_LEASE && req.Route == nil:
+		// An acknowledgment looking for its lease (ackAnywhere): only the
+		// table that knows the lease takes it, whatever shard.
+		l := req.Lease
+		resp := &peerv1.CallResponse{}
+		var err error
+		resp.Level, err = r.table.AckLease(state.LeaseID{Client: guid(l.GetClientGuid()), Key: guid(l.GetKey())}, l.GetState())
+		resp.Error, resp.Message = errCode(err)
+		return resp, nil
 	}
 	key := keyOf(req.Key)
 	if err := r.owns(req.Route, key); err != nil {
