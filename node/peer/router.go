@@ -57,10 +57,10 @@ type Router struct {
 	conns       map[string]*grpc.ClientConn
 	muxes       map[string]*mux // the exchange with each peer (mux.go)
 	ntf         notifyState
-	locked      map[uint64]bool      // held opens that asked for a byte-range lock
-	done        map[uint64]bool      // held opens whose admission completed (recover.go)
-	mirrorCache map[uint64]heldState // what the owner granted held opens of remote files
-	pending     map[breakRead]int8   // BreakRead calls in flight (1) or asked again (2)
+	locked      map[uint64]bool                   // held opens that asked for a byte-range lock
+	done        map[uint64]bool                   // held opens whose admission completed (recover.go)
+	mirrorCache map[uint64]heldState              // what the owner granted held opens of remote files
+	readClear   map[state.FileKey]map[uint64]bool // held opens whose writes need break no read caching (files.go)
 }
 
 // refKey is an OpenRef as a map key.
@@ -107,8 +107,8 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
-		pending: map[breakRead]int8{},
-		ntf:     notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
+		readClear: map[state.FileKey]map[uint64]bool{},
+		ntf:       notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 }
 
@@ -261,6 +261,7 @@ func (r *Router) unhold(o *state.Open) {
 	if r.held[o.Ref] == o {
 		delete(r.held, o.Ref)
 		delete(r.mirrorCache, o.Ref)
+		delete(r.readClear[o.Key], o.Ref)
 		delete(r.done, o.Ref)
 		r.perShard[ShardOf(o.Key)]--
 		if id, ok := r.leaseOf[o.Ref]; ok {
@@ -270,6 +271,7 @@ func (r *Router) unhold(o *state.Open) {
 		if r.nheld[o.Key]--; r.nheld[o.Key] <= 0 {
 			delete(r.nheld, o.Key)
 			delete(r.hint, o.Key)
+			delete(r.readClear, o.Key)
 		}
 	}
 	r.mu.Unlock()
@@ -298,10 +300,4 @@ func (r *Router) ShardBusy(shard uint32) bool {
 type leaseFile struct {
 	key    state.FileKey
 	stream string
-}
-
-// breakRead names a BreakRead in flight: the file and the open spared.
-type breakRead struct {
-	key    state.FileKey
-	except uint64
 }

@@ -439,3 +439,43 @@ func TestLeaseAckOnAnotherNode(t *testing.T) {
 		t.Fatalf("lease after the acknowledgment: %#x breaking=%v", c.State, c.Breaking)
 	}
 }
+
+// TestWriteBreaksReadOnceUntilReadAgain: a writer through a remote file's
+// holder node asks the owner to break read caching on its first write
+// only; once another node's open caches reads again, the next write
+// breaks it.
+func TestWriteBreaksReadOnceUntilReadAgain(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 7, FileID: 1}
+	ctx := context.Background()
+	reader := newBreaks()
+	if _, err := a.Admit(ctx, open(key, rw, shareAll, reader), state.Request{Oplock: state.OplockLevelII}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := open(key, rw, shareAll, newBreaks())
+	if _, err := b.Admit(ctx, w, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	calls := func() uint64 { return b.Stats().ByOp[peerv1.Op_OP_BREAK_READ].Load() }
+	b.BreakRead(key, w) // the first write: level II broken
+	if to := <-reader.oplock; to != state.OplockNone {
+		t.Fatalf("level II broken to %#x", to)
+	}
+	before := calls()
+	for range 10 {
+		b.BreakRead(key, w)
+	}
+	if n := calls() - before; n != 0 {
+		t.Fatalf("10 more writes made %d calls, want none", n)
+	}
+	// Another open through the owner caches reads again: the owner tells
+	// b, and b's next write breaks it.
+	reader2 := newBreaks()
+	if _, err := a.Admit(ctx, open(key, rw, shareAll, reader2), state.Request{Oplock: state.OplockLevelII}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.BreakRead(key, w)
+	if to := <-reader2.oplock; to != state.OplockNone {
+		t.Fatalf("the new level II broken to %#x", to)
+	}
+}

@@ -203,8 +203,12 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 		return stream.Send(&peerv1.AdmitEvent{Error: code, Message: msg})
 	}
 	r.setIn(o)
+	if cachesReads(g) {
+		r.announceRead(key, req.Open.Ref.Node)
+	}
 	ev := grantEvent(g)
 	ev.LocksPresent = r.locks.HasLocks(key)
+	ev.ReadPresent = cachesReads(g)
 	if ctx.Err() != nil || stream.Send(ev) != nil {
 		r.closeProxy(o) // the holder gave up: it will not know of this open
 		return status.FromContextError(ctx.Err()).Err()
@@ -380,6 +384,10 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 		r.setHint(keyOf(k))
 		return &peerv1.DeliverResponse{}, nil
 	}
+	if k := req.ReadPresent; k != nil {
+		r.readAgain(keyOf(k))
+		return &peerv1.DeliverResponse{}, nil
+	}
 	ref := req.GetRef()
 	if ref.GetNode() != r.routes.Self() || ref.GetEpoch() != r.routes.Epoch() {
 		return &peerv1.DeliverResponse{Gone: true}, nil
@@ -464,4 +472,46 @@ func (r *Router) isIn(o *state.Open) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.in[o]
+}
+
+// cachesReads reports whether a grant lets its open cache reads.
+func cachesReads(g state.Grant) bool {
+	if g.Lease != nil {
+		return g.Lease.State&state.LeaseRead != 0
+	}
+	return g.Oplock != state.OplockNone
+}
+
+// announceRead tells every node but skip that has key open that an open
+// of it caches reads now, and waits for their answers, so that their
+// writers break it (BreakRead).
+func (r *Router) announceRead(key state.FileKey, skip string) {
+	r.mu.Lock()
+	nodes := map[string]bool{}
+	for ref := range r.byKey[key] {
+		if ref.node != skip {
+			nodes[ref.node] = true
+		}
+	}
+	r.mu.Unlock()
+	if len(nodes) == 0 {
+		return
+	}
+	peers := r.routes.Peers()
+	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
+	defer cancel()
+	for node := range nodes {
+		addr := peers[node]
+		if addr == "" {
+			continue
+		}
+		cli, err := r.client(addr)
+		if err != nil {
+			continue
+		}
+		r.stats.Delivers.Add(1)
+		if _, err := cli.Deliver(ctx, &peerv1.DeliverRequest{ReadPresent: keyPB(key)}); err != nil {
+			r.log.Warn("telling a node of read caching", "peer", node, "err", err)
+		}
+	}
 }

@@ -797,7 +797,11 @@ type AdmitEvent struct {
 	// locks_present tells the holder whether the file has byte-range
 	// locks, so that it checks its I/O with the owner (Admit's answer, and
 	// the answer of every lock operation).
-	LocksPresent  bool `protobuf:"varint,7,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
+	LocksPresent bool `protobuf:"varint,7,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
+	// read_present: after the grant some open of the file caches reads (a
+	// lease with R, a level II or stronger oplock), so a write through the
+	// holder must break it (OP_BREAK_READ).
+	ReadPresent   bool `protobuf:"varint,8,opt,name=read_present,json=readPresent,proto3" json:"read_present,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -877,6 +881,13 @@ func (x *AdmitEvent) GetMessage() string {
 func (x *AdmitEvent) GetLocksPresent() bool {
 	if x != nil {
 		return x.LocksPresent
+	}
+	return false
+}
+
+func (x *AdmitEvent) GetReadPresent() bool {
+	if x != nil {
+		return x.ReadPresent
 	}
 	return false
 }
@@ -1205,9 +1216,12 @@ type DeliverRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ref   *OpenRef               `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	// oplock is the level to break to, when lease is unset.
-	Oplock        uint32      `protobuf:"varint,2,opt,name=oplock,proto3" json:"oplock,omitempty"`
-	Lease         *LeaseBreak `protobuf:"bytes,3,opt,name=lease,proto3" json:"lease,omitempty"`
-	LocksPresent  *FileKey    `protobuf:"bytes,4,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
+	Oplock       uint32      `protobuf:"varint,2,opt,name=oplock,proto3" json:"oplock,omitempty"`
+	Lease        *LeaseBreak `protobuf:"bytes,3,opt,name=lease,proto3" json:"lease,omitempty"`
+	LocksPresent *FileKey    `protobuf:"bytes,4,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
+	// read_present (ref unset): an open of the file now caches reads, so
+	// the callee's writes of it must ask the owner to break it again.
+	ReadPresent   *FileKey `protobuf:"bytes,5,opt,name=read_present,json=readPresent,proto3" json:"read_present,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1266,6 +1280,13 @@ func (x *DeliverRequest) GetLease() *LeaseBreak {
 func (x *DeliverRequest) GetLocksPresent() *FileKey {
 	if x != nil {
 		return x.LocksPresent
+	}
+	return nil
+}
+
+func (x *DeliverRequest) GetReadPresent() *FileKey {
+	if x != nil {
+		return x.ReadPresent
 	}
 	return nil
 }
@@ -2215,7 +2236,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\toverwrite\x18\x05 \x01(\bR\toverwrite\x12\x1d\n" +
 	"\n" +
 	"no_caching\x18\x06 \x01(\bR\tnoCaching\x12\x1c\n" +
-	"\tdirectory\x18\a \x01(\bR\tdirectory\"\x8d\x02\n" +
+	"\tdirectory\x18\a \x01(\bR\tdirectory\"\xb0\x02\n" +
 	"\n" +
 	"AdmitEvent\x12\x18\n" +
 	"\awaiting\x18\x01 \x01(\bR\awaiting\x12/\n" +
@@ -2224,7 +2245,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x05lease\x18\x04 \x01(\v2\x1b.smbcluster.peer.v1.CachingR\x05lease\x12*\n" +
 	"\x11break_in_progress\x18\x05 \x01(\bR\x0fbreakInProgress\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12#\n" +
-	"\rlocks_present\x18\a \x01(\bR\flocksPresent\"T\n" +
+	"\rlocks_present\x18\a \x01(\bR\flocksPresent\x12!\n" +
+	"\fread_present\x18\b \x01(\bR\vreadPresent\"T\n" +
 	"\x04Lock\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x1c\n" +
@@ -2254,12 +2276,13 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\acaching\x18\x06 \x01(\v2\x1b.smbcluster.peer.v1.CachingR\acaching\x12\x14\n" +
 	"\x05count\x18\a \x01(\rR\x05count\x12#\n" +
 	"\rlocks_present\x18\b \x01(\bR\flocksPresent\x12\x18\n" +
-	"\amessage\x18\t \x01(\tR\amessage\"\xcf\x01\n" +
+	"\amessage\x18\t \x01(\tR\amessage\"\x8f\x02\n" +
 	"\x0eDeliverRequest\x12-\n" +
 	"\x03ref\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x03ref\x12\x16\n" +
 	"\x06oplock\x18\x02 \x01(\rR\x06oplock\x124\n" +
 	"\x05lease\x18\x03 \x01(\v2\x1e.smbcluster.peer.v1.LeaseBreakR\x05lease\x12@\n" +
-	"\rlocks_present\x18\x04 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\flocksPresent\"\xb6\x01\n" +
+	"\rlocks_present\x18\x04 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\flocksPresent\x12>\n" +
+	"\fread_present\x18\x05 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\vreadPresent\"\xb6\x01\n" +
 	"\n" +
 	"LeaseBreak\x12\x1f\n" +
 	"\vclient_guid\x18\x01 \x01(\fR\n" +
@@ -2441,39 +2464,40 @@ var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	2,  // 15: smbcluster.peer.v1.DeliverRequest.ref:type_name -> smbcluster.peer.v1.OpenRef
 	14, // 16: smbcluster.peer.v1.DeliverRequest.lease:type_name -> smbcluster.peer.v1.LeaseBreak
 	3,  // 17: smbcluster.peer.v1.DeliverRequest.locks_present:type_name -> smbcluster.peer.v1.FileKey
-	7,  // 18: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
-	6,  // 19: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 20: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
-	17, // 21: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
-	19, // 22: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
-	22, // 23: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
-	8,  // 24: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
-	11, // 25: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
-	11, // 26: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
-	9,  // 27: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
-	12, // 28: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
-	26, // 29: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
-	8,  // 30: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
-	11, // 31: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
-	11, // 32: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
-	25, // 33: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
-	13, // 34: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
-	16, // 35: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
-	20, // 36: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
-	23, // 37: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
-	9,  // 38: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 39: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 40: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	25, // 41: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
-	15, // 42: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 43: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	21, // 44: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
-	24, // 45: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
-	38, // [38:46] is the sub-list for method output_type
-	30, // [30:38] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	3,  // 18: smbcluster.peer.v1.DeliverRequest.read_present:type_name -> smbcluster.peer.v1.FileKey
+	7,  // 19: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
+	6,  // 20: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
+	10, // 21: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
+	17, // 22: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
+	19, // 23: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
+	22, // 24: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
+	8,  // 25: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
+	11, // 26: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
+	11, // 27: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
+	9,  // 28: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
+	12, // 29: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
+	26, // 30: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
+	8,  // 31: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
+	11, // 32: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
+	11, // 33: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
+	25, // 34: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
+	13, // 35: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
+	16, // 36: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
+	20, // 37: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
+	23, // 38: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
+	9,  // 39: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	12, // 40: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	9,  // 41: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	25, // 42: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
+	15, // 43: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	18, // 44: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	21, // 45: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
+	24, // 46: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
+	39, // [39:47] is the sub-list for method output_type
+	31, // [31:39] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_peer_service_proto_init() }
