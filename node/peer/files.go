@@ -244,7 +244,11 @@ func (r *Router) BreakRead(key state.FileKey, except *state.Open) {
 	if except != nil {
 		req.Ref, req.Stream = r.ref(except), except.Stream
 		r.mu.Lock()
-		clear := r.readClear[key][except.Ref]
+		// The writer's own level II oplock breaks too (only its lease or
+		// exclusive/batch oplock is spared): while it holds one, say after
+		// its batch oplock was broken to level II, the call is needed.
+		c := r.mirrorCache[except.Ref].caching
+		clear := r.readClear[key][except.Ref] && (c.Lease || c.State != state.LeaseRead)
 		r.mu.Unlock()
 		if clear {
 			return
