@@ -156,30 +156,5 @@ func (r *Router) announceLocks(key state.FileKey) {
 	if r.locks.HasLocks(key) {
 		return
 	}
-	r.mu.Lock()
-	nodes := map[string]bool{}
-	for ref := range r.byKey[key] {
-		nodes[ref.node] = true
-	}
-	r.mu.Unlock()
-	if len(nodes) == 0 {
-		return
-	}
-	peers := r.routes.Peers()
-	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
-	defer cancel()
-	for node := range nodes {
-		addr := peers[node]
-		if addr == "" {
-			continue // gone: its opens are dropped with it
-		}
-		cli, err := r.client(addr)
-		if err != nil {
-			continue
-		}
-		r.stats.Delivers.Add(1)
-		if _, err := cli.Deliver(ctx, &peerv1.DeliverRequest{LocksPresent: keyPB(key)}); err != nil {
-			r.log.Warn("telling a node of byte-range locks", "peer", node, "err", err)
-		}
-	}
+	r.tellHolders(key, "", &peerv1.DeliverRequest{LocksPresent: keyPB(key)}, "byte-range locks")
 }

@@ -486,6 +486,13 @@ func cachesReads(g state.Grant) bool {
 // of it caches reads now, and waits for their answers, so that their
 // writers break it (BreakRead).
 func (r *Router) announceRead(key state.FileKey, skip string) {
+	r.tellHolders(key, skip, &peerv1.DeliverRequest{ReadPresent: keyPB(key)}, "read caching")
+}
+
+// tellHolders sends notice to every node but skip that holds an open of
+// key (as this node, its owner, knows from its proxies), and waits for
+// their answers; what names the notice in the log.
+func (r *Router) tellHolders(key state.FileKey, skip string, notice *peerv1.DeliverRequest, what string) {
 	r.mu.Lock()
 	nodes := map[string]bool{}
 	for ref := range r.byKey[key] {
@@ -503,15 +510,15 @@ func (r *Router) announceRead(key state.FileKey, skip string) {
 	for node := range nodes {
 		addr := peers[node]
 		if addr == "" {
-			continue
+			continue // gone: its opens are dropped with it
 		}
 		cli, err := r.client(addr)
 		if err != nil {
 			continue
 		}
 		r.stats.Delivers.Add(1)
-		if _, err := cli.Deliver(ctx, &peerv1.DeliverRequest{ReadPresent: keyPB(key)}); err != nil {
-			r.log.Warn("telling a node of read caching", "peer", node, "err", err)
+		if _, err := cli.Deliver(ctx, notice); err != nil {
+			r.log.Warn("telling a node of "+what, "peer", node, "err", err)
 		}
 	}
 }
