@@ -2,6 +2,7 @@ package nodemain
 
 import (
 	"context"
+	"crypto/sha256"
 	"expvar"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/smbcluster/smbcluster/node/cluster"
+	"github.com/smbcluster/smbcluster/node/handoff"
 	"github.com/smbcluster/smbcluster/node/peer"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
@@ -29,8 +31,12 @@ type coherence struct {
 	locks    state.Locks
 	notify   share.ClusterNotify // nil on a single node
 	router   *peer.Router        // nil on a single node
+	sessions *handoff.Peers      // nil on a single node
 	shards   *cluster.ShardMap   // nil on a single node
 	peerAddr string
+	// serverGUID is the cluster's: every node answers NEGOTIATE as one
+	// server, so that a client binds channels on several of them.
+	serverGUID [16]byte
 	stop     func()
 }
 
@@ -78,6 +84,12 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)),
 		grpc.ChainUnaryInterceptor(peer.RecoverUnary(log)), grpc.ChainStreamInterceptor(peer.RecoverStream(log)))
 	peerv1.RegisterPeerServiceServer(srv, router.Service())
+	// A channel bound through this node to another node's session is
+	// handed to that node (node/handoff).
+	sessions := handoff.New(cfg.Name, shards.Peers, func(addr string) (*grpc.ClientConn, error) {
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
+	}, log)
+	peerv1.RegisterSessionServiceServer(srv, sessions.Service())
 	go srv.Serve(l)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -85,13 +97,15 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	peerRouters.add(router)
 	log.Info("node-to-node API", "addr", l.Addr().String())
 	return &coherence{
-		files: router, locks: router, notify: router, router: router, shards: shards, peerAddr: l.Addr().String(),
+		files: router, locks: router, notify: router, router: router, sessions: sessions, shards: shards, peerAddr: l.Addr().String(),
+		serverGUID: clusterServerGUID(secret),
 		stop: func() {
 			cancel()
 			<-done
 			srv.Stop()
 			peerRouters.remove(router)
 			router.Close()
+			sessions.Close()
 			cli.Close()
 		},
 	}, nil
@@ -198,4 +212,22 @@ func (s *routerSet) byOp() map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// sessionPeers is the server's way to other nodes' sessions: none on a
+// single node.
+func (c *coherence) sessionPeers() server.SessionPeers {
+	if c.sessions == nil {
+		return nil
+	}
+	return c.sessions
+}
+
+// clusterServerGUID derives the ServerGuid every node of a cluster
+// answers with from the cluster secret.
+func clusterServerGUID(secret []byte) [16]byte {
+	h := sha256.Sum256(append([]byte("smbcluster server guid\x00"), secret...))
+	var g [16]byte
+	copy(g[:], h[:])
+	return g
 }

@@ -85,6 +85,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Shares:          shares,
 		Logger:          log,
 		Control:         control,
+		SessionPeers:    coh.sessionPeers(),
+		ServerGUID:      coh.serverGUID,
 
 		ZeroCopyThreshold:    orDefaultSize(cfg.ZeroCopyThreshold, defaultZeroCopyThreshold),
 		SpliceWriteThreshold: orDefaultSize(cfg.SpliceWriteThreshold, defaultSpliceWriteThreshold),
@@ -96,6 +98,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		MaxOpens:           limitCount(cfg.MaxOpens, defaultMaxOpens()),
 		MaxOpensPerSession: limitCount(cfg.MaxOpensPerSession, defaultMaxOpensPerSession),
 	})
+	if coh.sessions != nil {
+		coh.sessions.Attach(srv)
+	}
 	if cfg.DebugAddr != "" {
 		go func() {
 			log.Info("profiling endpoints", "addr", cfg.DebugAddr)

@@ -76,6 +76,11 @@ type Config struct {
 	// admits and offers while it runs (cluster.go).
 	Control *Control
 
+	// SessionPeers, if set, finds the sessions other nodes of a cluster
+	// hold, so that a channel bound here to one of them is handed to its
+	// node (handoff.go).
+	SessionPeers SessionPeers
+
 	Logger *slog.Logger
 }
 

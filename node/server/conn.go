@@ -39,6 +39,7 @@ type conn struct {
 	nc     net.Conn
 	remote string
 	local  string
+	via    string // the node the client is connected to, for a handed-over connection (handoff.go)
 	ctx    context.Context
 	cancel context.CancelFunc
 	raw    syscall.RawConn // nil unless TCP: the zero-copy path needs it
@@ -209,7 +210,9 @@ func (c *conn) serve() {
 	log := c.srv.log.With("remote", c.remote)
 	log.Debug("connection accepted")
 	err := c.readLoop()
-	if c.draining.Load() {
+	if h, ok := err.(errHandedOff); ok {
+		err = c.relayBytes(h.relay)
+	} else if c.draining.Load() {
 		c.finish()
 		err = nil
 	}
@@ -354,6 +357,15 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 	if err != nil || len(pdus) == 0 {
 		putBuf(buf)
 		return dropError{fmt.Errorf("bad message: %v", err)}
+	}
+	if loop && encSession == nil && len(pdus) == 1 && c.srv.cfg.SessionPeers != nil {
+		var h smb2.Header
+		if h.Decode(pdus[0]) == nil {
+			if err := c.maybeHandoff(pdus[0], &h); err != nil {
+				putBuf(buf)
+				return err
+			}
+		}
 	}
 	// Credit accounting happens here, in arrival order, so a request's
 	// message id is checked before the next frame is read.

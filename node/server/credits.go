@@ -85,3 +85,23 @@ func (w *creditWindow) outstanding() uint64 {
 	defer w.mu.Unlock()
 	return w.high - w.low
 }
+
+// snapshot returns the window's state, for a connection handed to
+// another node (handoff.go).
+func (w *creditWindow) snapshot() (low, high uint64, used []uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.low, w.high, append([]uint64(nil), w.used...)
+}
+
+// restore sets the window to a snapshot another node's window took.
+func (w *creditWindow) restore(low, high uint64, used []uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if high < low || high-low > w.lim || len(used) != len(w.used) {
+		return errors.New("server: credit window of another size")
+	}
+	w.low, w.high = low, high
+	copy(w.used, used)
+	return nil
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
@@ -240,6 +241,13 @@ func (c *conn) endPreviousSession(s *Session, prev uint64) {
 		return
 	}
 	old := c.srv.lookupSession(prev)
+	if old == nil && c.srv.cfg.SessionPeers != nil {
+		// A client reconnecting through another node than before.
+		ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
+		defer cancel()
+		c.srv.cfg.SessionPeers.EndPrevious(ctx, prev, s.User, s.ID)
+		return
+	}
 	if old == nil || !old.valid() || !strings.EqualFold(old.User, s.User) || old.Anonymous || old.Guest {
 		return
 	}

@@ -1,0 +1,20 @@
+// Package handoff lets the channels of one SMB session live on several
+// nodes of a cluster ([MS-SMB2] 3.3.5.5.2, binding).
+//
+// A session stays on the node that authenticated it (its home). When a
+// client binds a channel to it through another node, that node asks its
+// peers which of them holds the session (Find) and hands the connection
+// to it (Relay): the home node serves the connection as one of its own
+// (server.Server.Adopt) and the arrival node carries its bytes. The
+// binding's authentication, the channel's signing key, every later
+// request on the channel, its async completions and the breaks sent on
+// it thus run where the session's trees, opens and other channels are,
+// exactly as on a single node; the session is findable on every node the
+// moment its SESSION_SETUP completes, since nothing needs to be published
+// first.
+//
+// A Peers is the node's server.SessionPeers (the arrival side) and, with
+// Service, serves the other nodes (the home side) over
+// proto/smbcluster/peer/v1's SessionService, on the node-to-node gRPC
+// server and its mutual TLS.
+package handoff

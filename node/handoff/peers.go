@@ -1,0 +1,212 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/smbcluster/smbcluster/node/server"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc"
+)
+
+// Peers finds sessions on the other nodes and hands connections to them.
+// It is safe for concurrent use.
+type Peers struct {
+	self  string
+	nodes func() map[string]string // live nodes' node-to-node addresses, by name
+	dial  func(addr string) (*grpc.ClientConn, error)
+	log   *slog.Logger
+	srv   atomic.Pointer[server.Server]
+
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+// New returns the Peers of node self. nodes lists the live nodes'
+// node-to-node addresses by name (self included or not); dial connects to
+// one with the cluster's transport credentials.
+func New(self string, nodes func() map[string]string, dial func(addr string) (*grpc.ClientConn, error), log *slog.Logger) *Peers {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Peers{self: self, nodes: nodes, dial: dial, log: log, conns: map[string]*grpc.ClientConn{}}
+}
+
+// Attach sets the server whose sessions the Service offers the other
+// nodes. Until then the node holds no session for them.
+func (p *Peers) Attach(s *server.Server) { p.srv.Store(s) }
+
+// Close closes the connections to the other nodes.
+func (p *Peers) Close() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = map[string]*grpc.ClientConn{}
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func (p *Peers) client(addr string) (peerv1.SessionServiceClient, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.conns[addr]
+	if !ok {
+		var err error
+		if c, err = p.dial(addr); err != nil {
+			return nil, err
+		}
+		p.conns[addr] = c
+	}
+	return peerv1.NewSessionServiceClient(c), nil
+}
+
+// others returns the other live nodes' clients, by name.
+func (p *Peers) others() map[string]peerv1.SessionServiceClient {
+	out := map[string]peerv1.SessionServiceClient{}
+	for name, addr := range p.nodes() {
+		if name == p.self {
+			continue
+		}
+		if c, err := p.client(addr); err == nil {
+			out[name] = c
+		}
+	}
+	return out
+}
+
+// find asks every other live node at once whether it holds session id and
+// returns the first that does.
+func (p *Peers) find(ctx context.Context, id uint64) (string, peerv1.SessionServiceClient, error) {
+	others := p.others()
+	if len(others) == 0 {
+		return "", nil, server.ErrNoSession
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		name string
+		err  error
+	}
+	answers := make(chan answer, len(others))
+	for name, c := range others {
+		go func() {
+			resp, err := c.Find(ctx, &peerv1.FindSessionRequest{SessionId: id})
+			if err == nil && !resp.GetHeld() {
+				err = server.ErrNoSession
+			}
+			answers <- answer{name, err}
+		}()
+	}
+	var errs []error
+	for range others {
+		a := <-answers
+		if a.err == nil {
+			return a.name, others[a.name], nil
+		}
+		if !errors.Is(a.err, server.ErrNoSession) {
+			errs = append(errs, fmt.Errorf("%s: %w", a.name, a.err))
+		}
+	}
+	if len(errs) > 0 {
+		return "", nil, errors.Join(errs...)
+	}
+	return "", nil, server.ErrNoSession
+}
+
+// Handoff implements server.SessionPeers.
+func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState) (server.Relay, error) {
+	name, c, err := p.find(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// The relay outlives the binding request: it lasts as long as the
+	// client's connection.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stream, err := c.Relay(rctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	st.Node = p.self
+	if err := stream.Send(&peerv1.RelayMessage{Handoff: handoffProto(st)}); err != nil {
+		cancel()
+		return nil, err
+	}
+	p.log.Debug("connection handed over", "session", fmt.Sprintf("%#x", id), "to", name, "remote", st.ClientAddr)
+	return &clientRelay{stream: stream, cancel: cancel}, nil
+}
+
+// EndPrevious implements server.SessionPeers: every other node is asked.
+func (p *Peers) EndPrevious(ctx context.Context, id uint64, user string, newID uint64) {
+	var wg sync.WaitGroup
+	for name, c := range p.others() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.EndPrevious(ctx, &peerv1.EndPreviousRequest{SessionId: id, User: user, NewSessionId: newID}); err != nil {
+				p.log.Info("ending a previous session", "node", name, "session", fmt.Sprintf("%#x", id), "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// clientRelay is the arrival node's end of a Relay stream.
+type clientRelay struct {
+	stream peerv1.SessionService_RelayClient
+	cancel context.CancelFunc
+}
+
+func (r *clientRelay) Send(b []byte) error {
+	return r.stream.Send(&peerv1.RelayMessage{Data: b})
+}
+
+func (r *clientRelay) Recv() ([]byte, error) {
+	m, err := r.stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return m.GetData(), nil
+}
+
+func (r *clientRelay) CloseSend() error { return r.stream.CloseSend() }
+func (r *clientRelay) Close()           { r.cancel() }
+
+func handoffProto(st *server.HandoffState) *peerv1.Handoff {
+	h := &peerv1.Handoff{
+		Dialect: uint32(st.Dialect), ClientGuid: st.ClientGUID[:], ClientCapabilities: st.ClientCaps,
+		ClientSecurityMode: uint32(st.ClientSecMode), ServerSecurityMode: uint32(st.ServerSecMode),
+		ServerCapabilities: st.ServerCaps, Cipher: uint32(st.Cipher), SigningAlgorithm: uint32(st.SigningAlg),
+		SigningChosen: st.SigningChosen, PreauthHash: st.Preauth[:], CreditsLow: st.CreditsLow,
+		CreditsHigh: st.CreditsHigh, CreditsUsed: st.CreditsUsed, ClientAddr: st.ClientAddr,
+		LocalAddr: st.LocalAddr, Node: st.Node,
+	}
+	for _, d := range st.ClientDialects {
+		h.ClientDialects = append(h.ClientDialects, uint32(d))
+	}
+	return h
+}
+
+func handoffState(h *peerv1.Handoff) (*server.HandoffState, error) {
+	if len(h.GetClientGuid()) != 16 || len(h.GetPreauthHash()) != 64 {
+		return nil, errors.New("handoff: malformed connection state")
+	}
+	st := &server.HandoffState{
+		Dialect: uint16(h.GetDialect()), ClientCaps: h.GetClientCapabilities(),
+		ClientSecMode: uint16(h.GetClientSecurityMode()), ServerSecMode: uint16(h.GetServerSecurityMode()),
+		ServerCaps: h.GetServerCapabilities(), Cipher: uint16(h.GetCipher()), SigningAlg: uint16(h.GetSigningAlgorithm()),
+		SigningChosen: h.GetSigningChosen(), CreditsLow: h.GetCreditsLow(), CreditsHigh: h.GetCreditsHigh(),
+		CreditsUsed: h.GetCreditsUsed(), ClientAddr: h.GetClientAddr(), LocalAddr: h.GetLocalAddr(), Node: h.GetNode(),
+	}
+	copy(st.ClientGUID[:], h.GetClientGuid())
+	copy(st.Preauth[:], h.GetPreauthHash())
+	for _, d := range h.GetClientDialects() {
+		st.ClientDialects = append(st.ClientDialects, uint16(d))
+	}
+	return st, nil
+}

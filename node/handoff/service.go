@@ -1,0 +1,207 @@
+package handoff
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Service answers the other nodes: it is the home side of a handoff.
+type Service struct {
+	peerv1.UnimplementedSessionServiceServer
+	p *Peers
+}
+
+// Service returns the node's SessionService, for the node-to-node gRPC server.
+func (p *Peers) Service() *Service { return &Service{p: p} }
+
+// Find implements peerv1.SessionServiceServer.
+func (sv *Service) Find(ctx context.Context, req *peerv1.FindSessionRequest) (*peerv1.FindSessionResponse, error) {
+	s := sv.p.srv.Load()
+	return &peerv1.FindSessionResponse{Held: s != nil && s.HoldsSession(req.GetSessionId())}, nil
+}
+
+// EndPrevious implements peerv1.SessionServiceServer.
+func (sv *Service) EndPrevious(ctx context.Context, req *peerv1.EndPreviousRequest) (*peerv1.EndPreviousResponse, error) {
+	s := sv.p.srv.Load()
+	ended := s != nil && s.EndPreviousSession(req.GetSessionId(), req.GetUser(), req.GetNewSessionId())
+	return &peerv1.EndPreviousResponse{Ended: ended}, nil
+}
+
+// Relay implements peerv1.SessionServiceServer: the handed-over
+// connection is served by the node's server until either side ends it.
+func (sv *Service) Relay(stream peerv1.SessionService_RelayServer) error {
+	s := sv.p.srv.Load()
+	if s == nil {
+		return status.Error(codes.Unavailable, "handoff: the node serves no sessions yet")
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	st, err := handoffState(first.GetHandoff())
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	c := newStreamConn(stream, st.LocalAddr, fmt.Sprintf("%s via %s", st.ClientAddr, st.Node))
+	if err := s.Adopt(st, c); err != nil {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	sv.p.log.Debug("serving a connection handed over", "from", st.Node, "remote", st.ClientAddr)
+	go c.receive()
+	select {
+	case <-c.closed:
+	case <-stream.Context().Done():
+		c.Close()
+	}
+	return nil
+}
+
+// streamConn is a handed-over connection as the home node's server sees
+// it: a net.Conn whose bytes travel in a Relay stream. Reads honour
+// deadlines (the server's handshake and idle timeouts, and Shutdown's
+// wake-up use them).
+type streamConn struct {
+	stream        peerv1.SessionService_RelayServer
+	local, remote addr
+
+	in     chan []byte // filled by receive; closed at the client's end
+	rest   []byte      // what the last Read left of a message
+	closed chan struct{}
+	once   sync.Once
+
+	wmu sync.Mutex // Send is not safe for concurrent use
+
+	dmu      sync.Mutex
+	deadline time.Time
+	moved    chan struct{} // closed when the deadline changes
+}
+
+func newStreamConn(stream peerv1.SessionService_RelayServer, local, remote string) *streamConn {
+	return &streamConn{
+		stream: stream, local: addr(local), remote: addr(remote),
+		in: make(chan []byte, 4), closed: make(chan struct{}), moved: make(chan struct{}),
+	}
+}
+
+// receive moves the client's bytes into in until the stream ends.
+func (c *streamConn) receive() {
+	defer close(c.in)
+	for {
+		m, err := c.stream.Recv()
+		if err != nil {
+			return
+		}
+		if len(m.GetData()) == 0 {
+			continue
+		}
+		select {
+		case c.in <- m.GetData():
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+func (c *streamConn) Read(p []byte) (int, error) {
+	for len(c.rest) == 0 {
+		c.dmu.Lock()
+		deadline, moved := c.deadline, c.moved
+		c.dmu.Unlock()
+		var timeout <-chan time.Time
+		var t *time.Timer
+		if !deadline.IsZero() {
+			d := time.Until(deadline)
+			if d <= 0 {
+				return 0, os.ErrDeadlineExceeded
+			}
+			t = time.NewTimer(d)
+			timeout = t.C
+		}
+		var err error
+		select {
+		case b, ok := <-c.in:
+			if !ok {
+				err = io.EOF
+			}
+			c.rest = b
+		case <-c.closed:
+			err = net.ErrClosed
+		case <-timeout:
+			err = os.ErrDeadlineExceeded
+		case <-moved:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
+}
+
+// maxChunk bounds one message of the stream (gRPC refuses messages over
+// 4 MiB by default; a READ response may be 8 MiB).
+const maxChunk = 1 << 20
+
+func (c *streamConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	default:
+	}
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), maxChunk)
+		if err := c.stream.Send(&peerv1.RelayMessage{Data: p[:k]}); err != nil {
+			return n, err
+		}
+		n += k
+		p = p[k:]
+	}
+	return n, nil
+}
+
+func (c *streamConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *streamConn) LocalAddr() net.Addr  { return c.local }
+func (c *streamConn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *streamConn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
+
+func (c *streamConn) SetReadDeadline(t time.Time) error {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	c.deadline = t
+	close(c.moved)
+	c.moved = make(chan struct{})
+	return nil
+}
+
+// SetWriteDeadline does nothing: a write waits for the stream's flow
+// control, which ends with the stream.
+func (c *streamConn) SetWriteDeadline(time.Time) error { return nil }
+
+// addr is a connection's address as the server logs and lists it.
+type addr string
+
+func (a addr) Network() string { return "tcp" }
+func (a addr) String() string  { return string(a) }
+
+var _ net.Conn = (*streamConn)(nil)

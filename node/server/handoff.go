@@ -1,0 +1,262 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/signing"
+)
+
+// Channels of one session on several nodes of a cluster.
+//
+// A session lives on the node that authenticated it, its home, with its
+// trees and opens. A client that binds a channel to it through another
+// node (a SESSION_SETUP with SMB2_SESSION_FLAG_BINDING whose session this
+// node does not hold) has its connection handed over: the arrival node
+// asks the cluster which node holds the session, passes it the
+// connection's negotiated state (HandoffState) and the binding request,
+// and from then on only carries the connection's bytes both ways (the
+// Relay). The home node serves the handed-over connection as one of its
+// own (Adopt): the binding, its signing keys, every later request, async
+// completions and breaks all happen there, under one session table, so
+// that a channel bound on another node behaves exactly as one bound on the
+// same node.
+
+// SessionPeers is how a server reaches the sessions that other nodes of
+// its cluster hold; nil on a single node.
+type SessionPeers interface {
+	// Handoff finds the node holding session id and hands it the
+	// connection whose state is st. The Relay returned carries the
+	// connection's bytes to and from that node. It returns ErrNoSession
+	// when no other node holds the session.
+	Handoff(ctx context.Context, id uint64, st *HandoffState) (Relay, error)
+	// EndPrevious ends session id on whichever other node holds it, if
+	// user owns it ([MS-SMB2] 3.3.5.5.3, PreviousSessionId); newID is the
+	// session replacing it, for the log.
+	EndPrevious(ctx context.Context, id uint64, user string, newID uint64)
+}
+
+// ErrNoSession is SessionPeers.Handoff's answer when no node holds the session.
+var ErrNoSession = errors.New("server: no node holds the session")
+
+// Relay is the arrival node's end of a handed-over connection.
+type Relay interface {
+	// Send passes bytes the client sent to the home node.
+	Send(p []byte) error
+	// Recv returns bytes the home node sends the client; io.EOF once the
+	// home node ended the connection.
+	Recv() ([]byte, error)
+	// CloseSend tells the home node that the client closed.
+	CloseSend() error
+	// Close abandons the relay.
+	Close()
+}
+
+// HandoffState is a negotiated connection's state ([MS-SMB2] 3.3.1.7):
+// what the home node needs to go on serving it.
+type HandoffState struct {
+	Dialect        uint16
+	ClientGUID     [16]byte
+	ClientCaps     uint32
+	ClientSecMode  uint16
+	ClientDialects []uint16
+	ServerSecMode  uint16
+	ServerCaps     uint32
+	Cipher         uint16
+	SigningAlg     uint16
+	SigningChosen  bool
+	Preauth        signing.PreauthHash
+	// The credit window before the binding request was counted.
+	CreditsLow, CreditsHigh uint64
+	CreditsUsed             []uint64
+	ClientAddr, LocalAddr   string
+	// Node is the node the client is connected to; empty on that node.
+	Node string
+}
+
+// handoffWait bounds how long a binding request waits for the cluster to
+// say which node holds its session.
+const handoffWait = 5 * time.Second
+
+// errHandedOff ends the read loop of a connection handed to another node:
+// serve then carries its bytes (relayBytes).
+type errHandedOff struct {
+	relay Relay
+}
+
+func (errHandedOff) Error() string { return "connection handed to the session's node" }
+
+// maybeHandoff hands the connection over when msg, the connection's
+// message (without its NetBIOS header), is a plain binding SESSION_SETUP
+// for a session another node holds. It returns errHandedOff then, nil when
+// the message is to be served here (on any doubt: a binding this node
+// cannot place is refused here as on a single node).
+//
+// Only a connection with no session of its own is handed over, as every
+// multichannel client's new channel is: one that already authenticated a
+// session here cannot move, and its binding to another node's session is
+// refused with STATUS_USER_SESSION_DELETED.
+func (c *conn) maybeHandoff(msg []byte, h *smb2.Header) error {
+	// Whatever the dialect: the home node refuses a binding the
+	// connection's dialect does not allow, with the status a single node
+	// would give.
+	if c.srv.cfg.SessionPeers == nil || !c.negotiated ||
+		h.Command != smb2.CmdSessionSetup || h.SessionID == 0 || h.NextCommand != 0 || c.authed.Load() {
+		return nil
+	}
+	var req smb2.SessionSetupRequest
+	if req.Decode(msg) != nil || req.Flags&smb2.SessionFlagBinding == 0 || c.srv.lookupSession(h.SessionID) != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
+	defer cancel()
+	rl, err := c.srv.cfg.SessionPeers.Handoff(ctx, h.SessionID, c.handoffState())
+	if err != nil {
+		if !errors.Is(err, ErrNoSession) {
+			c.srv.log.Info("channel bind: the session's node cannot be reached", "remote", c.remote,
+				"session", fmt.Sprintf("%#x", h.SessionID), "err", err)
+		}
+		return nil
+	}
+	first := make([]byte, 4+len(msg))
+	first[1], first[2], first[3] = byte(len(msg)>>16), byte(len(msg)>>8), byte(len(msg))
+	copy(first[4:], msg)
+	if err := rl.Send(first); err != nil {
+		rl.Close()
+		return dropError{fmt.Errorf("handing the connection over: %w", err)}
+	}
+	c.srv.log.Debug("channel handed to the session's node", "remote", c.remote, "session", fmt.Sprintf("%#x", h.SessionID))
+	return errHandedOff{relay: rl}
+}
+
+// handoffState captures the connection's negotiated state. The read loop
+// calls it before it counts the binding request's credits: the home node
+// counts them when it serves the request.
+func (c *conn) handoffState() *HandoffState {
+	st := &HandoffState{
+		Dialect: c.dialect, ClientGUID: c.clientGUID, ClientCaps: c.clientCaps, ClientSecMode: c.clientSecMode,
+		ClientDialects: append([]uint16(nil), c.clientDialects...), ServerSecMode: c.serverSecMode,
+		ServerCaps: c.serverCaps, Cipher: c.cipher, SigningAlg: c.signingAlg, SigningChosen: c.signingChosen,
+		Preauth: c.preauth, ClientAddr: c.remote, LocalAddr: c.local,
+	}
+	st.CreditsLow, st.CreditsHigh, st.CreditsUsed = c.credits.snapshot()
+	return st
+}
+
+// relayBytes carries the bytes of a handed-over connection between its
+// client and the home node until either ends: first what the read loop
+// had buffered beyond the binding request, then whatever comes.
+func (c *conn) relayBytes(rl Relay) error {
+	defer rl.Close()
+	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
+	toClient := make(chan error, 1)
+	go func() {
+		for {
+			p, err := rl.Recv()
+			if err != nil {
+				c.nc.Close() // unblocks the loop below
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				toClient <- err
+				return
+			}
+			if _, err := c.nc.Write(p); err != nil {
+				toClient <- err
+				return
+			}
+		}
+	}()
+	if n := c.br.Buffered(); n > 0 {
+		p, _ := c.br.Peek(n)
+		if err := rl.Send(p); err != nil {
+			c.nc.Close()
+			return <-toClient
+		}
+		c.br.Discard(n)
+	}
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := c.nc.Read(buf)
+		if n > 0 {
+			if serr := rl.Send(buf[:n]); serr != nil {
+				break
+			}
+		}
+		if err != nil {
+			rl.CloseSend()
+			break
+		}
+	}
+	c.nc.Close()
+	return <-toClient
+}
+
+// HoldsSession reports whether the server holds session id, valid.
+func (s *Server) HoldsSession(id uint64) bool {
+	ss := s.lookupSession(id)
+	return ss != nil && ss.valid()
+}
+
+// Adopt serves a connection handed over by another node of the cluster:
+// nc carries its bytes (the client's binding request first) and st its
+// negotiated state. The connection is then one of the server's own,
+// listed as connected through st.Node.
+func (s *Server) Adopt(st *HandoffState, nc net.Conn) error {
+	if !s.AcceptsConnections() {
+		return errors.New("server: not accepting connections")
+	}
+	c := newConn(s, nc)
+	c.negotiated = true
+	c.dialect, c.clientGUID, c.clientCaps, c.clientSecMode = st.Dialect, st.ClientGUID, st.ClientCaps, st.ClientSecMode
+	c.clientDialects = append([]uint16(nil), st.ClientDialects...)
+	c.serverSecMode, c.serverCaps, c.cipher, c.signingAlg = st.ServerSecMode, st.ServerCaps, st.Cipher, st.SigningAlg
+	c.signingChosen, c.preauth, c.via = st.SigningChosen, st.Preauth, st.Node
+	if st.ClientAddr != "" {
+		c.remote = st.ClientAddr
+	}
+	if st.LocalAddr != "" {
+		c.local = st.LocalAddr
+	}
+	if err := c.credits.restore(st.CreditsLow, st.CreditsHigh, st.CreditsUsed); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.addClientConn(c)
+	s.nConns.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.nConns.Add(-1)
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+	return nil
+}
+
+// EndPreviousSession ends session prev if user owns it, as a reconnect
+// through another node asks ([MS-SMB2] 3.3.5.5.3); it reports whether it
+// did.
+func (s *Server) EndPreviousSession(prev uint64, user string, newID uint64) bool {
+	old := s.lookupSession(prev)
+	if old == nil || !old.valid() || !strings.EqualFold(old.User, user) || old.Anonymous || old.Guest {
+		return false
+	}
+	s.log.Info("session replaced by a reconnect through another node", "old", old.ID, "new", newID, "user", user)
+	s.endSession(old, true) // durable opens wait for the reconnect
+	return true
+}
