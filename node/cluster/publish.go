@@ -27,7 +27,7 @@ const liveRefresh = 2 * time.Second
 // Owned by the agent's goroutine.
 type pubState struct {
 	sessions map[uint64]bool    // SessionKey written
-	channels map[uint64]string  // ChannelKey written, with its addresses joined
+	channels map[string]string  // ChannelKeys written, with their addresses joined
 	opens    map[uint64]pubOpen // OpenKey written, with the file state it named
 	count    uint32             // SessionCount in the live record
 	liveAt   time.Time          // last live record write
@@ -38,7 +38,7 @@ func (p *pubState) init() { p.reset() }
 // reset forgets everything: after a new lease nothing is published.
 func (p *pubState) reset() {
 	p.sessions = map[uint64]bool{}
-	p.channels = map[uint64]string{}
+	p.channels = map[string]string{}
 	p.opens = map[uint64]pubOpen{}
 	p.count = 0
 	p.liveAt = time.Now()
@@ -100,7 +100,7 @@ func (a *Agent) commit(ctx context.Context, b *batch) error {
 // sessionOps adds the writes and deletes of session and channel records.
 func (a *Agent) sessionOps(b *batch, sessions []*server.Session) {
 	name := a.cfg.Name
-	now := map[uint64]bool{}
+	now := map[any]bool{} // session ids and channel keys published now
 	for _, ss := range sessions {
 		id := ss.ID
 		now[id] = true
@@ -112,15 +112,30 @@ func (a *Agent) sessionOps(b *batch, sessions []*server.Session) {
 			b.add(clientv3.OpPut(statev1.SessionKey(id), string(v), clientv3.WithLease(a.inc().lease)),
 				func() { a.pub.sessions[id] = true })
 		}
-		addrs := ss.ChannelAddrs()
-		slices.Sort(addrs)
-		joined := strings.Join(addrs, ",")
-		if old, ok := a.pub.channels[id]; !ok || old != joined {
-			v, _ := proto.Marshal(&statev1.ChannelRecord{
-				SessionId: id, Node: name, ClientAddresses: addrs, BindTime: timestamppb.New(ss.CreatedAt),
-			})
-			b.add(clientv3.OpPut(statev1.ChannelKey(name, id), string(v), clientv3.WithLease(a.inc().lease)),
-				func() { a.pub.channels[id] = joined })
+		// One record per node the session's channels connect through:
+		// a channel bound through another node and handed here
+		// (node/handoff) counts as that node's. This node always has
+		// one: its channel records count its sessions (drain).
+		byNode := map[string][]string{name: nil}
+		for _, ch := range ss.Channels() {
+			node := ch.Node
+			if node == "" {
+				node = name
+			}
+			byNode[node] = append(byNode[node], ch.Addr)
+		}
+		for node, addrs := range byNode {
+			slices.Sort(addrs)
+			joined := strings.Join(addrs, ",")
+			key := statev1.ChannelKey(node, id)
+			now[key] = true
+			if old, ok := a.pub.channels[key]; !ok || old != joined {
+				v, _ := proto.Marshal(&statev1.ChannelRecord{
+					SessionId: id, Node: node, ClientAddresses: addrs, BindTime: timestamppb.New(ss.CreatedAt),
+				})
+				b.add(clientv3.OpPut(key, string(v), clientv3.WithLease(a.inc().lease)),
+					func() { a.pub.channels[key] = joined })
+			}
 		}
 	}
 	for id := range a.pub.sessions {
@@ -128,9 +143,9 @@ func (a *Agent) sessionOps(b *batch, sessions []*server.Session) {
 			b.add(clientv3.OpDelete(statev1.SessionKey(id)), func() { delete(a.pub.sessions, id) })
 		}
 	}
-	for id := range a.pub.channels {
-		if !now[id] {
-			b.add(clientv3.OpDelete(statev1.ChannelKey(name, id)), func() { delete(a.pub.channels, id) })
+	for key := range a.pub.channels {
+		if !now[key] {
+			b.add(clientv3.OpDelete(key), func() { delete(a.pub.channels, key) })
 		}
 	}
 }

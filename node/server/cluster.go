@@ -266,6 +266,26 @@ func (ss *Session) ChannelAddrs() []string {
 	return out
 }
 
+// Channel is one of a session's channels as a cluster lists it.
+type Channel struct {
+	Addr string // the client's address
+	Node string // the node the client is connected to; empty for this one
+}
+
+// Channels returns the session's channels on this server, those handed
+// over by other nodes included (handoff.go).
+func (ss *Session) Channels() []Channel {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := make([]Channel, 0, len(ss.channels))
+	for c, ch := range ss.channels {
+		if ch.signer != nil || !ch.binding {
+			out = append(out, Channel{Addr: c.remote, Node: c.via})
+		}
+	}
+	return out
+}
+
 // allSessions returns every session, valid or not.
 func (s *Server) allSessions() []*Session {
 	s.mu.Lock()

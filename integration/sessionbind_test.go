@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/smbcluster/smbcluster/integration/framework"
+	"github.com/smbcluster/smbcluster/node/servertest"
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// TestSessionChannelsOnEveryNode: one client's session made through node 1
+// gets channels bound through nodes 2 and 3 (each handed to node 1,
+// node/handoff); one open is written and read through all three channels;
+// a CLOSE through node 3 ends it for every channel; a wrong password's
+// bind is refused on another node as on one; smbctl session ls shows the
+// channels with their nodes; when node 2 dies the session goes on over the
+// two other channels.
+func TestSessionChannelsOnEveryNode(t *testing.T) {
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
+	c.MustSMBCtl(t, "share", "add", "mc", t.TempDir())
+	c.MustSMBCtl(t, "user", "add", "hana", "--password", "Hana-Pass-1")
+	first := clusterSession(t, c.Nodes[0], "hana", "Hana-Pass-1", "mc")
+	chans := []*servertest.Conn{first}
+	for _, n := range c.Nodes[1:] {
+		ch := servertest.Dial(t, n.Addr)
+		ch.ClientGUID = first.ClientGUID
+		if err := ch.Negotiate(smb2.Dialect311); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.Bind(first.Session, "hana", "Hana-Pass-1"); err != nil {
+			t.Fatalf("binding a channel through %s to a session of %s: %v", n.Name, c.Nodes[0].Name, err)
+		}
+		ch.TreeID = first.TreeID
+		chans = append(chans, ch)
+	}
+
+	t.Run("WrongPassword", func(t *testing.T) {
+		ch := servertest.Dial(t, c.Nodes[2].Addr)
+		ch.ClientGUID = first.ClientGUID
+		if err := ch.Negotiate(smb2.Dialect311); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.Bind(first.Session, "hana", "wrong"); !errors.Is(err, smb2.StatusLogonFailure) {
+			t.Fatalf("bind with a wrong password through another node: %v, want STATUS_LOGON_FAILURE", err)
+		}
+	})
+
+	fid, err := first.Create("spread.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chunk = 64 << 10
+	data := make([]byte, 96*chunk)
+	rand.Read(data)
+	for i := 0; i*chunk < len(data); i++ {
+		if _, err := chans[i%3].Write(fid, uint64(i*chunk), data[i*chunk:(i+1)*chunk]); err != nil {
+			t.Fatalf("write %d through channel %d: %v", i, i%3, err)
+		}
+	}
+	for i := 0; i*chunk < len(data); i++ {
+		got, err := chans[(i+1)%3].Read(fid, uint64(i*chunk), chunk)
+		if err != nil || !bytes.Equal(got, data[i*chunk:(i+1)*chunk]) {
+			t.Fatalf("read %d through channel %d: %v (data equal: %v)", i, (i+1)%3, err, bytes.Equal(got, data[i*chunk:(i+1)*chunk]))
+		}
+	}
+
+	// smbctl session ls: one channel through each node.
+	framework.WaitFor(t, clusterDeadline, "the session's channels listed on three nodes", func() bool {
+		var sessions []struct {
+			SessionID uint64 `json:"session_id"`
+			Node      string `json:"node"`
+			Channels  []struct {
+				Node string `json:"node"`
+			} `json:"channels"`
+		}
+		c.SMBCtlJSON(t, &sessions, "session", "ls")
+		for _, s := range sessions {
+			if s.SessionID != first.Session.ID {
+				continue
+			}
+			var nodes []string
+			for _, ch := range s.Channels {
+				nodes = append(nodes, ch.Node)
+			}
+			slices.Sort(nodes)
+			return s.Node == c.Nodes[0].Name && fmt.Sprint(nodes) == fmt.Sprint([]string{c.Nodes[0].Name, c.Nodes[1].Name, c.Nodes[2].Name})
+		}
+		return false
+	})
+
+	if err := chans[2].CloseFile(fid); err != nil {
+		t.Fatalf("close through %s: %v", c.Nodes[2].Name, err)
+	}
+	if _, err := first.Read(fid, 0, 1); !errors.Is(err, smb2.StatusFileClosed) {
+		t.Fatalf("read through %s of an open closed through %s: %v, want STATUS_FILE_CLOSED", c.Nodes[0].Name, c.Nodes[2].Name, err)
+	}
+
+	c.Nodes[1].Kill(t)
+	fid, err = chans[2].Create("after.dat")
+	if err != nil {
+		t.Fatalf("create through %s after %s died: %v", c.Nodes[2].Name, c.Nodes[1].Name, err)
+	}
+	if _, err := chans[2].Write(fid, 0, data[:chunk]); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := first.Read(fid, 0, chunk); err != nil || !bytes.Equal(got, data[:chunk]) {
+		t.Fatalf("read through %s after %s died: %v", c.Nodes[0].Name, c.Nodes[1].Name, err)
+	}
+	if err := first.CloseFile(fid); err != nil {
+		t.Fatal(err)
+	}
+}
