@@ -61,7 +61,7 @@ var layers = map[string][]string{
 	// Node-to-node calls: per-file state over gRPC, not the engine or shares.
 	"node/peer": {"node/state", "proto/smbcluster/peer/v1"},
 	// A handed-over connection is served by the node's server (Adopt).
-	"node/handoff": {"node/server", "proto/smbcluster/peer/v1"},
+	"node/handoff": {"node/server", "node/smb2", "proto/smbcluster/peer/v1"},
 	"node":         {"node/nodemain"},
 
 	// The admin plane: nothing under node/.

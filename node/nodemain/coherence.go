@@ -37,7 +37,7 @@ type coherence struct {
 	// serverGUID is the cluster's: every node answers NEGOTIATE as one
 	// server, so that a client binds channels on several of them.
 	serverGUID [16]byte
-	stop     func()
+	stop       func()
 }
 
 // startCoherence sets up per-file state for cfg. In a cluster it listens

@@ -40,6 +40,7 @@ type conn struct {
 	remote string
 	local  string
 	via    string // the node the client is connected to, for a handed-over connection (handoff.go)
+	born   time.Time
 	ctx    context.Context
 	cancel context.CancelFunc
 	raw    syscall.RawConn // nil unless TCP: the zero-copy path needs it
@@ -100,6 +101,10 @@ type conn struct {
 	// looks at it under mu, cancels any request drain did not see.
 	draining atomic.Bool
 
+	// handedOff: the connection's bytes belong to another node now
+	// (handoff.go); nothing is sent on it from here.
+	handedOff atomic.Bool
+
 	// authed: a SESSION_SETUP completed or bound a channel here. Until
 	// then frames are bounded by PreAuthMessageMax and the connection
 	// lives at most Config.HandshakeTimeout (limits.go).
@@ -137,6 +142,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		ctx:     ctx,
 		cancel:  cancel,
 		raw:     rawConnOf(nc),
+		born:    time.Now(),
 		br:      nil, // below: it flushes c.out before each read(2)
 		credits: newCreditWindow(s.cfg.MaxCredits),
 		pending: map[uint64]*pendingReq{},
@@ -508,7 +514,7 @@ const (
 // frame's buffers are released either way.
 func (c *conn) send(f frame) bool {
 	c.wmu.Lock()
-	ok := c.ctx.Err() == nil
+	ok := c.ctx.Err() == nil && !c.handedOff.Load()
 	if ok {
 		var err error
 		switch {

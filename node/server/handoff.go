@@ -40,6 +40,10 @@ type SessionPeers interface {
 	// user owns it ([MS-SMB2] 3.3.5.5.3, PreviousSessionId); newID is the
 	// session replacing it, for the log.
 	EndPrevious(ctx context.Context, id uint64, user string, newID uint64)
+	// SendLeaseBreak sends n on the oldest connection of client guid in
+	// the cluster when another node holds one made before the given time
+	// (Server.OldestClientConn); it reports whether it did.
+	SendLeaseBreak(ctx context.Context, guid [16]byte, before time.Time, n *smb2.LeaseBreakNotification) bool
 }
 
 // ErrNoSession is SessionPeers.Handoff's answer when no node holds the session.
@@ -154,6 +158,10 @@ func (c *conn) handoffState() *HandoffState {
 // had buffered beyond the binding request, then whatever comes.
 func (c *conn) relayBytes(rl Relay) error {
 	defer rl.Close()
+	c.handedOff.Store(true) // its client's breaks go out at the home node
+	c.wmu.Lock()            // a frame being written ends before the relay writes
+	c.out = c.out[:0]
+	c.wmu.Unlock()
 	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
 	toClient := make(chan error, 1)
 	go func() {
@@ -259,4 +267,36 @@ func (s *Server) EndPreviousSession(prev uint64, user string, newID uint64) bool
 	s.log.Info("session replaced by a reconnect through another node", "old", old.ID, "new", newID, "user", user)
 	s.endSession(old, true) // durable opens wait for the reconnect
 	return true
+}
+
+// OldestClientConn returns when the oldest live connection of client guid
+// that takes lease breaks (SMB 2.1 and later) was made.
+func (s *Server) OldestClientConn(guid [16]byte) (time.Time, bool) {
+	for _, c := range s.connsOfClient(guid) {
+		if c.dialect >= smb2.Dialect210 {
+			return c.born, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// SendLeaseBreak sends a lease break notification on the oldest live
+// connection of client guid, as another node asks when this node holds the
+// client's oldest connection in the cluster; it reports whether it did.
+func (s *Server) SendLeaseBreak(guid [16]byte, n *smb2.LeaseBreakNotification) bool {
+	for _, c := range s.connsOfClient(guid) {
+		if c.dialect >= smb2.Dialect210 {
+			c.sendBreak(leaseBreakResult(n), func() { s.SendLeaseBreak(guid, n) })
+			return true
+		}
+	}
+	return false
+}
+
+// leaseBreakResult is an unencrypted lease break notification.
+func leaseBreakResult(n *smb2.LeaseBreakNotification) result {
+	return result{
+		hdr:  smb2.Header{Command: smb2.CmdOplockBreak, Flags: smb2.FlagServerToRedir, MessageID: ^uint64(0)},
+		body: n,
+	}
 }

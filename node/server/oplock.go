@@ -1,13 +1,19 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/state"
 )
 
 var errNoChannel = errors.New("server: no connection left to deliver a break on")
+
+// leaseBreakPeerWait bounds how long a lease break waits for the other
+// nodes to say whether they hold an older connection of its client.
+const leaseBreakPeerWait = 2 * time.Second
 
 // OplockAcker is implemented by handles that hold oplocks: it takes the
 // client's acknowledgment of a break and returns the level now held.
@@ -104,16 +110,25 @@ func (o *Open) BreakLease(b state.LeaseBreak) error {
 		n.NewEpoch = b.Epoch
 	}
 	encrypt := o.Session.EncryptData || o.Tree.EncryptData
-	res := result{
-		hdr: smb2.Header{
-			Command:   smb2.CmdOplockBreak,
-			Flags:     smb2.FlagServerToRedir,
-			MessageID: ^uint64(0),
-		},
-		body: n,
-	}
+	res := leaseBreakResult(n)
 	if !encrypt && o.conn != nil {
-		for _, c := range o.conn.srv.connsOfClient(b.ID.Client) {
+		s := o.conn.srv
+		local, ok := s.OldestClientConn(b.ID.Client)
+		if !ok {
+			local = time.Now()
+		}
+		if peers := s.cfg.SessionPeers; peers != nil {
+			// In a cluster the client's oldest connection may be on
+			// another node ([MS-SMB2] 3.3.4.7: one of the client's
+			// connections; Windows picks the oldest).
+			ctx, cancel := context.WithTimeout(context.Background(), leaseBreakPeerWait)
+			sent := peers.SendLeaseBreak(ctx, b.ID.Client, local, n)
+			cancel()
+			if sent {
+				return nil
+			}
+		}
+		for _, c := range s.connsOfClient(b.ID.Client) {
 			if c.dialect >= smb2.Dialect210 {
 				c.sendBreak(res, func() { o.BreakLease(b) })
 				return nil

@@ -358,7 +358,7 @@ func (s *Server) connsOfClient(guid [16]byte) []*conn {
 	defer s.mu.Unlock()
 	live := s.clientConns[guid][:0]
 	for _, c := range s.clientConns[guid] {
-		if c.ctx.Err() == nil {
+		if c.ctx.Err() == nil && !c.handedOff.Load() {
 			live = append(live, c)
 		}
 	}

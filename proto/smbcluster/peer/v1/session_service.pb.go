@@ -441,6 +441,232 @@ func (x *EndPreviousResponse) GetEnded() bool {
 	return false
 }
 
+type OldestConnectionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientGuid    []byte                 `protobuf:"bytes,1,opt,name=client_guid,json=clientGuid,proto3" json:"client_guid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OldestConnectionRequest) Reset() {
+	*x = OldestConnectionRequest{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OldestConnectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OldestConnectionRequest) ProtoMessage() {}
+
+func (x *OldestConnectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OldestConnectionRequest.ProtoReflect.Descriptor instead.
+func (*OldestConnectionRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *OldestConnectionRequest) GetClientGuid() []byte {
+	if x != nil {
+		return x.ClientGuid
+	}
+	return nil
+}
+
+type OldestConnectionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Held          bool                   `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
+	MadeUnixNano  int64                  `protobuf:"varint,2,opt,name=made_unix_nano,json=madeUnixNano,proto3" json:"made_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OldestConnectionResponse) Reset() {
+	*x = OldestConnectionResponse{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OldestConnectionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OldestConnectionResponse) ProtoMessage() {}
+
+func (x *OldestConnectionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OldestConnectionResponse.ProtoReflect.Descriptor instead.
+func (*OldestConnectionResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *OldestConnectionResponse) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
+func (x *OldestConnectionResponse) GetMadeUnixNano() int64 {
+	if x != nil {
+		return x.MadeUnixNano
+	}
+	return 0
+}
+
+// SendLeaseBreakRequest is an SMB2 lease break notification ([MS-SMB2]
+// 2.2.23.2).
+type SendLeaseBreakRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientGuid    []byte                 `protobuf:"bytes,1,opt,name=client_guid,json=clientGuid,proto3" json:"client_guid,omitempty"`
+	LeaseKey      []byte                 `protobuf:"bytes,2,opt,name=lease_key,json=leaseKey,proto3" json:"lease_key,omitempty"`
+	Flags         uint32                 `protobuf:"varint,3,opt,name=flags,proto3" json:"flags,omitempty"`
+	CurrentState  uint32                 `protobuf:"varint,4,opt,name=current_state,json=currentState,proto3" json:"current_state,omitempty"`
+	NewState      uint32                 `protobuf:"varint,5,opt,name=new_state,json=newState,proto3" json:"new_state,omitempty"`
+	NewEpoch      uint32                 `protobuf:"varint,6,opt,name=new_epoch,json=newEpoch,proto3" json:"new_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendLeaseBreakRequest) Reset() {
+	*x = SendLeaseBreakRequest{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendLeaseBreakRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendLeaseBreakRequest) ProtoMessage() {}
+
+func (x *SendLeaseBreakRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendLeaseBreakRequest.ProtoReflect.Descriptor instead.
+func (*SendLeaseBreakRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SendLeaseBreakRequest) GetClientGuid() []byte {
+	if x != nil {
+		return x.ClientGuid
+	}
+	return nil
+}
+
+func (x *SendLeaseBreakRequest) GetLeaseKey() []byte {
+	if x != nil {
+		return x.LeaseKey
+	}
+	return nil
+}
+
+func (x *SendLeaseBreakRequest) GetFlags() uint32 {
+	if x != nil {
+		return x.Flags
+	}
+	return 0
+}
+
+func (x *SendLeaseBreakRequest) GetCurrentState() uint32 {
+	if x != nil {
+		return x.CurrentState
+	}
+	return 0
+}
+
+func (x *SendLeaseBreakRequest) GetNewState() uint32 {
+	if x != nil {
+		return x.NewState
+	}
+	return 0
+}
+
+func (x *SendLeaseBreakRequest) GetNewEpoch() uint32 {
+	if x != nil {
+		return x.NewEpoch
+	}
+	return 0
+}
+
+type SendLeaseBreakResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sent          bool                   `protobuf:"varint,1,opt,name=sent,proto3" json:"sent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendLeaseBreakResponse) Reset() {
+	*x = SendLeaseBreakResponse{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendLeaseBreakResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendLeaseBreakResponse) ProtoMessage() {}
+
+func (x *SendLeaseBreakResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendLeaseBreakResponse.ProtoReflect.Descriptor instead.
+func (*SendLeaseBreakResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SendLeaseBreakResponse) GetSent() bool {
+	if x != nil {
+		return x.Sent
+	}
+	return false
+}
+
 var File_smbcluster_peer_v1_session_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
@@ -483,11 +709,29 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12$\n" +
 	"\x0enew_session_id\x18\x03 \x01(\x04R\fnewSessionId\"+\n" +
 	"\x13EndPreviousResponse\x12\x14\n" +
-	"\x05ended\x18\x01 \x01(\bR\x05ended2\x9a\x02\n" +
+	"\x05ended\x18\x01 \x01(\bR\x05ended\":\n" +
+	"\x17OldestConnectionRequest\x12\x1f\n" +
+	"\vclient_guid\x18\x01 \x01(\fR\n" +
+	"clientGuid\"T\n" +
+	"\x18OldestConnectionResponse\x12\x12\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held\x12$\n" +
+	"\x0emade_unix_nano\x18\x02 \x01(\x03R\fmadeUnixNano\"\xca\x01\n" +
+	"\x15SendLeaseBreakRequest\x12\x1f\n" +
+	"\vclient_guid\x18\x01 \x01(\fR\n" +
+	"clientGuid\x12\x1b\n" +
+	"\tlease_key\x18\x02 \x01(\fR\bleaseKey\x12\x14\n" +
+	"\x05flags\x18\x03 \x01(\rR\x05flags\x12#\n" +
+	"\rcurrent_state\x18\x04 \x01(\rR\fcurrentState\x12\x1b\n" +
+	"\tnew_state\x18\x05 \x01(\rR\bnewState\x12\x1b\n" +
+	"\tnew_epoch\x18\x06 \x01(\rR\bnewEpoch\",\n" +
+	"\x16SendLeaseBreakResponse\x12\x12\n" +
+	"\x04sent\x18\x01 \x01(\bR\x04sent2\xf2\x03\n" +
 	"\x0eSessionService\x12W\n" +
 	"\x04Find\x12&.smbcluster.peer.v1.FindSessionRequest\x1a'.smbcluster.peer.v1.FindSessionResponse\x12O\n" +
 	"\x05Relay\x12 .smbcluster.peer.v1.RelayMessage\x1a .smbcluster.peer.v1.RelayMessage(\x010\x01\x12^\n" +
-	"\vEndPrevious\x12&.smbcluster.peer.v1.EndPreviousRequest\x1a'.smbcluster.peer.v1.EndPreviousResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
+	"\vEndPrevious\x12&.smbcluster.peer.v1.EndPreviousRequest\x1a'.smbcluster.peer.v1.EndPreviousResponse\x12m\n" +
+	"\x10OldestConnection\x12+.smbcluster.peer.v1.OldestConnectionRequest\x1a,.smbcluster.peer.v1.OldestConnectionResponse\x12g\n" +
+	"\x0eSendLeaseBreak\x12).smbcluster.peer.v1.SendLeaseBreakRequest\x1a*.smbcluster.peer.v1.SendLeaseBreakResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
 
 var (
 	file_smbcluster_peer_v1_session_service_proto_rawDescOnce sync.Once
@@ -501,25 +745,33 @@ func file_smbcluster_peer_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_peer_v1_session_service_proto_rawDescData
 }
 
-var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
-	(*FindSessionRequest)(nil),  // 0: smbcluster.peer.v1.FindSessionRequest
-	(*FindSessionResponse)(nil), // 1: smbcluster.peer.v1.FindSessionResponse
-	(*Handoff)(nil),             // 2: smbcluster.peer.v1.Handoff
-	(*RelayMessage)(nil),        // 3: smbcluster.peer.v1.RelayMessage
-	(*EndPreviousRequest)(nil),  // 4: smbcluster.peer.v1.EndPreviousRequest
-	(*EndPreviousResponse)(nil), // 5: smbcluster.peer.v1.EndPreviousResponse
+	(*FindSessionRequest)(nil),       // 0: smbcluster.peer.v1.FindSessionRequest
+	(*FindSessionResponse)(nil),      // 1: smbcluster.peer.v1.FindSessionResponse
+	(*Handoff)(nil),                  // 2: smbcluster.peer.v1.Handoff
+	(*RelayMessage)(nil),             // 3: smbcluster.peer.v1.RelayMessage
+	(*EndPreviousRequest)(nil),       // 4: smbcluster.peer.v1.EndPreviousRequest
+	(*EndPreviousResponse)(nil),      // 5: smbcluster.peer.v1.EndPreviousResponse
+	(*OldestConnectionRequest)(nil),  // 6: smbcluster.peer.v1.OldestConnectionRequest
+	(*OldestConnectionResponse)(nil), // 7: smbcluster.peer.v1.OldestConnectionResponse
+	(*SendLeaseBreakRequest)(nil),    // 8: smbcluster.peer.v1.SendLeaseBreakRequest
+	(*SendLeaseBreakResponse)(nil),   // 9: smbcluster.peer.v1.SendLeaseBreakResponse
 }
 var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
 	2, // 0: smbcluster.peer.v1.RelayMessage.handoff:type_name -> smbcluster.peer.v1.Handoff
 	0, // 1: smbcluster.peer.v1.SessionService.Find:input_type -> smbcluster.peer.v1.FindSessionRequest
 	3, // 2: smbcluster.peer.v1.SessionService.Relay:input_type -> smbcluster.peer.v1.RelayMessage
 	4, // 3: smbcluster.peer.v1.SessionService.EndPrevious:input_type -> smbcluster.peer.v1.EndPreviousRequest
-	1, // 4: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
-	3, // 5: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
-	5, // 6: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
-	4, // [4:7] is the sub-list for method output_type
-	1, // [1:4] is the sub-list for method input_type
+	6, // 4: smbcluster.peer.v1.SessionService.OldestConnection:input_type -> smbcluster.peer.v1.OldestConnectionRequest
+	8, // 5: smbcluster.peer.v1.SessionService.SendLeaseBreak:input_type -> smbcluster.peer.v1.SendLeaseBreakRequest
+	1, // 6: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
+	3, // 7: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
+	5, // 8: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
+	7, // 9: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
+	9, // 10: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
+	6, // [6:11] is the sub-list for method output_type
+	1, // [1:6] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
 	1, // [1:1] is the sub-list for extension extendee
 	0, // [0:1] is the sub-list for field type_name
@@ -536,7 +788,7 @@ func file_smbcluster_peer_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_session_service_proto_rawDesc), len(file_smbcluster_peer_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

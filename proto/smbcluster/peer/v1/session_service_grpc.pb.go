@@ -19,9 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SessionService_Find_FullMethodName        = "/smbcluster.peer.v1.SessionService/Find"
-	SessionService_Relay_FullMethodName       = "/smbcluster.peer.v1.SessionService/Relay"
-	SessionService_EndPrevious_FullMethodName = "/smbcluster.peer.v1.SessionService/EndPrevious"
+	SessionService_Find_FullMethodName             = "/smbcluster.peer.v1.SessionService/Find"
+	SessionService_Relay_FullMethodName            = "/smbcluster.peer.v1.SessionService/Relay"
+	SessionService_EndPrevious_FullMethodName      = "/smbcluster.peer.v1.SessionService/EndPrevious"
+	SessionService_OldestConnection_FullMethodName = "/smbcluster.peer.v1.SessionService/OldestConnection"
+	SessionService_SendLeaseBreak_FullMethodName   = "/smbcluster.peer.v1.SessionService/SendLeaseBreak"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -46,6 +48,13 @@ type SessionServiceClient interface {
 	// EndPrevious ends a session a client names as its PreviousSessionId
 	// when it reconnects through another node ([MS-SMB2] 3.3.5.5.3).
 	EndPrevious(ctx context.Context, in *EndPreviousRequest, opts ...grpc.CallOption) (*EndPreviousResponse, error)
+	// OldestConnection says when the callee's oldest connection of a client
+	// (by ClientGuid) that takes lease breaks was made: a lease break goes
+	// out on the client's oldest connection in the cluster.
+	OldestConnection(ctx context.Context, in *OldestConnectionRequest, opts ...grpc.CallOption) (*OldestConnectionResponse, error)
+	// SendLeaseBreak sends a lease break notification on the callee's
+	// oldest connection of the client.
+	SendLeaseBreak(ctx context.Context, in *SendLeaseBreakRequest, opts ...grpc.CallOption) (*SendLeaseBreakResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -89,6 +98,26 @@ func (c *sessionServiceClient) EndPrevious(ctx context.Context, in *EndPreviousR
 	return out, nil
 }
 
+func (c *sessionServiceClient) OldestConnection(ctx context.Context, in *OldestConnectionRequest, opts ...grpc.CallOption) (*OldestConnectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OldestConnectionResponse)
+	err := c.cc.Invoke(ctx, SessionService_OldestConnection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) SendLeaseBreak(ctx context.Context, in *SendLeaseBreakRequest, opts ...grpc.CallOption) (*SendLeaseBreakResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SendLeaseBreakResponse)
+	err := c.cc.Invoke(ctx, SessionService_SendLeaseBreak_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -111,6 +140,13 @@ type SessionServiceServer interface {
 	// EndPrevious ends a session a client names as its PreviousSessionId
 	// when it reconnects through another node ([MS-SMB2] 3.3.5.5.3).
 	EndPrevious(context.Context, *EndPreviousRequest) (*EndPreviousResponse, error)
+	// OldestConnection says when the callee's oldest connection of a client
+	// (by ClientGuid) that takes lease breaks was made: a lease break goes
+	// out on the client's oldest connection in the cluster.
+	OldestConnection(context.Context, *OldestConnectionRequest) (*OldestConnectionResponse, error)
+	// SendLeaseBreak sends a lease break notification on the callee's
+	// oldest connection of the client.
+	SendLeaseBreak(context.Context, *SendLeaseBreakRequest) (*SendLeaseBreakResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -129,6 +165,12 @@ func (UnimplementedSessionServiceServer) Relay(grpc.BidiStreamingServer[RelayMes
 }
 func (UnimplementedSessionServiceServer) EndPrevious(context.Context, *EndPreviousRequest) (*EndPreviousResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EndPrevious not implemented")
+}
+func (UnimplementedSessionServiceServer) OldestConnection(context.Context, *OldestConnectionRequest) (*OldestConnectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OldestConnection not implemented")
+}
+func (UnimplementedSessionServiceServer) SendLeaseBreak(context.Context, *SendLeaseBreakRequest) (*SendLeaseBreakResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SendLeaseBreak not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -194,6 +236,42 @@ func _SessionService_EndPrevious_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_OldestConnection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OldestConnectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).OldestConnection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_OldestConnection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).OldestConnection(ctx, req.(*OldestConnectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_SendLeaseBreak_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SendLeaseBreakRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).SendLeaseBreak(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_SendLeaseBreak_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).SendLeaseBreak(ctx, req.(*SendLeaseBreakRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -208,6 +286,14 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EndPrevious",
 			Handler:    _SessionService_EndPrevious_Handler,
+		},
+		{
+			MethodName: "OldestConnection",
+			Handler:    _SessionService_OldestConnection_Handler,
+		},
+		{
+			MethodName: "SendLeaseBreak",
+			Handler:    _SessionService_SendLeaseBreak_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

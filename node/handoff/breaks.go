@@ -1,0 +1,70 @@
+package handoff
+
+import (
+	"context"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+)
+
+// SendLeaseBreak implements server.SessionPeers: every other node says
+// when its oldest connection of the client was made, and the oldest of
+// them, if older than before, sends the break. A node that does not
+// answer in time is passed over.
+func (p *Peers) SendLeaseBreak(ctx context.Context, guid [16]byte, before time.Time, n *smb2.LeaseBreakNotification) bool {
+	others := p.others()
+	if len(others) == 0 {
+		return false
+	}
+	type answer struct {
+		client peerv1.SessionServiceClient
+		made   int64
+		held   bool
+	}
+	answers := make(chan answer, len(others))
+	for _, c := range others {
+		go func() {
+			resp, err := c.OldestConnection(ctx, &peerv1.OldestConnectionRequest{ClientGuid: guid[:]})
+			answers <- answer{c, resp.GetMadeUnixNano(), err == nil && resp.GetHeld()}
+		}()
+	}
+	var best *answer
+	for range others {
+		a := <-answers
+		if a.held && a.made < before.UnixNano() && (best == nil || a.made < best.made) {
+			best = &a
+		}
+	}
+	if best == nil {
+		return false
+	}
+	resp, err := best.client.SendLeaseBreak(ctx, &peerv1.SendLeaseBreakRequest{
+		ClientGuid: guid[:], LeaseKey: n.LeaseKey[:], Flags: n.Flags, CurrentState: n.CurrentLeaseState,
+		NewState: n.NewLeaseState, NewEpoch: uint32(n.NewEpoch),
+	})
+	return err == nil && resp.GetSent()
+}
+
+// OldestConnection implements peerv1.SessionServiceServer.
+func (sv *Service) OldestConnection(ctx context.Context, req *peerv1.OldestConnectionRequest) (*peerv1.OldestConnectionResponse, error) {
+	s := sv.p.srv.Load()
+	var guid [16]byte
+	if s == nil || copy(guid[:], req.GetClientGuid()) != 16 {
+		return &peerv1.OldestConnectionResponse{}, nil
+	}
+	made, held := s.OldestClientConn(guid)
+	return &peerv1.OldestConnectionResponse{Held: held, MadeUnixNano: made.UnixNano()}, nil
+}
+
+// SendLeaseBreak implements peerv1.SessionServiceServer.
+func (sv *Service) SendLeaseBreak(ctx context.Context, req *peerv1.SendLeaseBreakRequest) (*peerv1.SendLeaseBreakResponse, error) {
+	s := sv.p.srv.Load()
+	var guid [16]byte
+	n := &smb2.LeaseBreakNotification{Flags: req.GetFlags(), CurrentLeaseState: req.GetCurrentState(),
+		NewLeaseState: req.GetNewState(), NewEpoch: uint16(req.GetNewEpoch())}
+	if s == nil || copy(guid[:], req.GetClientGuid()) != 16 || copy(n.LeaseKey[:], req.GetLeaseKey()) != 16 {
+		return &peerv1.SendLeaseBreakResponse{}, nil
+	}
+	return &peerv1.SendLeaseBreakResponse{Sent: s.SendLeaseBreak(guid, n)}, nil
+}
