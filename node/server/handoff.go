@@ -206,10 +206,17 @@ func (c *conn) relayBytes(rl Relay) error {
 	return <-toClient
 }
 
-// HoldsSession reports whether the server holds session id, valid.
+// HoldsSession reports whether the server holds session id (valid, or
+// still authenticating: a binding to it is refused there with the status
+// a single node gives).
 func (s *Server) HoldsSession(id uint64) bool {
 	ss := s.lookupSession(id)
-	return ss != nil && ss.valid()
+	if ss == nil {
+		return false
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.state != sessionExpired
 }
 
 // Adopt serves a connection handed over by another node of the cluster:
