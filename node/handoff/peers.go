@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 
@@ -22,8 +23,9 @@ type Peers struct {
 	log   *slog.Logger
 	srv   atomic.Pointer[server.Server]
 
-	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn
+	mu      sync.Mutex
+	conns   map[string]*grpc.ClientConn
+	adopted map[uint64]*server.Adopted // handed-over connections served here, by relay id
 }
 
 // New returns the Peers of node self. nodes lists the live nodes'
@@ -33,7 +35,7 @@ func New(self string, nodes func() map[string]string, dial func(addr string) (*g
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Peers{self: self, nodes: nodes, dial: dial, log: log, conns: map[string]*grpc.ClientConn{}}
+	return &Peers{self: self, nodes: nodes, dial: dial, log: log, conns: map[string]*grpc.ClientConn{}, adopted: map[uint64]*server.Adopted{}}
 }
 
 // Attach sets the server whose sessions the Service offers the other
@@ -133,12 +135,14 @@ func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState)
 		return nil, err
 	}
 	st.Node = p.self
-	if err := stream.Send(&peerv1.RelayMessage{Handoff: handoffProto(st)}); err != nil {
+	h := handoffProto(st)
+	h.RelayId = rand.Uint64()
+	if err := stream.Send(&peerv1.RelayMessage{Handoff: h}); err != nil {
 		cancel()
 		return nil, err
 	}
 	p.log.Debug("connection handed over", "session", fmt.Sprintf("%#x", id), "to", name, "remote", st.ClientAddr)
-	return &clientRelay{stream: stream, cancel: cancel}, nil
+	return &clientRelay{stream: stream, cancel: cancel, cli: c, id: h.RelayId}, nil
 }
 
 // EndPrevious implements server.SessionPeers: every other node is asked.
@@ -160,18 +164,32 @@ func (p *Peers) EndPrevious(ctx context.Context, id uint64, user string, newID u
 type clientRelay struct {
 	stream peerv1.SessionService_RelayClient
 	cancel context.CancelFunc
+	cli    peerv1.SessionServiceClient
+	id     uint64
 }
 
 func (r *clientRelay) Send(b []byte) error {
 	return r.stream.Send(&peerv1.RelayMessage{Data: b})
 }
 
-func (r *clientRelay) Recv() ([]byte, error) {
+func (r *clientRelay) Recv() ([]byte, bool, error) {
 	m, err := r.stream.Recv()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return m.GetData(), nil
+	return m.GetData(), m.GetMore(), nil
+}
+
+func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, wantPath bool) (server.RemoteRead, error) {
+	resp, err := r.cli.RemoteRead(ctx, &peerv1.RemoteReadRequest{RelayId: r.id, Pdu: pdu, WantPath: wantPath})
+	if err != nil {
+		return server.RemoteRead{}, err
+	}
+	return server.RemoteRead{
+		Forward: resp.GetForward(), Answered: resp.GetAnswered(), Head: resp.GetHead(), Path: resp.GetPath(),
+		Inode: resp.GetInode(), Off: resp.GetOffset(), N: int(resp.GetLength()),
+		SignAlg: uint16(resp.GetSigningAlgorithm()), SignKey: resp.GetSigningKey(),
+	}, nil
 }
 
 func (r *clientRelay) CloseSend() error { return r.stream.CloseSend() }

@@ -36,6 +36,23 @@ func (sv *Service) EndPrevious(ctx context.Context, req *peerv1.EndPreviousReque
 	return &peerv1.EndPreviousResponse{Ended: ended}, nil
 }
 
+// RemoteRead implements peerv1.SessionServiceServer: a READ of a
+// connection handed over to this node, served from the caller's own
+// descriptor (server.Adopted.ServeRemoteRead).
+func (sv *Service) RemoteRead(ctx context.Context, req *peerv1.RemoteReadRequest) (*peerv1.RemoteReadResponse, error) {
+	sv.p.mu.Lock()
+	a := sv.p.adopted[req.GetRelayId()]
+	sv.p.mu.Unlock()
+	if a == nil {
+		return &peerv1.RemoteReadResponse{Forward: true}, nil
+	}
+	rr := a.ServeRemoteRead(req.GetPdu(), req.GetWantPath())
+	return &peerv1.RemoteReadResponse{
+		Forward: rr.Forward, Answered: rr.Answered, Head: rr.Head, Path: rr.Path, Inode: rr.Inode,
+		Offset: rr.Off, Length: uint32(rr.N), SigningAlgorithm: uint32(rr.SignAlg), SigningKey: rr.SignKey,
+	}, nil
+}
+
 // Relay implements peerv1.SessionServiceServer: the handed-over
 // connection is served by the node's server until either side ends it.
 func (sv *Service) Relay(stream peerv1.SessionService_RelayServer) error {
@@ -52,8 +69,19 @@ func (sv *Service) Relay(stream peerv1.SessionService_RelayServer) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	c := newStreamConn(stream, st.LocalAddr, fmt.Sprintf("%s via %s", st.ClientAddr, st.Node))
-	if err := s.Adopt(st, c); err != nil {
+	a, err := s.Adopt(st, c)
+	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
+	}
+	if id := first.GetHandoff().GetRelayId(); id != 0 {
+		sv.p.mu.Lock()
+		sv.p.adopted[id] = a
+		sv.p.mu.Unlock()
+		defer func() {
+			sv.p.mu.Lock()
+			delete(sv.p.adopted, id)
+			sv.p.mu.Unlock()
+		}()
 	}
 	sv.p.log.Debug("serving a connection handed over", "from", st.Node, "remote", st.ClientAddr)
 	go c.receive()
@@ -166,13 +194,28 @@ func (c *streamConn) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
 		k := min(len(p), maxChunk)
-		if err := c.stream.Send(&peerv1.RelayMessage{Data: p[:k]}); err != nil {
+		if err := c.stream.Send(&peerv1.RelayMessage{Data: p[:k], More: k < len(p)}); err != nil {
 			return n, err
 		}
 		n += k
 		p = p[k:]
 	}
 	return n, nil
+}
+
+// WriteBuffers writes bufs as one write (sockio.BuffersWriter): the
+// arrival node sends nothing of its own inside it.
+func (c *streamConn) WriteBuffers(bufs [][]byte) error {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	one := make([]byte, 0, n)
+	for _, b := range bufs {
+		one = append(one, b...)
+	}
+	_, err := c.Write(one)
+	return err
 }
 
 func (c *streamConn) Close() error {

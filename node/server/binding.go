@@ -160,6 +160,7 @@ func (c *conn) bindStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 	}
 	s.mu.Lock()
 	ch.auth, ch.signer, ch.binding = nil, sc.Signer, false
+	ch.signAlg, ch.signKey = c.signingAlg, sc.Keys.Signing
 	s.mu.Unlock()
 	c.authenticated() // limits.go
 	// The final response is signed with the new channel key.

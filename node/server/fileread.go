@@ -52,6 +52,11 @@ func (r *Request) readFile(h FileReader, req *smb2.ReadRequest) (Response, error
 	if err != nil {
 		return nil, err
 	}
+	if r.remote != nil {
+		if resp, ok, err := r.remote.take(h, fr); ok {
+			return resp, err
+		}
+	}
 	if fr.N == 0 {
 		return &readPayload{ReadResponse: smb2.ReadResponse{DataOffset: 0x50}}, nil
 	}

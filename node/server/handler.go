@@ -51,6 +51,7 @@ type Request struct {
 	spliced    *Spliced         // a WRITE's payload still arriving (splice.go)
 
 	readReq smb2.ReadRequest // serveRead's decoded request: no allocation of its own
+	remote  *remoteRead      // a READ whose bytes another node sends (remoteread.go)
 	// The open whose outstanding requests count this one (channelseq.go).
 	csnOpen  *Open
 	csnEpoch uint64

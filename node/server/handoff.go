@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
+	"github.com/smbcluster/smbcluster/node/sockio"
 )
 
 // Channels of one session on several nodes of a cluster.
@@ -51,11 +54,15 @@ var ErrNoSession = errors.New("server: no node holds the session")
 
 // Relay is the arrival node's end of a handed-over connection.
 type Relay interface {
-	// Send passes bytes the client sent to the home node.
+	// Send passes bytes the client sent to the home node; it may keep p.
 	Send(p []byte) error
-	// Recv returns bytes the home node sends the client; io.EOF once the
-	// home node ended the connection.
-	Recv() ([]byte, error)
+	// Recv returns bytes the home node sends the client, and whether the
+	// next bytes continue the same write; io.EOF once the home node ended
+	// the connection.
+	Recv() (p []byte, more bool, err error)
+	// RemoteRead offers the home node to serve a READ from this node
+	// (remoteread.go).
+	RemoteRead(ctx context.Context, pdu []byte, wantPath bool) (RemoteRead, error)
 	// CloseSend tells the home node that the client closed.
 	CloseSend() error
 	// Close abandons the relay.
@@ -153,9 +160,11 @@ func (c *conn) handoffState() *HandoffState {
 	return st
 }
 
-// relayBytes carries the bytes of a handed-over connection between its
-// client and the home node until either ends: first what the read loop
-// had buffered beyond the binding request, then whatever comes.
+// relayBytes carries a handed-over connection between its client and
+// the home node until either ends: first what the read loop had buffered
+// beyond the binding request, then whatever comes, frame by frame. Large
+// plain READs are offered to the home node to be served from here
+// (remoteread.go); everything else travels as it came.
 func (c *conn) relayBytes(rl Relay) error {
 	defer rl.Close()
 	c.handedOff.Store(true) // its client's breaks go out at the home node
@@ -163,47 +172,87 @@ func (c *conn) relayBytes(rl Relay) error {
 	c.out = c.out[:0]
 	c.wmu.Unlock()
 	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
+	rf := &remoteFiles{files: map[uint64]*os.File{}}
+	defer rf.close()
 	toClient := make(chan error, 1)
-	go func() {
-		for {
-			p, err := rl.Recv()
-			if err != nil {
-				c.nc.Close() // unblocks the loop below
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				toClient <- err
-				return
-			}
-			if _, err := c.nc.Write(p); err != nil {
-				toClient <- err
-				return
-			}
-		}
-	}()
-	if n := c.br.Buffered(); n > 0 {
-		p, _ := c.br.Peek(n)
-		if err := rl.Send(p); err != nil {
-			c.nc.Close()
-			return <-toClient
-		}
-		c.br.Discard(n)
+	go func() { toClient <- c.relayToClient(rl) }()
+	var smu sync.Mutex // Send is not safe for concurrent use
+	forward := func(frame []byte) error {
+		smu.Lock()
+		defer smu.Unlock()
+		return rl.Send(frame)
 	}
-	buf := make([]byte, 256<<10)
+	var nb [4]byte
 	for {
-		n, err := c.nc.Read(buf)
-		if n > 0 {
-			if serr := rl.Send(buf[:n]); serr != nil {
-				break
-			}
-		}
-		if err != nil {
+		if err := c.br.ReadFull(nb[:]); err != nil {
 			rl.CloseSend()
 			break
 		}
+		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
+		if n > maxMessageSize {
+			break
+		}
+		frame := make([]byte, 4+n) // Send may keep it
+		copy(frame, nb[:])
+		c.br.SetBulk(n >= sockio.BulkMin)
+		if err := c.br.ReadFull(frame[4:]); err != nil {
+			rl.CloseSend()
+			break
+		}
+		if fid, ok := remoteReadable(frame[4:]); ok {
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				if err := c.serveRemoteRead(rl, rf, frame, fid, forward); err != nil {
+					c.srv.log.Info("dropping a handed-over connection", "remote", c.remote, "err", err)
+					c.nc.Close()
+				}
+			}()
+			continue
+		}
+		if err := forward(frame); err != nil {
+			break
+		}
+		if fid, ok := plainClose(frame[4:]); ok {
+			rf.drop(fid)
+		}
 	}
-	c.nc.Close()
+	c.close() // cancels the READs offered to the home node
+	c.wg.Wait()
 	return <-toClient
+}
+
+// relayToClient writes what the home node sends the client, a whole write
+// at a time (a write cut in chunks holds wmu until its last).
+func (c *conn) relayToClient(rl Relay) error {
+	held := false
+	defer func() {
+		if held {
+			c.wmu.Unlock()
+		}
+	}()
+	for {
+		p, more, err := rl.Recv()
+		if err != nil {
+			c.nc.Close() // ends the read side
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return err
+		}
+		if !held {
+			c.wmu.Lock()
+			held = true
+		}
+		if err := c.bw.Write(p); err != nil {
+			c.nc.Close()
+			return err
+		}
+		if !more {
+			c.wmu.Unlock()
+			held = false
+		}
+	}
 }
 
 // HoldsSession reports whether the server holds session id (valid, or
@@ -223,9 +272,9 @@ func (s *Server) HoldsSession(id uint64) bool {
 // nc carries its bytes (the client's binding request first) and st its
 // negotiated state. The connection is then one of the server's own,
 // listed as connected through st.Node.
-func (s *Server) Adopt(st *HandoffState, nc net.Conn) error {
+func (s *Server) Adopt(st *HandoffState, nc net.Conn) (*Adopted, error) {
 	if !s.AcceptsConnections() {
-		return errors.New("server: not accepting connections")
+		return nil, errors.New("server: not accepting connections")
 	}
 	c := newConn(s, nc)
 	c.negotiated = true
@@ -240,12 +289,12 @@ func (s *Server) Adopt(st *HandoffState, nc net.Conn) error {
 		c.local = st.LocalAddr
 	}
 	if err := c.credits.restore(st.CreditsLow, st.CreditsHigh, st.CreditsUsed); err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return ErrServerClosed
+		return nil, ErrServerClosed
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
@@ -260,7 +309,7 @@ func (s *Server) Adopt(st *HandoffState, nc net.Conn) error {
 		delete(s.conns, c)
 		s.mu.Unlock()
 	}()
-	return nil
+	return &Adopted{c: c}, nil
 }
 
 // EndPreviousSession ends session prev if user owns it, as a reconnect

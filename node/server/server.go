@@ -30,6 +30,7 @@ type Server struct {
 	nConns      atomic.Int64
 	offloaded   atomic.Uint64 // requests the read loop handed off (ErrWouldBlock)
 	spliced     atomic.Uint64 // WRITEs whose payload was spliced (splice.go)
+	remoteReads atomic.Uint64 // READs of handed-over channels sent from here (remoteread.go)
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -52,6 +53,10 @@ type Server struct {
 // Offloaded counts the requests the connections' readers handed to
 // goroutines because their data was not in memory (Request.MayWait).
 func (s *Server) Offloaded() uint64 { return s.offloaded.Load() }
+
+// RemoteReads counts the READs of channels handed to other nodes whose
+// bytes this node sent from its own descriptors (remoteread.go).
+func (s *Server) RemoteReads() uint64 { return s.remoteReads.Load() }
 
 // SplicedWrites counts the WRITEs whose payload went from the socket to a
 // pipe instead of memory (splice.go).

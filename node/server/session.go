@@ -52,6 +52,10 @@ type Session struct {
 type channel struct {
 	seq    uint64 // creation order: breaks try a session's channels in it
 	signer signing.Signer
+	// The signer's algorithm and key, for the node a handed-over
+	// channel's client is connected to (remoteread.go).
+	signAlg uint16
+	signKey []byte
 	// authentication in progress on this connection (first setup or binding)
 	auth    *auth.Context
 	preauth signing.PreauthHash

@@ -283,7 +283,7 @@ func (c *conn) completeSession(s *Session, ch *channel, res auth.Result, req *sm
 			return err
 		}
 		s.Keys, s.encrypter, s.decrypter, s.nonces = sc.Keys, sc.Encrypter, sc.Decrypter, sc.Nonces
-		ch.signer = sc.Signer
+		ch.signer, ch.signAlg, ch.signKey = sc.Signer, s.SigningAlg, sc.Keys.Signing
 	}
 	wantEncrypt := cfg.Encryption != EncryptOff
 	if wantEncrypt && keyed && s.encrypter != nil {

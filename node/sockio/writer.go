@@ -47,9 +47,19 @@ func (w *Writer) Write(b []byte) error {
 	return err
 }
 
+// BuffersWriter is a connection that writes several buffers as one
+// write, as a Writer asks of a connection that is not TCP when it has it
+// (a connection relayed between nodes keeps a message whole so).
+type BuffersWriter interface {
+	WriteBuffers(bufs [][]byte) error
+}
+
 // Writev writes all of bufs, in order. It consumes bufs' slice headers
 // (not their bytes), as net.Buffers.WriteTo does.
 func (w *Writer) Writev(bufs [][]byte) error {
+	if bw, ok := w.nc.(BuffersWriter); ok && w.rc == nil {
+		return bw.WriteBuffers(bufs)
+	}
 	if w.rc == nil {
 		w.nbufs = bufs
 		_, err := w.nbufs.WriteTo(w.nc)

@@ -131,7 +131,8 @@ type Handoff struct {
 	CreditsUsed   []uint64 `protobuf:"varint,14,rep,packed,name=credits_used,json=creditsUsed,proto3" json:"credits_used,omitempty"`
 	ClientAddr    string   `protobuf:"bytes,15,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
 	LocalAddr     string   `protobuf:"bytes,16,opt,name=local_addr,json=localAddr,proto3" json:"local_addr,omitempty"`
-	Node          string   `protobuf:"bytes,17,opt,name=node,proto3" json:"node,omitempty"` // the node the client is connected to
+	Node          string   `protobuf:"bytes,17,opt,name=node,proto3" json:"node,omitempty"`                       // the node the client is connected to
+	RelayId       uint64   `protobuf:"varint,18,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"` // names the relay in RemoteRead
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -285,10 +286,20 @@ func (x *Handoff) GetNode() string {
 	return ""
 }
 
+func (x *Handoff) GetRelayId() uint64 {
+	if x != nil {
+		return x.RelayId
+	}
+	return 0
+}
+
 type RelayMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Handoff       *Handoff               `protobuf:"bytes,1,opt,name=handoff,proto3" json:"handoff,omitempty"` // the first message only
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Handoff *Handoff               `protobuf:"bytes,1,opt,name=handoff,proto3" json:"handoff,omitempty"` // the first message only
+	Data    []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// more: the next message continues the same write (a frame cut in
+	// chunks); the arrival node sends nothing of its own in between.
+	More          bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -335,6 +346,13 @@ func (x *RelayMessage) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *RelayMessage) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
 }
 
 type EndPreviousRequest struct {
@@ -667,6 +685,179 @@ func (x *SendLeaseBreakResponse) GetSent() bool {
 	return false
 }
 
+type RemoteReadRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RelayId       uint64                 `protobuf:"varint,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
+	Pdu           []byte                 `protobuf:"bytes,2,opt,name=pdu,proto3" json:"pdu,omitempty"` // the READ request, as the client sent it
+	WantPath      bool                   `protobuf:"varint,3,opt,name=want_path,json=wantPath,proto3" json:"want_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteReadRequest) Reset() {
+	*x = RemoteReadRequest{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteReadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteReadRequest) ProtoMessage() {}
+
+func (x *RemoteReadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteReadRequest.ProtoReflect.Descriptor instead.
+func (*RemoteReadRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RemoteReadRequest) GetRelayId() uint64 {
+	if x != nil {
+		return x.RelayId
+	}
+	return 0
+}
+
+func (x *RemoteReadRequest) GetPdu() []byte {
+	if x != nil {
+		return x.Pdu
+	}
+	return nil
+}
+
+func (x *RemoteReadRequest) GetWantPath() bool {
+	if x != nil {
+		return x.WantPath
+	}
+	return false
+}
+
+type RemoteReadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// forward: send the request through the relay (nothing was counted).
+	Forward bool `protobuf:"varint,1,opt,name=forward,proto3" json:"forward,omitempty"`
+	// answered: the home node answered the request through the relay.
+	Answered bool `protobuf:"varint,2,opt,name=answered,proto3" json:"answered,omitempty"`
+	// Otherwise the caller sends the response: head (SMB2 header and READ
+	// response body, unsigned; SMB2_FLAGS_SIGNED set when it is to be
+	// signed) followed by length bytes of the file at offset.
+	Head             []byte `protobuf:"bytes,3,opt,name=head,proto3" json:"head,omitempty"`
+	Path             string `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"` // the file's path on the home node, when asked
+	Inode            uint64 `protobuf:"varint,5,opt,name=inode,proto3" json:"inode,omitempty"`
+	Offset           int64  `protobuf:"varint,6,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length           uint32 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`
+	SigningAlgorithm uint32 `protobuf:"varint,8,opt,name=signing_algorithm,json=signingAlgorithm,proto3" json:"signing_algorithm,omitempty"`
+	SigningKey       []byte `protobuf:"bytes,9,opt,name=signing_key,json=signingKey,proto3" json:"signing_key,omitempty"` // the channel's, when the response is signed
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RemoteReadResponse) Reset() {
+	*x = RemoteReadResponse{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteReadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteReadResponse) ProtoMessage() {}
+
+func (x *RemoteReadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteReadResponse.ProtoReflect.Descriptor instead.
+func (*RemoteReadResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RemoteReadResponse) GetForward() bool {
+	if x != nil {
+		return x.Forward
+	}
+	return false
+}
+
+func (x *RemoteReadResponse) GetAnswered() bool {
+	if x != nil {
+		return x.Answered
+	}
+	return false
+}
+
+func (x *RemoteReadResponse) GetHead() []byte {
+	if x != nil {
+		return x.Head
+	}
+	return nil
+}
+
+func (x *RemoteReadResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RemoteReadResponse) GetInode() uint64 {
+	if x != nil {
+		return x.Inode
+	}
+	return 0
+}
+
+func (x *RemoteReadResponse) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *RemoteReadResponse) GetLength() uint32 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *RemoteReadResponse) GetSigningAlgorithm() uint32 {
+	if x != nil {
+		return x.SigningAlgorithm
+	}
+	return 0
+}
+
+func (x *RemoteReadResponse) GetSigningKey() []byte {
+	if x != nil {
+		return x.SigningKey
+	}
+	return nil
+}
+
 var File_smbcluster_peer_v1_session_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
@@ -676,7 +867,7 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\")\n" +
 	"\x13FindSessionResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held\"\xfd\x04\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held\"\x98\x05\n" +
 	"\aHandoff\x12\x18\n" +
 	"\adialect\x18\x01 \x01(\rR\adialect\x12\x1f\n" +
 	"\vclient_guid\x18\x02 \x01(\fR\n" +
@@ -699,10 +890,12 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"clientAddr\x12\x1d\n" +
 	"\n" +
 	"local_addr\x18\x10 \x01(\tR\tlocalAddr\x12\x12\n" +
-	"\x04node\x18\x11 \x01(\tR\x04node\"Y\n" +
+	"\x04node\x18\x11 \x01(\tR\x04node\x12\x19\n" +
+	"\brelay_id\x18\x12 \x01(\x04R\arelayId\"m\n" +
 	"\fRelayMessage\x125\n" +
 	"\ahandoff\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.HandoffR\ahandoff\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"m\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\"m\n" +
 	"\x12EndPreviousRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +
@@ -725,13 +918,30 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\tnew_state\x18\x05 \x01(\rR\bnewState\x12\x1b\n" +
 	"\tnew_epoch\x18\x06 \x01(\rR\bnewEpoch\",\n" +
 	"\x16SendLeaseBreakResponse\x12\x12\n" +
-	"\x04sent\x18\x01 \x01(\bR\x04sent2\xf2\x03\n" +
+	"\x04sent\x18\x01 \x01(\bR\x04sent\"]\n" +
+	"\x11RemoteReadRequest\x12\x19\n" +
+	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x10\n" +
+	"\x03pdu\x18\x02 \x01(\fR\x03pdu\x12\x1b\n" +
+	"\twant_path\x18\x03 \x01(\bR\bwantPath\"\x86\x02\n" +
+	"\x12RemoteReadResponse\x12\x18\n" +
+	"\aforward\x18\x01 \x01(\bR\aforward\x12\x1a\n" +
+	"\banswered\x18\x02 \x01(\bR\banswered\x12\x12\n" +
+	"\x04head\x18\x03 \x01(\fR\x04head\x12\x12\n" +
+	"\x04path\x18\x04 \x01(\tR\x04path\x12\x14\n" +
+	"\x05inode\x18\x05 \x01(\x04R\x05inode\x12\x16\n" +
+	"\x06offset\x18\x06 \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06length\x18\a \x01(\rR\x06length\x12+\n" +
+	"\x11signing_algorithm\x18\b \x01(\rR\x10signingAlgorithm\x12\x1f\n" +
+	"\vsigning_key\x18\t \x01(\fR\n" +
+	"signingKey2\xcf\x04\n" +
 	"\x0eSessionService\x12W\n" +
 	"\x04Find\x12&.smbcluster.peer.v1.FindSessionRequest\x1a'.smbcluster.peer.v1.FindSessionResponse\x12O\n" +
 	"\x05Relay\x12 .smbcluster.peer.v1.RelayMessage\x1a .smbcluster.peer.v1.RelayMessage(\x010\x01\x12^\n" +
 	"\vEndPrevious\x12&.smbcluster.peer.v1.EndPreviousRequest\x1a'.smbcluster.peer.v1.EndPreviousResponse\x12m\n" +
 	"\x10OldestConnection\x12+.smbcluster.peer.v1.OldestConnectionRequest\x1a,.smbcluster.peer.v1.OldestConnectionResponse\x12g\n" +
-	"\x0eSendLeaseBreak\x12).smbcluster.peer.v1.SendLeaseBreakRequest\x1a*.smbcluster.peer.v1.SendLeaseBreakResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
+	"\x0eSendLeaseBreak\x12).smbcluster.peer.v1.SendLeaseBreakRequest\x1a*.smbcluster.peer.v1.SendLeaseBreakResponse\x12[\n" +
+	"\n" +
+	"RemoteRead\x12%.smbcluster.peer.v1.RemoteReadRequest\x1a&.smbcluster.peer.v1.RemoteReadResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
 
 var (
 	file_smbcluster_peer_v1_session_service_proto_rawDescOnce sync.Once
@@ -745,7 +955,7 @@ func file_smbcluster_peer_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_peer_v1_session_service_proto_rawDescData
 }
 
-var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*FindSessionRequest)(nil),       // 0: smbcluster.peer.v1.FindSessionRequest
 	(*FindSessionResponse)(nil),      // 1: smbcluster.peer.v1.FindSessionResponse
@@ -757,24 +967,28 @@ var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*OldestConnectionResponse)(nil), // 7: smbcluster.peer.v1.OldestConnectionResponse
 	(*SendLeaseBreakRequest)(nil),    // 8: smbcluster.peer.v1.SendLeaseBreakRequest
 	(*SendLeaseBreakResponse)(nil),   // 9: smbcluster.peer.v1.SendLeaseBreakResponse
+	(*RemoteReadRequest)(nil),        // 10: smbcluster.peer.v1.RemoteReadRequest
+	(*RemoteReadResponse)(nil),       // 11: smbcluster.peer.v1.RemoteReadResponse
 }
 var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
-	2, // 0: smbcluster.peer.v1.RelayMessage.handoff:type_name -> smbcluster.peer.v1.Handoff
-	0, // 1: smbcluster.peer.v1.SessionService.Find:input_type -> smbcluster.peer.v1.FindSessionRequest
-	3, // 2: smbcluster.peer.v1.SessionService.Relay:input_type -> smbcluster.peer.v1.RelayMessage
-	4, // 3: smbcluster.peer.v1.SessionService.EndPrevious:input_type -> smbcluster.peer.v1.EndPreviousRequest
-	6, // 4: smbcluster.peer.v1.SessionService.OldestConnection:input_type -> smbcluster.peer.v1.OldestConnectionRequest
-	8, // 5: smbcluster.peer.v1.SessionService.SendLeaseBreak:input_type -> smbcluster.peer.v1.SendLeaseBreakRequest
-	1, // 6: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
-	3, // 7: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
-	5, // 8: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
-	7, // 9: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
-	9, // 10: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
-	6, // [6:11] is the sub-list for method output_type
-	1, // [1:6] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	2,  // 0: smbcluster.peer.v1.RelayMessage.handoff:type_name -> smbcluster.peer.v1.Handoff
+	0,  // 1: smbcluster.peer.v1.SessionService.Find:input_type -> smbcluster.peer.v1.FindSessionRequest
+	3,  // 2: smbcluster.peer.v1.SessionService.Relay:input_type -> smbcluster.peer.v1.RelayMessage
+	4,  // 3: smbcluster.peer.v1.SessionService.EndPrevious:input_type -> smbcluster.peer.v1.EndPreviousRequest
+	6,  // 4: smbcluster.peer.v1.SessionService.OldestConnection:input_type -> smbcluster.peer.v1.OldestConnectionRequest
+	8,  // 5: smbcluster.peer.v1.SessionService.SendLeaseBreak:input_type -> smbcluster.peer.v1.SendLeaseBreakRequest
+	10, // 6: smbcluster.peer.v1.SessionService.RemoteRead:input_type -> smbcluster.peer.v1.RemoteReadRequest
+	1,  // 7: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
+	3,  // 8: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
+	5,  // 9: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
+	7,  // 10: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
+	9,  // 11: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
+	11, // 12: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
+	7,  // [7:13] is the sub-list for method output_type
+	1,  // [1:7] is the sub-list for method input_type
+	1,  // [1:1] is the sub-list for extension type_name
+	1,  // [1:1] is the sub-list for extension extendee
+	0,  // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_session_service_proto_init() }
@@ -788,7 +1002,7 @@ func file_smbcluster_peer_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_session_service_proto_rawDesc), len(file_smbcluster_peer_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	SessionService_EndPrevious_FullMethodName      = "/smbcluster.peer.v1.SessionService/EndPrevious"
 	SessionService_OldestConnection_FullMethodName = "/smbcluster.peer.v1.SessionService/OldestConnection"
 	SessionService_SendLeaseBreak_FullMethodName   = "/smbcluster.peer.v1.SessionService/SendLeaseBreak"
+	SessionService_RemoteRead_FullMethodName       = "/smbcluster.peer.v1.SessionService/RemoteRead"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -55,6 +56,14 @@ type SessionServiceClient interface {
 	// SendLeaseBreak sends a lease break notification on the callee's
 	// oldest connection of the client.
 	SendLeaseBreak(ctx context.Context, in *SendLeaseBreakRequest, opts ...grpc.CallOption) (*SendLeaseBreakResponse, error)
+	// RemoteRead offers the callee, a handed-over connection's home node, to
+	// serve one of its READs from the caller's own descriptor of the file:
+	// the home node checks and counts the request as if it had read it from
+	// the connection, and answers with the response's header and the file
+	// range, which the caller sends from its own descriptor (zero-copy
+	// unless signed) — or it answers the request itself through the relay,
+	// or asks the caller to send it through the relay.
+	RemoteRead(ctx context.Context, in *RemoteReadRequest, opts ...grpc.CallOption) (*RemoteReadResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -118,6 +127,16 @@ func (c *sessionServiceClient) SendLeaseBreak(ctx context.Context, in *SendLease
 	return out, nil
 }
 
+func (c *sessionServiceClient) RemoteRead(ctx context.Context, in *RemoteReadRequest, opts ...grpc.CallOption) (*RemoteReadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoteReadResponse)
+	err := c.cc.Invoke(ctx, SessionService_RemoteRead_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -147,6 +166,14 @@ type SessionServiceServer interface {
 	// SendLeaseBreak sends a lease break notification on the callee's
 	// oldest connection of the client.
 	SendLeaseBreak(context.Context, *SendLeaseBreakRequest) (*SendLeaseBreakResponse, error)
+	// RemoteRead offers the callee, a handed-over connection's home node, to
+	// serve one of its READs from the caller's own descriptor of the file:
+	// the home node checks and counts the request as if it had read it from
+	// the connection, and answers with the response's header and the file
+	// range, which the caller sends from its own descriptor (zero-copy
+	// unless signed) — or it answers the request itself through the relay,
+	// or asks the caller to send it through the relay.
+	RemoteRead(context.Context, *RemoteReadRequest) (*RemoteReadResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -171,6 +198,9 @@ func (UnimplementedSessionServiceServer) OldestConnection(context.Context, *Olde
 }
 func (UnimplementedSessionServiceServer) SendLeaseBreak(context.Context, *SendLeaseBreakRequest) (*SendLeaseBreakResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SendLeaseBreak not implemented")
+}
+func (UnimplementedSessionServiceServer) RemoteRead(context.Context, *RemoteReadRequest) (*RemoteReadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoteRead not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -272,6 +302,24 @@ func _SessionService_SendLeaseBreak_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_RemoteRead_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoteReadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).RemoteRead(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_RemoteRead_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).RemoteRead(ctx, req.(*RemoteReadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -294,6 +342,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SendLeaseBreak",
 			Handler:    _SessionService_SendLeaseBreak_Handler,
+		},
+		{
+			MethodName: "RemoteRead",
+			Handler:    _SessionService_RemoteRead_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

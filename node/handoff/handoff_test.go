@@ -1,0 +1,133 @@
+package handoff_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/smbcluster/smbcluster/node/handoff"
+	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/servertest"
+	"github.com/smbcluster/smbcluster/node/smb2"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// pair is two nodes over one directory: home holds the sessions, arrival
+// hands binding connections over to it through real gRPC.
+type pair struct {
+	home, arrival *servertest.Server
+	dir           string
+}
+
+func newPair(t *testing.T, opts servertest.Options) *pair {
+	t.Helper()
+	dir := t.TempDir()
+	dial := func(addr string) (*grpc.ClientConn, error) {
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	homePeers := handoff.New("home", func() map[string]string { return nil }, dial, nil)
+	g := grpc.NewServer()
+	peerv1.RegisterSessionServiceServer(g, homePeers.Service())
+	go g.Serve(l)
+	t.Cleanup(g.Stop)
+	arrivalPeers := handoff.New("arrival", func() map[string]string { return map[string]string{"home": l.Addr().String()} }, dial, nil)
+	t.Cleanup(arrivalPeers.Close)
+
+	opts.DiskRoot = dir
+	home := servertest.Start(t, opts)
+	homePeers.Attach(home.Server)
+	configure := opts.Configure
+	opts.Configure = func(c *server.Config) {
+		if configure != nil {
+			configure(c)
+		}
+		c.SessionPeers = arrivalPeers
+	}
+	arrival := servertest.Start(t, opts)
+	arrivalPeers.Attach(arrival.Server)
+	return &pair{home: home, arrival: arrival, dir: dir}
+}
+
+// bind makes a session on the home node and binds a channel through the
+// arrival node.
+func (p *pair) bind(t *testing.T, sign bool) (first, second *servertest.Conn) {
+	t.Helper()
+	first = servertest.Connect(t, p.home.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName)
+	second = servertest.Dial(t, p.arrival.Addr)
+	second.ClientGUID = first.ClientGUID
+	if err := second.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Bind(first.Session, servertest.Alice, servertest.AlicePassword); err != nil {
+		t.Fatalf("bind through the arrival node: %v", err)
+	}
+	second.TreeID = first.TreeID
+	first.Sign, second.Sign = sign, sign
+	return first, second
+}
+
+// TestReadsServedByArrivalNode: a channel bound through another node reads
+// an open made through the home node; the large READs' bytes leave from
+// the arrival node's own descriptor, plain (sendfile) and signed, and match
+// the file; small READs and everything else go through the relay.
+func TestReadsServedByArrivalNode(t *testing.T) {
+	for _, sign := range []bool{false, true} {
+		name := map[bool]string{false: "Plain", true: "Signed"}[sign]
+		t.Run(name, func(t *testing.T) {
+			p := newPair(t, servertest.Options{})
+			data := make([]byte, 1<<20)
+			rand.Read(data)
+			if err := os.WriteFile(filepath.Join(p.dir, "big.dat"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			first, second := p.bind(t, sign)
+			fid, err := first.Create("big.dat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			const chunk = 64 << 10
+			for off := 0; off < len(data); off += chunk {
+				got, err := second.Read(fid, uint64(off), chunk)
+				if err != nil || !bytes.Equal(got, data[off:off+chunk]) {
+					t.Fatalf("READ at %d through the arrival node: %v (equal: %v)", off, err, bytes.Equal(got, data[off:off+chunk]))
+				}
+			}
+			if got := p.arrival.RemoteReads(); got != uint64(len(data)/chunk) {
+				t.Errorf("READs sent by the arrival node: %d, want %d", got, len(data)/chunk)
+			}
+			// Past the end: the home node answers (STATUS_END_OF_FILE).
+			if _, err := second.Read(fid, uint64(len(data)), chunk); !errors.Is(err, smb2.StatusEndOfFile) {
+				t.Errorf("READ past the end: %v, want STATUS_END_OF_FILE", err)
+			}
+			// A short read at the end is cut where the file ends.
+			got, err := second.Read(fid, uint64(len(data)-1000), chunk)
+			if err != nil || !bytes.Equal(got, data[len(data)-1000:]) {
+				t.Errorf("READ across the end: %d bytes, %v", len(got), err)
+			}
+			// Small READs travel through the relay.
+			before := p.arrival.RemoteReads()
+			if got, err := second.Read(fid, 0, 4096); err != nil || !bytes.Equal(got, data[:4096]) {
+				t.Errorf("small READ: %v", err)
+			}
+			if p.arrival.RemoteReads() != before {
+				t.Errorf("a 4 KiB READ was sent by the arrival node")
+			}
+			if err := second.CloseFile(fid); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := second.Read(fid, 0, chunk); !errors.Is(err, smb2.StatusFileClosed) {
+				t.Errorf("READ of a closed open through the arrival node: %v, want STATUS_FILE_CLOSED", err)
+			}
+		})
+	}
+}

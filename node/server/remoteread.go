@@ -1,0 +1,357 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/signing"
+	"golang.org/x/sys/unix"
+)
+
+// READs of a handed-over channel served by the node its client is
+// connected to.
+//
+// A channel handed to its session's home node (handoff.go) would send
+// every byte it reads through the home node. Instead, the arrival node
+// offers each large plain READ to the home node out of band
+// (Relay.RemoteRead): the home node runs the request exactly as if it had
+// read it from the connection — credits, signature, session, tree, open,
+// access, byte-range locks, the range the file has — up to the point
+// where the bytes would move, and answers with the response's header and
+// the file range. The arrival node then sends the header and the bytes
+// from its own descriptor of the same file (sendfile, or read and signed
+// with the channel's key). The bytes thus leave through the node the
+// client is connected to, and the home node does no I/O for them. What
+// the home node answers otherwise (an error, a file without a
+// descriptor) it sends through the relay itself; a request of an
+// encrypted session or tree goes through the relay, untouched.
+
+// remoteReadMin is the smallest READ the arrival node offers to serve:
+// below it, the out-of-band call costs more than the bytes.
+const remoteReadMin = 32 << 10
+
+// RemoteRead is the home node's answer to a READ the arrival node offers
+// to serve.
+type RemoteRead struct {
+	// Forward: send the request through the relay (nothing was counted).
+	Forward bool
+	// Answered: the home node answered through the relay.
+	Answered bool
+	// Otherwise: Head (SMB2 header and READ response body, unsigned,
+	// SMB2_FLAGS_SIGNED set when it is to be signed with SignKey) is
+	// followed by N bytes of the file at Off.
+	Head    []byte
+	Path    string // the file's path at the home node, when asked
+	Inode   uint64
+	Off     int64
+	N       int
+	SignAlg uint16
+	SignKey []byte
+}
+
+// remoteRead is what the READ handler leaves for ServeRemoteRead.
+type remoteRead struct {
+	wantPath bool
+	taken    bool
+	inode    uint64
+	path     string
+	off      int64
+	n        int
+}
+
+// take answers a READ whose bytes the arrival node sends: it reports
+// false when the file has no descriptor to name (the home node reads it
+// itself then).
+func (rr *remoteRead) take(h FileReader, fr FileRange) (Response, bool, error) {
+	ff, ok := fr.File.(FdFile)
+	if !ok {
+		return nil, false, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(ff.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, false, nil
+	}
+	if rr.wantPath {
+		p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", ff.Fd()))
+		if err != nil {
+			return nil, false, nil
+		}
+		rr.path = p
+	}
+	n := 0
+	if fr.Off < st.Size {
+		n = int(min(int64(fr.N), st.Size-fr.Off))
+	}
+	if n == 0 || uint32(n) < fr.Min {
+		return nil, true, smb2.StatusEndOfFile
+	}
+	rr.taken, rr.inode, rr.off, rr.n = true, st.Ino, fr.Off, n
+	h.ReadDone(fr.Off + int64(n))
+	return &readPayload{ReadResponse: smb2.ReadResponse{DataOffset: 0x50, DataLength: uint32(n)}}, true, nil
+}
+
+// Adopted is a connection another node handed over, as its home node
+// holds it.
+type Adopted struct{ c *conn }
+
+// ServeRemoteRead runs a READ the arrival node offers to serve from its
+// own descriptor (see above). pdu is the request as the client sent it.
+func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath bool) RemoteRead {
+	c := a.c
+	var h smb2.Header
+	if h.Decode(pdu) != nil || h.Command != smb2.CmdRead || h.NextCommand != 0 || h.Flags&smb2.FlagRelatedOperations != 0 ||
+		c.ctx.Err() != nil {
+		return RemoteRead{Forward: true}
+	}
+	s := c.srv.lookupSession(h.SessionID)
+	if s == nil || s.EncryptData {
+		return RemoteRead{Forward: true}
+	}
+	if t := s.tree(h.TreeID); t == nil || t.EncryptData {
+		return RemoteRead{Forward: true}
+	}
+	charge := h.CreditCharge
+	if c.dialect == smb2.Dialect202 {
+		charge = 1
+	}
+	if err := c.credits.consume(h.MessageID, charge); err != nil {
+		c.srv.log.Info("dropping connection", "remote", c.remote, "err", fmt.Errorf("%w: mid %d charge %d", err, h.MessageID, charge))
+		c.close()
+		return RemoteRead{Answered: true}
+	}
+	c.arrive([]smb2.Header{h})
+	m := new(message)
+	rr := &remoteRead{wantPath: wantPath}
+	r := &m.req
+	*r = Request{Header: h, Msg: pdu, conn: c, single: true, last: true, lone: true, remote: rr}
+	res, err := c.serveOne(r, &m.st, nil)
+	if err != nil {
+		c.close()
+		return RemoteRead{Answered: true}
+	}
+	if !rr.taken || res.hdr.Status != 0 || res.encrypt != nil || res.onEncoded != nil {
+		c.writeResults([]result{res})
+		return RemoteRead{Answered: true}
+	}
+	out := RemoteRead{Head: make([]byte, smb2.HeaderSize+res.body.Size()), Path: rr.path, Inode: rr.inode, Off: rr.off, N: rr.n}
+	if res.signer != nil {
+		res.hdr.Flags |= smb2.FlagSigned
+		ch := s.channelFor(c)
+		if ch == nil || ch.signKey == nil {
+			c.writeResults([]result{res}) // cannot hand the key over: read here
+			return RemoteRead{Answered: true}
+		}
+		out.SignAlg, out.SignKey = ch.signAlg, append([]byte(nil), ch.signKey...)
+	}
+	res.hdr.Encode(out.Head)
+	res.body.Encode(out.Head[smb2.HeaderSize:])
+	releaseBody(res.body)
+	return out
+}
+
+// remoteFiles are the arrival node's descriptors of the files its
+// handed-over channel reads, by FileId.Persistent.
+type remoteFiles struct {
+	mu     sync.Mutex
+	files  map[uint64]*os.File
+	signer signing.Signer
+	key    []byte
+}
+
+// remoteFilesMax bounds the descriptors one channel keeps.
+const remoteFilesMax = 256
+
+// remoteReadable reports whether msg, a message a handed-over channel's
+// client sent, is a READ to offer the home node, and the FileId it reads.
+func remoteReadable(msg []byte) (uint64, bool) {
+	var h smb2.Header
+	if len(msg) < smb2.HeaderSize || binary.LittleEndian.Uint32(msg) != smb2.ProtocolID || h.Decode(msg) != nil ||
+		h.Command != smb2.CmdRead || h.NextCommand != 0 || h.Flags&smb2.FlagRelatedOperations != 0 {
+		return 0, false
+	}
+	var req smb2.ReadRequest
+	if req.Decode(msg) != nil || req.Length < remoteReadMin || req.Channel != 0 {
+		return 0, false
+	}
+	return req.FileID.Persistent, true
+}
+
+// plainClose reports whether msg is a lone plaintext CLOSE, and of which
+// FileId.
+func plainClose(msg []byte) (uint64, bool) {
+	var h smb2.Header
+	if len(msg) < smb2.HeaderSize || binary.LittleEndian.Uint32(msg) != smb2.ProtocolID || h.Decode(msg) != nil ||
+		h.Command != smb2.CmdClose || h.NextCommand != 0 {
+		return 0, false
+	}
+	var req smb2.CloseRequest
+	if req.Decode(msg) != nil {
+		return 0, false
+	}
+	return req.FileID.Persistent, true
+}
+
+// serveRemoteRead offers the home node the READ in frame and sends what
+// it answers; forward sends a frame through the relay. An error ends the
+// connection.
+func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame []byte, fid uint64, forward func([]byte) error) error {
+	f := rf.get(fid)
+	rr, err := rl.RemoteRead(c.ctx, frame[4:], f == nil)
+	switch {
+	case err != nil:
+		return err
+	case rr.Forward:
+		return forward(frame)
+	case rr.Answered:
+		return nil
+	case len(rr.Head) < smb2.HeaderSize+16:
+		return errors.New("handoff: short READ response header")
+	}
+	if f == nil {
+		if f, err = rf.open(fid, rr.Path, rr.Inode); err != nil {
+			return c.sendRemoteError(rf, rr, smb2.StatusUnexpectedIOError)
+		}
+	}
+	signed := binary.LittleEndian.Uint32(rr.Head[16:])&smb2.FlagSigned != 0
+	if !signed && c.raw != nil {
+		head := make([]byte, 4+len(rr.Head))
+		copy(head[4:], rr.Head)
+		binary.BigEndian.PutUint32(head, uint32(len(rr.Head)+rr.N))
+		c.wmu.Lock()
+		err := c.sendHeaderAndFile(head, fileSegment{f.Fd(), rr.Off, rr.N}, false)
+		c.wmu.Unlock()
+		c.srv.remoteReads.Add(1)
+		return err
+	}
+	data := make([]byte, rr.N)
+	n, err := f.ReadAt(data, rr.Off)
+	if n < rr.N && err != nil && !errors.Is(err, io.EOF) {
+		return c.sendRemoteError(rf, rr, smb2.StatusUnexpectedIOError)
+	}
+	data = data[:n]
+	binary.LittleEndian.PutUint32(rr.Head[smb2.HeaderSize+4:], uint32(n)) // DataLength
+	c.srv.remoteReads.Add(1)
+	return c.sendRemoteResponse(rf, rr, rr.Head, data)
+}
+
+// sendRemoteError answers a READ the home node let this node serve with
+// an error, as the home node would have.
+func (c *conn) sendRemoteError(rf *remoteFiles, rr RemoteRead, st smb2.Status) error {
+	var h smb2.Header
+	if err := h.Decode(rr.Head); err != nil {
+		return err
+	}
+	h.Status = uint32(st)
+	b := make([]byte, smb2.HeaderSize+errorBody.Size())
+	h.Encode(b)
+	errorBody.Encode(b[smb2.HeaderSize:])
+	return c.sendRemoteResponse(rf, rr, b, nil)
+}
+
+// sendRemoteResponse signs (when the home node said so) and sends a
+// response made here.
+func (c *conn) sendRemoteResponse(rf *remoteFiles, rr RemoteRead, msg, data []byte) error {
+	if binary.LittleEndian.Uint32(msg[16:])&smb2.FlagSigned != 0 {
+		sg, err := rf.signerFor(rr.SignAlg, rr.SignKey)
+		if err != nil {
+			return err
+		}
+		clear(msg[48:64])
+		sig := sg.Sign(msg, data)
+		copy(msg[48:64], sig[:])
+	}
+	nb := make([]byte, 4)
+	binary.BigEndian.PutUint32(nb, uint32(len(msg)+len(data)))
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.bw.Writev([][]byte{nb, msg, data})
+}
+
+// fileSegment is a READ's bytes in a file, for sendHeaderAndFile.
+type fileSegment struct {
+	fd  uintptr
+	off int64
+	n   int
+}
+
+func (s fileSegment) Size() int                               { return 0 }
+func (s fileSegment) Encode([]byte)                           {}
+func (s fileSegment) Segment() (fd uintptr, off int64, n int) { return s.fd, s.off, s.n }
+func (s fileSegment) Release()                                {}
+
+func (rf *remoteFiles) get(fid uint64) *os.File {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	return rf.files[fid]
+}
+
+// open opens the file a READ names at path, as the home node has it, and
+// checks that it is the same file.
+func (rf *remoteFiles) open(fid uint64, path string, inode uint64) (*os.File, error) {
+	if path == "" {
+		return nil, errors.New("handoff: no path")
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Ino != inode {
+		f.Close()
+		return nil, fmt.Errorf("handoff: %s is not the file the home node reads", path)
+	}
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if old := rf.files[fid]; old != nil {
+		f.Close()
+		return old, nil
+	}
+	if len(rf.files) >= remoteFilesMax {
+		for id, g := range rf.files {
+			g.Close() // an open closed without this node seeing its CLOSE
+			delete(rf.files, id)
+			break
+		}
+	}
+	rf.files[fid] = f
+	return f, nil
+}
+
+func (rf *remoteFiles) drop(fid uint64) {
+	rf.mu.Lock()
+	f := rf.files[fid]
+	delete(rf.files, fid)
+	rf.mu.Unlock()
+	if f != nil {
+		f.Close()
+	}
+}
+
+func (rf *remoteFiles) close() {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	for id, f := range rf.files {
+		f.Close()
+		delete(rf.files, id)
+	}
+}
+
+// signerFor returns the channel's signer, made once.
+func (rf *remoteFiles) signerFor(alg uint16, key []byte) (signing.Signer, error) {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if rf.signer == nil || !bytes.Equal(rf.key, key) {
+		sg, err := signing.NewSigner(alg, key)
+		if err != nil {
+			return nil, err
+		}
+		rf.signer, rf.key = sg, append([]byte(nil), key...)
+	}
+	return rf.signer, nil
+}
