@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -302,9 +303,9 @@ func (m *MultiFile) Close() error {
 }
 
 // ChannelAddrs lists where channels go: the addresses of ifs (with port,
-// the port of addr, the session's server) in the order offered, or addr
-// alone when ifs is empty. Addresses of one interface (same IfIndex) are
-// listed once, the first offered.
+// the port of addr, the session's server) in the order offered but addr
+// first when offered, or addr alone when ifs is empty. Addresses of one
+// interface (same IfIndex) are listed once, the first offered.
 func ChannelAddrs(addr string, ifs []Interface) []string {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil || len(ifs) == 0 {
@@ -321,6 +322,9 @@ func ChannelAddrs(addr string, ifs []Interface) []string {
 	}
 	if len(out) == 0 {
 		return []string{addr}
+	}
+	if i := slices.Index(out, addr); i > 0 {
+		out = append(append([]string{addr}, out[:i]...), out[i+1:]...)
 	}
 	return out
 }

@@ -212,6 +212,9 @@ func TestInterfaces(t *testing.T) {
 	if addrs := ChannelAddrs("10.0.0.1:445", got); !slices.Equal(addrs, want) {
 		t.Errorf("ChannelAddrs = %q, want %q", addrs, want)
 	}
+	if addrs := ChannelAddrs("127.0.0.2:445", got); !slices.Equal(addrs, []string{"127.0.0.2:445", "127.0.0.1:445", "[::1]:445"}) {
+		t.Errorf("ChannelAddrs from 127.0.0.2 = %q, want it first", addrs)
+	}
 	if addrs := ChannelAddrs("10.0.0.1:445", nil); !slices.Equal(addrs, []string{"10.0.0.1:445"}) {
 		t.Errorf("ChannelAddrs with no interfaces = %q", addrs)
 	}
