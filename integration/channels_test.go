@@ -288,6 +288,42 @@ func TestChannelsSamba(t *testing.T) {
 	if addrs := smbc.ChannelAddrs(n.Addr, ifs); len(addrs) != 1 || addrs[0] != n.Addr {
 		t.Fatalf("channel addresses from smbd's interface list %+v: %q, want %s", ifs, addrs, n.Addr)
 	}
+	// Channel keys of the other dialects and algorithms, and the
+	// session's encryption keys shared by its channels.
+	for _, o := range []smbc.Options{{Dialect: smb2.Dialect302, Sign: true}, {Dialect: smb2.Dialect300, Encrypt: true},
+		{Dialect: smb2.Dialect311, Encrypt: true}} {
+		t.Run(fmt.Sprintf("%#04x-sign=%v-encrypt=%v", o.Dialect, o.Sign, o.Encrypt), func(t *testing.T) {
+			o.Addr, o.Share, o.User, o.Password = n.Addr, shareNm, user, password()
+			s, err := smbc.Dial(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			b, err := s.Bind(ctx, n.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if b.Encrypted() != o.Encrypt || b.Signed() != s.Signed() {
+				t.Fatalf("channel encrypted %v signed %v, session %v %v", b.Encrypted(), b.Signed(), s.Encrypted(), s.Signed())
+			}
+			f, err := s.OpenFile("variant.bin", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := f.Spread(b)
+			for _, write := range []bool{true, false} {
+				if err := channelsPass(m, 0, 16<<20, 3, write); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st := b.Stats(); st.ReadBytes == 0 || st.WriteBytes == 0 {
+				t.Errorf("the bound channel carried %+v", st)
+			}
+			m.Close()
+			s.Remove("variant.bin")
+		})
+	}
 	fwd := framework.StartRoundRobin(t, n.Addr)
 	ch2, err := s.Bind(ctx, fwd.Addr().String())
 	if err != nil {
