@@ -271,3 +271,28 @@ func TestBenchMultichannel(t *testing.T) {
 		t.Errorf("--multichannel --client go-smb2: exit %d, %s", code, stderr)
 	}
 }
+
+// TestMultichannelPrinterGolden: a --multichannel result names its
+// connections channels and lists what each carried.
+func TestMultichannelPrinterGolden(t *testing.T) {
+	f := benchFlags{server: "n1:445,n2:445,n3:445", share: "data", user: "alice", rw: "mixed", mix: 75,
+		bs: "1m", size: "256m", conns: 3, iodepth: 2, runtime: 10 * time.Second, file: "smbctl-bench.dat",
+		seed: 1, multichannel: true}
+	j, err := f.job(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := newBenchResult(j, fixedStats())
+	for i, addr := range []string{"n1:445", "n2:445", "n3:445"} {
+		res.Channels = append(res.Channels, channelResult{Addr: addr, Reads: int64(1000 + i), Writes: int64(300 + i),
+			ReadBytes: int64(1000+i) << 20, WriteBytes: int64(300+i) << 20})
+	}
+	for _, format := range []string{"table", "json"} {
+		var b bytes.Buffer
+		p, _ := newPrinter(&b, format)
+		if err := p.print(res); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "bench-multichannel."+format+".golden", b.String())
+	}
+}
