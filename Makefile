@@ -77,5 +77,13 @@ bench-quick:
 bench-cluster:
 	GO=$(GO) bench/cluster.sh
 
+# One multichannel client's 1 MiB READ and WRITE throughput with its
+# channels on one node against three, each node behind a rate-limited
+# link (a private network namespace, tc); needs root. Results in
+# bench/results/scaleout-latest.md (see bench/README.md).
+.PHONY: bench-scaleout
+bench-scaleout:
+	GO=$(GO) bench/scaleout.sh
+
 clean:
 	rm -rf bin run

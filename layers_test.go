@@ -28,7 +28,7 @@ const module = "github.com/smbcluster/smbcluster"
 //   - coordinator imports nothing under node/ (it reaches the UTF-16LE
 //     leaf only through internal/nthash, which imports nothing else).
 //   - cli imports under node/ only the leaves a client needs: smb2,
-//     smb2/signing, auth and sockio.
+//     smb2/signing, smb2/fscc (FSCTL payloads), auth and sockio.
 var layers = map[string][]string{
 	// The wire format and its leaves.
 	"node/smb2/utf16le": nil,
@@ -75,7 +75,7 @@ var layers = map[string][]string{
 	"coordinator":               {"coordinator/coord", "coordinator/devtoken", "coordinator/service"},
 
 	// The CLI: under node/ only the client's leaves.
-	"cli/smbc":    {"node/auth", "node/smb2", "node/smb2/signing", "node/sockio"},
+	"cli/smbc":    {"node/auth", "node/smb2", "node/smb2/fscc", "node/smb2/signing", "node/sockio"},
 	"cli/loadgen": {"cli/smbc", "node/smb2"},
 	"cli/command": {"cli/loadgen", "cli/smbc", "proto/smbcluster/admin/v1"},
 	"cli":         {"cli/command"},

@@ -41,6 +41,17 @@ Connection:
                         copy per byte read and none per byte written;
                         go-smb2: github.com/cloudsoda/go-smb2, a client
                         written elsewhere, for a second opinion
+  --multichannel        one session with several channels (native client,
+                        SMB 3.x): log on at the first server, bind a channel
+                        per connection — to the servers of --server when it
+                        names several, else to the addresses the first
+                        server's interface list offers (one per interface),
+                        connection i to address i mod n — and spread every
+                        request of the one open over the channels, the one
+                        with the fewest in flight first. --conns defaults to
+                        one channel per address. Reports what each channel
+                        carried; a channel whose connection dies is left
+                        out and its requests go to the others
 
 Workload:
   --rw MODE             read, write, randread, randwrite, mixed (random
@@ -93,6 +104,7 @@ type benchFlags struct {
 	tcpLoopback                           bool
 	files, breaks                         int
 	hotFile, openRead                     bool
+	multichannel, connsSet                bool
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -114,6 +126,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.client, "client", "native", "")
 	fs.StringVar(&f.file, "file", "smbctl-bench.dat", "")
 	fs.BoolVar(&f.keep, "keep", false, "")
+	fs.BoolVar(&f.multichannel, "multichannel", false, "")
 	fs.IntVar(&f.files, "files", 100, "")
 	fs.BoolVar(&f.hotFile, "hot-file", false, "")
 	fs.BoolVar(&f.openRead, "open-read", false, "")
@@ -144,6 +157,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	if code, ok := parseFlags(e, fs, benchUsage, args); !ok {
 		return code
 	}
+	fs.Visit(func(fl *flag.Flag) { f.connsSet = f.connsSet || fl.Name == "conns" })
 	p, err := newPrinter(e.stdout, f.output)
 	if err != nil {
 		return usageError(e, "bench", err)
@@ -221,6 +235,9 @@ func (f *benchFlags) checkConn() (uint16, error) {
 	if f.encrypt && dialect != 0 && dialect < 0x300 {
 		return 0, fmt.Errorf("--encrypt needs SMB 3.x, not dialect %s", f.dialect)
 	}
+	if f.multichannel && (f.clientName() != "native" || dialect != 0 && dialect < 0x300) {
+		return 0, errors.New("--multichannel needs the native client and SMB 3.x")
+	}
 	for _, a := range strings.Split(f.server, ",") {
 		if strings.TrimSpace(a) == "" {
 			return 0, fmt.Errorf("--server %q: an empty address", f.server)
@@ -253,6 +270,9 @@ func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
 	case j.probe != nil:
 		return j.runProbe(ctx, e, p)
 	}
+	if j.flags.multichannel {
+		return j.runMultichannel(ctx, e, p)
+	}
 	var t interface {
 		loadgen.Target
 		Remove() error
@@ -261,6 +281,12 @@ func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
 	if j.flags.clientName() == "go-smb2" {
 		t = loadgen.NewSMBTarget(j.smb)
 	}
+	return j.runTarget(ctx, e, p, t, nil)
+}
+
+// runTarget runs the workload against t and prints the result; channels,
+// if set, adds what each channel carried.
+func (j *benchJob) runTarget(ctx context.Context, e *env, p *printer, t benchTarget, channels func(*benchResult)) int {
 	cpu0 := cpuSeconds()
 	st, err := loadgen.Run(ctx, t, j.cfg)
 	clientCPU := cpuSeconds() - cpu0
@@ -276,6 +302,9 @@ func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
 	}
 	res := newBenchResult(j, st)
 	res.ClientCPU = round3(clientCPU)
+	if channels != nil {
+		channels(&res)
+	}
 	if perr := p.print(res); perr != nil {
 		return ExitError
 	}
@@ -284,6 +313,38 @@ func (j *benchJob) run(ctx context.Context, e *env, p *printer) int {
 		return ExitVerify
 	}
 	return ExitOK
+}
+
+// benchTarget is what an I/O workload runs against.
+type benchTarget interface {
+	loadgen.Target
+	Remove() error
+	Close() error
+}
+
+// runMultichannel runs the workload over the channels of one session
+// (--multichannel).
+func (j *benchJob) runMultichannel(ctx context.Context, e *env, p *printer) int {
+	t := loadgen.NewMultichannelTarget(j.smb)
+	addrs, err := t.Connect(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "smbctl bench: %v\n", err)
+		return ExitError
+	}
+	if !j.flags.connsSet {
+		j.cfg.Conns = len(addrs)
+	}
+	code := j.runTarget(ctx, e, p, t, func(r *benchResult) {
+		r.Conns = j.cfg.Conns
+		for _, c := range t.Channels() {
+			r.Channels = append(r.Channels, channelResult{Addr: c.Addr, Reads: c.Reads, Writes: c.Writes,
+				ReadBytes: c.ReadBytes, WriteBytes: c.WriteBytes})
+		}
+	})
+	for addr, err := range t.Lost() {
+		fmt.Fprintf(e.stderr, "smbctl bench: lost the channel to %s: %v\n", addr, err)
+	}
+	return code
 }
 
 // cpuSeconds returns the user+system CPU time smbctl has used, so results

@@ -13,28 +13,65 @@ import (
 
 // benchResult is bench's output; its JSON field names are stable.
 type benchResult struct {
-	Server     string  `json:"server"`
-	Share      string  `json:"share"`
-	File       string  `json:"file"`
-	RW         string  `json:"rw"`
-	RWMixRead  int     `json:"rwmixread"`
-	BlockSize  int     `json:"bs"`
-	Conns      int     `json:"conns"`
-	IODepth    int     `json:"iodepth"`
-	Size       int64   `json:"size"`
-	WarmupS    float64 `json:"warmup_s"`
-	RuntimeS   float64 `json:"runtime_s"`
-	Dialect    string  `json:"dialect"`
-	Sign       bool    `json:"sign"`
-	Encrypt    bool    `json:"encrypt"`
-	Client     string  `json:"client"`
-	Total      opStats `json:"total"`
-	Read       opStats `json:"read"`
-	Write      opStats `json:"write"`
-	Moved      int64   `json:"moved_bytes"` // read+written, warmup included
-	Verified   int64   `json:"verified_blocks"`
-	Mismatched int64   `json:"mismatched_blocks"`
-	ClientCPU  float64 `json:"client_cpu_s"` // smbctl's own CPU, layout and warmup included
+	Server    string  `json:"server"`
+	Share     string  `json:"share"`
+	File      string  `json:"file"`
+	RW        string  `json:"rw"`
+	RWMixRead int     `json:"rwmixread"`
+	BlockSize int     `json:"bs"`
+	Conns     int     `json:"conns"`
+	IODepth   int     `json:"iodepth"`
+	Size      int64   `json:"size"`
+	WarmupS   float64 `json:"warmup_s"`
+	RuntimeS  float64 `json:"runtime_s"`
+	Dialect   string  `json:"dialect"`
+	Sign      bool    `json:"sign"`
+	Encrypt   bool    `json:"encrypt"`
+	Client    string  `json:"client"`
+	// Multichannel: the connections are channels of one session.
+	Multichannel bool    `json:"multichannel,omitempty"`
+	Total        opStats `json:"total"`
+	Read         opStats `json:"read"`
+	Write        opStats `json:"write"`
+	Moved        int64   `json:"moved_bytes"` // read+written, warmup included
+	Verified     int64   `json:"verified_blocks"`
+	Mismatched   int64   `json:"mismatched_blocks"`
+	ClientCPU    float64 `json:"client_cpu_s"` // smbctl's own CPU, layout and warmup included
+	// Channels are what each channel of the session carried with
+	// --multichannel, layout and warmup included.
+	Channels []channelResult `json:"channels,omitempty"`
+}
+
+// channelResult is one channel's share of a --multichannel run.
+type channelResult struct {
+	Addr       string `json:"addr"`
+	Reads      int64  `json:"reads"`
+	Writes     int64  `json:"writes"`
+	ReadBytes  int64  `json:"read_bytes"`
+	WriteBytes int64  `json:"write_bytes"`
+}
+
+// tables adds the channels to the table of a --multichannel run.
+func (r benchResult) tables() []table {
+	ts := []table{r.table()}
+	if len(r.Channels) == 0 {
+		return ts
+	}
+	ct := table{header: []string{"CHANNEL", "ADDRESS", "READS", "READ MiB", "WRITES", "WRITE MiB", "SHARE"}}
+	var total int64
+	for _, c := range r.Channels {
+		total += c.ReadBytes + c.WriteBytes
+	}
+	for i, c := range r.Channels {
+		share := "-"
+		if total > 0 {
+			share = strconv.FormatFloat(100*float64(c.ReadBytes+c.WriteBytes)/float64(total), 'f', 1, 64) + "%"
+		}
+		ct.rows = append(ct.rows, []string{strconv.Itoa(i + 1), c.Addr, strconv.FormatInt(c.Reads, 10),
+			strconv.FormatFloat(float64(c.ReadBytes)/(1<<20), 'f', 1, 64), strconv.FormatInt(c.Writes, 10),
+			strconv.FormatFloat(float64(c.WriteBytes)/(1<<20), 'f', 1, 64), share})
+	}
+	return append(ts, ct)
 }
 
 // opStats are one direction's numbers (or both, for total).
@@ -66,7 +103,7 @@ func newBenchResult(j *benchJob, st *loadgen.Stats) benchResult {
 		Server: strings.Join(j.smb.Addrs, ","), Share: f.share, File: f.file, RW: c.Workload.String(),
 		RWMixRead: c.ReadPercent, BlockSize: c.BlockSize, Conns: c.Conns, IODepth: c.IODepth,
 		Size: c.Size, WarmupS: c.Warmup.Seconds(), RuntimeS: c.Runtime.Seconds(),
-		Dialect: dialect, Sign: f.sign, Encrypt: f.encrypt, Client: f.clientName(),
+		Dialect: dialect, Sign: f.sign, Encrypt: f.encrypt, Client: f.clientName(), Multichannel: f.multichannel,
 		Total: newOpStats(st.ReadOps+st.WriteOps, st.ReadBytes+st.WriteBytes, secs, &st.Latency),
 		Read:  newOpStats(st.ReadOps, st.ReadBytes, secs, &st.ReadLat),
 		Write: newOpStats(st.WriteOps, st.WriteBytes, secs, &st.WriteLat),
@@ -93,8 +130,8 @@ func round3(v float64) float64 {
 
 func (r benchResult) table() table {
 	t := table{
-		title: fmt.Sprintf("%s //%s/%s/%s bs=%s conns=%d iodepth=%d size=%s runtime=%gs dialect=%s sign=%t encrypt=%t client=%s",
-			r.RW, r.Server, r.Share, r.File, fmtSize(int64(r.BlockSize)), r.Conns, r.IODepth,
+		title: fmt.Sprintf("%s //%s/%s/%s bs=%s %s=%d iodepth=%d size=%s runtime=%gs dialect=%s sign=%t encrypt=%t client=%s",
+			r.RW, r.Server, r.Share, r.File, fmtSize(int64(r.BlockSize)), r.connsName(), r.Conns, r.IODepth,
 			fmtSize(r.Size), r.RuntimeS, r.Dialect, r.Sign, r.Encrypt, r.Client),
 		header: []string{"OP", "MiB/s", "IOPS", "MEAN", "P50", "P99", "P99.9", "MAX", "VERIFIED", "BAD"},
 	}
@@ -113,6 +150,15 @@ func (r benchResult) table() table {
 		t.rows = append(t.rows, row("total", r.Total, strconv.FormatInt(r.Verified, 10), strconv.FormatInt(r.Mismatched, 10)))
 	}
 	return t
+}
+
+// connsName is what the title calls the connections: channels of one
+// session with --multichannel.
+func (r benchResult) connsName() string {
+	if r.Multichannel {
+		return "channels"
+	}
+	return "conns"
 }
 
 // fmtUS formats microseconds with a unit that keeps three digits.

@@ -3,8 +3,10 @@ package command
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +220,79 @@ func TestOpenJob(t *testing.T) {
 		if _, err := g.job(env); err == nil {
 			t.Errorf("accepted %+v", g)
 		}
+	}
+}
+
+// listenAlso serves srv on host at srv's port as well, so its interface
+// list offers host too.
+func listenAlso(t *testing.T, srv *servertest.Server, host string) {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(srv.Addr)
+	l, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		t.Skipf("cannot listen on %s:%s: %v", host, port, err)
+	}
+	go srv.Serve(l)
+}
+
+// TestBenchMultichannel: --multichannel binds a channel per address the
+// server's interface list offers (or per --conns, round robin), spreads
+// the workload's requests over them and reports what each carried.
+func TestBenchMultichannel(t *testing.T) {
+	srv := servertest.Start(t, servertest.Options{})
+	listenAlso(t, srv, "127.0.0.2")
+	listenAlso(t, srv, "127.0.0.3")
+	_, port, _ := net.SplitHostPort(srv.Addr)
+	var r benchResult
+	benchJSON(t, &r, "--server", srv.Addr, "--share", servertest.ShareName, "--multichannel",
+		"--rw", "mixed", "--bs", "64k", "--size", "4m", "--iodepth", "4", "--runtime", "300ms")
+	var addrs []string
+	for _, c := range r.Channels {
+		addrs = append(addrs, c.Addr)
+		if c.Reads == 0 || c.Writes == 0 || c.ReadBytes == 0 || c.WriteBytes == 0 {
+			t.Errorf("channel %s carried %+v", c.Addr, c)
+		}
+	}
+	slices.Sort(addrs)
+	want := []string{"127.0.0.1:" + port, "127.0.0.2:" + port, "127.0.0.3:" + port}
+	if !slices.Equal(addrs, want) || r.Conns != 3 || !r.Multichannel || r.Mismatched != 0 || r.Verified == 0 {
+		t.Errorf("channels %q (conns %d, multichannel %v, verified %d, bad %d), want %q",
+			addrs, r.Conns, r.Multichannel, r.Verified, r.Mismatched, want)
+	}
+	// --conns 4 over the --server list: the first address gets two.
+	benchJSON(t, &r, "--server", srv.Addr+",127.0.0.2:"+port, "--share", servertest.ShareName, "--multichannel",
+		"--conns", "4", "--rw", "read", "--bs", "1m", "--size", "4m", "--runtime", "200ms")
+	if len(r.Channels) != 4 || r.Channels[2].Addr != srv.Addr || r.Channels[3].Addr != "127.0.0.2:"+port {
+		t.Errorf("channels %+v", r.Channels)
+	}
+	code, _, stderr := runMain([]string{"bench", "--server", srv.Addr, "--share", servertest.ShareName,
+		"--user", servertest.Alice, "--multichannel", "--client", "go-smb2"}, nil)
+	if code != ExitUsage || !strings.Contains(stderr, "--multichannel needs the native client") {
+		t.Errorf("--multichannel --client go-smb2: exit %d, %s", code, stderr)
+	}
+}
+
+// TestMultichannelPrinterGolden: a --multichannel result names its
+// connections channels and lists what each carried.
+func TestMultichannelPrinterGolden(t *testing.T) {
+	f := benchFlags{server: "n1:445,n2:445,n3:445", share: "data", user: "alice", rw: "mixed", mix: 75,
+		bs: "1m", size: "256m", conns: 3, iodepth: 2, runtime: 10 * time.Second, file: "smbctl-bench.dat",
+		seed: 1, multichannel: true}
+	j, err := f.job(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := newBenchResult(j, fixedStats())
+	for i, addr := range []string{"n1:445", "n2:445", "n3:445"} {
+		res.Channels = append(res.Channels, channelResult{Addr: addr, Reads: int64(1000 + i), Writes: int64(300 + i),
+			ReadBytes: int64(1000+i) << 20, WriteBytes: int64(300+i) << 20})
+	}
+	for _, format := range []string{"table", "json"} {
+		var b bytes.Buffer
+		p, _ := newPrinter(&b, format)
+		if err := p.print(res); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "bench-multichannel."+format+".golden", b.String())
 	}
 }

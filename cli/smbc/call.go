@@ -20,7 +20,8 @@ type call struct {
 	dst     []byte    // a READ's data goes here; not copied
 	bufsArr [2][]byte // writev's parts, consumed by Writev
 	charge  uint16
-	okMore  bool // STATUS_MORE_PROCESSING_REQUIRED is not an error
+	okMore  bool           // STATUS_MORE_PROCESSING_REQUIRED is not an error
+	signer  signing.Signer // if set, signs the request whatever the session says (binding)
 
 	rh   smb2.Header
 	resp []byte // the whole response PDU, unless its data went to dst
@@ -60,7 +61,7 @@ func (cl *call) msg() []byte { return cl.req[nbSize:] }
 
 // release returns the call to the pool.
 func (cl *call) release() {
-	cl.payload, cl.dst, cl.okMore = nil, nil, false
+	cl.payload, cl.dst, cl.okMore, cl.signer = nil, nil, false, nil
 	cl.resp, cl.err, cl.n = cl.resp[:0], nil, 0
 	cl.bufsArr = [2][]byte{}
 	callPool.Put(cl)
@@ -148,12 +149,15 @@ func (c *Conn) send(cl *call) error {
 		return c.bw.Write(out)
 	}
 	// 3.1.1 signs TREE_CONNECT even in unsigned sessions ([MS-SMB2] 3.2.4.2.4).
-	sign := c.sign || cmd == smb2.CmdTreeConnect && c.dialect == smb2.Dialect311
-	if sign && c.signer != nil && cmd != smb2.CmdNegotiate && !(cmd == smb2.CmdSessionSetup && c.sessionID == 0) {
+	sign, signer := c.sign || cmd == smb2.CmdTreeConnect && c.dialect == smb2.Dialect311, c.signer
+	if cl.signer != nil {
+		sign, signer = true, cl.signer
+	}
+	if sign && signer != nil && cmd != smb2.CmdNegotiate && !(cmd == smb2.CmdSessionSetup && c.sessionID == 0) {
 		flags := binary.LittleEndian.Uint32(msg[16:])
 		binary.LittleEndian.PutUint32(msg[16:], flags|smb2.FlagSigned)
 		c.parts = append(c.parts[:0], msg, cl.payload)
-		sig := c.signer.Sign(c.parts...)
+		sig := signer.Sign(c.parts...)
 		copy(msg[48:64], sig[:])
 	}
 	putNB(cl.req, len(msg)+len(cl.payload))

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -78,11 +79,17 @@ type Conn struct {
 	largeMTU  bool
 	sessionID uint64
 	treeID    uint32
-	signer    signing.Signer
-	enc, dec  cipher.AEAD
-	nonces    *signing.NonceSource
-	sign      bool // requests are signed, final responses must verify
-	encrypt   bool // requests are encrypted, responses must be
+	signer    signing.Signer // the channel's: signs this connection's requests
+	// sessSigner signs with the session's signing key, which binds
+	// further channels ([MS-SMB2] 3.2.4.1.7); the first channel's key is
+	// the session's.
+	sessSigner signing.Signer
+	clientGUID [16]byte
+	bound      bool // a channel bound to another Conn's session (Bind)
+	enc, dec   cipher.AEAD
+	nonces     *signing.NonceSource
+	sign       bool // requests are signed, final responses must verify
+	encrypt    bool // requests are encrypted, responses must be
 
 	wmu    sync.Mutex // orders message ids on the wire
 	nextID uint64
@@ -100,11 +107,28 @@ type Conn struct {
 	breaks    chan Break
 	recvDone  chan struct{}
 	stopAfter func() bool
+
+	stats   channelStats // READs and WRITEs through this connection
+	pending atomic.Int64 // a MultiFile's requests in flight here
 }
 
 // Dial connects, negotiates, logs on and connects the share. Requests made
 // on the Conn fail when ctx is done.
 func Dial(ctx context.Context, o Options) (*Conn, error) {
+	c, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	rand.Read(c.clientGUID[:])
+	if err := c.logon(); err != nil {
+		c.shutdown()
+		return nil, err
+	}
+	return c, nil
+}
+
+// connect opens the TCP connection and starts its receiver.
+func connect(ctx context.Context, o Options) (*Conn, error) {
 	if o.Credits == 0 {
 		o.Credits = 512
 	}
@@ -120,10 +144,6 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	c.recv.c = c
 	go c.recvLoop()
 	c.stopAfter = context.AfterFunc(ctx, func() { c.fail(context.Cause(ctx)) })
-	if err := c.logon(); err != nil {
-		c.shutdown()
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -170,7 +190,7 @@ func (c *Conn) negotiate(preauth *signing.PreauthHash) error {
 	if c.o.Sign {
 		req.SecurityMode |= smb2.NegotiateSigningRequired
 	}
-	rand.Read(req.ClientGUID[:])
+	req.ClientGUID = c.clientGUID
 	if req.Has311() {
 		salt := make([]byte, 32)
 		rand.Read(salt)
@@ -225,53 +245,11 @@ func containsDialect(ds []uint16, d uint16) bool {
 // sessionSetup logs on with NTLMv2 in two SESSION_SETUP round trips and
 // derives the session's keys ([MS-SMB2] 3.2.5.3).
 func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
-	step := func(token []byte) (*call, error) {
-		req := smb2.SessionSetupRequest{SecurityMode: uint8(smb2.NegotiateSigningEnabled), SecurityBuffer: token}
-		if c.o.Sign {
-			req.SecurityMode |= uint8(smb2.NegotiateSigningRequired)
-		}
-		cl := c.newCall(smb2.CmdSessionSetup, &req)
-		cl.okMore = true
-		err := c.do(cl, 0)
-		if c.dialect == smb2.Dialect311 {
-			preauth.Update(cl.msg())
-		}
-		return cl, err
-	}
-	cl, err := step(auth.SPNEGOInit(auth.NTLMNegotiate(true)))
+	resp, cl, key, err := c.authenticate(&preauth, nil)
 	if err != nil {
-		cl.release()
 		return err
 	}
-	var resp smb2.SessionSetupResponse
-	if err := resp.Decode(cl.resp); err != nil {
-		cl.release()
-		return fmt.Errorf("%w: %v", ErrProtocol, err)
-	}
-	tok, err := auth.SPNEGOToken(resp.SecurityBuffer)
-	if err != nil {
-		cl.release()
-		return err
-	}
-	ch, err := auth.ParseChallenge(tok)
-	if err != nil {
-		cl.release()
-		return err
-	}
-	if c.dialect == smb2.Dialect311 {
-		preauth.Update(cl.resp)
-	}
-	c.sessionID = cl.rh.SessionID
-	cl.release()
-	token, key := auth.NTLMAuthenticate(ch, c.o.User, c.o.Domain, auth.NTHash(c.o.Password))
-	cl, err = step(auth.SPNEGOResponse(token))
 	defer cl.release()
-	if err != nil {
-		return err
-	}
-	if err := resp.Decode(cl.resp); err != nil {
-		return fmt.Errorf("%w: %v", ErrProtocol, err)
-	}
 	anonymous := resp.SessionFlags&(smb2.SessionFlagIsGuest|smb2.SessionFlagIsNull) != 0
 	if anonymous && (c.sign || c.o.Encrypt) {
 		return errors.New("logged on as guest: the session cannot be signed or encrypted")
@@ -280,7 +258,7 @@ func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
 	if err != nil {
 		return err
 	}
-	c.signer = sc.Signer
+	c.signer, c.sessSigner = sc.Signer, sc.Signer
 	if cl.rh.Flags&smb2.FlagSigned != 0 {
 		if !c.signer.Verify(cl.resp) {
 			return fmt.Errorf("%w: final SESSION_SETUP", ErrBadSignature)
@@ -291,6 +269,77 @@ func (c *Conn) sessionSetup(preauth signing.PreauthHash) error {
 	c.enc, c.dec, c.nonces = sc.Encrypter, sc.Decrypter, sc.Nonces
 	c.setEncrypt(c.o.Encrypt || resp.SessionFlags&smb2.SessionFlagEncryptData != 0)
 	return nil
+}
+
+// authenticate runs the two SESSION_SETUP round trips of an NTLMv2 logon
+// and returns the final response (decoded, and its call, which the caller
+// releases) and the authentication's session key; preauth takes in the
+// messages the 3.1.1 key derivation covers. With bind set the exchange
+// binds this connection to the session c.sessionID names: its requests
+// carry SMB2_SESSION_FLAG_BINDING and are signed with bind, the session's
+// signing key, which also verifies the interim response ([MS-SMB2]
+// 3.2.4.1.7, 3.2.5.3.3).
+func (c *Conn) authenticate(preauth *signing.PreauthHash, bind signing.Signer) (*smb2.SessionSetupResponse, *call, []byte, error) {
+	step := func(token []byte) (*call, error) {
+		req := smb2.SessionSetupRequest{SecurityMode: uint8(smb2.NegotiateSigningEnabled), SecurityBuffer: token}
+		if c.o.Sign {
+			req.SecurityMode |= uint8(smb2.NegotiateSigningRequired)
+		}
+		if bind != nil {
+			req.Flags = smb2.SessionFlagBinding
+		}
+		cl := c.newCall(smb2.CmdSessionSetup, &req)
+		cl.okMore, cl.signer = true, bind
+		err := c.do(cl, 0)
+		if c.dialect == smb2.Dialect311 {
+			preauth.Update(cl.msg())
+		}
+		return cl, err
+	}
+	cl, err := step(auth.SPNEGOInit(auth.NTLMNegotiate(true)))
+	if err != nil {
+		cl.release()
+		return nil, nil, nil, err
+	}
+	ch, err := c.challenge(cl, bind)
+	if err != nil {
+		cl.release()
+		return nil, nil, nil, err
+	}
+	if c.dialect == smb2.Dialect311 {
+		preauth.Update(cl.resp)
+	}
+	c.sessionID = cl.rh.SessionID
+	cl.release()
+	token, key := auth.NTLMAuthenticate(ch, c.o.User, c.o.Domain, auth.NTHash(c.o.Password))
+	cl, err = step(auth.SPNEGOResponse(token))
+	if err != nil {
+		cl.release()
+		return nil, nil, nil, err
+	}
+	var resp smb2.SessionSetupResponse
+	if err := resp.Decode(cl.resp); err != nil {
+		cl.release()
+		return nil, nil, nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	return &resp, cl, key, nil
+}
+
+// challenge takes the NTLM challenge out of the first SESSION_SETUP
+// response; a signed one is verified with bind when binding.
+func (c *Conn) challenge(cl *call, bind signing.Signer) (auth.Challenge, error) {
+	var resp smb2.SessionSetupResponse
+	if err := resp.Decode(cl.resp); err != nil {
+		return auth.Challenge{}, fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	if bind != nil && cl.rh.Flags&smb2.FlagSigned != 0 && !bind.Verify(cl.resp) {
+		return auth.Challenge{}, fmt.Errorf("%w: binding SESSION_SETUP", ErrBadSignature)
+	}
+	tok, err := auth.SPNEGOToken(resp.SecurityBuffer)
+	if err != nil {
+		return auth.Challenge{}, err
+	}
+	return auth.ParseChallenge(tok)
 }
 
 // setEncrypt turns encryption on; encrypted messages are not signed.
@@ -321,8 +370,14 @@ func (c *Conn) treeConnect() error {
 	return nil
 }
 
-// Close disconnects the tree, logs off and closes the connection.
+// Close disconnects the tree, logs off and closes the connection; on a
+// channel bound with Bind it only closes the connection (the session goes
+// on over its other channels).
 func (c *Conn) Close() error {
+	if c.bound {
+		c.shutdown()
+		return nil
+	}
 	var errs []error
 	for _, cmd := range []smb2.Command{smb2.CmdTreeDisconnect, smb2.CmdLogoff} {
 		cl := c.newCall(cmd, emptyRequest{})

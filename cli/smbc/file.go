@@ -114,6 +114,8 @@ func (f *File) ReadAt(b []byte, off int64) (int, error) {
 			}
 			return done, err
 		}
+		c.stats.reads.Add(1)
+		c.stats.readBytes.Add(int64(got))
 		done += got
 		if got < n {
 			return done, io.EOF
@@ -155,6 +157,8 @@ func (f *File) WriteAt(b []byte, off int64) (int, error) {
 		if err != nil {
 			return done, err
 		}
+		c.stats.writes.Add(1)
+		c.stats.writeBytes.Add(int64(min(count, n)))
 		if count != n {
 			return done + min(count, n), io.ErrShortWrite
 		}

@@ -53,6 +53,10 @@ type Config struct {
 	// PeerAddress is where the node serves the node-to-node API; it is
 	// published in the live record.
 	PeerAddress string
+	// LinkSpeed is the speed, in bits per second, the node's addresses
+	// are offered to multichannel clients with; it is published in the
+	// live record. Zero → DefaultLinkSpeed.
+	LinkSpeed uint64
 	// LeaseTTL is the etcd lease's time to live; zero → DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// SyncInterval is how often sessions and opens are published; zero →

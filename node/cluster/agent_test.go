@@ -67,6 +67,8 @@ type env struct {
 	users   *memUsers
 	addr    string
 	files   OpenFiles // Node.Files, if set before start
+	// linkSpeed is Config.LinkSpeed, if set before start.
+	linkSpeed uint64
 }
 
 var testSecret = bytes.Repeat([]byte("s"), statev1.MinSecretLen)
@@ -146,7 +148,7 @@ func (e *env) start() (*Agent, <-chan error) {
 	e.token = e.admit(e.name, e.addr)
 	a, err := New(Config{
 		Endpoints: endpoints(e.t), Name: e.name, JoinToken: e.token, Sealer: e.sealer,
-		LeaseTTL: 2 * time.Second, SyncInterval: 50 * time.Millisecond,
+		LeaseTTL: 2 * time.Second, SyncInterval: 50 * time.Millisecond, LinkSpeed: e.linkSpeed,
 	}, Node{Server: e.srv, Control: e.control, Shares: e.shares, Users: e.users, Files: e.files})
 	if err != nil {
 		e.t.Fatal(err)

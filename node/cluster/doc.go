@@ -15,7 +15,11 @@
 // multichannel clients (FSCTL_QUERY_NETWORK_INTERFACE_INFO) to the node's
 // own addresses while it is live and not draining. Other nodes' addresses
 // are not offered until a channel can be bound on another node than the
-// session's (offerPeers in offer.go is that switch).
+// session's (offerPeers in offer.go is that switch); with it on, every
+// node offers every live, undrained node's addresses, its own first, each
+// node one interface (an IfIndex of its own, the same on every node),
+// RSS-capable, at the link speed the node publishes in its live record
+// (Config.LinkSpeed, smbnode --link-speed).
 //
 // At shutdown, after Run has returned, Drain takes the node out of the
 // interface list (its server offers nothing, its live record lists no

@@ -70,15 +70,37 @@ func (o *offerState) onLive(key string, value []byte) {
 // offer lists every live, non-draining node again, self first.
 const offerPeers = false
 
+// DefaultLinkSpeed is the LinkSpeed offered for a node whose live record
+// names none (bits per second).
+const DefaultLinkSpeed = 10_000_000_000
+
 // interfaces lists the addresses clients are offered: this node's own
 // while it is live and not draining (and, with offerPeers, those of every
-// other live, admitted, non-draining node, by name after self). Addresses
-// that are not IP literals (host names) are left out: the answer carries
-// IPs.
+// other live, admitted, non-draining node).
 func (o *offerState) interfaces(self string) []server.Interface {
-	names := make([]string, 0, len(o.live))
+	return o.offer(self, offerPeers)
+}
+
+// offer lists the addresses of this node (self) while it is live and not
+// draining and, with peers, of every other live, admitted, non-draining
+// node, self first and then by name, so that a multichannel client opens
+// channels to several nodes. Each node is one interface: its addresses
+// share an IfIndex, distinct per node — the node's rank among the
+// admitted nodes by name, the same on every node and unchanged while a
+// node drains or dies — since clients group channels by IfIndex and the
+// nodes are separate machines. Each is offered RSS-capable, at the link
+// speed its live record names (DefaultLinkSpeed if none). Addresses that
+// are not IP literals (host names) are left out: the answer carries IPs;
+// an address two nodes publish is offered once, for the first.
+func (o *offerState) offer(self string, peers bool) []server.Interface {
+	admitted := make([]string, 0, len(o.nodes))
+	for name := range o.nodes {
+		admitted = append(admitted, name)
+	}
+	slices.Sort(admitted)
+	var names []string
 	for name := range o.live {
-		if rec := o.nodes[name]; rec != nil && !rec.Draining && (offerPeers || name == self) {
+		if rec := o.nodes[name]; rec != nil && !rec.Draining && (peers || name == self) {
 			names = append(names, name)
 		}
 	}
@@ -96,13 +118,19 @@ func (o *offerState) interfaces(self string) []server.Interface {
 	var out []server.Interface
 	seen := map[string]bool{}
 	for _, name := range names {
-		for _, addr := range o.live[name].Addresses {
+		index, _ := slices.BinarySearch(admitted, name)
+		live := o.live[name]
+		speed := live.LinkSpeed
+		if speed == 0 {
+			speed = DefaultLinkSpeed
+		}
+		for _, addr := range live.Addresses {
 			ip := addrIP(addr)
 			if ip == nil || ip.IsUnspecified() || seen[ip.String()] {
 				continue
 			}
 			seen[ip.String()] = true
-			out = append(out, server.Interface{Index: uint32(len(out) + 1), IP: ip, LinkSpeed: 10_000_000_000, RSS: true})
+			out = append(out, server.Interface{Index: uint32(index + 1), IP: ip, LinkSpeed: speed, RSS: true})
 		}
 	}
 	return out

@@ -94,11 +94,15 @@ func clusterConfig(cfg *Config, log *slog.Logger) (cluster.Config, error) {
 	if err != nil {
 		return cluster.Config{}, err
 	}
+	speed, err := parseLinkSpeed(cfg.LinkSpeed) // validated with the configuration
+	if err != nil {
+		return cluster.Config{}, err
+	}
 	return cluster.Config{
 		Endpoints: strings.Split(cfg.Etcd, ","), TLS: tlsCfg,
 		Name: cfg.Name, JoinToken: token, Sealer: sealer,
 		Advertise: cfg.Advertise, Version: Version,
-		LeaseTTL: time.Duration(cfg.LeaseTTL), Logger: log,
+		LeaseTTL: time.Duration(cfg.LeaseTTL), Logger: log, LinkSpeed: speed,
 	}, nil
 }
 

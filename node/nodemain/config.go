@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -59,6 +61,11 @@ type Config struct {
 	Advertise     []string `json:"advertise"`
 	LeaseTTL      Duration `json:"lease_ttl"`
 	PeerListen    string   `json:"peer_listen"`
+
+	// LinkSpeed is the speed multichannel clients are offered the node's
+	// addresses with (FSCTL_QUERY_NETWORK_INTERFACE_INFO): bits per
+	// second with an optional decimal suffix, "10G", "2.5G", "100M".
+	LinkSpeed string `json:"link_speed"`
 }
 
 // Duration is a time.Duration that reads "5s" in JSON.
@@ -153,6 +160,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.SecretFile, "secret-file", "", "`FILE` holding the cluster secret (the coordinator's --secret-file)")
 	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster (repeatable; default: the addresses the node was admitted with)")
 	fs.StringVar(&cfg.PeerListen, "peer-listen", "", "`ADDR` (host:port) of the node-to-node API in a cluster (default: the first --listen host, any free port; published through etcd)")
+	fs.StringVar(&cfg.LinkSpeed, "link-speed", "", "`SPEED` (bits per second: 10G, 2.5G, 100M) multichannel clients are offered the node's addresses with; in a cluster every node offers it for this node (default 10G)")
 	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "`TTL` of the node's etcd lease: how soon a dead node shows down (default 5s)")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 0, "on SIGTERM, how long requests being served get to finish and be answered before the remaining connections are closed (default 10s)")
 	fs.IntVar(&cfg.ZeroCopyThreshold, "zero-copy-threshold", 0, "smallest plain READ in `BYTES` sent with sendfile (0: default 16384, -1: never)")
@@ -245,7 +253,7 @@ func merge(file, flags *Config) *Config {
 		{&out.Etcd, flags.Etcd}, {&out.EtcdCA, flags.EtcdCA}, {&out.EtcdCert, flags.EtcdCert},
 		{&out.EtcdKey, flags.EtcdKey}, {&out.Name, flags.Name}, {&out.JoinToken, flags.JoinToken},
 		{&out.JoinTokenFile, flags.JoinTokenFile}, {&out.SecretFile, flags.SecretFile},
-		{&out.PeerListen, flags.PeerListen},
+		{&out.PeerListen, flags.PeerListen}, {&out.LinkSpeed, flags.LinkSpeed},
 	} {
 		if p.v != "" {
 			*p.dst = p.v
@@ -320,6 +328,9 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("--encryption %q: want off, desired or required", c.Encryption))
 	}
 	errs = append(errs, c.validateCluster()...)
+	if _, err := parseLinkSpeed(c.LinkSpeed); err != nil {
+		errs = append(errs, err)
+	}
 	if c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
 	}
@@ -330,6 +341,24 @@ func (c *Config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// parseLinkSpeed parses --link-speed: bits per second, with an optional
+// k, M, G or T (powers of 1000); "" is 0, the default.
+func parseLinkSpeed(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	num, mult := s, 1.0
+	if i := strings.IndexAny(s[len(s)-1:], "kKmMgGtT"); i == 0 {
+		num = s[:len(s)-1]
+		mult = map[byte]float64{'k': 1e3, 'm': 1e6, 'g': 1e9, 't': 1e12}[s[len(s)-1]|0x20]
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v*mult < 1 || v*mult > 1e15 || math.IsNaN(v) {
+		return 0, fmt.Errorf("--link-speed %q: want bits per second such as 10G, 2.5G or 100M", s)
+	}
+	return uint64(v * mult), nil
 }
 
 func validShareName(n string) bool {

@@ -132,3 +132,16 @@ func TestLimitSettings(t *testing.T) {
 		t.Errorf("default max opens %d, want half of RLIMIT_NOFILE %d", got, lim.Cur)
 	}
 }
+
+func TestParseLinkSpeed(t *testing.T) {
+	for in, want := range map[string]uint64{"": 0, "10G": 10e9, "2.5g": 2.5e9, "100M": 100e6, "1000000": 1e6, "40T": 40e12, "9k": 9000} {
+		if got, err := parseLinkSpeed(in); err != nil || got != want {
+			t.Errorf("parseLinkSpeed(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"G", "fast", "-1G", "0", "10X", "NaN", "2000T"} {
+		if _, err := parseLinkSpeed(in); err == nil {
+			t.Errorf("parseLinkSpeed(%q) accepted", in)
+		}
+	}
+}

@@ -55,6 +55,23 @@ func newLogger(level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
 }
 
+// offerListeners makes a node outside a cluster offer multichannel
+// clients its listeners' addresses, one interface each, at --link-speed
+// when it is set (else the server offers them at its default).
+func offerListeners(control *server.Control, listeners []net.Listener, linkSpeed string) {
+	speed, err := parseLinkSpeed(linkSpeed) // validated with the configuration
+	if err != nil || speed == 0 {
+		return
+	}
+	var ifs []server.Interface
+	for _, l := range listeners {
+		if ta, ok := l.Addr().(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
+			ifs = append(ifs, server.Interface{Index: uint32(len(ifs) + 1), IP: ta.IP, LinkSpeed: speed, RSS: true})
+		}
+	}
+	control.SetInterfaces(ifs)
+}
+
 // serve opens the shares and listeners and serves until ctx is done.
 func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	coh, err := startCoherence(ctx, cfg, log)
@@ -134,6 +151,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 			l.Close()
 		}
 		return err
+	}
+	if agent == nil {
+		offerListeners(control, listeners, cfg.LinkSpeed)
 	}
 	for _, l := range listeners {
 		l := gateListener{Listener: l, srv: srv}

@@ -206,7 +206,12 @@ type NodeLiveRecord struct {
 	LeaseId int64 `protobuf:"varint,7,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
 	// peer_address is where the node serves the node-to-node API
 	// (smbcluster.peer.v1), host:port.
-	PeerAddress   string `protobuf:"bytes,8,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	PeerAddress string `protobuf:"bytes,8,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	// link_speed is the speed, in bits per second, every node offers
+	// multichannel clients this node's addresses with
+	// (FSCTL_QUERY_NETWORK_INTERFACE_INFO LinkSpeed; smbnode --link-speed);
+	// 0 means the default, 10 Gb/s.
+	LinkSpeed     uint64 `protobuf:"varint,9,opt,name=link_speed,json=linkSpeed,proto3" json:"link_speed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -295,6 +300,13 @@ func (x *NodeLiveRecord) GetPeerAddress() string {
 		return x.PeerAddress
 	}
 	return ""
+}
+
+func (x *NodeLiveRecord) GetLinkSpeed() uint64 {
+	if x != nil {
+		return x.LinkSpeed
+	}
+	return 0
 }
 
 // ShardRecord is a shard's owner, under ShardKey(n), written by the owner
@@ -1246,7 +1258,7 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"admit_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tadmitTime\x12\x1a\n" +
 	"\bdraining\x18\x05 \x01(\bR\bdraining\x12A\n" +
-	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\x90\x02\n" +
+	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\xaf\x02\n" +
 	"\x0eNodeLiveRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
@@ -1256,7 +1268,9 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"start_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12#\n" +
 	"\rsession_count\x18\x06 \x01(\rR\fsessionCount\x12\x19\n" +
 	"\blease_id\x18\a \x01(\x03R\aleaseId\x12!\n" +
-	"\fpeer_address\x18\b \x01(\tR\vpeerAddress\"Z\n" +
+	"\fpeer_address\x18\b \x01(\tR\vpeerAddress\x12\x1d\n" +
+	"\n" +
+	"link_speed\x18\t \x01(\x04R\tlinkSpeed\"Z\n" +
 	"\vShardRecord\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
