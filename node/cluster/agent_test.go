@@ -314,9 +314,9 @@ func offered(t *testing.T, c *servertest.Conn) []string {
 	return ips
 }
 
-// TestDrainAndOffers: a node offers clients its own addresses only, not
-// its live peers' (offerPeers); a draining node refuses new sessions and
-// offers nothing.
+// TestDrainAndOffers: a node offers clients its own addresses and its
+// live peers' (offerPeers); a draining node refuses new sessions and
+// leaves the offer (its peers stay in it).
 func TestDrainAndOffers(t *testing.T) {
 	e := newEnv(t, "drain")
 	e.addShare("drainshare")
@@ -330,11 +330,11 @@ func TestDrainAndOffers(t *testing.T) {
 	e.put(statev1.NodeLiveKey("peer"), &statev1.NodeLiveRecord{Name: "peer", Addresses: []string{"127.0.0.2:445"}}, clientv3.WithLease(lease.ID))
 	e.start()
 	c := servertest.Connect(t, e.addr, "bob", "Bob-1", "drainshare", smb2.Dialect311)
-	waitFor(t, "the node's own address offered", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.1" })
+	waitFor(t, "the node's own address and its peer's offered", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.1 127.0.0.2" })
 
 	rec := &statev1.NodeRecord{Name: "drain", Addresses: []string{e.addr}, JoinTokenSha256: statev1.HashJoinToken(e.token), Draining: true}
 	e.put(statev1.NodeKey("drain"), rec)
-	waitFor(t, "the draining node to leave the offer", func() bool { return len(offered(t, c)) == 0 })
+	waitFor(t, "the draining node to leave the offer", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.2" })
 	c2 := servertest.Dial(t, e.addr)
 	if err := c2.Negotiate(smb2.Dialect311); err != nil {
 		t.Fatal(err)
@@ -351,7 +351,7 @@ func TestDrainAndOffers(t *testing.T) {
 	if err := c2.SessionSetup("bob", "Bob-1"); err != nil {
 		t.Errorf("new session after resume: %v", err)
 	}
-	waitFor(t, "the resumed node's own address offered again", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.1" })
+	waitFor(t, "the resumed node's own address offered again", func() bool { return strings.Join(offered(t, c), " ") == "127.0.0.1 127.0.0.2" })
 }
 
 // TestLeaseLossAndRemoval: a node whose lease is revoked is fenced (its

@@ -12,11 +12,10 @@
 // the owner of its file and its byte-range locks, Node.Files; a record is
 // rewritten only when these changed), acts on close
 // requests, follows draining, and keeps the interfaces offered to
-// multichannel clients (FSCTL_QUERY_NETWORK_INTERFACE_INFO) to the node's
-// own addresses while it is live and not draining. Other nodes' addresses
-// are not offered until a channel can be bound on another node than the
-// session's (offerPeers in offer.go is that switch); with it on, every
-// node offers every live, undrained node's addresses, its own first, each
+// multichannel clients (FSCTL_QUERY_NETWORK_INTERFACE_INFO): a channel
+// bound through any node joins its session where it is (node/handoff), so
+// every node offers every live, undrained node's addresses, its own first
+// (offerPeers in offer.go is the switch), each
 // node one interface (an IfIndex of its own, the same on every node),
 // RSS-capable, at the link speed the node publishes in its live record
 // (Config.LinkSpeed, smbnode --link-speed).

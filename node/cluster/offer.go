@@ -59,16 +59,12 @@ func (o *offerState) onLive(key string, value []byte) {
 }
 
 // offerPeers says whether a node offers multichannel clients the other
-// live nodes' addresses besides its own. It is off until a channel can be
-// bound on another node than the one holding its session: today a node
-// binds only channels of its own sessions (node/server binding.go) and
-// refuses any other with STATUS_USER_SESSION_DELETED, which the Linux
-// client takes for the whole session expiring: offered three nodes, it
-// reconnected every channel as a new session and the mount failed or hung.
-// Binding across nodes (the session and its keys taken from the cluster's
-// published sessions) is the next step; with it this turns true and the
-// offer lists every live, non-draining node again, self first.
-const offerPeers = false
+// live nodes' addresses besides its own. A channel bound through any node
+// joins its session on the node that holds it (node/handoff), so every
+// node offers every live, non-draining node, self first. Off, a node
+// offers only itself (as before binding across nodes worked: the Linux
+// client took a refused bind for its whole session expiring).
+const offerPeers = true
 
 // DefaultLinkSpeed is the LinkSpeed offered for a node whose live record
 // names none (bits per second).

@@ -56,10 +56,11 @@ func TestOfferPeers(t *testing.T) {
 	} {
 		checkOffer(t, tc.self, o.offer(tc.self, true), tc.want)
 	}
-	// With offerPeers off (today) a node offers only itself.
-	if !offerPeers {
-		checkOffer(t, "n4", o.interfaces("n4"), []server.Interface{n4})
-		checkOffer(t, "n3", o.interfaces("n3"), nil)
+	// Without peers a node offers only itself.
+	checkOffer(t, "n4", o.offer("n4", false), []server.Interface{n4})
+	checkOffer(t, "n3", o.offer("n3", false), nil)
+	if offerPeers {
+		checkOffer(t, "n4", o.interfaces("n4"), []server.Interface{n4, n1, n1v6, n2})
 	}
 }
 
