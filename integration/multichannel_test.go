@@ -15,12 +15,11 @@ import (
 // TestMultichannelOnClusterNode: a multichannel client of node 1 of three
 // does what the Linux client does (mount -t cifs -o multichannel,
 // max_channels=4): it asks for the server's interfaces and binds its
-// further channels on the addresses offered, round robin. Every bind must
-// succeed and the session must live on. A node that offered the other
-// nodes' addresses sent the client to nodes that cannot bind the session
-// (STATUS_USER_SESSION_DELETED), which the Linux client took for the whole
-// session expiring. The refusal a node gives such a bind is logged with
-// the client's address and the reason.
+// further channels on the addresses offered, round robin. Node 1 offers
+// every live node, and every bind succeeds, on whichever node it lands
+// (node/handoff): the session lives on. A bind that no node can place is
+// refused with STATUS_USER_SESSION_DELETED and logged with the client's
+// address and the reason.
 func TestMultichannelOnClusterNode(t *testing.T) {
 	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
 	n1, n2 := c.Nodes[0], c.Nodes[1]
@@ -49,8 +48,8 @@ func TestMultichannelOnClusterNode(t *testing.T) {
 		offered = offeredIPs(t, s)
 		return slices.Contains(offered, "127.0.0.1")
 	})
-	if !slices.Equal(offered, []string{"127.0.0.1"}) {
-		t.Errorf("node1 offers %v, want only its own address 127.0.0.1", offered)
+	if want := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}; !slices.Equal(offered, want) {
+		t.Errorf("node1 offers %v, want %v", offered, want)
 	}
 
 	const maxChannels = 4
@@ -73,20 +72,22 @@ func TestMultichannelOnClusterNode(t *testing.T) {
 		t.Errorf("the session after %d channels were bound: %v", maxChannels, err)
 	}
 
-	// A bind on another node is refused, and the node says why.
+	// A bind of a session no node holds is refused, and the node says why.
 	other := servertest.Dial(t, n2.Addr)
 	other.ClientGUID = s.ClientGUID
 	if err := other.Negotiate(smb2.Dialect311); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Bind(s.Session, user, password); err != smb2.StatusUserSessionDeleted {
-		t.Errorf("bind on node2 of node1's session: %v, want STATUS_USER_SESSION_DELETED", err)
+	gone := *s.Session
+	gone.ID ^= 0x5a5a
+	if err := other.Bind(&gone, user, password); err != smb2.StatusUserSessionDeleted {
+		t.Errorf("bind on node2 of a session no node holds: %v, want STATUS_USER_SESSION_DELETED", err)
 	}
 	local := other.NetConn().LocalAddr().String()
 	framework.WaitFor(t, clusterDeadline, "node2 to log the refused bind", func() bool {
 		for _, l := range strings.Split(n2.Log(), "\n") {
 			if strings.Contains(l, "level=INFO") && strings.Contains(l, "channel bind refused") &&
-				strings.Contains(l, "remote="+local) && strings.Contains(l, "no such session on this node") {
+				strings.Contains(l, "remote="+local) && strings.Contains(l, "no such session") {
 				return true
 			}
 		}

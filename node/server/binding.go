@@ -68,9 +68,9 @@ func (c *conn) bindChannel(r *Request, req *smb2.SessionSetupRequest) (Response,
 	}
 	s := c.srv.lookupSession(r.Header.SessionID)
 	if s == nil {
-		// Among others, a session of another node of the cluster: a
-		// channel is bound only on the node that holds its session.
-		return nil, bindRefused(smb2.StatusUserSessionDeleted, "no such session on this node")
+		// In a cluster, no other node holds it either: a binding to
+		// another node's session was handed to that node (handoff.go).
+		return nil, bindRefused(smb2.StatusUserSessionDeleted, "no such session")
 	}
 	ch := s.channelFor(c)
 	if r.Header.Flags&smb2.FlagSigned != 0 {
