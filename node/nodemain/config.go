@@ -22,6 +22,15 @@ type Config struct {
 	ServerName      string        `json:"server_name"`
 	Workgroup       string        `json:"workgroup"`
 	AllowGuest      bool          `json:"allow_guest"`
+	// Auth is the mechanisms accepted: both (default), ntlm or kerberos.
+	Auth string `json:"auth"`
+	// Keytab is the Kerberos keytab file; SPNs the service principals
+	// accepted from it (empty: all of its principals); KerberosRealms the
+	// realms whose principals map to the user of the same name (empty:
+	// the keytab's realms; "*": any).
+	Keytab         string   `json:"keytab"`
+	SPNs           []string `json:"spns"`
+	KerberosRealms []string `json:"kerberos_realms"`
 	// NoDirectoryLeases withholds directory leasing from 3.x clients.
 	NoDirectoryLeases bool `json:"no_directory_leases"`
 	// ZeroCopyThreshold is the smallest plain READ sent with sendfile
@@ -127,7 +136,7 @@ Flags:
 func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs := flag.NewFlagSet("smbnode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var listen, shares, users, advertise listFlag
+	var listen, shares, users, advertise, spns, realms listFlag
 	var leaseTTL, shutdownTimeout, handshakeTimeout, idleTimeout time.Duration
 	var cfgFile string
 	cfg := &Config{}
@@ -141,6 +150,10 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.ServerName, "server-name", "", "NetBIOS `NAME` of the server (default SMBCLUSTER)")
 	fs.StringVar(&cfg.Workgroup, "workgroup", "", "NetBIOS `DOMAIN` (default WORKGROUP)")
 	fs.BoolVar(&cfg.AllowGuest, "allow-guest", false, "map unknown users and bad passwords to a guest session")
+	fs.StringVar(&cfg.Auth, "auth", "", "authentication `MECHS`: both (Kerberos and NTLM, the default), kerberos (no NTLM) or ntlm")
+	fs.StringVar(&cfg.Keytab, "keytab", "", "Kerberos keytab `FILE` holding the service principal's keys (in a cluster, smbctl cluster set-keytab replaces it)")
+	fs.Var(&spns, "spn", "service `PRINCIPAL` accepted from the keytab, e.g. cifs/files.example.com (repeatable; default: every principal of the keytab)")
+	fs.Var(&realms, "krb-realm", "Kerberos `REALM` whose principals NAME@REALM log on as user NAME (repeatable, * for any; default: the keytab's realms)")
 	fs.BoolVar(&cfg.NoDirectoryLeases, "no-directory-leases", false, "offer no leases on directories (SMB2_GLOBAL_CAP_DIRECTORY_LEASING)")
 	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve Go profiling endpoints (/debug/pprof/) on `ADDR`, e.g. 127.0.0.1:6060")
 	fs.StringVar(&cfg.Etcd, "etcd", "", "join the cluster whose etcd is at `ENDPOINTS` (comma-separated URLs)")
@@ -181,6 +194,8 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	}
 	cfg.Listen = append(cfg.Listen, listen...)
 	cfg.Advertise = append(cfg.Advertise, advertise...)
+	cfg.SPNs = append(cfg.SPNs, spns...)
+	cfg.KerberosRealms = append(cfg.KerberosRealms, realms...)
 	if leaseTTL != 0 {
 		cfg.LeaseTTL = Duration(leaseTTL)
 	}
@@ -245,7 +260,7 @@ func merge(file, flags *Config) *Config {
 		{&out.Etcd, flags.Etcd}, {&out.EtcdCA, flags.EtcdCA}, {&out.EtcdCert, flags.EtcdCert},
 		{&out.EtcdKey, flags.EtcdKey}, {&out.Name, flags.Name}, {&out.JoinToken, flags.JoinToken},
 		{&out.JoinTokenFile, flags.JoinTokenFile}, {&out.SecretFile, flags.SecretFile},
-		{&out.PeerListen, flags.PeerListen},
+		{&out.PeerListen, flags.PeerListen}, {&out.Auth, flags.Auth}, {&out.Keytab, flags.Keytab},
 	} {
 		if p.v != "" {
 			*p.dst = p.v
@@ -318,6 +333,13 @@ func (c *Config) validate() error {
 	case "", "off", "desired", "required":
 	default:
 		errs = append(errs, fmt.Errorf("--encryption %q: want off, desired or required", c.Encryption))
+	}
+	switch c.Auth {
+	case "":
+		c.Auth = authBoth
+	case authBoth, authNTLM, authKerberos:
+	default:
+		errs = append(errs, fmt.Errorf("--auth %q: want both, kerberos or ntlm", c.Auth))
 	}
 	errs = append(errs, c.validateCluster()...)
 	if c.ShutdownTimeout < 0 {

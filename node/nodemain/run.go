@@ -74,11 +74,17 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	for _, u := range cfg.Users {
 		users.static[strings.ToLower(u.Name)] = auth.NTHash(u.Password)
 	}
+	krb, err := kerberosFor(cfg, users) // kerberos.go
+	if err != nil {
+		return err
+	}
 	control := &server.Control{}
 	srv := server.New(server.Config{
 		ServerName:      orDefault(cfg.ServerName, "SMBCLUSTER"),
 		Workgroup:       orDefault(cfg.Workgroup, "WORKGROUP"),
 		Users:           users,
+		Kerberos:        krb,
+		NoNTLM:          cfg.Auth == authKerberos,
 		AllowGuest:      cfg.AllowGuest,
 		SigningRequired: cfg.SigningRequired,
 		Encryption:      encryptionMode(cfg.Encryption),

@@ -17,6 +17,8 @@ func (c *conn) authConfig() *auth.Config {
 		Users:           cfg.Users,
 		AllowGuest:      allowGuest,
 		AllowAnonymous:  cfg.AllowAnonymous,
+		Kerberos:        cfg.Kerberos,
+		NoNTLM:          cfg.NoNTLM,
 		NetBIOSComputer: cfg.ServerName,
 		NetBIOSDomain:   cfg.Workgroup,
 		DNSComputer:     cfg.ServerName,
@@ -169,8 +171,9 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		// The session ends, a re-authenticated one included
 		// ([MS-SMB2] 3.3.5.5.3). The response is still signed when the
 		// request verified (r.bindSigner).
+		krbErr := ch.auth.KerberosError()
 		c.failAuth(s, ch)
-		c.srv.log.Info("logon failed", "remote", c.remote, "err", err)
+		c.srv.log.Info("logon failed", "remote", c.remote, "err", err, "kerberos", krbErr)
 		if r.bindSigner == nil {
 			r.Session = nil
 		}
@@ -198,7 +201,7 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 			resp.SessionFlags |= smb2.SessionFlagEncryptData
 		}
 	}
-	c.srv.log.Info("session established", "remote", c.remote, "user", s.User, "session", s.ID,
+	c.srv.log.Info("session established", "remote", c.remote, "user", s.User, "principal", res.Principal, "session", s.ID,
 		"dialect", smb2.DialectName(c.dialect), "signing", s.SigningRequired, "encrypt", s.EncryptData)
 	return resp, nil
 }
@@ -219,11 +222,15 @@ func (c *conn) reauthenticated(r *Request, s *Session, res auth.Result, resp *sm
 }
 
 // authStatus is the SESSION_SETUP status of a failed authentication: a
-// malformed token is STATUS_INVALID_PARAMETER, anything else
-// STATUS_LOGON_FAILURE.
+// malformed token is STATUS_INVALID_PARAMETER, a Kerberos authenticator
+// out of the clock skew STATUS_TIME_DIFFERENCE_AT_DC (KRB_AP_ERR_SKEW, as
+// Samba maps it), anything else STATUS_LOGON_FAILURE.
 func authStatus(err error) error {
-	if errors.Is(err, auth.ErrInvalidToken) {
+	switch {
+	case errors.Is(err, auth.ErrInvalidToken):
 		return smb2.StatusInvalidParameter
+	case errors.Is(err, auth.ErrClockSkew):
+		return smb2.StatusTimeDifferenceAtDc
 	}
 	return smb2.StatusLogonFailure
 }
