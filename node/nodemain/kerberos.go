@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/cluster"
 )
 
 // Authentication mechanisms (--auth).
@@ -22,7 +23,7 @@ func kerberosFor(cfg *Config, users *userDB) (*auth.Kerberos, error) {
 	if cfg.Auth == authNTLM {
 		return nil, nil
 	}
-	users.mapRealms = append([]string(nil), cfg.KerberosRealms...)
+	users.setMapRealms(append([]string(nil), cfg.KerberosRealms...))
 	k := &auth.Kerberos{Principals: users}
 	if cfg.Keytab == "" {
 		if cfg.Auth == authKerberos && cfg.Etcd == "" {
@@ -39,8 +40,8 @@ func kerberosFor(cfg *Config, users *userDB) (*auth.Kerberos, error) {
 		return nil, fmt.Errorf("--keytab %s: %w", cfg.Keytab, err)
 	}
 	k.SetKeytab(kt, cfg.SPNs)
-	if len(users.mapRealms) == 0 {
-		users.mapRealms = keytabRealms(b)
+	if len(cfg.KerberosRealms) == 0 {
+		users.setMapRealms(keytabRealms(b))
 	}
 	return k, nil
 }
@@ -93,9 +94,9 @@ func (u *userDB) stripsRealm(realm string) bool {
 	return false
 }
 
-// SetUserPrincipals records the Kerberos principals ("name@REALM") that
-// map to cluster user name, replacing those it had.
-func (u *userDB) SetUserPrincipals(name string, principals []string) {
+// SetPrincipals records the Kerberos principals ("name@REALM") that map
+// to cluster user name, replacing those it had (cluster.Users).
+func (u *userDB) SetPrincipals(name string, principals []string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for p, user := range u.principals {
@@ -106,4 +107,58 @@ func (u *userDB) SetUserPrincipals(name string, principals []string) {
 	for _, p := range principals {
 		u.principals[strings.ToLower(p)] = name
 	}
+}
+
+// keytabs applies the cluster's keytab to the node's Kerberos acceptor
+// (cluster.Keytabs); without one the node uses its --keytab, if any.
+type keytabs struct {
+	krb   *auth.Kerberos
+	users *userDB
+	cfg   *Config
+}
+
+func (k keytabs) SetKeytab(b []byte, spns []string) error {
+	if b == nil {
+		k.fallback()
+		return nil
+	}
+	kt, err := auth.ParseKeytab(b)
+	if err != nil {
+		return err
+	}
+	k.krb.SetKeytab(kt, spns)
+	if len(k.cfg.KerberosRealms) == 0 {
+		k.users.setMapRealms(keytabRealms(b))
+	}
+	return nil
+}
+
+// fallback returns to the --keytab file, or to no Kerberos.
+func (k keytabs) fallback() {
+	if k.cfg.Keytab == "" {
+		k.krb.SetKeytab(nil, nil)
+		return
+	}
+	b, err := os.ReadFile(k.cfg.Keytab)
+	if err == nil {
+		err = k.SetKeytab(b, k.cfg.SPNs)
+	}
+	if err != nil {
+		k.krb.SetKeytab(nil, nil)
+	}
+}
+
+func (u *userDB) setMapRealms(realms []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.mapRealms = realms
+}
+
+// keytabsFor is what the cluster agent gives its keytab to; nil with
+// --auth ntlm.
+func keytabsFor(krb *auth.Kerberos, users *userDB, cfg *Config) cluster.Keytabs {
+	if krb == nil {
+		return nil
+	}
+	return keytabs{krb: krb, users: users, cfg: cfg}
 }
