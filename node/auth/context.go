@@ -43,6 +43,8 @@ var (
 	ErrMoreProcessing = errors.New("auth: more processing required (STATUS_MORE_PROCESSING_REQUIRED)")
 	ErrLogonFailure   = errors.New("auth: logon failure (STATUS_LOGON_FAILURE)")
 	ErrInvalidToken   = errors.New("auth: invalid security token (STATUS_INVALID_PARAMETER)")
+	// ErrNTLMBlocked refuses NTLMSSP when Config.NoNTLM switched it off.
+	ErrNTLMBlocked = errors.New("auth: NTLM is switched off (STATUS_NTLM_BLOCKED)")
 )
 
 // Result describes an established session.
@@ -140,6 +142,8 @@ func (c *Context) spnegoInit(in []byte) ([]byte, error) {
 	c.mechTypes = bytes.Clone(t.MechTypesDER)
 	i, mech := c.chooseMech(t.MechTypes)
 	switch {
+	case i < 0 && c.cfg.NoNTLM && mechIndex(t.MechTypes, oidNTLMSSP) >= 0:
+		return nil, ErrNTLMBlocked // the client would have used NTLM
 	case i < 0:
 		return nil, ErrLogonFailure // no mechanism in common
 	case !bytes.Equal(mech, oidNTLMSSP):
@@ -266,7 +270,7 @@ func (c *Context) checkMechListMIC(clientMIC []byte) ([]byte, error) {
 func (c *Context) ntlmStep(msg []byte) ([]byte, error) {
 	switch {
 	case c.cfg.NoNTLM:
-		return nil, ErrLogonFailure
+		return nil, ErrNTLMBlocked
 	case ntlmType(msg) == ntlmMessageNegotiate && (c.state == stateStart || c.state == stateWantNegotiate):
 		return c.serveNegotiate(msg)
 	case ntlmType(msg) == ntlmMessageAuthenticate && c.state == stateChallengeSent:

@@ -220,7 +220,7 @@ func TestKerberosRefused(t *testing.T) {
 		{"stale keytab", apReqSpec{client: "alice", kt: testKeytab(t, "new-key", 2, testSPN), kvno: 2}, nil, ErrLogonFailure},
 		{"clock skew", apReqSpec{client: "alice", kt: kt, skew: -10 * time.Minute}, nil, ErrClockSkew},
 		{"unmapped principal", apReqSpec{client: "host/x.test", kt: kt}, nil, ErrLogonFailure},
-		{"no keytab", apReqSpec{client: "alice", kt: kt}, &Config{Kerberos: &Kerberos{Principals: mapAll{}}, NoNTLM: true}, ErrLogonFailure},
+		{"no keytab", apReqSpec{client: "alice", kt: kt}, &Config{Kerberos: &Kerberos{Principals: mapAll{}}, NoNTLM: true}, ErrNTLMBlocked},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,8 +300,8 @@ func TestNoNTLM(t *testing.T) {
 	neg := NTLMNegotiate(false)
 	spnego := negTokenInit{MechTypes: [][]byte{oidNTLMSSP}, MechToken: neg}
 	for name, in := range map[string][]byte{"spnego": spnego.Append(nil), "raw": neg} {
-		if _, err := NewContext(cfg).Step(in); !errors.Is(err, ErrLogonFailure) {
-			t.Errorf("%s NTLMSSP: %v, want ErrLogonFailure", name, err)
+		if _, err := NewContext(cfg).Step(in); !errors.Is(err, ErrNTLMBlocked) {
+			t.Errorf("%s NTLMSSP: %v, want ErrNTLMBlocked", name, err)
 		}
 	}
 }

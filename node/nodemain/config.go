@@ -31,6 +31,9 @@ type Config struct {
 	Keytab         string   `json:"keytab"`
 	SPNs           []string `json:"spns"`
 	KerberosRealms []string `json:"kerberos_realms"`
+	// KerberosClockSkew bounds the difference between a client's
+	// authenticator time and the node's (0 → 5m).
+	KerberosClockSkew Duration `json:"kerberos_clock_skew"`
 	// NoDirectoryLeases withholds directory leasing from 3.x clients.
 	NoDirectoryLeases bool `json:"no_directory_leases"`
 	// ZeroCopyThreshold is the smallest plain READ sent with sendfile
@@ -137,7 +140,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs := flag.NewFlagSet("smbnode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var listen, shares, users, advertise, spns, realms listFlag
-	var leaseTTL, shutdownTimeout, handshakeTimeout, idleTimeout time.Duration
+	var leaseTTL, shutdownTimeout, handshakeTimeout, idleTimeout, krbSkew time.Duration
 	var cfgFile string
 	cfg := &Config{}
 	fs.Var(&listen, "listen", "`ADDR` to listen on, host:port (repeatable; default :445)")
@@ -153,6 +156,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.Auth, "auth", "", "authentication `MECHS`: both (Kerberos and NTLM, the default), kerberos (no NTLM) or ntlm")
 	fs.StringVar(&cfg.Keytab, "keytab", "", "Kerberos keytab `FILE` holding the service principal's keys (in a cluster, smbctl cluster set-keytab replaces it)")
 	fs.Var(&spns, "spn", "service `PRINCIPAL` accepted from the keytab, e.g. cifs/files.example.com (repeatable; default: every principal of the keytab)")
+	fs.DurationVar(&krbSkew, "krb-clock-skew", 0, "largest difference between a Kerberos client's clock and the node's, `DURATION`, also how long an expired ticket is still accepted (default 5m)")
 	fs.Var(&realms, "krb-realm", "Kerberos `REALM` whose principals NAME@REALM log on as user NAME (repeatable, * for any; default: the keytab's realms)")
 	fs.BoolVar(&cfg.NoDirectoryLeases, "no-directory-leases", false, "offer no leases on directories (SMB2_GLOBAL_CAP_DIRECTORY_LEASING)")
 	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve Go profiling endpoints (/debug/pprof/) on `ADDR`, e.g. 127.0.0.1:6060")
@@ -207,6 +211,9 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	}
 	if idleTimeout != 0 {
 		cfg.IdleTimeout = Duration(idleTimeout)
+	}
+	if krbSkew != 0 {
+		cfg.KerberosClockSkew = Duration(krbSkew)
 	}
 	for _, s := range shares {
 		sc, err := parseShare(s)
@@ -340,6 +347,9 @@ func (c *Config) validate() error {
 	case authBoth, authNTLM, authKerberos:
 	default:
 		errs = append(errs, fmt.Errorf("--auth %q: want both, kerberos or ntlm", c.Auth))
+	}
+	if c.KerberosClockSkew < 0 {
+		errs = append(errs, errors.New("--krb-clock-skew must be positive"))
 	}
 	errs = append(errs, c.validateCluster()...)
 	if c.ShutdownTimeout < 0 {

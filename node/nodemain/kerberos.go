@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/cluster"
@@ -24,7 +25,7 @@ func kerberosFor(cfg *Config, users *userDB) (*auth.Kerberos, error) {
 		return nil, nil
 	}
 	users.setMapRealms(append([]string(nil), cfg.KerberosRealms...))
-	k := &auth.Kerberos{Principals: users}
+	k := &auth.Kerberos{Principals: users, MaxClockSkew: time.Duration(cfg.KerberosClockSkew)}
 	if cfg.Keytab == "" {
 		if cfg.Auth == authKerberos && cfg.Etcd == "" {
 			return nil, fmt.Errorf("--auth kerberos needs --keytab FILE (or a cluster keytab, with --etcd)")

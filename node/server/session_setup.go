@@ -224,13 +224,16 @@ func (c *conn) reauthenticated(r *Request, s *Session, res auth.Result, resp *sm
 // authStatus is the SESSION_SETUP status of a failed authentication: a
 // malformed token is STATUS_INVALID_PARAMETER, a Kerberos authenticator
 // out of the clock skew STATUS_TIME_DIFFERENCE_AT_DC (KRB_AP_ERR_SKEW, as
-// Samba maps it), anything else STATUS_LOGON_FAILURE.
+// Samba maps it), NTLM switched off STATUS_NTLM_BLOCKED, anything else
+// STATUS_LOGON_FAILURE.
 func authStatus(err error) error {
 	switch {
 	case errors.Is(err, auth.ErrInvalidToken):
 		return smb2.StatusInvalidParameter
 	case errors.Is(err, auth.ErrClockSkew):
 		return smb2.StatusTimeDifferenceAtDc
+	case errors.Is(err, auth.ErrNTLMBlocked):
+		return smb2.StatusNtlmBlocked
 	}
 	return smb2.StatusLogonFailure
 }
