@@ -227,7 +227,31 @@ func TestKerberosCluster(t *testing.T) {
 			}
 		}
 	})
+	t.Run("PrincipalMapping", func(t *testing.T) { checkPrincipalMapping(t, kdc, c) })
 	t.Run("Refused", func(t *testing.T) { checkKerberosRefusals(t, kdc, ccache, c) })
+}
+
+// checkPrincipalMapping: a principal a cluster user lists logs on as that
+// user; a principal that maps to no user is refused.
+func checkPrincipalMapping(t *testing.T, kdc *framework.KDC, c *framework.Cluster) {
+	n := c.Nodes[1]
+	kdc.AddUser(t, "a.smith", "Smith-Pass-1")
+	kdc.AddUser(t, "mallory", "Mallory-Pass-1")
+	smith := kdc.Kinit(t, "a.smith@"+krbRealm, "Smith-Pass-1")
+	if st := sessionSetup(t, n.Addr, apReq(t, krbClient(t, kdc, smith), krbSPN, nil)); st != smb2.StatusLogonFailure {
+		t.Errorf("a.smith, no such user: %v, want STATUS_LOGON_FAILURE", st)
+	}
+	c.MustSMBCtl(t, "user", "principals", user, "a.smith@"+krbRealm)
+	framework.WaitFor(t, clusterDeadline, "a.smith to log on as "+user, func() bool {
+		return krbSMBClient(kdc, smith, n.Node, "").Script(t, "", shareNm, "ls").ExitCode == 0
+	})
+	framework.WaitFor(t, clusterDeadline, "the node to log a.smith's session as "+user, func() bool {
+		return strings.Contains(n.Log(), "user="+user+" principal=a.smith@"+krbRealm)
+	})
+	mallory := kdc.Kinit(t, "mallory@"+krbRealm, "Mallory-Pass-1")
+	if st := sessionSetup(t, n.Addr, apReq(t, krbClient(t, kdc, mallory), krbSPN, nil)); st != smb2.StatusLogonFailure {
+		t.Errorf("mallory, no such user: %v, want STATUS_LOGON_FAILURE", st)
+	}
 }
 
 // checkGoSMB2Kerberos writes a file through n with go-smb2 logged on with

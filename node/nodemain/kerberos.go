@@ -82,8 +82,10 @@ func (u *userDB) MapPrincipal(name, realm string) (string, bool) {
 	if _, ok := u.cluster[key]; ok {
 		return name, true
 	}
-	_, ok := u.static[key]
-	return name, ok
+	if _, ok := u.static[key]; ok {
+		return name, true
+	}
+	return "", false
 }
 
 func (u *userDB) stripsRealm(realm string) bool {
