@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,6 +220,7 @@ func TestKerberosCluster(t *testing.T) {
 			})
 		}
 		t.Run(n.Name+"/go-smb2", func(t *testing.T) { checkGoSMB2Kerberos(t, krbClient(t, kdc, ccache), n, dataDir) })
+		t.Run(n.Name+"/impacket", func(t *testing.T) { checkImpacketKerberos(t, kdc, ccache, n) })
 	}
 	t.Run("NTLMBlocked", func(t *testing.T) {
 		for _, n := range c.Nodes {
@@ -251,6 +253,21 @@ func checkPrincipalMapping(t *testing.T, kdc *framework.KDC, c *framework.Cluste
 	mallory := kdc.Kinit(t, "mallory@"+krbRealm, "Mallory-Pass-1")
 	if st := sessionSetup(t, n.Addr, apReq(t, krbClient(t, kdc, mallory), krbSPN, nil)); st != smb2.StatusLogonFailure {
 		t.Errorf("mallory, no such user: %v, want STATUS_LOGON_FAILURE", st)
+	}
+}
+
+// checkImpacketKerberos runs testdata/impacket_kerberos.py against n with
+// the service ticket smbclient left in ccache.
+func checkImpacketKerberos(t *testing.T, kdc *framework.KDC, ccache string, n *framework.ClusterNode) {
+	framework.RequirePythonModule(t, "impacket.smbconnection")
+	script, err := filepath.Abs(filepath.Join("testdata", "impacket_kerberos.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := framework.RunAs(t, nil, kdc.ClientEnv(ccache), "", framework.Python, script,
+		n.Host, strconv.Itoa(n.Port), krbHost, shareNm, user, krbRealm)
+	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "PASS") {
+		t.Fatalf("impacket Kerberos logon:\n%s", r)
 	}
 }
 

@@ -204,5 +204,5 @@ func (k *KDC) Kinit(t testing.TB, principal, password string, extra ...string) s
 // ClientEnv is what a Kerberos client using ccache adds to its
 // environment (RunAs, SMBClient.Env).
 func (k *KDC) ClientEnv(ccache string) []string {
-	return []string{"KRB5_CONFIG=" + k.Config, "KRB5CCNAME=FILE:" + ccache}
+	return []string{"KRB5_CONFIG=" + k.Config, "KRB5CCNAME=" + ccache} // a path: impacket takes no FILE: prefix
 }
