@@ -65,7 +65,7 @@ type apReqSpec struct {
 }
 
 // forge returns the GSS-API AP-REQ token and the authenticator's subkey.
-func forge(t *testing.T, s apReqSpec) ([]byte, types.EncryptionKey, messages.Ticket) {
+func forge(t testing.TB, s apReqSpec) ([]byte, types.EncryptionKey, messages.Ticket) {
 	t.Helper()
 	now := time.Now().UTC()
 	if s.sname == "" {
@@ -304,4 +304,37 @@ func TestNoNTLM(t *testing.T) {
 			t.Errorf("%s NTLMSSP: %v, want ErrNTLMBlocked", name, err)
 		}
 	}
+}
+
+// FuzzKerberos feeds a Kerberos acceptor arbitrary tokens: bare, as the
+// optimistic token of a NegTokenInit and in a second-round NegTokenResp.
+// Nothing may panic (gokrb5's decoders included); a logon (a seed's valid
+// token, which every fuzzing process forges anew under the same key) is
+// alice's, with a 16-byte key.
+func FuzzKerberos(f *testing.F) {
+	kt := keytab.New()
+	if err := kt.AddEntry(testSPN, testRealm, "service-key", time.Now(), 1, etypeID.AES256_CTS_HMAC_SHA1_96); err != nil {
+		f.Fatal(err)
+	}
+	cfg := krbConfig(kt)
+	tok, _, _ := forge(f, apReqSpec{client: "alice", kt: kt, mutual: true})
+	f.Add(tok, uint8(0))
+	f.Add(tok[:len(tok)/2], uint8(1))
+	f.Add(appendKRB5Token(nil, tokAPReq, []byte{0x6e, 0x84, 0xff, 0xff, 0xff, 0xff}), uint8(2))
+	f.Fuzz(func(t *testing.T, b []byte, mode uint8) {
+		c := NewContext(cfg)
+		var err error
+		switch mode % 3 {
+		case 0:
+			_, err = c.Step(b)
+		case 1:
+			_, err = c.Step(spnegoInitKRB(oidMSKRB5, b))
+		default:
+			c.Step((&negTokenInit{MechTypes: [][]byte{oidKRB5}}).Append(nil))
+			_, err = c.Step((&negTokenResp{NegState: negStateAbsent, ResponseToken: b}).Append(nil))
+		}
+		if res := c.Result(); err == nil && (res.User != "alice" || len(res.SessionKey) != 16) {
+			t.Fatalf("logged on as %+v with %x", res, b)
+		}
+	})
 }
