@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,7 +61,8 @@ type PrincipalMapper interface {
 // keytab. It is safe for concurrent use: SetKeytab replaces the keys while
 // sessions authenticate (the cluster distributes a new keytab).
 type Kerberos struct {
-	keys atomic.Pointer[krbKeys]
+	keys   atomic.Pointer[krbKeys]
+	replay replayCache
 
 	// MaxClockSkew bounds the difference between an authenticator's time
 	// and the server's; zero → 5 minutes ([RFC4120] 1.6).
@@ -176,6 +178,10 @@ func (c *Context) krbAccept(token []byte) ([]byte, error) {
 	ok, _, err := service.VerifyAPREQ(apReq, settings)
 	if err != nil || !ok {
 		return nil, c.krbFailure(err)
+	}
+	if !k.replay.fresh(&apReq.Authenticator, settings.MaxClockSkew(), time.Now()) {
+		c.krbErr = fmt.Errorf("authenticator of %s seen before, for any principal of the keytab (KRB_AP_ERR_REPEAT)", apReq.Authenticator.CName.PrincipalNameString())
+		return nil, ErrLogonFailure
 	}
 	return c.krbEstablish(apReq)
 }
@@ -297,6 +303,46 @@ func apRep(apReq *messages.APReq, etype int32) (types.EncryptionKey, []byte, err
 	}
 	rep = asn1tools.AddASNAppTag(rep, asnAppTag.APREP)
 	return sub, appendKRB5Token(nil, tokAPRep, rep), nil
+}
+
+// replayCache remembers the authenticators accepted within the clock
+// skew, by client and time. gokrb5's cache (service.VerifyAPREQ) tells
+// them apart by the ticket's service name too, which travels in the clear:
+// with several principals under one key (cifs/ and host/ of an Active
+// Directory account) an authenticator replayed under the other name would
+// pass it.
+type replayCache struct {
+	mu    sync.Mutex
+	seen  map[replayKey]time.Time // → when the entry may go
+	sweep time.Time
+}
+
+type replayKey struct {
+	client string // name@REALM
+	ctime  int64  // authenticator time, µs
+}
+
+// fresh records a and reports whether it was not seen before.
+func (r *replayCache) fresh(a *types.Authenticator, skew time.Duration, now time.Time) bool {
+	k := replayKey{a.CName.PrincipalNameString() + "@" + a.CRealm, a.CTime.UnixMicro() + int64(a.Cusec)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[replayKey]time.Time{}
+	}
+	if now.After(r.sweep) {
+		for k, until := range r.seen {
+			if now.After(until) {
+				delete(r.seen, k)
+			}
+		}
+		r.sweep = now.Add(skew)
+	}
+	if _, ok := r.seen[k]; ok {
+		return false
+	}
+	r.seen[k] = now.Add(2 * skew) // past it, the clock-skew check refuses a
+	return true
 }
 
 // KerberosError is why the last Kerberos step failed, for the server's

@@ -255,6 +255,42 @@ func TestKerberosReplay(t *testing.T) {
 	}
 }
 
+// TestKerberosReplayOtherName: an authenticator replayed under another
+// service name of the same key (the ticket's sname is not encrypted) is a
+// replay all the same.
+func TestKerberosReplayOtherName(t *testing.T) {
+	kt := testKeytab(t, "service-key", 1, testSPN)
+	host := kt.Entries[0]
+	host.Principal.Components = []string{"host", "files.test"}
+	kt.Entries = append(kt.Entries, host)
+	tok, _, _ := forge(t, apReqSpec{client: "alice", kt: kt})
+	if _, err := NewContext(krbConfigShared(kt)).Step(spnegoInitKRB(oidKRB5, tok)); err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	_, msg, _ := parseKRB5Token(tok)
+	var req messages.APReq
+	if err := req.Unmarshal(msg); err != nil {
+		t.Fatal(err)
+	}
+	req.Ticket.SName = types.NewPrincipalName(2, "host/files.test")
+	b, err := req.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewContext(krbConfigShared(kt))
+	if _, err := c.Step(spnegoInitKRB(oidKRB5, appendKRB5Token(nil, tokAPReq, b))); !errors.Is(err, ErrLogonFailure) {
+		t.Fatalf("replay under host/: %v (%v), want ErrLogonFailure", err, c.KerberosError())
+	}
+}
+
+// sharedKerberos is one node's acceptor, for the replay tests.
+var sharedKerberos = &Kerberos{Principals: mapAll{}}
+
+func krbConfigShared(kt *keytab.Keytab) *Config {
+	sharedKerberos.SetKeytab(kt, nil)
+	return &Config{Kerberos: sharedKerberos}
+}
+
 // TestKerberosSecondRound: the AP-REQ in a NegTokenResp, after the client
 // listed Kerberos but sent an optimistic token for another mechanism.
 func TestKerberosSecondRound(t *testing.T) {
