@@ -231,6 +231,15 @@ func TestKerberosCluster(t *testing.T) {
 	})
 	t.Run("PrincipalMapping", func(t *testing.T) { checkPrincipalMapping(t, kdc, c) })
 	t.Run("Refused", func(t *testing.T) { checkKerberosRefusals(t, kdc, ccache, c) })
+	t.Run("KeytabRemoved", func(t *testing.T) {
+		c.MustSMBCtl(t, "kerberos", "rm")
+		cl := krbClient(t, kdc, ccache)
+		for _, n := range c.Nodes {
+			framework.WaitFor(t, clusterDeadline, n.Name+" to drop the keytab", func() bool {
+				return sessionSetup(t, n.Addr, apReq(t, cl, krbSPN, nil)) == smb2.StatusLogonFailure
+			})
+		}
+	})
 }
 
 // checkPrincipalMapping: a principal a cluster user lists logs on as that
