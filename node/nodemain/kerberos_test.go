@@ -1,6 +1,9 @@
 package nodemain
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/auth"
@@ -40,5 +43,36 @@ func TestMapPrincipal(t *testing.T) {
 	u.setMapRealms([]string{"*"})
 	if got, ok := u.MapPrincipal("carol", "ANY.REALM"); !ok || got != "carol" {
 		t.Errorf("with * : %q, %v", got, ok)
+	}
+}
+
+// TestKerberosFor: --auth kerberos needs a keytab (from --keytab or the
+// cluster); --auth ntlm has no acceptor; a keytab that does not parse
+// stops the node.
+func TestKerberosFor(t *testing.T) {
+	junk := filepath.Join(t.TempDir(), "junk.keytab")
+	os.WriteFile(junk, []byte("\x05\x02junk"), 0o600)
+	for _, tc := range []struct {
+		cfg     Config
+		wantNil bool
+		wantErr string
+	}{
+		{Config{Auth: authNTLM}, true, ""},
+		{Config{Auth: authBoth}, false, ""},
+		{Config{Auth: authKerberos}, false, "--auth kerberos needs --keytab"},
+		{Config{Auth: authKerberos, Etcd: "http://127.0.0.1:2379"}, false, ""},
+		{Config{Auth: authBoth, Keytab: junk}, false, "--keytab"},
+	} {
+		k, err := kerberosFor(&tc.cfg, newUserDB())
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%+v: err %v, want %q", tc.cfg, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%+v: %v", tc.cfg, err)
+		case (k == nil) != tc.wantNil:
+			t.Errorf("%+v: acceptor %v", tc.cfg, k)
+		}
 	}
 }
