@@ -153,8 +153,9 @@ func (c *Context) spnegoInit(in []byte) ([]byte, error) {
 	if i != 0 || t.MechToken == nil {
 		// The optimistic token, if any, is for another mechanism: ask for
 		// an NTLMSSP NEGOTIATE. RFC 4178 5 then expects a mechListMIC; it is
-		// verified when sent but not demanded, since NTLMSSP is the only
-		// mechanism offered here and there is nothing to downgrade from.
+		// verified when sent but not demanded: the mechanisms the client
+		// preferred are none this server takes, so there is nothing better
+		// to downgrade from.
 		if i != 0 {
 			resp.NegState = negStateRequestMIC
 		}

@@ -127,8 +127,8 @@ func (keys *krbKeys) accepts(sname types.PrincipalName) bool {
 	return false
 }
 
-// krbToken is a GSS-API Kerberos token ([RFC4121] 4.1): tokID and the
-// message after it.
+// parseKRB5Token splits a GSS-API Kerberos token ([RFC4121] 4.1, either
+// Kerberos OID) into its token ID and the message after it.
 func parseKRB5Token(b []byte) (tokID, msg []byte, err error) {
 	inner, err := expectTLV(b, tagApplication0)
 	if err != nil {
