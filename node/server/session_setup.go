@@ -171,9 +171,12 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		// The session ends, a re-authenticated one included
 		// ([MS-SMB2] 3.3.5.5.3). The response is still signed when the
 		// request verified (r.bindSigner).
-		krbErr := ch.auth.KerberosError()
+		attrs := []any{"remote", c.remote, "err", err}
+		if krbErr := ch.auth.KerberosError(); krbErr != nil {
+			attrs = append(attrs, "kerberos", krbErr)
+		}
 		c.failAuth(s, ch)
-		c.srv.log.Info("logon failed", "remote", c.remote, "err", err, "kerberos", krbErr)
+		c.srv.log.Info("logon failed", attrs...)
 		if r.bindSigner == nil {
 			r.Session = nil
 		}
