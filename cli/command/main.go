@@ -77,6 +77,7 @@ func init() {
 		{name: "node", summary: "admit, drain, resume, remove and list nodes", verbs: nodeVerbs, listHint: "smbctl node ls"},
 		{name: "share", summary: "create, change, remove and list shares", verbs: shareVerbs, listHint: "smbctl share ls"},
 		{name: "user", summary: "create, remove and list users; set passwords", verbs: userVerbs, listHint: "smbctl user ls"},
+		{name: "kerberos", summary: "set, show and remove the cluster's Kerberos service keytab", verbs: kerberosVerbs, listHint: "smbctl kerberos get"},
 		{name: "session", summary: "list and close SMB sessions", verbs: sessionVerbs, listHint: "smbctl session ls"},
 		{name: "open", summary: "list and close open files", verbs: openVerbs, listHint: "smbctl open ls"},
 		{name: "lock", summary: "list byte-range locks", verbs: lockVerbs, listHint: "smbctl lock ls"},

@@ -16,24 +16,30 @@ var userVerbs = []verb{
 	{name: "rm", args: "NAME", nargs: 1, summary: "delete a user (their sessions end)", define: defineUserRm},
 	{name: "passwd", args: "NAME", nargs: 1, summary: "set a user's password (prompted for, or read from stdin)", define: defineUserPasswd},
 	{name: "ls", nargs: 0, summary: "list users", define: defineUserLs},
+	{name: "principals", args: "NAME [PRINCIPAL...]", nargs: -1, summary: "set the Kerberos principals (name@REALM) that log on as the user; none clears them", define: defineUserPrincipals},
 }
 
 func (c *call) users() adminv1.UserServiceClient { return adminv1.NewUserServiceClient(c.conn.cc) }
 
 // userView is a user as smbctl prints it; its JSON names are stable.
 type userView struct {
-	Name               string `json:"name"`
-	CreateTime         string `json:"create_time,omitempty"`
-	PasswordChangeTime string `json:"password_change_time,omitempty"`
+	Name               string   `json:"name"`
+	CreateTime         string   `json:"create_time,omitempty"`
+	PasswordChangeTime string   `json:"password_change_time,omitempty"`
+	KerberosPrincipals []string `json:"kerberos_principals,omitempty"`
 }
 
 func userOf(u *adminv1.User) userView {
 	return userView{Name: u.GetName(), CreateTime: fmtTime(u.GetCreateTime()),
-		PasswordChangeTime: fmtTime(u.GetPasswordChangeTime())}
+		PasswordChangeTime: fmtTime(u.GetPasswordChangeTime()), KerberosPrincipals: u.GetKerberosPrincipals()}
 }
 
 func (u userView) table() table {
-	return kv("", "Name", u.Name, "Created", u.CreateTime, "Password changed", u.PasswordChangeTime)
+	t := kv("", "Name", u.Name, "Created", u.CreateTime, "Password changed", u.PasswordChangeTime)
+	if len(u.KerberosPrincipals) > 0 {
+		t.rows = append(t.rows, []string{"Kerberos principals:", strings.Join(u.KerberosPrincipals, ", ")})
+	}
+	return t
 }
 
 type userList []userView
@@ -159,5 +165,17 @@ func defineUserLs(fs *flag.FlagSet) action {
 			l = append(l, userOf(u))
 		}
 		return c.p.print(l)
+	}
+}
+
+func defineUserPrincipals(fs *flag.FlagSet) action {
+	return func(ctx context.Context, c *call) error {
+		ctx, cancel := c.conn.rpcContext(ctx, 0)
+		defer cancel()
+		resp, err := c.users().SetPrincipals(ctx, &adminv1.SetPrincipalsRequest{Name: c.args[0], KerberosPrincipals: c.args[1:]})
+		if err != nil {
+			return err
+		}
+		return c.p.print(userOf(resp.GetUser()))
 	}
 }

@@ -15,7 +15,7 @@ import (
 type verb struct {
 	name    string
 	args    string // positional arguments, as shown in usage: "NAME PATH"
-	nargs   int    // exact number of positional arguments
+	nargs   int    // exact number of positional arguments; -n: at least n
 	summary string
 	define  func(fs *flag.FlagSet) action
 }
@@ -129,7 +129,7 @@ func runVerb(ctx context.Context, e *env, n *noun, v *verb, args []string) int {
 		io.WriteString(e.stdout, verbUsage(n, v, fs))
 		return ExitOK
 	}
-	if err == nil && len(pos) != v.nargs {
+	if err == nil && (v.nargs >= 0 && len(pos) != v.nargs || len(pos) < -v.nargs) {
 		err = argCountError(v, pos)
 	}
 	if err != nil {
@@ -149,6 +149,8 @@ func runVerb(ctx context.Context, e *env, n *noun, v *verb, args []string) int {
 
 func argCountError(v *verb, pos []string) error {
 	switch {
+	case v.nargs < 0:
+		return fmt.Errorf("missing %s", strings.Fields(v.args)[0])
 	case len(pos) > v.nargs:
 		return fmt.Errorf("unexpected argument %q", pos[v.nargs])
 	case v.nargs == 1:

@@ -2,6 +2,10 @@ package service
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/smbcluster/smbcluster/coordinator/store"
 	"github.com/smbcluster/smbcluster/internal/nthash"
@@ -94,11 +98,47 @@ func (s *userService) ListUsers(ctx context.Context, req *adminv1.ListUsersReque
 	return resp, nil
 }
 
+// SetPrincipals replaces the Kerberos principals that log on as a user.
+func (s *userService) SetPrincipals(ctx context.Context, req *adminv1.SetPrincipalsRequest) (*adminv1.SetPrincipalsResponse, error) {
+	name := req.GetName()
+	if err := checkUserName(name); err != nil {
+		return nil, invalid(err)
+	}
+	for _, p := range req.GetKerberosPrincipals() {
+		if err := checkPrincipal(p); err != nil {
+			return nil, invalid(err)
+		}
+	}
+	rec := &statev1.UserRecord{}
+	_, err := s.b.st.Modify(ctx, statev1.UserKey(name), rec, func() error {
+		rec.KerberosPrincipals = req.KerberosPrincipals
+		return nil
+	})
+	if err != nil {
+		return nil, storeError(err, quote("user", name))
+	}
+	s.b.log.Info("user principals set", "user", rec.Name, "principals", rec.KerberosPrincipals)
+	return &adminv1.SetPrincipalsResponse{User: userOf(rec)}, nil
+}
+
+// checkPrincipal: a client principal "name@REALM", no service ("a/b").
+func checkPrincipal(p string) error {
+	name, realm, ok := strings.Cut(p, "@")
+	switch {
+	case !ok || name == "" || realm == "" || strings.Contains(realm, "@"):
+		return fmt.Errorf("principal %q: want NAME@REALM", p)
+	case len(p) > 256 || !utf8.ValidString(p) || strings.ContainsFunc(p, unicode.IsControl):
+		return fmt.Errorf("principal %q: at most 256 bytes of UTF-8, no control characters", p)
+	}
+	return nil
+}
+
 // userOf converts a record to its API form; the hash never leaves.
 func userOf(r *statev1.UserRecord) *adminv1.User {
 	return &adminv1.User{
 		Name:               r.Name,
 		CreateTime:         proto.CloneOf(r.CreateTime),
 		PasswordChangeTime: proto.CloneOf(r.PasswordChangeTime),
+		KerberosPrincipals: r.KerberosPrincipals,
 	}
 }

@@ -94,13 +94,29 @@ type SMBClient struct {
 	// "off"; empty leaves smbclient's default.
 	Protection string
 	Extra      []string
+	// Kerberos, if set, is the credential cache smbclient logs on with
+	// (--use-kerberos=required); Env then holds the realm's KRB5_CONFIG
+	// (KDC.ClientEnv).
+	Kerberos string
+	Env      []string
+	// ServerName, if set, is the name in the UNC path (the Kerberos
+	// service principal's host, cifs/ServerName); smbclient connects to
+	// Node.Host all the same (-I).
+	ServerName string
 }
 
 func (c SMBClient) args() []string {
 	args := []string{
 		"--configfile=" + os.DevNull,
 		"-p", strconv.Itoa(c.Node.Port),
-		"-U", c.User + "%" + c.Password,
+	}
+	if c.Kerberos != "" {
+		args = append(args, "--use-kerberos=required", "--use-krb5-ccache="+c.Kerberos, "-U", c.User)
+	} else {
+		args = append(args, "-U", c.User+"%"+c.Password)
+	}
+	if c.ServerName != "" {
+		args = append(args, "-I", c.Node.Host)
 	}
 	if c.Protocol != "" {
 		args = append(args,
@@ -117,7 +133,14 @@ func (c SMBClient) args() []string {
 func (c SMBClient) List(t testing.TB) Result {
 	t.Helper()
 	bin := RequireTool(t, "smbclient")
-	return Run(t, "", bin, append(c.args(), "-L", "//"+c.Node.Host)...)
+	return RunAs(t, nil, c.Env, "", bin, append(c.args(), "-L", "//"+c.server())...)
+}
+
+func (c SMBClient) server() string {
+	if c.ServerName != "" {
+		return c.ServerName
+	}
+	return c.Node.Host
 }
 
 // Script runs commands (joined with ";") in one smbclient session on share,
@@ -125,8 +148,8 @@ func (c SMBClient) List(t testing.TB) Result {
 func (c SMBClient) Script(t testing.TB, dir, share string, commands ...string) Result {
 	t.Helper()
 	bin := RequireTool(t, "smbclient")
-	args := append(c.args(), "//"+c.Node.Host+"/"+share, "-c", strings.Join(commands, "; "))
-	return Run(t, dir, bin, args...)
+	args := append(c.args(), "//"+c.server()+"/"+share, "-c", strings.Join(commands, "; "))
+	return RunAs(t, nil, c.Env, dir, bin, args...)
 }
 
 // Python is the interpreter the tests run scripts with: the distribution's,

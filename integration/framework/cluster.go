@@ -31,6 +31,8 @@ type ClusterOptions struct {
 	// EtcdProcess runs etcd as a process of its own (StartEtcdProcess),
 	// which the test can stop and continue, instead of embedded.
 	EtcdProcess bool
+	// NodeArgs are extra smbnode arguments for every node (--auth kerberos).
+	NodeArgs []string
 }
 
 // Cluster is an embedded etcd, a coordinator (in this process, plaintext
@@ -50,6 +52,7 @@ type Cluster struct {
 
 	dir        string
 	secretFile string
+	nodeArgs   []string
 }
 
 // ClusterNode is one smbnode of a Cluster.
@@ -72,7 +75,8 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	if opts.LeaseTTL == 0 {
 		opts.LeaseTTL = 2 * time.Second
 	}
-	c := &Cluster{dir: t.TempDir(), LeaseTTL: opts.LeaseTTL, Token: "test-token-" + strconv.Itoa(os.Getpid()) + "-0123456789"}
+	c := &Cluster{dir: t.TempDir(), LeaseTTL: opts.LeaseTTL, Token: "test-token-" + strconv.Itoa(os.Getpid()) + "-0123456789",
+		nodeArgs: opts.NodeArgs}
 	c.secretFile = filepath.Join(c.dir, "secret")
 	c.TokenFile = filepath.Join(c.dir, "token")
 	writeFile(t, c.secretFile, string(statev1.GenerateSecret()))
@@ -150,7 +154,7 @@ func (c *Cluster) StartNode(t testing.TB, name, host string) *ClusterNode {
 	c.SMBCtlJSON(t, &added, "node", "add", name, "--address", addr)
 	tokenFile := filepath.Join(c.dir, name+".join-token")
 	writeFile(t, tokenFile, added.JoinToken)
-	n := c.LaunchNode(t, name, addr, "--join-token-file", tokenFile)
+	n := c.LaunchNode(t, name, addr, append([]string{"--join-token-file", tokenFile}, c.nodeArgs...)...)
 	n.TokenFile = tokenFile
 	return n
 }

@@ -9,7 +9,11 @@
 // in t.Cleanup. [NewCluster] starts etcd, the coordinator and several
 // nodes; [StartRoundRobin] puts a forwarder in front of them that places
 // each new TCP connection on the next node in turn, as round-robin DNS or
-// an L4 load balancer would.
+// an L4 load balancer would. [StartKDC] starts a throw-away MIT Kerberos
+// realm (krb5kdc on a free loopback port, its database and configuration
+// in a temporary directory reached through KRB5_CONFIG and
+// KRB5_KDC_PROFILE, principals made with kadmin.local); its tests skip
+// when the MIT KDC is not installed.
 //
 // Invariant: a server returned by a Start function accepts TCP connections
 // on Node.Addr, its process belongs to the calling test, and it is gone when

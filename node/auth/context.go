@@ -25,6 +25,11 @@ type Config struct {
 	AllowGuest     bool // unknown user or bad password → guest session instead of failure
 	AllowAnonymous bool // NULL session: empty user name and empty responses
 
+	// Kerberos, when set and holding a keytab, accepts Kerberos 5
+	// (offered ahead of NTLMSSP); NoNTLM refuses NTLMSSP.
+	Kerberos *Kerberos
+	NoNTLM   bool
+
 	// Target information sent in the CHALLENGE_MESSAGE AV pairs.
 	NetBIOSComputer, NetBIOSDomain, DNSComputer, DNSDomain string
 
@@ -38,12 +43,15 @@ var (
 	ErrMoreProcessing = errors.New("auth: more processing required (STATUS_MORE_PROCESSING_REQUIRED)")
 	ErrLogonFailure   = errors.New("auth: logon failure (STATUS_LOGON_FAILURE)")
 	ErrInvalidToken   = errors.New("auth: invalid security token (STATUS_INVALID_PARAMETER)")
+	// ErrNTLMBlocked refuses NTLMSSP when Config.NoNTLM switched it off.
+	ErrNTLMBlocked = errors.New("auth: NTLM is switched off (STATUS_NTLM_BLOCKED)")
 )
 
 // Result describes an established session.
 type Result struct {
 	User, Domain, Workstation string
-	SessionKey                []byte // 16-byte ExportedSessionKey; nil for guest and anonymous
+	Principal                 string // Kerberos client principal, "name@REALM"; empty for NTLM
+	SessionKey                []byte // 16-byte session key ([MS-SMB2] 3.3.5.5.3); nil for guest and anonymous
 	Guest, Anonymous          bool
 }
 
@@ -53,6 +61,7 @@ const (
 	stateStart         contextState = iota // nothing received yet
 	stateWantNegotiate                     // mechanism chosen, NTLMSSP NEGOTIATE not yet received
 	stateChallengeSent                     // waiting for AUTHENTICATE
+	stateWantAPReq                         // Kerberos chosen, AP-REQ not yet received
 	stateDone
 	stateFailed
 )
@@ -69,6 +78,7 @@ type Context struct {
 	serverChallenge [8]byte
 	flags           uint32 // negotiated flags (CHALLENGE ∩ AUTHENTICATE)
 	result          Result
+	krbErr          error // why Kerberos refused the client, for the log
 }
 
 // NewContext starts an authentication exchange.
@@ -105,9 +115,15 @@ func (c *Context) step(in []byte) ([]byte, error) {
 	case len(in) == 0 && c.state == stateStart:
 		// No token: start SPNEGO from the server side ([MS-SPNG] 3.2.5.2).
 		c.state = stateWantNegotiate
-		return NegTokenInit(), ErrMoreProcessing
+		return c.cfg.NegTokenInit(), ErrMoreProcessing
 	case isNTLMSSP(in):
 		return c.ntlmStep(in)
+	case isKRB5Token(in):
+		// A bare Kerberos token, without SPNEGO: answered bare too.
+		if !c.kerberos() || c.state != stateStart {
+			return nil, ErrLogonFailure
+		}
+		return c.krbAccept(in)
 	case len(in) > 0 && (in[0] == tagApplication0 || in[0] == tagContext0):
 		return c.spnegoInit(in)
 	case len(in) > 0 && in[0] == tagContext1:
@@ -116,23 +132,30 @@ func (c *Context) step(in []byte) ([]byte, error) {
 	return nil, ErrInvalidToken
 }
 
-// spnegoInit handles a NegTokenInit (RFC 4178 3.2, [MS-SPNG] 3.2.5.2).
+// spnegoInit handles a NegTokenInit (RFC 4178 3.2, [MS-SPNG] 3.2.5.2):
+// the first mechanism of the client's list that is enabled here is chosen.
 func (c *Context) spnegoInit(in []byte) ([]byte, error) {
 	var t negTokenInit
 	if c.state >= stateChallengeSent || c.mechTypes != nil || t.Decode(in) != nil {
 		return nil, ErrInvalidToken
 	}
 	c.mechTypes = bytes.Clone(t.MechTypesDER)
-	i := mechIndex(t.MechTypes, oidNTLMSSP)
-	if i < 0 {
+	i, mech := c.chooseMech(t.MechTypes)
+	switch {
+	case i < 0 && c.cfg.NoNTLM && mechIndex(t.MechTypes, oidNTLMSSP) >= 0:
+		return nil, ErrNTLMBlocked // the client would have used NTLM
+	case i < 0:
 		return nil, ErrLogonFailure // no mechanism in common
+	case !bytes.Equal(mech, oidNTLMSSP):
+		return c.spnegoKerberos(i, mech, t.MechToken)
 	}
 	resp := negTokenResp{NegState: negStateAcceptIncomplete, SupportedMech: oidNTLMSSP}
 	if i != 0 || t.MechToken == nil {
 		// The optimistic token, if any, is for another mechanism: ask for
 		// an NTLMSSP NEGOTIATE. RFC 4178 5 then expects a mechListMIC; it is
-		// verified when sent but not demanded, since NTLMSSP is the only
-		// mechanism offered here and there is nothing to downgrade from.
+		// verified when sent but not demanded: the mechanisms the client
+		// preferred are none this server takes, so there is nothing better
+		// to downgrade from.
 		if i != 0 {
 			resp.NegState = negStateRequestMIC
 		}
@@ -148,6 +171,38 @@ func (c *Context) spnegoInit(in []byte) ([]byte, error) {
 	}
 	resp.ResponseToken = tok
 	return resp.Append(nil), ErrMoreProcessing
+}
+
+// chooseMech returns the index and OID of the first of the client's
+// mechanisms enabled here, or -1.
+func (c *Context) chooseMech(mechs [][]byte) (int, []byte) {
+	for i, m := range mechs {
+		switch {
+		case bytes.Equal(m, oidNTLMSSP) && !c.cfg.NoNTLM,
+			(bytes.Equal(m, oidKRB5) || bytes.Equal(m, oidMSKRB5)) && c.kerberos():
+			return i, m
+		}
+	}
+	return -1, nil
+}
+
+func (c *Context) kerberos() bool { return c.cfg.Kerberos.HasKeytab() }
+
+// spnegoKerberos answers a NegTokenInit whose chosen mechanism (the
+// client's i-th) is Kerberos: with its optimistic AP-REQ when the client
+// sent one for it, else by asking for one.
+func (c *Context) spnegoKerberos(i int, mech, token []byte) ([]byte, error) {
+	resp := negTokenResp{NegState: negStateAcceptIncomplete, SupportedMech: mech}
+	if i != 0 || token == nil {
+		c.state = stateWantAPReq
+		return resp.Append(nil), ErrMoreProcessing
+	}
+	rep, err := c.krbAccept(token)
+	if err != nil {
+		return nil, err
+	}
+	resp.NegState, resp.ResponseToken = negStateAcceptCompleted, rep
+	return resp.Append(nil), nil
 }
 
 func mechIndex(mechs [][]byte, oid []byte) int {
@@ -167,6 +222,14 @@ func (c *Context) spnegoResp(in []byte) ([]byte, error) {
 	}
 	if t.NegState == negStateReject {
 		return nil, ErrLogonFailure
+	}
+	if c.state == stateWantAPReq {
+		rep, err := c.krbAccept(t.ResponseToken)
+		if err != nil {
+			return nil, err
+		}
+		r := negTokenResp{NegState: negStateAcceptCompleted, ResponseToken: rep}
+		return r.Append(nil), nil
 	}
 	tok, err := c.ntlmStep(t.ResponseToken)
 	switch err {
@@ -207,6 +270,8 @@ func (c *Context) checkMechListMIC(clientMIC []byte) ([]byte, error) {
 // AUTHENTICATE after it.
 func (c *Context) ntlmStep(msg []byte) ([]byte, error) {
 	switch {
+	case c.cfg.NoNTLM:
+		return nil, ErrNTLMBlocked
 	case ntlmType(msg) == ntlmMessageNegotiate && (c.state == stateStart || c.state == stateWantNegotiate):
 		return c.serveNegotiate(msg)
 	case ntlmType(msg) == ntlmMessageAuthenticate && c.state == stateChallengeSent:

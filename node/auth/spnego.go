@@ -228,8 +228,19 @@ func (t *negTokenInit) Append(b []byte) []byte {
 // NegTokenInit returns the SPNEGO NegTokenInit2 a server puts in the
 // SMB2 NEGOTIATE response's security buffer ([MS-SPNG] 3.2.5.2): NTLMSSP as
 // the only mechanism and the customary negHints.
-func NegTokenInit() []byte {
-	t := negTokenInit{MechTypes: [][]byte{oidNTLMSSP}, HintName: []byte(negHintName)}
+func NegTokenInit() []byte { return (&Config{}).NegTokenInit() }
+
+// NegTokenInit returns the NegTokenInit2 for the mechanisms cfg enables:
+// MS-KRB5 and Kerberos 5 when it has a keytab, then NTLMSSP unless it
+// refuses it ([MS-SPNG] 3.2.5.2, [MS-SMB2] 3.3.5.4).
+func (cfg *Config) NegTokenInit() []byte {
+	t := negTokenInit{HintName: []byte(negHintName)}
+	if cfg.Kerberos.HasKeytab() {
+		t.MechTypes = append(t.MechTypes, oidMSKRB5, oidKRB5)
+	}
+	if !cfg.NoNTLM {
+		t.MechTypes = append(t.MechTypes, oidNTLMSSP)
+	}
 	return t.Append(nil)
 }
 

@@ -82,6 +82,17 @@ type Shares interface {
 type Users interface {
 	SetUser(name string, ntHash [16]byte)
 	DeleteUser(name string)
+	// SetPrincipals sets the Kerberos principals ("name@REALM") that
+	// log on as cluster user name.
+	SetPrincipals(name string, principals []string)
+}
+
+// Keytabs is where the cluster's Kerberos service keytab goes.
+type Keytabs interface {
+	// SetKeytab makes keytab (a keytab file's contents) the node's service
+	// keys, accepting only spns when not empty; a nil keytab removes the
+	// cluster's (the node falls back to its own, if any).
+	SetKeytab(keytab []byte, spns []string) error
 }
 
 // OpenFiles is what the node knows of its opens' per-file state, for the
@@ -100,6 +111,7 @@ type Node struct {
 	Shares  Shares
 	Users   Users
 	Files   OpenFiles // nil: open records name no owner and no locks
+	Keytabs Keytabs   // nil: the cluster's keytab is ignored
 }
 
 // Agent is a node's membership in the cluster.

@@ -585,6 +585,8 @@ func (u *memUsers) SetUser(name string, h [16]byte) {
 	u.m[name] = h
 }
 
+func (u *memUsers) SetPrincipals(name string, principals []string) {}
+
 func (u *memUsers) DeleteUser(name string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()

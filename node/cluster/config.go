@@ -19,6 +19,7 @@ type configState struct {
 	// EncryptData the served shares were put with.
 	settings      *statev1.Settings
 	servedEncrypt bool
+	keytab        bool // the cluster's keytab is applied
 }
 
 func (c *configState) init() {
@@ -118,6 +119,7 @@ func (a *Agent) onUser(key string, value []byte) {
 		return
 	}
 	a.node.Users.SetUser(name, [16]byte(h))
+	a.node.Users.SetPrincipals(name, rec.KerberosPrincipals)
 	a.conf.users[name] = true
 }
 
@@ -175,4 +177,44 @@ func (a *Agent) resetSettings(kvs []*mvccpb.KeyValue) {
 		v = kvs[0].Value
 	}
 	a.onSettings("", v)
+}
+
+// onKerberos applies the cluster's keytab (KerberosRecord): it serves the
+// next Kerberos logons; sessions established go on.
+func (a *Agent) onKerberos(_ string, value []byte) {
+	if a.node.Keytabs == nil {
+		return
+	}
+	if value == nil {
+		if a.conf.keytab {
+			a.conf.keytab = false
+			a.node.Keytabs.SetKeytab(nil, nil)
+			a.log.Info("cluster keytab removed")
+		}
+		return
+	}
+	rec := &statev1.KerberosRecord{}
+	if err := proto.Unmarshal(value, rec); err != nil {
+		a.log.Warn("ignoring a Kerberos record that does not decode", "err", err)
+		return
+	}
+	kt, err := a.cfg.Sealer.Open(rec.Keytab, statev1.KerberosKey())
+	if err != nil {
+		a.log.Error("cannot open the cluster keytab: is --secret-file the coordinator's?", "err", err)
+		return
+	}
+	if err := a.node.Keytabs.SetKeytab(kt, rec.Spns); err != nil {
+		a.log.Error("cannot use the cluster keytab", "err", err)
+		return
+	}
+	a.conf.keytab = true
+	a.log.Info("cluster keytab applied", "spns", rec.Spns)
+}
+
+func (a *Agent) resetKerberos(kvs []*mvccpb.KeyValue) {
+	var v []byte
+	if len(kvs) > 0 {
+		v = kvs[0].Value
+	}
+	a.onKerberos("", v)
 }

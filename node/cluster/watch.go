@@ -24,6 +24,7 @@ var watched = []struct {
 	{statev1.NodesPrefix, true},
 	{statev1.LivePrefix, true},
 	{statev1.ClosePrefix, true},
+	{statev1.KerberosKey(), false},
 }
 
 // loadAll reads every watched range at one revision and applies it as
@@ -56,6 +57,7 @@ func (a *Agent) loadAll(ctx context.Context) error {
 	for _, kv := range kvs[5] {
 		a.onClose(string(kv.Key))
 	}
+	a.resetKerberos(kvs[6])
 	a.reconcileShares()
 	return nil
 }
@@ -111,6 +113,8 @@ func (a *Agent) watch(ctx context.Context) error {
 					a.onClose(key)
 				}
 			})
+		case r, ok := <-chans[6]:
+			err = a.onWatch(r, ok, a.onKerberos)
 		case <-tick.C:
 			err = a.sweep(ctx)
 		case <-a.kick:

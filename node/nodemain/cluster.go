@@ -149,13 +149,15 @@ func (g gateListener) Accept() (net.Conn, error) {
 // the cluster take precedence over those from flags. Safe for concurrent
 // use: the cluster agent changes it while sessions authenticate.
 type userDB struct {
-	mu      sync.RWMutex
-	static  map[string][16]byte // from --user; set before serving
-	cluster map[string][16]byte
+	mu         sync.RWMutex
+	static     map[string][16]byte // from --user; set before serving
+	cluster    map[string][16]byte
+	principals map[string]string // lower-case "name@realm" → cluster user (kerberos.go)
+	mapRealms  []string          // realms whose principals map to the user of their name
 }
 
 func newUserDB() *userDB {
-	return &userDB{static: map[string][16]byte{}, cluster: map[string][16]byte{}}
+	return &userDB{static: map[string][16]byte{}, cluster: map[string][16]byte{}, principals: map[string]string{}}
 }
 
 func (u *userDB) NTHash(user, domain string) ([16]byte, bool) {
@@ -181,6 +183,11 @@ func (u *userDB) DeleteUser(name string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.cluster, strings.ToLower(name))
+	for p, user := range u.principals {
+		if strings.EqualFold(user, name) {
+			delete(u.principals, p)
+		}
+	}
 }
 
 // Put serves a share from the cluster (cluster.Shares). A share whose path

@@ -24,6 +24,18 @@ type Config struct {
 	ServerName      string        `json:"server_name"`
 	Workgroup       string        `json:"workgroup"`
 	AllowGuest      bool          `json:"allow_guest"`
+	// Auth is the mechanisms accepted: both (default), ntlm or kerberos.
+	Auth string `json:"auth"`
+	// Keytab is the Kerberos keytab file; SPNs the service principals
+	// accepted from it (empty: all of its principals); KerberosRealms the
+	// realms whose principals map to the user of the same name (empty:
+	// the keytab's realms; "*": any).
+	Keytab         string   `json:"keytab"`
+	SPNs           []string `json:"spns"`
+	KerberosRealms []string `json:"kerberos_realms"`
+	// KerberosClockSkew bounds the difference between a client's
+	// authenticator time and the node's (0 → 5m).
+	KerberosClockSkew Duration `json:"kerberos_clock_skew"`
 	// NoDirectoryLeases withholds directory leasing from 3.x clients.
 	NoDirectoryLeases bool `json:"no_directory_leases"`
 	// ZeroCopyThreshold is the smallest plain READ sent with sendfile
@@ -134,8 +146,8 @@ Flags:
 func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs := flag.NewFlagSet("smbnode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var listen, shares, users, advertise listFlag
-	var leaseTTL, shutdownTimeout, handshakeTimeout, idleTimeout time.Duration
+	var listen, shares, users, advertise, spns, realms listFlag
+	var leaseTTL, shutdownTimeout, handshakeTimeout, idleTimeout, krbSkew time.Duration
 	var cfgFile string
 	cfg := &Config{}
 	fs.Var(&listen, "listen", "`ADDR` to listen on, host:port (repeatable; default :445)")
@@ -148,6 +160,11 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.ServerName, "server-name", "", "NetBIOS `NAME` of the server (default SMBCLUSTER)")
 	fs.StringVar(&cfg.Workgroup, "workgroup", "", "NetBIOS `DOMAIN` (default WORKGROUP)")
 	fs.BoolVar(&cfg.AllowGuest, "allow-guest", false, "map unknown users and bad passwords to a guest session")
+	fs.StringVar(&cfg.Auth, "auth", "", "authentication `MECHS`: both (Kerberos and NTLM, the default), kerberos (no NTLM) or ntlm")
+	fs.StringVar(&cfg.Keytab, "keytab", "", "Kerberos keytab `FILE` holding the service principal's keys (in a cluster, smbctl cluster set-keytab replaces it)")
+	fs.Var(&spns, "spn", "service `PRINCIPAL` accepted from the keytab, e.g. cifs/files.example.com (repeatable; default: every principal of the keytab)")
+	fs.DurationVar(&krbSkew, "krb-clock-skew", 0, "largest difference between a Kerberos client's clock and the node's, `DURATION`, also how long an expired ticket is still accepted (default 5m)")
+	fs.Var(&realms, "krb-realm", "Kerberos `REALM` whose principals NAME@REALM log on as user NAME (repeatable, * for any; default: the keytab's realms)")
 	fs.BoolVar(&cfg.NoDirectoryLeases, "no-directory-leases", false, "offer no leases on directories (SMB2_GLOBAL_CAP_DIRECTORY_LEASING)")
 	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve Go profiling endpoints (/debug/pprof/) on `ADDR`, e.g. 127.0.0.1:6060")
 	fs.StringVar(&cfg.Etcd, "etcd", "", "join the cluster whose etcd is at `ENDPOINTS` (comma-separated URLs)")
@@ -189,6 +206,8 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	}
 	cfg.Listen = append(cfg.Listen, listen...)
 	cfg.Advertise = append(cfg.Advertise, advertise...)
+	cfg.SPNs = append(cfg.SPNs, spns...)
+	cfg.KerberosRealms = append(cfg.KerberosRealms, realms...)
 	if leaseTTL != 0 {
 		cfg.LeaseTTL = Duration(leaseTTL)
 	}
@@ -200,6 +219,9 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	}
 	if idleTimeout != 0 {
 		cfg.IdleTimeout = Duration(idleTimeout)
+	}
+	if krbSkew != 0 {
+		cfg.KerberosClockSkew = Duration(krbSkew)
 	}
 	for _, s := range shares {
 		sc, err := parseShare(s)
@@ -254,6 +276,7 @@ func merge(file, flags *Config) *Config {
 		{&out.EtcdKey, flags.EtcdKey}, {&out.Name, flags.Name}, {&out.JoinToken, flags.JoinToken},
 		{&out.JoinTokenFile, flags.JoinTokenFile}, {&out.SecretFile, flags.SecretFile},
 		{&out.PeerListen, flags.PeerListen}, {&out.LinkSpeed, flags.LinkSpeed},
+		{&out.Auth, flags.Auth}, {&out.Keytab, flags.Keytab},
 	} {
 		if p.v != "" {
 			*p.dst = p.v
@@ -326,6 +349,16 @@ func (c *Config) validate() error {
 	case "", "off", "desired", "required":
 	default:
 		errs = append(errs, fmt.Errorf("--encryption %q: want off, desired or required", c.Encryption))
+	}
+	switch c.Auth {
+	case "":
+		c.Auth = authBoth
+	case authBoth, authNTLM, authKerberos:
+	default:
+		errs = append(errs, fmt.Errorf("--auth %q: want both, kerberos or ntlm", c.Auth))
+	}
+	if c.KerberosClockSkew < 0 {
+		errs = append(errs, errors.New("--krb-clock-skew must be positive"))
 	}
 	errs = append(errs, c.validateCluster()...)
 	if _, err := parseLinkSpeed(c.LinkSpeed); err != nil {

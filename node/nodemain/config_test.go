@@ -34,6 +34,9 @@ func TestParseFlags(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, "--log-level"},
 		{"negative shutdown timeout", []string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout must be positive"},
 		{"stray argument", []string{"extra"}, "unexpected argument"},
+		{"bad auth", []string{"--auth", "kerberos5"}, "want both, kerberos or ntlm"},
+		{"kerberos only", []string{"--auth", "kerberos", "--keytab", file, "--spn", "cifs/files.test"}, ""},
+		{"negative clock skew", []string{"--krb-clock-skew", "-1s"}, "--krb-clock-skew must be positive"},
 		{"unknown flag", []string{"--nope"}, "not defined"},
 	}
 	for _, c := range cases {

@@ -91,11 +91,17 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	for _, u := range cfg.Users {
 		users.static[strings.ToLower(u.Name)] = auth.NTHash(u.Password)
 	}
+	krb, err := kerberosFor(cfg, users) // kerberos.go
+	if err != nil {
+		return err
+	}
 	control := &server.Control{}
 	srv := server.New(server.Config{
 		ServerName:      orDefault(cfg.ServerName, "SMBCLUSTER"),
 		Workgroup:       orDefault(cfg.Workgroup, "WORKGROUP"),
 		Users:           users,
+		Kerberos:        krb,
+		NoNTLM:          cfg.Auth == authKerberos,
 		AllowGuest:      cfg.AllowGuest,
 		SigningRequired: cfg.SigningRequired,
 		Encryption:      encryptionMode(cfg.Encryption),
@@ -141,7 +147,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	var wg sync.WaitGroup
 	actx, stopAgent := context.WithCancel(ctx) // the agent follows the cluster until the shutdown
 	defer stopAgent()
-	agent, err := startAgent(actx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users, Files: coh}, coh.peerAddr, errc)
+	agent, err := startAgent(actx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users, Files: coh, Keytabs: keytabsFor(krb, users, cfg)}, coh.peerAddr, errc)
 	if agent != nil && coh.shards != nil {
 		// The node answers for shards only while its incarnation is valid.
 		coh.shards.SetValid(func() bool { return agent.Fence().Valid() })

@@ -28,6 +28,8 @@ type Config struct {
 	ServerGUID [16]byte // zero → random
 
 	Users           auth.UserDB
+	Kerberos        *auth.Kerberos // nil: no Kerberos offered or accepted
+	NoNTLM          bool           // refuse NTLMSSP (Kerberos only)
 	AllowGuest      bool
 	AllowAnonymous  bool
 	SigningRequired bool

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 )
@@ -116,7 +115,7 @@ func (c *conn) negotiateResponse(dialect uint16) *smb2.NegotiateResponse {
 		MaxReadSize:     cfg.MaxTransact,
 		MaxWriteSize:    cfg.MaxTransact,
 		SystemTime:      filetime(time.Now()),
-		SecurityBuffer:  auth.NegTokenInit(),
+		SecurityBuffer:  c.authConfig().NegTokenInit(),
 	}
 	if required, _, _, _ := c.srv.effective(); required {
 		resp.SecurityMode |= smb2.NegotiateSigningRequired

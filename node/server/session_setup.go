@@ -18,6 +18,8 @@ func (c *conn) authConfig() *auth.Config {
 		Users:           cfg.Users,
 		AllowGuest:      allowGuest,
 		AllowAnonymous:  cfg.AllowAnonymous,
+		Kerberos:        cfg.Kerberos,
+		NoNTLM:          cfg.NoNTLM,
 		NetBIOSComputer: cfg.ServerName,
 		NetBIOSDomain:   cfg.Workgroup,
 		DNSComputer:     cfg.ServerName,
@@ -170,8 +172,12 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		// The session ends, a re-authenticated one included
 		// ([MS-SMB2] 3.3.5.5.3). The response is still signed when the
 		// request verified (r.bindSigner).
+		attrs := []any{"remote", c.remote, "err", err}
+		if krbErr := ch.auth.KerberosError(); krbErr != nil {
+			attrs = append(attrs, "kerberos", krbErr)
+		}
 		c.failAuth(s, ch)
-		c.srv.log.Info("logon failed", "remote", c.remote, "err", err)
+		c.srv.log.Info("logon failed", attrs...)
 		if r.bindSigner == nil {
 			r.Session = nil
 		}
@@ -199,7 +205,7 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 			resp.SessionFlags |= smb2.SessionFlagEncryptData
 		}
 	}
-	c.srv.log.Info("session established", "remote", c.remote, "user", s.User, "session", s.ID,
+	c.srv.log.Info("session established", "remote", c.remote, "user", s.User, "principal", res.Principal, "session", s.ID,
 		"dialect", smb2.DialectName(c.dialect), "signing", s.SigningRequired, "encrypt", s.EncryptData)
 	return resp, nil
 }
@@ -220,11 +226,18 @@ func (c *conn) reauthenticated(r *Request, s *Session, res auth.Result, resp *sm
 }
 
 // authStatus is the SESSION_SETUP status of a failed authentication: a
-// malformed token is STATUS_INVALID_PARAMETER, anything else
+// malformed token is STATUS_INVALID_PARAMETER, a Kerberos authenticator
+// out of the clock skew STATUS_TIME_DIFFERENCE_AT_DC (KRB_AP_ERR_SKEW, as
+// Samba maps it), NTLM switched off STATUS_NTLM_BLOCKED, anything else
 // STATUS_LOGON_FAILURE.
 func authStatus(err error) error {
-	if errors.Is(err, auth.ErrInvalidToken) {
+	switch {
+	case errors.Is(err, auth.ErrInvalidToken):
 		return smb2.StatusInvalidParameter
+	case errors.Is(err, auth.ErrClockSkew):
+		return smb2.StatusTimeDifferenceAtDc
+	case errors.Is(err, auth.ErrNTLMBlocked):
+		return smb2.StatusNtlmBlocked
 	}
 	return smb2.StatusLogonFailure
 }

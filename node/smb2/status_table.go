@@ -293,6 +293,7 @@ const (
 	StatusNetworkSessionExpired            Status = 0xC000035C // STATUS_NETWORK_SESSION_EXPIRED
 	StatusDowngradeDetected                Status = 0xC0000388 // STATUS_DOWNGRADE_DETECTED
 	StatusFileSystemLimitation             Status = 0xC0000427 // STATUS_FILE_SYSTEM_LIMITATION
+	StatusNtlmBlocked                      Status = 0xC0000418 // STATUS_NTLM_BLOCKED
 	StatusInvalidToken                     Status = 0xC0000465 // STATUS_INVALID_TOKEN
 	StatusServerUnavailable                Status = 0xC0000466 // STATUS_SERVER_UNAVAILABLE
 	StatusFileNotAvailable                 Status = 0xC0000467 // STATUS_FILE_NOT_AVAILABLE
@@ -892,6 +893,8 @@ func (s Status) name() string {
 		return "STATUS_DOWNGRADE_DETECTED"
 	case StatusFileSystemLimitation:
 		return "STATUS_FILE_SYSTEM_LIMITATION"
+	case StatusNtlmBlocked:
+		return "STATUS_NTLM_BLOCKED"
 	case StatusInvalidToken:
 		return "STATUS_INVALID_TOKEN"
 	case StatusServerUnavailable:
@@ -929,4 +932,4 @@ func (s Status) name() string {
 }
 
 // statusCount is the number of named statuses.
-const statusCount = 305
+const statusCount = 306

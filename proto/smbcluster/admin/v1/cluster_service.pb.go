@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -654,11 +655,387 @@ func (x *UpdateSettingsResponse) GetSettings() *Settings {
 	return nil
 }
 
+// Keytab describes the cluster's Kerberos service keytab.
+type Keytab struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Entries []*KeytabEntry         `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// spns are the service principals accepted; empty: every principal.
+	Spns          []string               `protobuf:"bytes,2,rep,name=spns,proto3" json:"spns,omitempty"`
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Keytab) Reset() {
+	*x = Keytab{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Keytab) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Keytab) ProtoMessage() {}
+
+func (x *Keytab) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Keytab.ProtoReflect.Descriptor instead.
+func (*Keytab) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Keytab) GetEntries() []*KeytabEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *Keytab) GetSpns() []string {
+	if x != nil {
+		return x.Spns
+	}
+	return nil
+}
+
+func (x *Keytab) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+// KeytabEntry is one key of a keytab, without the key.
+type KeytabEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// principal is "service/host@REALM".
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Kvno      uint32 `protobuf:"varint,2,opt,name=kvno,proto3" json:"kvno,omitempty"`
+	// enctype is the RFC 3961 name, e.g. "aes256-cts-hmac-sha1-96".
+	Enctype       string `protobuf:"bytes,3,opt,name=enctype,proto3" json:"enctype,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeytabEntry) Reset() {
+	*x = KeytabEntry{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeytabEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeytabEntry) ProtoMessage() {}
+
+func (x *KeytabEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeytabEntry.ProtoReflect.Descriptor instead.
+func (*KeytabEntry) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *KeytabEntry) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *KeytabEntry) GetKvno() uint32 {
+	if x != nil {
+		return x.Kvno
+	}
+	return 0
+}
+
+func (x *KeytabEntry) GetEnctype() string {
+	if x != nil {
+		return x.Enctype
+	}
+	return ""
+}
+
+type SetKeytabRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// keytab is the keytab file's contents (MIT format, as kadmin ktadd
+	// and ktutil write it).
+	Keytab []byte `protobuf:"bytes,1,opt,name=keytab,proto3" json:"keytab,omitempty"`
+	// spns: see Keytab.spns; each must have keys in the keytab.
+	Spns          []string `protobuf:"bytes,2,rep,name=spns,proto3" json:"spns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetKeytabRequest) Reset() {
+	*x = SetKeytabRequest{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetKeytabRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetKeytabRequest) ProtoMessage() {}
+
+func (x *SetKeytabRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetKeytabRequest.ProtoReflect.Descriptor instead.
+func (*SetKeytabRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SetKeytabRequest) GetKeytab() []byte {
+	if x != nil {
+		return x.Keytab
+	}
+	return nil
+}
+
+func (x *SetKeytabRequest) GetSpns() []string {
+	if x != nil {
+		return x.Spns
+	}
+	return nil
+}
+
+type SetKeytabResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keytab        *Keytab                `protobuf:"bytes,1,opt,name=keytab,proto3" json:"keytab,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetKeytabResponse) Reset() {
+	*x = SetKeytabResponse{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetKeytabResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetKeytabResponse) ProtoMessage() {}
+
+func (x *SetKeytabResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetKeytabResponse.ProtoReflect.Descriptor instead.
+func (*SetKeytabResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SetKeytabResponse) GetKeytab() *Keytab {
+	if x != nil {
+		return x.Keytab
+	}
+	return nil
+}
+
+type GetKeytabRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeytabRequest) Reset() {
+	*x = GetKeytabRequest{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeytabRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeytabRequest) ProtoMessage() {}
+
+func (x *GetKeytabRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeytabRequest.ProtoReflect.Descriptor instead.
+func (*GetKeytabRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{15}
+}
+
+type GetKeytabResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keytab        *Keytab                `protobuf:"bytes,1,opt,name=keytab,proto3" json:"keytab,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeytabResponse) Reset() {
+	*x = GetKeytabResponse{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeytabResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeytabResponse) ProtoMessage() {}
+
+func (x *GetKeytabResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeytabResponse.ProtoReflect.Descriptor instead.
+func (*GetKeytabResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetKeytabResponse) GetKeytab() *Keytab {
+	if x != nil {
+		return x.Keytab
+	}
+	return nil
+}
+
+type DeleteKeytabRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteKeytabRequest) Reset() {
+	*x = DeleteKeytabRequest{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteKeytabRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteKeytabRequest) ProtoMessage() {}
+
+func (x *DeleteKeytabRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteKeytabRequest.ProtoReflect.Descriptor instead.
+func (*DeleteKeytabRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{17}
+}
+
+type DeleteKeytabResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteKeytabResponse) Reset() {
+	*x = DeleteKeytabResponse{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteKeytabResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteKeytabResponse) ProtoMessage() {}
+
+func (x *DeleteKeytabResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteKeytabResponse.ProtoReflect.Descriptor instead.
+func (*DeleteKeytabResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{18}
+}
+
 var File_smbcluster_admin_v1_cluster_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_admin_v1_cluster_service_proto_rawDesc = "" +
 	"\n" +
-	")smbcluster/admin/v1/cluster_service.proto\x12\x13smbcluster.admin.v1\x1a google/protobuf/field_mask.proto\x1a&smbcluster/admin/v1/node_service.proto\"\xae\x01\n" +
+	")smbcluster/admin/v1/cluster_service.proto\x12\x13smbcluster.admin.v1\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a&smbcluster/admin/v1/node_service.proto\"\xae\x01\n" +
 	"\n" +
 	"EtcdMember\x12\x1a\n" +
 	"\bendpoint\x18\x01 \x01(\tR\bendpoint\x12\x18\n" +
@@ -707,12 +1084,34 @@ const file_smbcluster_admin_v1_cluster_service_proto_rawDesc = "" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
 	"updateMask\"S\n" +
 	"\x16UpdateSettingsResponse\x129\n" +
-	"\bsettings\x18\x01 \x01(\v2\x1d.smbcluster.admin.v1.SettingsR\bsettings2\x8c\x03\n" +
+	"\bsettings\x18\x01 \x01(\v2\x1d.smbcluster.admin.v1.SettingsR\bsettings\"\x95\x01\n" +
+	"\x06Keytab\x12:\n" +
+	"\aentries\x18\x01 \x03(\v2 .smbcluster.admin.v1.KeytabEntryR\aentries\x12\x12\n" +
+	"\x04spns\x18\x02 \x03(\tR\x04spns\x12;\n" +
+	"\vupdate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"Y\n" +
+	"\vKeytabEntry\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04kvno\x18\x02 \x01(\rR\x04kvno\x12\x18\n" +
+	"\aenctype\x18\x03 \x01(\tR\aenctype\">\n" +
+	"\x10SetKeytabRequest\x12\x16\n" +
+	"\x06keytab\x18\x01 \x01(\fR\x06keytab\x12\x12\n" +
+	"\x04spns\x18\x02 \x03(\tR\x04spns\"H\n" +
+	"\x11SetKeytabResponse\x123\n" +
+	"\x06keytab\x18\x01 \x01(\v2\x1b.smbcluster.admin.v1.KeytabR\x06keytab\"\x12\n" +
+	"\x10GetKeytabRequest\"H\n" +
+	"\x11GetKeytabResponse\x123\n" +
+	"\x06keytab\x18\x01 \x01(\v2\x1b.smbcluster.admin.v1.KeytabR\x06keytab\"\x15\n" +
+	"\x13DeleteKeytabRequest\"\x16\n" +
+	"\x14DeleteKeytabResponse2\xa9\x05\n" +
 	"\x0eClusterService\x12Z\n" +
 	"\tGetStatus\x12%.smbcluster.admin.v1.GetStatusRequest\x1a&.smbcluster.admin.v1.GetStatusResponse\x12Q\n" +
 	"\x06Health\x12\".smbcluster.admin.v1.HealthRequest\x1a#.smbcluster.admin.v1.HealthResponse\x12`\n" +
 	"\vGetSettings\x12'.smbcluster.admin.v1.GetSettingsRequest\x1a(.smbcluster.admin.v1.GetSettingsResponse\x12i\n" +
-	"\x0eUpdateSettings\x12*.smbcluster.admin.v1.UpdateSettingsRequest\x1a+.smbcluster.admin.v1.UpdateSettingsResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
+	"\x0eUpdateSettings\x12*.smbcluster.admin.v1.UpdateSettingsRequest\x1a+.smbcluster.admin.v1.UpdateSettingsResponse\x12Z\n" +
+	"\tSetKeytab\x12%.smbcluster.admin.v1.SetKeytabRequest\x1a&.smbcluster.admin.v1.SetKeytabResponse\x12Z\n" +
+	"\tGetKeytab\x12%.smbcluster.admin.v1.GetKeytabRequest\x1a&.smbcluster.admin.v1.GetKeytabResponse\x12c\n" +
+	"\fDeleteKeytab\x12(.smbcluster.admin.v1.DeleteKeytabRequest\x1a).smbcluster.admin.v1.DeleteKeytabResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_smbcluster_admin_v1_cluster_service_proto_rawDescOnce sync.Once
@@ -726,7 +1125,7 @@ func file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_admin_v1_cluster_service_proto_rawDescData
 }
 
-var file_smbcluster_admin_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_smbcluster_admin_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_smbcluster_admin_v1_cluster_service_proto_goTypes = []any{
 	(*EtcdMember)(nil),             // 0: smbcluster.admin.v1.EtcdMember
 	(*EtcdStatus)(nil),             // 1: smbcluster.admin.v1.EtcdStatus
@@ -739,30 +1138,49 @@ var file_smbcluster_admin_v1_cluster_service_proto_goTypes = []any{
 	(*GetSettingsResponse)(nil),    // 8: smbcluster.admin.v1.GetSettingsResponse
 	(*UpdateSettingsRequest)(nil),  // 9: smbcluster.admin.v1.UpdateSettingsRequest
 	(*UpdateSettingsResponse)(nil), // 10: smbcluster.admin.v1.UpdateSettingsResponse
-	(*Node)(nil),                   // 11: smbcluster.admin.v1.Node
-	(*fieldmaskpb.FieldMask)(nil),  // 12: google.protobuf.FieldMask
+	(*Keytab)(nil),                 // 11: smbcluster.admin.v1.Keytab
+	(*KeytabEntry)(nil),            // 12: smbcluster.admin.v1.KeytabEntry
+	(*SetKeytabRequest)(nil),       // 13: smbcluster.admin.v1.SetKeytabRequest
+	(*SetKeytabResponse)(nil),      // 14: smbcluster.admin.v1.SetKeytabResponse
+	(*GetKeytabRequest)(nil),       // 15: smbcluster.admin.v1.GetKeytabRequest
+	(*GetKeytabResponse)(nil),      // 16: smbcluster.admin.v1.GetKeytabResponse
+	(*DeleteKeytabRequest)(nil),    // 17: smbcluster.admin.v1.DeleteKeytabRequest
+	(*DeleteKeytabResponse)(nil),   // 18: smbcluster.admin.v1.DeleteKeytabResponse
+	(*Node)(nil),                   // 19: smbcluster.admin.v1.Node
+	(*fieldmaskpb.FieldMask)(nil),  // 20: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),  // 21: google.protobuf.Timestamp
 }
 var file_smbcluster_admin_v1_cluster_service_proto_depIdxs = []int32{
 	0,  // 0: smbcluster.admin.v1.EtcdStatus.members:type_name -> smbcluster.admin.v1.EtcdMember
-	11, // 1: smbcluster.admin.v1.GetStatusResponse.nodes:type_name -> smbcluster.admin.v1.Node
+	19, // 1: smbcluster.admin.v1.GetStatusResponse.nodes:type_name -> smbcluster.admin.v1.Node
 	1,  // 2: smbcluster.admin.v1.GetStatusResponse.etcd:type_name -> smbcluster.admin.v1.EtcdStatus
 	6,  // 3: smbcluster.admin.v1.GetSettingsResponse.settings:type_name -> smbcluster.admin.v1.Settings
 	6,  // 4: smbcluster.admin.v1.UpdateSettingsRequest.settings:type_name -> smbcluster.admin.v1.Settings
-	12, // 5: smbcluster.admin.v1.UpdateSettingsRequest.update_mask:type_name -> google.protobuf.FieldMask
+	20, // 5: smbcluster.admin.v1.UpdateSettingsRequest.update_mask:type_name -> google.protobuf.FieldMask
 	6,  // 6: smbcluster.admin.v1.UpdateSettingsResponse.settings:type_name -> smbcluster.admin.v1.Settings
-	2,  // 7: smbcluster.admin.v1.ClusterService.GetStatus:input_type -> smbcluster.admin.v1.GetStatusRequest
-	4,  // 8: smbcluster.admin.v1.ClusterService.Health:input_type -> smbcluster.admin.v1.HealthRequest
-	7,  // 9: smbcluster.admin.v1.ClusterService.GetSettings:input_type -> smbcluster.admin.v1.GetSettingsRequest
-	9,  // 10: smbcluster.admin.v1.ClusterService.UpdateSettings:input_type -> smbcluster.admin.v1.UpdateSettingsRequest
-	3,  // 11: smbcluster.admin.v1.ClusterService.GetStatus:output_type -> smbcluster.admin.v1.GetStatusResponse
-	5,  // 12: smbcluster.admin.v1.ClusterService.Health:output_type -> smbcluster.admin.v1.HealthResponse
-	8,  // 13: smbcluster.admin.v1.ClusterService.GetSettings:output_type -> smbcluster.admin.v1.GetSettingsResponse
-	10, // 14: smbcluster.admin.v1.ClusterService.UpdateSettings:output_type -> smbcluster.admin.v1.UpdateSettingsResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	12, // 7: smbcluster.admin.v1.Keytab.entries:type_name -> smbcluster.admin.v1.KeytabEntry
+	21, // 8: smbcluster.admin.v1.Keytab.update_time:type_name -> google.protobuf.Timestamp
+	11, // 9: smbcluster.admin.v1.SetKeytabResponse.keytab:type_name -> smbcluster.admin.v1.Keytab
+	11, // 10: smbcluster.admin.v1.GetKeytabResponse.keytab:type_name -> smbcluster.admin.v1.Keytab
+	2,  // 11: smbcluster.admin.v1.ClusterService.GetStatus:input_type -> smbcluster.admin.v1.GetStatusRequest
+	4,  // 12: smbcluster.admin.v1.ClusterService.Health:input_type -> smbcluster.admin.v1.HealthRequest
+	7,  // 13: smbcluster.admin.v1.ClusterService.GetSettings:input_type -> smbcluster.admin.v1.GetSettingsRequest
+	9,  // 14: smbcluster.admin.v1.ClusterService.UpdateSettings:input_type -> smbcluster.admin.v1.UpdateSettingsRequest
+	13, // 15: smbcluster.admin.v1.ClusterService.SetKeytab:input_type -> smbcluster.admin.v1.SetKeytabRequest
+	15, // 16: smbcluster.admin.v1.ClusterService.GetKeytab:input_type -> smbcluster.admin.v1.GetKeytabRequest
+	17, // 17: smbcluster.admin.v1.ClusterService.DeleteKeytab:input_type -> smbcluster.admin.v1.DeleteKeytabRequest
+	3,  // 18: smbcluster.admin.v1.ClusterService.GetStatus:output_type -> smbcluster.admin.v1.GetStatusResponse
+	5,  // 19: smbcluster.admin.v1.ClusterService.Health:output_type -> smbcluster.admin.v1.HealthResponse
+	8,  // 20: smbcluster.admin.v1.ClusterService.GetSettings:output_type -> smbcluster.admin.v1.GetSettingsResponse
+	10, // 21: smbcluster.admin.v1.ClusterService.UpdateSettings:output_type -> smbcluster.admin.v1.UpdateSettingsResponse
+	14, // 22: smbcluster.admin.v1.ClusterService.SetKeytab:output_type -> smbcluster.admin.v1.SetKeytabResponse
+	16, // 23: smbcluster.admin.v1.ClusterService.GetKeytab:output_type -> smbcluster.admin.v1.GetKeytabResponse
+	18, // 24: smbcluster.admin.v1.ClusterService.DeleteKeytab:output_type -> smbcluster.admin.v1.DeleteKeytabResponse
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_admin_v1_cluster_service_proto_init() }
@@ -777,7 +1195,7 @@ func file_smbcluster_admin_v1_cluster_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_admin_v1_cluster_service_proto_rawDesc), len(file_smbcluster_admin_v1_cluster_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,9 @@ const (
 	ClusterService_Health_FullMethodName         = "/smbcluster.admin.v1.ClusterService/Health"
 	ClusterService_GetSettings_FullMethodName    = "/smbcluster.admin.v1.ClusterService/GetSettings"
 	ClusterService_UpdateSettings_FullMethodName = "/smbcluster.admin.v1.ClusterService/UpdateSettings"
+	ClusterService_SetKeytab_FullMethodName      = "/smbcluster.admin.v1.ClusterService/SetKeytab"
+	ClusterService_GetKeytab_FullMethodName      = "/smbcluster.admin.v1.ClusterService/GetKeytab"
+	ClusterService_DeleteKeytab_FullMethodName   = "/smbcluster.admin.v1.ClusterService/DeleteKeytab"
 )
 
 // ClusterServiceClient is the client API for ClusterService service.
@@ -37,6 +40,15 @@ type ClusterServiceClient interface {
 	Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error)
 	GetSettings(ctx context.Context, in *GetSettingsRequest, opts ...grpc.CallOption) (*GetSettingsResponse, error)
 	UpdateSettings(ctx context.Context, in *UpdateSettingsRequest, opts ...grpc.CallOption) (*UpdateSettingsResponse, error)
+	// SetKeytab replaces the cluster's Kerberos service keytab: every node
+	// accepts AP-REQs for its principals from the next logon on.
+	// InvalidArgument if the keytab does not parse or has no keys.
+	SetKeytab(ctx context.Context, in *SetKeytabRequest, opts ...grpc.CallOption) (*SetKeytabResponse, error)
+	// GetKeytab describes the keytab (principals, versions, enctypes; never
+	// the keys). NotFound if none is set.
+	GetKeytab(ctx context.Context, in *GetKeytabRequest, opts ...grpc.CallOption) (*GetKeytabResponse, error)
+	// DeleteKeytab removes it: nodes fall back to their --keytab, if any.
+	DeleteKeytab(ctx context.Context, in *DeleteKeytabRequest, opts ...grpc.CallOption) (*DeleteKeytabResponse, error)
 }
 
 type clusterServiceClient struct {
@@ -87,6 +99,36 @@ func (c *clusterServiceClient) UpdateSettings(ctx context.Context, in *UpdateSet
 	return out, nil
 }
 
+func (c *clusterServiceClient) SetKeytab(ctx context.Context, in *SetKeytabRequest, opts ...grpc.CallOption) (*SetKeytabResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetKeytabResponse)
+	err := c.cc.Invoke(ctx, ClusterService_SetKeytab_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) GetKeytab(ctx context.Context, in *GetKeytabRequest, opts ...grpc.CallOption) (*GetKeytabResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetKeytabResponse)
+	err := c.cc.Invoke(ctx, ClusterService_GetKeytab_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) DeleteKeytab(ctx context.Context, in *DeleteKeytabRequest, opts ...grpc.CallOption) (*DeleteKeytabResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteKeytabResponse)
+	err := c.cc.Invoke(ctx, ClusterService_DeleteKeytab_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServiceServer is the server API for ClusterService service.
 // All implementations must embed UnimplementedClusterServiceServer
 // for forward compatibility.
@@ -99,6 +141,15 @@ type ClusterServiceServer interface {
 	Health(context.Context, *HealthRequest) (*HealthResponse, error)
 	GetSettings(context.Context, *GetSettingsRequest) (*GetSettingsResponse, error)
 	UpdateSettings(context.Context, *UpdateSettingsRequest) (*UpdateSettingsResponse, error)
+	// SetKeytab replaces the cluster's Kerberos service keytab: every node
+	// accepts AP-REQs for its principals from the next logon on.
+	// InvalidArgument if the keytab does not parse or has no keys.
+	SetKeytab(context.Context, *SetKeytabRequest) (*SetKeytabResponse, error)
+	// GetKeytab describes the keytab (principals, versions, enctypes; never
+	// the keys). NotFound if none is set.
+	GetKeytab(context.Context, *GetKeytabRequest) (*GetKeytabResponse, error)
+	// DeleteKeytab removes it: nodes fall back to their --keytab, if any.
+	DeleteKeytab(context.Context, *DeleteKeytabRequest) (*DeleteKeytabResponse, error)
 	mustEmbedUnimplementedClusterServiceServer()
 }
 
@@ -120,6 +171,15 @@ func (UnimplementedClusterServiceServer) GetSettings(context.Context, *GetSettin
 }
 func (UnimplementedClusterServiceServer) UpdateSettings(context.Context, *UpdateSettingsRequest) (*UpdateSettingsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateSettings not implemented")
+}
+func (UnimplementedClusterServiceServer) SetKeytab(context.Context, *SetKeytabRequest) (*SetKeytabResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetKeytab not implemented")
+}
+func (UnimplementedClusterServiceServer) GetKeytab(context.Context, *GetKeytabRequest) (*GetKeytabResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetKeytab not implemented")
+}
+func (UnimplementedClusterServiceServer) DeleteKeytab(context.Context, *DeleteKeytabRequest) (*DeleteKeytabResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteKeytab not implemented")
 }
 func (UnimplementedClusterServiceServer) mustEmbedUnimplementedClusterServiceServer() {}
 func (UnimplementedClusterServiceServer) testEmbeddedByValue()                        {}
@@ -214,6 +274,60 @@ func _ClusterService_UpdateSettings_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClusterService_SetKeytab_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetKeytabRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).SetKeytab(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_SetKeytab_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).SetKeytab(ctx, req.(*SetKeytabRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_GetKeytab_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetKeytabRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).GetKeytab(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_GetKeytab_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).GetKeytab(ctx, req.(*GetKeytabRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_DeleteKeytab_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteKeytabRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).DeleteKeytab(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_DeleteKeytab_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).DeleteKeytab(ctx, req.(*DeleteKeytabRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClusterService_ServiceDesc is the grpc.ServiceDesc for ClusterService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -236,6 +350,18 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateSettings",
 			Handler:    _ClusterService_UpdateSettings_Handler,
+		},
+		{
+			MethodName: "SetKeytab",
+			Handler:    _ClusterService_SetKeytab_Handler,
+		},
+		{
+			MethodName: "GetKeytab",
+			Handler:    _ClusterService_GetKeytab_Handler,
+		},
+		{
+			MethodName: "DeleteKeytab",
+			Handler:    _ClusterService_DeleteKeytab_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

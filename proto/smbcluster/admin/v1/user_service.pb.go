@@ -29,6 +29,8 @@ type User struct {
 	Name               string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	CreateTime         *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	PasswordChangeTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=password_change_time,json=passwordChangeTime,proto3" json:"password_change_time,omitempty"`
+	// kerberos_principals ("name@REALM") log on as this user.
+	KerberosPrincipals []string `protobuf:"bytes,4,rep,name=kerberos_principals,json=kerberosPrincipals,proto3" json:"kerberos_principals,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -80,6 +82,13 @@ func (x *User) GetCreateTime() *timestamppb.Timestamp {
 func (x *User) GetPasswordChangeTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.PasswordChangeTime
+	}
+	return nil
+}
+
+func (x *User) GetKerberosPrincipals() []string {
+	if x != nil {
+		return x.KerberosPrincipals
 	}
 	return nil
 }
@@ -438,16 +447,114 @@ func (x *ListUsersResponse) GetUsers() []*User {
 	return nil
 }
 
+type SetPrincipalsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// kerberos_principals: each "name@REALM"; empty clears them.
+	KerberosPrincipals []string `protobuf:"bytes,2,rep,name=kerberos_principals,json=kerberosPrincipals,proto3" json:"kerberos_principals,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *SetPrincipalsRequest) Reset() {
+	*x = SetPrincipalsRequest{}
+	mi := &file_smbcluster_admin_v1_user_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPrincipalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPrincipalsRequest) ProtoMessage() {}
+
+func (x *SetPrincipalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_user_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPrincipalsRequest.ProtoReflect.Descriptor instead.
+func (*SetPrincipalsRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_user_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SetPrincipalsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetPrincipalsRequest) GetKerberosPrincipals() []string {
+	if x != nil {
+		return x.KerberosPrincipals
+	}
+	return nil
+}
+
+type SetPrincipalsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *User                  `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPrincipalsResponse) Reset() {
+	*x = SetPrincipalsResponse{}
+	mi := &file_smbcluster_admin_v1_user_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPrincipalsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPrincipalsResponse) ProtoMessage() {}
+
+func (x *SetPrincipalsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_user_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPrincipalsResponse.ProtoReflect.Descriptor instead.
+func (*SetPrincipalsResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_user_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SetPrincipalsResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
 var File_smbcluster_admin_v1_user_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_admin_v1_user_service_proto_rawDesc = "" +
 	"\n" +
-	"&smbcluster/admin/v1/user_service.proto\x12\x13smbcluster.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x01\n" +
+	"&smbcluster/admin/v1/user_service.proto\x12\x13smbcluster.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd6\x01\n" +
 	"\x04User\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12L\n" +
-	"\x14password_change_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x12passwordChangeTime\"C\n" +
+	"\x14password_change_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x12passwordChangeTime\x12/\n" +
+	"\x13kerberos_principals\x18\x04 \x03(\tR\x12kerberosPrincipals\"C\n" +
 	"\x11CreateUserRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\"C\n" +
@@ -463,14 +570,20 @@ const file_smbcluster_admin_v1_user_service_proto_rawDesc = "" +
 	"\x04user\x18\x01 \x01(\v2\x19.smbcluster.admin.v1.UserR\x04user\"\x12\n" +
 	"\x10ListUsersRequest\"D\n" +
 	"\x11ListUsersResponse\x12/\n" +
-	"\x05users\x18\x01 \x03(\v2\x19.smbcluster.admin.v1.UserR\x05users2\x89\x03\n" +
+	"\x05users\x18\x01 \x03(\v2\x19.smbcluster.admin.v1.UserR\x05users\"[\n" +
+	"\x14SetPrincipalsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
+	"\x13kerberos_principals\x18\x02 \x03(\tR\x12kerberosPrincipals\"F\n" +
+	"\x15SetPrincipalsResponse\x12-\n" +
+	"\x04user\x18\x01 \x01(\v2\x19.smbcluster.admin.v1.UserR\x04user2\xf1\x03\n" +
 	"\vUserService\x12]\n" +
 	"\n" +
 	"CreateUser\x12&.smbcluster.admin.v1.CreateUserRequest\x1a'.smbcluster.admin.v1.CreateUserResponse\x12]\n" +
 	"\n" +
 	"DeleteUser\x12&.smbcluster.admin.v1.DeleteUserRequest\x1a'.smbcluster.admin.v1.DeleteUserResponse\x12`\n" +
 	"\vSetPassword\x12'.smbcluster.admin.v1.SetPasswordRequest\x1a(.smbcluster.admin.v1.SetPasswordResponse\x12Z\n" +
-	"\tListUsers\x12%.smbcluster.admin.v1.ListUsersRequest\x1a&.smbcluster.admin.v1.ListUsersResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
+	"\tListUsers\x12%.smbcluster.admin.v1.ListUsersRequest\x1a&.smbcluster.admin.v1.ListUsersResponse\x12f\n" +
+	"\rSetPrincipals\x12).smbcluster.admin.v1.SetPrincipalsRequest\x1a*.smbcluster.admin.v1.SetPrincipalsResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_smbcluster_admin_v1_user_service_proto_rawDescOnce sync.Once
@@ -484,7 +597,7 @@ func file_smbcluster_admin_v1_user_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_admin_v1_user_service_proto_rawDescData
 }
 
-var file_smbcluster_admin_v1_user_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_smbcluster_admin_v1_user_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_smbcluster_admin_v1_user_service_proto_goTypes = []any{
 	(*User)(nil),                  // 0: smbcluster.admin.v1.User
 	(*CreateUserRequest)(nil),     // 1: smbcluster.admin.v1.CreateUserRequest
@@ -495,27 +608,32 @@ var file_smbcluster_admin_v1_user_service_proto_goTypes = []any{
 	(*SetPasswordResponse)(nil),   // 6: smbcluster.admin.v1.SetPasswordResponse
 	(*ListUsersRequest)(nil),      // 7: smbcluster.admin.v1.ListUsersRequest
 	(*ListUsersResponse)(nil),     // 8: smbcluster.admin.v1.ListUsersResponse
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*SetPrincipalsRequest)(nil),  // 9: smbcluster.admin.v1.SetPrincipalsRequest
+	(*SetPrincipalsResponse)(nil), // 10: smbcluster.admin.v1.SetPrincipalsResponse
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_smbcluster_admin_v1_user_service_proto_depIdxs = []int32{
-	9, // 0: smbcluster.admin.v1.User.create_time:type_name -> google.protobuf.Timestamp
-	9, // 1: smbcluster.admin.v1.User.password_change_time:type_name -> google.protobuf.Timestamp
-	0, // 2: smbcluster.admin.v1.CreateUserResponse.user:type_name -> smbcluster.admin.v1.User
-	0, // 3: smbcluster.admin.v1.SetPasswordResponse.user:type_name -> smbcluster.admin.v1.User
-	0, // 4: smbcluster.admin.v1.ListUsersResponse.users:type_name -> smbcluster.admin.v1.User
-	1, // 5: smbcluster.admin.v1.UserService.CreateUser:input_type -> smbcluster.admin.v1.CreateUserRequest
-	3, // 6: smbcluster.admin.v1.UserService.DeleteUser:input_type -> smbcluster.admin.v1.DeleteUserRequest
-	5, // 7: smbcluster.admin.v1.UserService.SetPassword:input_type -> smbcluster.admin.v1.SetPasswordRequest
-	7, // 8: smbcluster.admin.v1.UserService.ListUsers:input_type -> smbcluster.admin.v1.ListUsersRequest
-	2, // 9: smbcluster.admin.v1.UserService.CreateUser:output_type -> smbcluster.admin.v1.CreateUserResponse
-	4, // 10: smbcluster.admin.v1.UserService.DeleteUser:output_type -> smbcluster.admin.v1.DeleteUserResponse
-	6, // 11: smbcluster.admin.v1.UserService.SetPassword:output_type -> smbcluster.admin.v1.SetPasswordResponse
-	8, // 12: smbcluster.admin.v1.UserService.ListUsers:output_type -> smbcluster.admin.v1.ListUsersResponse
-	9, // [9:13] is the sub-list for method output_type
-	5, // [5:9] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	11, // 0: smbcluster.admin.v1.User.create_time:type_name -> google.protobuf.Timestamp
+	11, // 1: smbcluster.admin.v1.User.password_change_time:type_name -> google.protobuf.Timestamp
+	0,  // 2: smbcluster.admin.v1.CreateUserResponse.user:type_name -> smbcluster.admin.v1.User
+	0,  // 3: smbcluster.admin.v1.SetPasswordResponse.user:type_name -> smbcluster.admin.v1.User
+	0,  // 4: smbcluster.admin.v1.ListUsersResponse.users:type_name -> smbcluster.admin.v1.User
+	0,  // 5: smbcluster.admin.v1.SetPrincipalsResponse.user:type_name -> smbcluster.admin.v1.User
+	1,  // 6: smbcluster.admin.v1.UserService.CreateUser:input_type -> smbcluster.admin.v1.CreateUserRequest
+	3,  // 7: smbcluster.admin.v1.UserService.DeleteUser:input_type -> smbcluster.admin.v1.DeleteUserRequest
+	5,  // 8: smbcluster.admin.v1.UserService.SetPassword:input_type -> smbcluster.admin.v1.SetPasswordRequest
+	7,  // 9: smbcluster.admin.v1.UserService.ListUsers:input_type -> smbcluster.admin.v1.ListUsersRequest
+	9,  // 10: smbcluster.admin.v1.UserService.SetPrincipals:input_type -> smbcluster.admin.v1.SetPrincipalsRequest
+	2,  // 11: smbcluster.admin.v1.UserService.CreateUser:output_type -> smbcluster.admin.v1.CreateUserResponse
+	4,  // 12: smbcluster.admin.v1.UserService.DeleteUser:output_type -> smbcluster.admin.v1.DeleteUserResponse
+	6,  // 13: smbcluster.admin.v1.UserService.SetPassword:output_type -> smbcluster.admin.v1.SetPasswordResponse
+	8,  // 14: smbcluster.admin.v1.UserService.ListUsers:output_type -> smbcluster.admin.v1.ListUsersResponse
+	10, // 15: smbcluster.admin.v1.UserService.SetPrincipals:output_type -> smbcluster.admin.v1.SetPrincipalsResponse
+	11, // [11:16] is the sub-list for method output_type
+	6,  // [6:11] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_admin_v1_user_service_proto_init() }
@@ -529,7 +647,7 @@ func file_smbcluster_admin_v1_user_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_admin_v1_user_service_proto_rawDesc), len(file_smbcluster_admin_v1_user_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

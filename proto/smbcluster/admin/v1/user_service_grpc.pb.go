@@ -19,10 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	UserService_CreateUser_FullMethodName  = "/smbcluster.admin.v1.UserService/CreateUser"
-	UserService_DeleteUser_FullMethodName  = "/smbcluster.admin.v1.UserService/DeleteUser"
-	UserService_SetPassword_FullMethodName = "/smbcluster.admin.v1.UserService/SetPassword"
-	UserService_ListUsers_FullMethodName   = "/smbcluster.admin.v1.UserService/ListUsers"
+	UserService_CreateUser_FullMethodName    = "/smbcluster.admin.v1.UserService/CreateUser"
+	UserService_DeleteUser_FullMethodName    = "/smbcluster.admin.v1.UserService/DeleteUser"
+	UserService_SetPassword_FullMethodName   = "/smbcluster.admin.v1.UserService/SetPassword"
+	UserService_ListUsers_FullMethodName     = "/smbcluster.admin.v1.UserService/ListUsers"
+	UserService_SetPrincipals_FullMethodName = "/smbcluster.admin.v1.UserService/SetPrincipals"
 )
 
 // UserServiceClient is the client API for UserService service.
@@ -37,6 +38,9 @@ type UserServiceClient interface {
 	DeleteUser(ctx context.Context, in *DeleteUserRequest, opts ...grpc.CallOption) (*DeleteUserResponse, error)
 	SetPassword(ctx context.Context, in *SetPasswordRequest, opts ...grpc.CallOption) (*SetPasswordResponse, error)
 	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
+	// SetPrincipals replaces the Kerberos principals that log on as the
+	// user. NotFound if the user does not exist.
+	SetPrincipals(ctx context.Context, in *SetPrincipalsRequest, opts ...grpc.CallOption) (*SetPrincipalsResponse, error)
 }
 
 type userServiceClient struct {
@@ -87,6 +91,16 @@ func (c *userServiceClient) ListUsers(ctx context.Context, in *ListUsersRequest,
 	return out, nil
 }
 
+func (c *userServiceClient) SetPrincipals(ctx context.Context, in *SetPrincipalsRequest, opts ...grpc.CallOption) (*SetPrincipalsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetPrincipalsResponse)
+	err := c.cc.Invoke(ctx, UserService_SetPrincipals_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // UserServiceServer is the server API for UserService service.
 // All implementations must embed UnimplementedUserServiceServer
 // for forward compatibility.
@@ -99,6 +113,9 @@ type UserServiceServer interface {
 	DeleteUser(context.Context, *DeleteUserRequest) (*DeleteUserResponse, error)
 	SetPassword(context.Context, *SetPasswordRequest) (*SetPasswordResponse, error)
 	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
+	// SetPrincipals replaces the Kerberos principals that log on as the
+	// user. NotFound if the user does not exist.
+	SetPrincipals(context.Context, *SetPrincipalsRequest) (*SetPrincipalsResponse, error)
 	mustEmbedUnimplementedUserServiceServer()
 }
 
@@ -120,6 +137,9 @@ func (UnimplementedUserServiceServer) SetPassword(context.Context, *SetPasswordR
 }
 func (UnimplementedUserServiceServer) ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUsers not implemented")
+}
+func (UnimplementedUserServiceServer) SetPrincipals(context.Context, *SetPrincipalsRequest) (*SetPrincipalsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPrincipals not implemented")
 }
 func (UnimplementedUserServiceServer) mustEmbedUnimplementedUserServiceServer() {}
 func (UnimplementedUserServiceServer) testEmbeddedByValue()                     {}
@@ -214,6 +234,24 @@ func _UserService_ListUsers_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _UserService_SetPrincipals_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPrincipalsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UserServiceServer).SetPrincipals(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UserService_SetPrincipals_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UserServiceServer).SetPrincipals(ctx, req.(*SetPrincipalsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // UserService_ServiceDesc is the grpc.ServiceDesc for UserService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -236,6 +274,10 @@ var UserService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListUsers",
 			Handler:    _UserService_ListUsers_Handler,
+		},
+		{
+			MethodName: "SetPrincipals",
+			Handler:    _UserService_SetPrincipals_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

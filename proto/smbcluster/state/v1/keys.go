@@ -52,10 +52,12 @@ import (
 // and joins again (step 2 and 3) before it serves again. The node refreshes
 // NodeLiveRecord.SessionCount now and then (informational).
 //
-// Configuration. Nodes watch SharesPrefix, UsersPrefix and SettingsKey and
-// apply changes live: a deleted share ends its tree connects, a deleted user
-// ends that user's sessions. User NT hashes are opened with the cluster
-// secret: Sealer.Open(rec.NtHash, UserKey(rec.Name)).
+// Configuration. Nodes watch SharesPrefix, UsersPrefix, SettingsKey and
+// KerberosKey and apply changes live: a deleted share ends its tree
+// connects, a deleted user ends that user's sessions, a new keytab applies
+// to the next Kerberos logons. User NT hashes and the keytab are opened
+// with the cluster secret: Sealer.Open(rec.NtHash, UserKey(rec.Name)),
+// Sealer.Open(rec.Keytab, KerberosKey()).
 //
 // Sessions and opens. When a session is established, its node writes
 // SessionKey(id) (key material sealed with AAD SessionKey(id)) and its own
@@ -119,6 +121,10 @@ func UserKey(name string) string { return UsersPrefix + strings.ToLower(name) }
 
 // SettingsKey is where the cluster's Settings live.
 func SettingsKey() string { return Root + "settings" }
+
+// KerberosKey is where the cluster's KerberosRecord (its service keytab,
+// sealed) lives.
+func KerberosKey() string { return Root + "kerberos" }
 
 // SessionKey is where session id's SessionRecord lives.
 func SessionKey(id uint64) string { return SessionsPrefix + IDKeyPart(id) }

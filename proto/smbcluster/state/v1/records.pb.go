@@ -501,6 +501,9 @@ type UserRecord struct {
 	NtHash             *Sealed                `protobuf:"bytes,2,opt,name=nt_hash,json=ntHash,proto3" json:"nt_hash,omitempty"`
 	CreateTime         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	PasswordChangeTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=password_change_time,json=passwordChangeTime,proto3" json:"password_change_time,omitempty"`
+	// kerberos_principals are the Kerberos client principals
+	// ("name@REALM", any case) that log on as this user.
+	KerberosPrincipals []string `protobuf:"bytes,5,rep,name=kerberos_principals,json=kerberosPrincipals,proto3" json:"kerberos_principals,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -563,6 +566,79 @@ func (x *UserRecord) GetPasswordChangeTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *UserRecord) GetKerberosPrincipals() []string {
+	if x != nil {
+		return x.KerberosPrincipals
+	}
+	return nil
+}
+
+// KerberosRecord is the cluster's Kerberos service keytab, under
+// KerberosKey(): every node accepts AP-REQs for its principals.
+type KerberosRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// keytab is the keytab file's contents (MIT format), sealed with the
+	// cluster secret; additional data is KerberosKey().
+	Keytab *Sealed `protobuf:"bytes,1,opt,name=keytab,proto3" json:"keytab,omitempty"`
+	// spns, when not empty, are the only service principals accepted
+	// ("cifs/files.example.com"); else every principal of the keytab.
+	Spns          []string               `protobuf:"bytes,2,rep,name=spns,proto3" json:"spns,omitempty"`
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KerberosRecord) Reset() {
+	*x = KerberosRecord{}
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KerberosRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KerberosRecord) ProtoMessage() {}
+
+func (x *KerberosRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KerberosRecord.ProtoReflect.Descriptor instead.
+func (*KerberosRecord) Descriptor() ([]byte, []int) {
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *KerberosRecord) GetKeytab() *Sealed {
+	if x != nil {
+		return x.Keytab
+	}
+	return nil
+}
+
+func (x *KerberosRecord) GetSpns() []string {
+	if x != nil {
+		return x.Spns
+	}
+	return nil
+}
+
+func (x *KerberosRecord) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
 // SessionRecord is what any node needs to accept a channel bound to a
 // session established on another node ([MS-SMB2] 3.3.5.5.2). Written by the
 // establishing node under SessionKey(id), attached to its lease.
@@ -604,7 +680,7 @@ type SessionRecord struct {
 
 func (x *SessionRecord) Reset() {
 	*x = SessionRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +692,7 @@ func (x *SessionRecord) String() string {
 func (*SessionRecord) ProtoMessage() {}
 
 func (x *SessionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +705,7 @@ func (x *SessionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRecord.ProtoReflect.Descriptor instead.
 func (*SessionRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SessionRecord) GetSessionId() uint64 {
@@ -766,7 +842,7 @@ type ChannelRecord struct {
 
 func (x *ChannelRecord) Reset() {
 	*x = ChannelRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +854,7 @@ func (x *ChannelRecord) String() string {
 func (*ChannelRecord) ProtoMessage() {}
 
 func (x *ChannelRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +867,7 @@ func (x *ChannelRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelRecord.ProtoReflect.Descriptor instead.
 func (*ChannelRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ChannelRecord) GetSessionId() uint64 {
@@ -860,7 +936,7 @@ type OpenRecord struct {
 
 func (x *OpenRecord) Reset() {
 	*x = OpenRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -872,7 +948,7 @@ func (x *OpenRecord) String() string {
 func (*OpenRecord) ProtoMessage() {}
 
 func (x *OpenRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -885,7 +961,7 @@ func (x *OpenRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRecord.ProtoReflect.Descriptor instead.
 func (*OpenRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OpenRecord) GetPersistentFileId() uint64 {
@@ -1034,7 +1110,7 @@ type ByteRangeLock struct {
 
 func (x *ByteRangeLock) Reset() {
 	*x = ByteRangeLock{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1122,7 @@ func (x *ByteRangeLock) String() string {
 func (*ByteRangeLock) ProtoMessage() {}
 
 func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1135,7 @@ func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ByteRangeLock.ProtoReflect.Descriptor instead.
 func (*ByteRangeLock) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ByteRangeLock) GetOffset() uint64 {
@@ -1098,7 +1174,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1186,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1199,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CloseRequest) GetRequestTime() *timestamppb.Timestamp {
@@ -1162,7 +1238,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1250,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1263,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Settings) GetRequireSigning() bool {
@@ -1286,14 +1362,20 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\vcreate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xe1\x01\n" +
+	"updateTime\"\x92\x02\n" +
 	"\n" +
 	"UserRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
 	"\ant_hash\x18\x02 \x01(\v2\x1b.smbcluster.state.v1.SealedR\x06ntHash\x12;\n" +
 	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12L\n" +
-	"\x14password_change_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x12passwordChangeTime\"\xfb\x04\n" +
+	"\x14password_change_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x12passwordChangeTime\x12/\n" +
+	"\x13kerberos_principals\x18\x05 \x03(\tR\x12kerberosPrincipals\"\x96\x01\n" +
+	"\x0eKerberosRecord\x123\n" +
+	"\x06keytab\x18\x01 \x01(\v2\x1b.smbcluster.state.v1.SealedR\x06keytab\x12\x12\n" +
+	"\x04spns\x18\x02 \x03(\tR\x04spns\x12;\n" +
+	"\vupdate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\xfb\x04\n" +
 	"\rSessionRecord\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +
@@ -1385,7 +1467,7 @@ func file_smbcluster_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_smbcluster_state_v1_records_proto_rawDescData
 }
 
-var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*Sealed)(nil),                // 0: smbcluster.state.v1.Sealed
 	(*NodeRecord)(nil),            // 1: smbcluster.state.v1.NodeRecord
@@ -1393,35 +1475,38 @@ var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*ShardRecord)(nil),           // 3: smbcluster.state.v1.ShardRecord
 	(*ShareRecord)(nil),           // 4: smbcluster.state.v1.ShareRecord
 	(*UserRecord)(nil),            // 5: smbcluster.state.v1.UserRecord
-	(*SessionRecord)(nil),         // 6: smbcluster.state.v1.SessionRecord
-	(*ChannelRecord)(nil),         // 7: smbcluster.state.v1.ChannelRecord
-	(*OpenRecord)(nil),            // 8: smbcluster.state.v1.OpenRecord
-	(*ByteRangeLock)(nil),         // 9: smbcluster.state.v1.ByteRangeLock
-	(*CloseRequest)(nil),          // 10: smbcluster.state.v1.CloseRequest
-	(*Settings)(nil),              // 11: smbcluster.state.v1.Settings
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*KerberosRecord)(nil),        // 6: smbcluster.state.v1.KerberosRecord
+	(*SessionRecord)(nil),         // 7: smbcluster.state.v1.SessionRecord
+	(*ChannelRecord)(nil),         // 8: smbcluster.state.v1.ChannelRecord
+	(*OpenRecord)(nil),            // 9: smbcluster.state.v1.OpenRecord
+	(*ByteRangeLock)(nil),         // 10: smbcluster.state.v1.ByteRangeLock
+	(*CloseRequest)(nil),          // 11: smbcluster.state.v1.CloseRequest
+	(*Settings)(nil),              // 12: smbcluster.state.v1.Settings
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 }
 var file_smbcluster_state_v1_records_proto_depIdxs = []int32{
-	12, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
-	12, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
-	12, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
-	12, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
-	12, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
+	13, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
+	13, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
+	13, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
+	13, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
+	13, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 5: smbcluster.state.v1.UserRecord.nt_hash:type_name -> smbcluster.state.v1.Sealed
-	12, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
-	12, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
-	0,  // 8: smbcluster.state.v1.SessionRecord.session_key:type_name -> smbcluster.state.v1.Sealed
-	12, // 9: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
-	12, // 10: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
-	12, // 11: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
-	9,  // 12: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
-	12, // 13: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
-	12, // 14: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	13, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
+	13, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
+	0,  // 8: smbcluster.state.v1.KerberosRecord.keytab:type_name -> smbcluster.state.v1.Sealed
+	13, // 9: smbcluster.state.v1.KerberosRecord.update_time:type_name -> google.protobuf.Timestamp
+	0,  // 10: smbcluster.state.v1.SessionRecord.session_key:type_name -> smbcluster.state.v1.Sealed
+	13, // 11: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
+	13, // 12: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
+	13, // 13: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
+	10, // 14: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
+	13, // 15: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
+	13, // 16: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_state_v1_records_proto_init() }
@@ -1435,7 +1520,7 @@ func file_smbcluster_state_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_state_v1_records_proto_rawDesc), len(file_smbcluster_state_v1_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
