@@ -858,6 +858,171 @@ func (x *RemoteReadResponse) GetSigningKey() []byte {
 	return nil
 }
 
+type RemoteWriteMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Caller → home, first: the WRITE request without its payload, and the
+	// payload's length.
+	RelayId    uint64 `protobuf:"varint,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
+	Head       []byte `protobuf:"bytes,2,opt,name=head,proto3" json:"head,omitempty"`
+	DataLength uint32 `protobuf:"varint,3,opt,name=data_length,json=dataLength,proto3" json:"data_length,omitempty"`
+	WantPath   bool   `protobuf:"varint,4,opt,name=want_path,json=wantPath,proto3" json:"want_path,omitempty"`
+	// Home → caller: write the payload's first length bytes at offset of
+	// the file (path, when asked, and inode).
+	Write  bool   `protobuf:"varint,5,opt,name=write,proto3" json:"write,omitempty"`
+	Path   string `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
+	Inode  uint64 `protobuf:"varint,7,opt,name=inode,proto3" json:"inode,omitempty"`
+	Offset int64  `protobuf:"varint,8,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length uint32 `protobuf:"varint,9,opt,name=length,proto3" json:"length,omitempty"`
+	// Home → caller: send the payload (data) instead.
+	SendData bool `protobuf:"varint,10,opt,name=send_data,json=sendData,proto3" json:"send_data,omitempty"`
+	// Caller → home: what write wrote, or why it failed; the payload.
+	Written int64  `protobuf:"varint,11,opt,name=written,proto3" json:"written,omitempty"`
+	Error   string `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
+	Data    []byte `protobuf:"bytes,13,opt,name=data,proto3" json:"data,omitempty"`
+	// Home → caller, last: the home node answered the request through the
+	// relay, or the caller is to send it through the relay (nothing was
+	// counted).
+	Answered      bool `protobuf:"varint,14,opt,name=answered,proto3" json:"answered,omitempty"`
+	Forward       bool `protobuf:"varint,15,opt,name=forward,proto3" json:"forward,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteWriteMessage) Reset() {
+	*x = RemoteWriteMessage{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteWriteMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteWriteMessage) ProtoMessage() {}
+
+func (x *RemoteWriteMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteWriteMessage.ProtoReflect.Descriptor instead.
+func (*RemoteWriteMessage) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RemoteWriteMessage) GetRelayId() uint64 {
+	if x != nil {
+		return x.RelayId
+	}
+	return 0
+}
+
+func (x *RemoteWriteMessage) GetHead() []byte {
+	if x != nil {
+		return x.Head
+	}
+	return nil
+}
+
+func (x *RemoteWriteMessage) GetDataLength() uint32 {
+	if x != nil {
+		return x.DataLength
+	}
+	return 0
+}
+
+func (x *RemoteWriteMessage) GetWantPath() bool {
+	if x != nil {
+		return x.WantPath
+	}
+	return false
+}
+
+func (x *RemoteWriteMessage) GetWrite() bool {
+	if x != nil {
+		return x.Write
+	}
+	return false
+}
+
+func (x *RemoteWriteMessage) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RemoteWriteMessage) GetInode() uint64 {
+	if x != nil {
+		return x.Inode
+	}
+	return 0
+}
+
+func (x *RemoteWriteMessage) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *RemoteWriteMessage) GetLength() uint32 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *RemoteWriteMessage) GetSendData() bool {
+	if x != nil {
+		return x.SendData
+	}
+	return false
+}
+
+func (x *RemoteWriteMessage) GetWritten() int64 {
+	if x != nil {
+		return x.Written
+	}
+	return 0
+}
+
+func (x *RemoteWriteMessage) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *RemoteWriteMessage) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *RemoteWriteMessage) GetAnswered() bool {
+	if x != nil {
+		return x.Answered
+	}
+	return false
+}
+
+func (x *RemoteWriteMessage) GetForward() bool {
+	if x != nil {
+		return x.Forward
+	}
+	return false
+}
+
 var File_smbcluster_peer_v1_session_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
@@ -933,7 +1098,25 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\x06length\x18\a \x01(\rR\x06length\x12+\n" +
 	"\x11signing_algorithm\x18\b \x01(\rR\x10signingAlgorithm\x12\x1f\n" +
 	"\vsigning_key\x18\t \x01(\fR\n" +
-	"signingKey2\xcf\x04\n" +
+	"signingKey\"\x88\x03\n" +
+	"\x12RemoteWriteMessage\x12\x19\n" +
+	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x12\n" +
+	"\x04head\x18\x02 \x01(\fR\x04head\x12\x1f\n" +
+	"\vdata_length\x18\x03 \x01(\rR\n" +
+	"dataLength\x12\x1b\n" +
+	"\twant_path\x18\x04 \x01(\bR\bwantPath\x12\x14\n" +
+	"\x05write\x18\x05 \x01(\bR\x05write\x12\x12\n" +
+	"\x04path\x18\x06 \x01(\tR\x04path\x12\x14\n" +
+	"\x05inode\x18\a \x01(\x04R\x05inode\x12\x16\n" +
+	"\x06offset\x18\b \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06length\x18\t \x01(\rR\x06length\x12\x1b\n" +
+	"\tsend_data\x18\n" +
+	" \x01(\bR\bsendData\x12\x18\n" +
+	"\awritten\x18\v \x01(\x03R\awritten\x12\x14\n" +
+	"\x05error\x18\f \x01(\tR\x05error\x12\x12\n" +
+	"\x04data\x18\r \x01(\fR\x04data\x12\x1a\n" +
+	"\banswered\x18\x0e \x01(\bR\banswered\x12\x18\n" +
+	"\aforward\x18\x0f \x01(\bR\aforward2\xb2\x05\n" +
 	"\x0eSessionService\x12W\n" +
 	"\x04Find\x12&.smbcluster.peer.v1.FindSessionRequest\x1a'.smbcluster.peer.v1.FindSessionResponse\x12O\n" +
 	"\x05Relay\x12 .smbcluster.peer.v1.RelayMessage\x1a .smbcluster.peer.v1.RelayMessage(\x010\x01\x12^\n" +
@@ -941,7 +1124,8 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\x10OldestConnection\x12+.smbcluster.peer.v1.OldestConnectionRequest\x1a,.smbcluster.peer.v1.OldestConnectionResponse\x12g\n" +
 	"\x0eSendLeaseBreak\x12).smbcluster.peer.v1.SendLeaseBreakRequest\x1a*.smbcluster.peer.v1.SendLeaseBreakResponse\x12[\n" +
 	"\n" +
-	"RemoteRead\x12%.smbcluster.peer.v1.RemoteReadRequest\x1a&.smbcluster.peer.v1.RemoteReadResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
+	"RemoteRead\x12%.smbcluster.peer.v1.RemoteReadRequest\x1a&.smbcluster.peer.v1.RemoteReadResponse\x12a\n" +
+	"\vRemoteWrite\x12&.smbcluster.peer.v1.RemoteWriteMessage\x1a&.smbcluster.peer.v1.RemoteWriteMessage(\x010\x01BBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
 
 var (
 	file_smbcluster_peer_v1_session_service_proto_rawDescOnce sync.Once
@@ -955,7 +1139,7 @@ func file_smbcluster_peer_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_peer_v1_session_service_proto_rawDescData
 }
 
-var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*FindSessionRequest)(nil),       // 0: smbcluster.peer.v1.FindSessionRequest
 	(*FindSessionResponse)(nil),      // 1: smbcluster.peer.v1.FindSessionResponse
@@ -969,6 +1153,7 @@ var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*SendLeaseBreakResponse)(nil),   // 9: smbcluster.peer.v1.SendLeaseBreakResponse
 	(*RemoteReadRequest)(nil),        // 10: smbcluster.peer.v1.RemoteReadRequest
 	(*RemoteReadResponse)(nil),       // 11: smbcluster.peer.v1.RemoteReadResponse
+	(*RemoteWriteMessage)(nil),       // 12: smbcluster.peer.v1.RemoteWriteMessage
 }
 var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
 	2,  // 0: smbcluster.peer.v1.RelayMessage.handoff:type_name -> smbcluster.peer.v1.Handoff
@@ -978,14 +1163,16 @@ var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
 	6,  // 4: smbcluster.peer.v1.SessionService.OldestConnection:input_type -> smbcluster.peer.v1.OldestConnectionRequest
 	8,  // 5: smbcluster.peer.v1.SessionService.SendLeaseBreak:input_type -> smbcluster.peer.v1.SendLeaseBreakRequest
 	10, // 6: smbcluster.peer.v1.SessionService.RemoteRead:input_type -> smbcluster.peer.v1.RemoteReadRequest
-	1,  // 7: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
-	3,  // 8: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
-	5,  // 9: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
-	7,  // 10: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
-	9,  // 11: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
-	11, // 12: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
-	7,  // [7:13] is the sub-list for method output_type
-	1,  // [1:7] is the sub-list for method input_type
+	12, // 7: smbcluster.peer.v1.SessionService.RemoteWrite:input_type -> smbcluster.peer.v1.RemoteWriteMessage
+	1,  // 8: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
+	3,  // 9: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
+	5,  // 10: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
+	7,  // 11: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
+	9,  // 12: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
+	11, // 13: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
+	12, // 14: smbcluster.peer.v1.SessionService.RemoteWrite:output_type -> smbcluster.peer.v1.RemoteWriteMessage
+	8,  // [8:15] is the sub-list for method output_type
+	1,  // [1:8] is the sub-list for method input_type
 	1,  // [1:1] is the sub-list for extension type_name
 	1,  // [1:1] is the sub-list for extension extendee
 	0,  // [0:1] is the sub-list for field type_name
@@ -1002,7 +1189,7 @@ func file_smbcluster_peer_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_session_service_proto_rawDesc), len(file_smbcluster_peer_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

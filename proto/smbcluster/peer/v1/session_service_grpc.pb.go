@@ -25,6 +25,7 @@ const (
 	SessionService_OldestConnection_FullMethodName = "/smbcluster.peer.v1.SessionService/OldestConnection"
 	SessionService_SendLeaseBreak_FullMethodName   = "/smbcluster.peer.v1.SessionService/SendLeaseBreak"
 	SessionService_RemoteRead_FullMethodName       = "/smbcluster.peer.v1.SessionService/RemoteRead"
+	SessionService_RemoteWrite_FullMethodName      = "/smbcluster.peer.v1.SessionService/RemoteWrite"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -64,6 +65,12 @@ type SessionServiceClient interface {
 	// unless signed) — or it answers the request itself through the relay,
 	// or asks the caller to send it through the relay.
 	RemoteRead(ctx context.Context, in *RemoteReadRequest, opts ...grpc.CallOption) (*RemoteReadResponse, error)
+	// RemoteWrite is the same for a WRITE: the caller sends the request
+	// without its payload; the home node runs it and, where it would write
+	// the payload, asks the caller to write it to its own descriptor of the
+	// file (or, for a file without one, to send it), then finishes the
+	// request and answers it through the relay.
+	RemoteWrite(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RemoteWriteMessage, RemoteWriteMessage], error)
 }
 
 type sessionServiceClient struct {
@@ -137,6 +144,19 @@ func (c *sessionServiceClient) RemoteRead(ctx context.Context, in *RemoteReadReq
 	return out, nil
 }
 
+func (c *sessionServiceClient) RemoteWrite(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RemoteWriteMessage, RemoteWriteMessage], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SessionService_ServiceDesc.Streams[1], SessionService_RemoteWrite_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RemoteWriteMessage, RemoteWriteMessage]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_RemoteWriteClient = grpc.BidiStreamingClient[RemoteWriteMessage, RemoteWriteMessage]
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -174,6 +194,12 @@ type SessionServiceServer interface {
 	// unless signed) — or it answers the request itself through the relay,
 	// or asks the caller to send it through the relay.
 	RemoteRead(context.Context, *RemoteReadRequest) (*RemoteReadResponse, error)
+	// RemoteWrite is the same for a WRITE: the caller sends the request
+	// without its payload; the home node runs it and, where it would write
+	// the payload, asks the caller to write it to its own descriptor of the
+	// file (or, for a file without one, to send it), then finishes the
+	// request and answers it through the relay.
+	RemoteWrite(grpc.BidiStreamingServer[RemoteWriteMessage, RemoteWriteMessage]) error
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -201,6 +227,9 @@ func (UnimplementedSessionServiceServer) SendLeaseBreak(context.Context, *SendLe
 }
 func (UnimplementedSessionServiceServer) RemoteRead(context.Context, *RemoteReadRequest) (*RemoteReadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoteRead not implemented")
+}
+func (UnimplementedSessionServiceServer) RemoteWrite(grpc.BidiStreamingServer[RemoteWriteMessage, RemoteWriteMessage]) error {
+	return status.Error(codes.Unimplemented, "method RemoteWrite not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -320,6 +349,13 @@ func _SessionService_RemoteRead_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_RemoteWrite_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SessionServiceServer).RemoteWrite(&grpc.GenericServerStream[RemoteWriteMessage, RemoteWriteMessage]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_RemoteWriteServer = grpc.BidiStreamingServer[RemoteWriteMessage, RemoteWriteMessage]
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -352,6 +388,12 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Relay",
 			Handler:       _SessionService_Relay_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "RemoteWrite",
+			Handler:       _SessionService_RemoteWrite_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},
