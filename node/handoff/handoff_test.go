@@ -131,3 +131,71 @@ func TestReadsServedByArrivalNode(t *testing.T) {
 		})
 	}
 }
+
+// TestWritesKeptOnArrivalNode: a channel bound through another node writes
+// an open made through the home node; unsigned large WRITEs' payloads are
+// written by the arrival node to its own descriptor (the home node runs the
+// checks and answers), signed ones travel through the relay, and the file
+// holds every byte; on a share whose files have no descriptor (memfs) the
+// home node fetches the payload and writes it itself.
+func TestWritesKeptOnArrivalNode(t *testing.T) {
+	p := newPair(t, servertest.Options{})
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	first, second := p.bind(t, false)
+	fid, err := first.Create("written.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chunk = 64 << 10
+	for off := 0; off < len(data)/2; off += chunk {
+		if n, err := second.Write(fid, uint64(off), data[off:off+chunk]); err != nil || n != chunk {
+			t.Fatalf("WRITE at %d through the arrival node: %d, %v", off, n, err)
+		}
+	}
+	if got := p.arrival.RemoteWrites(); got != uint64(len(data)/2/chunk) {
+		t.Errorf("WRITEs written by the arrival node: %d, want %d", got, len(data)/2/chunk)
+	}
+	second.Sign = true
+	for off := len(data) / 2; off < len(data); off += chunk {
+		if n, err := second.Write(fid, uint64(off), data[off:off+chunk]); err != nil || n != chunk {
+			t.Fatalf("signed WRITE at %d: %d, %v", off, n, err)
+		}
+	}
+	if got := p.arrival.RemoteWrites(); got != uint64(len(data)/2/chunk) {
+		t.Errorf("signed WRITEs written by the arrival node: %d more", got-uint64(len(data)/2/chunk))
+	}
+	if err := first.CloseFile(fid); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(p.dir, "written.dat"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the file after WRITEs through both nodes: %d bytes, %v (equal: %v)", len(got), err, bytes.Equal(got, data))
+	}
+
+	// A memfs share: no descriptor to name.
+	mem := servertest.Dial(t, p.arrival.Addr)
+	mem.ClientGUID = first.ClientGUID
+	if err := mem.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Bind(first.Session, servertest.Alice, servertest.AlicePassword); err != nil {
+		t.Fatal(err)
+	}
+	mem.Sign = false
+	if _, err := first.TreeConnect(servertest.ShareName); err != nil {
+		t.Fatal(err)
+	}
+	mem.TreeID = first.TreeID
+	mfid, err := first.Create("mem.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := mem.Write(mfid, 0, data[:chunk]); err != nil || n != chunk {
+		t.Fatalf("WRITE to a memfs file through the arrival node: %d, %v", n, err)
+	}
+	if got, err := first.Read(mfid, 0, chunk); err != nil || !bytes.Equal(got, data[:chunk]) {
+		t.Fatalf("READ back of the memfs file: %v", err)
+	}
+	first.CloseFile(mfid)
+}

@@ -228,3 +228,48 @@ func handoffState(h *peerv1.Handoff) (*server.HandoffState, error) {
 	}
 	return st, nil
 }
+
+func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, wantPath bool) (server.WriteExchange, error) {
+	ctx, cancel := context.WithCancel(ctx) // ends the stream, however the exchange ends
+	stream, err := r.cli.RemoteWrite(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := stream.Send(&peerv1.RemoteWriteMessage{RelayId: r.id, Head: head, DataLength: uint32(n), WantPath: wantPath}); err != nil {
+		cancel()
+		return nil, err
+	}
+	return writeExchange{stream, cancel}, nil
+}
+
+// writeExchange is the arrival node's side of a RemoteWrite stream.
+type writeExchange struct {
+	stream peerv1.SessionService_RemoteWriteClient
+	cancel context.CancelFunc
+}
+
+func (x writeExchange) Close() { x.cancel() }
+
+func (x writeExchange) Next() (server.WriteStep, error) {
+	m, err := x.stream.Recv()
+	if err != nil {
+		return server.WriteStep{}, err
+	}
+	return server.WriteStep{
+		Write: m.GetWrite(), Path: m.GetPath(), Inode: m.GetInode(), Off: m.GetOffset(), N: int(m.GetLength()),
+		SendData: m.GetSendData(), Answered: m.GetAnswered(), Forward: m.GetForward(),
+	}, nil
+}
+
+func (x writeExchange) Written(n int, err error) error {
+	m := &peerv1.RemoteWriteMessage{Written: int64(n)}
+	if err != nil {
+		m.Error = err.Error()
+	}
+	return x.stream.Send(m)
+}
+
+func (x writeExchange) SendData(p []byte) error {
+	return x.stream.Send(&peerv1.RemoteWriteMessage{Data: p})
+}

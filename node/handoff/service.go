@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/server"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -248,3 +250,52 @@ func (a addr) Network() string { return "tcp" }
 func (a addr) String() string  { return string(a) }
 
 var _ net.Conn = (*streamConn)(nil)
+
+// RemoteWrite implements peerv1.SessionServiceServer: a WRITE of a
+// connection handed over to this node whose payload stays with the caller
+// (server.Adopted.ServeRemoteWrite).
+func (sv *Service) RemoteWrite(stream peerv1.SessionService_RemoteWriteServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	sv.p.mu.Lock()
+	a := sv.p.adopted[first.GetRelayId()]
+	sv.p.mu.Unlock()
+	if a == nil {
+		return stream.Send(&peerv1.RemoteWriteMessage{Forward: true})
+	}
+	payload := server.RemotePayload{
+		WriteAt: func(path string, inode uint64, off int64, n int) (int, error) {
+			if err := stream.Send(&peerv1.RemoteWriteMessage{Write: true, Path: path, Inode: inode, Offset: off, Length: uint32(n)}); err != nil {
+				return 0, err
+			}
+			m, err := stream.Recv()
+			if err != nil {
+				return 0, err
+			}
+			if m.GetError() != "" {
+				return int(m.GetWritten()), errors.New("handoff: the arrival node's write: " + m.GetError())
+			}
+			return int(m.GetWritten()), nil
+		},
+		ReadAll: func(p []byte) error {
+			if err := stream.Send(&peerv1.RemoteWriteMessage{SendData: true}); err != nil {
+				return err
+			}
+			for len(p) > 0 {
+				m, err := stream.Recv()
+				if err != nil {
+					return err
+				}
+				if len(m.GetData()) == 0 || len(m.GetData()) > len(p) {
+					return errors.New("handoff: payload of the wrong length")
+				}
+				p = p[copy(p, m.GetData()):]
+			}
+			return nil
+		},
+	}
+	answered := a.ServeRemoteWrite(first.GetHead(), int(first.GetDataLength()), first.GetWantPath(), payload)
+	return stream.Send(&peerv1.RemoteWriteMessage{Answered: answered, Forward: !answered})
+}

@@ -147,8 +147,9 @@ func (c *conn) serveRead(r *Request) (Response, error) {
 func (c *conn) serveWrite(r *Request) (Response, error) {
 	var req smb2.WriteRequest
 	var err error
-	if r.spliced != nil {
-		// The head only: the reader checked that the data follows it.
+	if r.spliced != nil || r.remoteWrite != nil {
+		// The head only: the reader checked that the data follows it (or
+		// another node holds it, remotewrite.go).
 		req, err = smb2.DecodeWriteHeader(r.Msg[smb2.HeaderSize:])
 	} else {
 		err = req.Decode(r.Msg)
@@ -174,6 +175,13 @@ func (c *conn) serveWrite(r *Request) (Response, error) {
 // writeBuffered gives a Writer the WRITE's payload in req.Data, read
 // into a buffer if it was spliced.
 func (c *conn) writeBuffered(r *Request, h Writer, req *smb2.WriteRequest) (*smb2.WriteResponse, error) {
+	if rw := r.remoteWrite; rw != nil {
+		buf := make([]byte, rw.n)
+		if err := rw.p.ReadAll(buf); err != nil {
+			return nil, err
+		}
+		req.Data = buf
+	}
 	if r.spliced != nil {
 		buf, err := r.spliced.buffered()
 		if err != nil {

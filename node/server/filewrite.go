@@ -29,7 +29,9 @@ func (r *Request) writeFile(h FileWriter, req *smb2.WriteRequest) (*smb2.WriteRe
 		return &smb2.WriteResponse{}, nil
 	}
 	var n int
-	if r.spliced != nil {
+	if r.remoteWrite != nil {
+		n, err = r.remoteWrite.writeTo(wr)
+	} else if r.spliced != nil {
 		n, err = r.spliced.WriteTo(wr.File, wr.Off)
 	} else {
 		n, err = wr.File.WriteAt(req.Data, wr.Off)

@@ -52,6 +52,8 @@ type Request struct {
 
 	readReq smb2.ReadRequest // serveRead's decoded request: no allocation of its own
 	remote  *remoteRead      // a READ whose bytes another node sends (remoteread.go)
+	// remoteWrite: a WRITE whose payload is on another node (remotewrite.go)
+	remoteWrite *remoteWrite
 	// The open whose outstanding requests count this one (channelseq.go).
 	csnOpen  *Open
 	csnEpoch uint64

@@ -63,6 +63,9 @@ type Relay interface {
 	// RemoteRead offers the home node to serve a READ from this node
 	// (remoteread.go).
 	RemoteRead(ctx context.Context, pdu []byte, wantPath bool) (RemoteRead, error)
+	// RemoteWrite sends the home node a WRITE whose payload (n bytes)
+	// stays here (remotewrite.go).
+	RemoteWrite(ctx context.Context, head []byte, n int, wantPath bool) (WriteExchange, error)
 	// CloseSend tells the home node that the client closed.
 	CloseSend() error
 	// Close abandons the relay.
@@ -172,7 +175,7 @@ func (c *conn) relayBytes(rl Relay) error {
 	c.out = c.out[:0]
 	c.wmu.Unlock()
 	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
-	rf := &remoteFiles{files: map[uint64]*os.File{}}
+	rf := &remoteFiles{files: map[remoteFile]*os.File{}}
 	defer rf.close()
 	toClient := make(chan error, 1)
 	go func() { toClient <- c.relayToClient(rl) }()
@@ -198,6 +201,17 @@ func (c *conn) relayBytes(rl Relay) error {
 		if err := c.br.ReadFull(frame[4:]); err != nil {
 			rl.CloseSend()
 			break
+		}
+		if dataOff, fid, ok := remoteWritable(frame[4:]); ok {
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				if err := c.serveRemoteWrite(rl, rf, frame, dataOff, fid, forward); err != nil {
+					c.srv.log.Info("dropping a handed-over connection", "remote", c.remote, "err", err)
+					c.nc.Close()
+				}
+			}()
+			continue
 		}
 		if fid, ok := remoteReadable(frame[4:]); ok {
 			c.wg.Add(1)

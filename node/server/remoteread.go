@@ -159,9 +159,16 @@ func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath bool) RemoteRead {
 // handed-over channel reads, by FileId.Persistent.
 type remoteFiles struct {
 	mu     sync.Mutex
-	files  map[uint64]*os.File
+	files  map[remoteFile]*os.File
 	signer signing.Signer
 	key    []byte
+}
+
+// remoteFile names a descriptor remoteFiles keeps: one to read and one to
+// write each open.
+type remoteFile struct {
+	fid   uint64
+	write bool
 }
 
 // remoteFilesMax bounds the descriptors one channel keeps.
@@ -201,7 +208,7 @@ func plainClose(msg []byte) (uint64, bool) {
 // it answers; forward sends a frame through the relay. An error ends the
 // connection.
 func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame []byte, fid uint64, forward func([]byte) error) error {
-	f := rf.get(fid)
+	f := rf.get(fid, false)
 	rr, err := rl.RemoteRead(c.ctx, frame[4:], f == nil)
 	switch {
 	case err != nil:
@@ -214,7 +221,7 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame []byte, fid uint
 		return errors.New("handoff: short READ response header")
 	}
 	if f == nil {
-		if f, err = rf.open(fid, rr.Path, rr.Inode); err != nil {
+		if f, err = rf.open(fid, false, rr.Path, rr.Inode); err != nil {
 			return c.sendRemoteError(rf, rr, smb2.StatusUnexpectedIOError)
 		}
 	}
@@ -285,19 +292,23 @@ func (s fileSegment) Encode([]byte)                           {}
 func (s fileSegment) Segment() (fd uintptr, off int64, n int) { return s.fd, s.off, s.n }
 func (s fileSegment) Release()                                {}
 
-func (rf *remoteFiles) get(fid uint64) *os.File {
+func (rf *remoteFiles) get(fid uint64, write bool) *os.File {
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
-	return rf.files[fid]
+	return rf.files[remoteFile{fid, write}]
 }
 
 // open opens the file a READ names at path, as the home node has it, and
 // checks that it is the same file.
-func (rf *remoteFiles) open(fid uint64, path string, inode uint64) (*os.File, error) {
+func (rf *remoteFiles) open(fid uint64, write bool, path string, inode uint64) (*os.File, error) {
 	if path == "" {
 		return nil, errors.New("handoff: no path")
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	flag := os.O_RDONLY
+	if write {
+		flag = os.O_WRONLY
+	}
+	f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -306,9 +317,10 @@ func (rf *remoteFiles) open(fid uint64, path string, inode uint64) (*os.File, er
 		f.Close()
 		return nil, fmt.Errorf("handoff: %s is not the file the home node reads", path)
 	}
+	key := remoteFile{fid, write}
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
-	if old := rf.files[fid]; old != nil {
+	if old := rf.files[key]; old != nil {
 		f.Close()
 		return old, nil
 	}
@@ -319,16 +331,21 @@ func (rf *remoteFiles) open(fid uint64, path string, inode uint64) (*os.File, er
 			break
 		}
 	}
-	rf.files[fid] = f
+	rf.files[key] = f
 	return f, nil
 }
 
 func (rf *remoteFiles) drop(fid uint64) {
 	rf.mu.Lock()
-	f := rf.files[fid]
-	delete(rf.files, fid)
+	var fs []*os.File
+	for _, write := range []bool{false, true} {
+		if f := rf.files[remoteFile{fid, write}]; f != nil {
+			fs = append(fs, f)
+			delete(rf.files, remoteFile{fid, write})
+		}
+	}
 	rf.mu.Unlock()
-	if f != nil {
+	for _, f := range fs {
 		f.Close()
 	}
 }

@@ -25,12 +25,13 @@ type Server struct {
 	guid      [16]byte
 	startTime time.Time
 
-	nextSession atomic.Uint64
-	nextOpen    atomic.Uint64
-	nConns      atomic.Int64
-	offloaded   atomic.Uint64 // requests the read loop handed off (ErrWouldBlock)
-	spliced     atomic.Uint64 // WRITEs whose payload was spliced (splice.go)
-	remoteReads atomic.Uint64 // READs of handed-over channels sent from here (remoteread.go)
+	nextSession  atomic.Uint64
+	nextOpen     atomic.Uint64
+	nConns       atomic.Int64
+	offloaded    atomic.Uint64 // requests the read loop handed off (ErrWouldBlock)
+	spliced      atomic.Uint64 // WRITEs whose payload was spliced (splice.go)
+	remoteReads  atomic.Uint64 // READs of handed-over channels sent from here (remoteread.go)
+	remoteWrites atomic.Uint64 // WRITEs of handed-over channels written from here (remotewrite.go)
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -57,6 +58,10 @@ func (s *Server) Offloaded() uint64 { return s.offloaded.Load() }
 // RemoteReads counts the READs of channels handed to other nodes whose
 // bytes this node sent from its own descriptors (remoteread.go).
 func (s *Server) RemoteReads() uint64 { return s.remoteReads.Load() }
+
+// RemoteWrites counts the WRITEs of channels handed to other nodes whose
+// payload this node wrote to its own descriptors (remotewrite.go).
+func (s *Server) RemoteWrites() uint64 { return s.remoteWrites.Load() }
 
 // SplicedWrites counts the WRITEs whose payload went from the socket to a
 // pipe instead of memory (splice.go).

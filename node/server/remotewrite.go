@@ -1,0 +1,211 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"golang.org/x/sys/unix"
+)
+
+// WRITEs of a handed-over channel whose payload stays on the node its
+// client is connected to: the arrival node sends the home node the
+// request without its payload (Relay.RemoteWrite); the home node runs it
+// as if read from the connection — credits, session, tree, open, access,
+// the offset, byte-range locks, the break of other opens' read caching,
+// ChannelSequence — and, where it would write the payload, has the
+// arrival node write it to its own descriptor of the file; then it
+// finishes the WRITE (write-through, position, change notify) and answers
+// through the relay. A signed WRITE goes through the relay (its signature
+// covers the payload), as does anything of an encrypted session or tree.
+
+// remoteWriteMin is the smallest WRITE payload kept on the arrival node.
+const remoteWriteMin = 32 << 10
+
+// RemotePayload is how the home node reaches a WRITE's payload on the
+// arrival node.
+type RemotePayload struct {
+	// WriteAt has the arrival node write the payload's first n bytes at
+	// off of the file (path when asked, and inode); it returns how many
+	// it wrote.
+	WriteAt func(path string, inode uint64, off int64, n int) (int, error)
+	// ReadAll fills p with the payload, for a file the arrival node
+	// cannot write itself.
+	ReadAll func(p []byte) error
+}
+
+// remoteWrite is a WRITE's payload on the arrival node.
+type remoteWrite struct {
+	n        int
+	wantPath bool
+	p        RemotePayload
+}
+
+// writeTo writes the payload where WriteRange said: through the arrival
+// node's descriptor of a regular file, else fetched and written here.
+func (rw *remoteWrite) writeTo(wr WriteRange) (int, error) {
+	if ff, ok := wr.File.(FdFile); ok {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(ff.Fd()), &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			path := ""
+			if rw.wantPath {
+				path, err = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", ff.Fd()))
+			}
+			if err == nil {
+				return rw.p.WriteAt(path, st.Ino, wr.Off, wr.N)
+			}
+		}
+	}
+	buf := make([]byte, wr.N)
+	if err := rw.p.ReadAll(buf); err != nil {
+		return 0, err
+	}
+	return wr.File.WriteAt(buf, wr.Off)
+}
+
+// remoteWritable reports whether msg, a message a handed-over channel's
+// client sent, is a WRITE whose payload to keep here, where the payload
+// begins, and the FileId it writes.
+func remoteWritable(msg []byte) (dataOff int, fid uint64, ok bool) {
+	var h smb2.Header
+	if len(msg) < smb2.HeaderSize+48 || binary.LittleEndian.Uint32(msg) != smb2.ProtocolID || h.Decode(msg) != nil ||
+		h.Command != smb2.CmdWrite || h.NextCommand != 0 || h.Flags&(smb2.FlagRelatedOperations|smb2.FlagSigned) != 0 {
+		return 0, 0, false
+	}
+	req, err := smb2.DecodeWriteHeader(msg[smb2.HeaderSize:])
+	if err != nil || req.Length < remoteWriteMin || req.Channel != 0 {
+		return 0, 0, false
+	}
+	off := int(binary.LittleEndian.Uint16(msg[smb2.HeaderSize+2:]))
+	if off < smb2.HeaderSize+48 || off+int(req.Length) != len(msg) {
+		return 0, 0, false
+	}
+	return off, req.FileID.Persistent, true
+}
+
+// ServeRemoteWrite runs a WRITE whose payload (n bytes) the arrival node
+// holds (see above); head is the request up to its payload. It reports
+// whether the home node answered it through the relay, or whether the
+// arrival node is to send it through the relay (forward: nothing was
+// counted).
+func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath bool, p RemotePayload) (answered bool) {
+	c := a.c
+	var h smb2.Header
+	if h.Decode(head) != nil || h.Command != smb2.CmdWrite || h.NextCommand != 0 ||
+		h.Flags&(smb2.FlagRelatedOperations|smb2.FlagSigned) != 0 || c.ctx.Err() != nil {
+		return false
+	}
+	s := c.srv.lookupSession(h.SessionID)
+	if s == nil || s.EncryptData || s.SigningRequired {
+		return false
+	}
+	if t := s.tree(h.TreeID); t == nil || t.EncryptData {
+		return false
+	}
+	req, err := smb2.DecodeWriteHeader(head[smb2.HeaderSize:])
+	if err != nil || int(req.Length) != n {
+		return false
+	}
+	charge := h.CreditCharge
+	if c.dialect == smb2.Dialect202 {
+		charge = 1
+	}
+	if err := c.credits.consume(h.MessageID, charge); err != nil {
+		c.srv.log.Info("dropping connection", "remote", c.remote, "err", fmt.Errorf("%w: mid %d charge %d", err, h.MessageID, charge))
+		c.close()
+		return true
+	}
+	c.arrive([]smb2.Header{h})
+	m := new(message)
+	r := &m.req
+	*r = Request{Header: h, Msg: head, conn: c, last: true, lone: true,
+		remoteWrite: &remoteWrite{n: n, wantPath: wantPath, p: p}}
+	res, err := c.serveOne(r, &m.st, nil)
+	if err != nil {
+		c.close()
+		return true
+	}
+	c.writeResults([]result{res})
+	return true
+}
+
+// WriteExchange is the arrival node's side of a RemoteWrite.
+type WriteExchange interface {
+	// Next returns what the home node asks next.
+	Next() (WriteStep, error)
+	// Written answers a Write step.
+	Written(n int, err error) error
+	// SendData sends part of the payload, answering a SendData step.
+	SendData(p []byte) error
+	// Close ends the exchange.
+	Close()
+}
+
+// WriteStep is one ask of the home node in a RemoteWrite.
+type WriteStep struct {
+	// Write: write the payload's first N bytes at Off of the file.
+	Write bool
+	Path  string
+	Inode uint64
+	Off   int64
+	N     int
+	// SendData: send the payload.
+	SendData bool
+	// The end: the home node answered the WRITE through the relay, or
+	// the arrival node is to send it through the relay.
+	Answered, Forward bool
+}
+
+// serveRemoteWrite sends the home node the WRITE in frame (its payload at
+// dataOff) and does what it asks; forward sends a frame through the
+// relay. An error ends the connection.
+func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame []byte, dataOff int, fid uint64, forward func([]byte) error) error {
+	msg := frame[4:]
+	data := msg[dataOff:]
+	f := rf.get(fid, true)
+	x, err := rl.RemoteWrite(c.ctx, msg[:dataOff], len(data), f == nil)
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	for {
+		st, err := x.Next()
+		switch {
+		case err != nil:
+			return err
+		case st.Forward:
+			return forward(frame)
+		case st.Answered:
+			return nil
+		case st.SendData:
+			for p := data; len(p) > 0; {
+				k := min(len(p), 1<<20)
+				if err := x.SendData(p[:k]); err != nil {
+					return err
+				}
+				p = p[k:]
+			}
+		case st.Write:
+			if st.N > len(data) {
+				return x.Written(0, errors.New("more than the payload"))
+			}
+			if f == nil || st.Path != "" {
+				if f, err = rf.open(fid, true, st.Path, st.Inode); err != nil {
+					if err := x.Written(0, err); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			n, werr := f.WriteAt(data[:st.N], st.Off)
+			if werr == nil {
+				c.srv.remoteWrites.Add(1)
+			}
+			if err := x.Written(n, werr); err != nil {
+				return err
+			}
+		}
+	}
+}
