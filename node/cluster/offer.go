@@ -75,7 +75,11 @@ const offerPeers = false
 // other live, admitted, non-draining node, by name after self). Addresses
 // that are not IP literals (host names) are left out: the answer carries
 // IPs.
-func (o *offerState) interfaces(self string) []server.Interface {
+//
+// This node's own addresses are own (the public addresses it serves that
+// are its own, and its --advertise endpoints), not its live record's as
+// last seen.
+func (o *offerState) interfaces(self string, own []string) []server.Interface {
 	names := make([]string, 0, len(o.live))
 	for name := range o.live {
 		if rec := o.nodes[name]; rec != nil && !rec.Draining && (offerPeers || name == self) {
@@ -96,7 +100,11 @@ func (o *offerState) interfaces(self string) []server.Interface {
 	var out []server.Interface
 	seen := map[string]bool{}
 	for _, name := range names {
-		for _, addr := range o.live[name].Addresses {
+		addrs := o.live[name].Addresses
+		if name == self {
+			addrs = own
+		}
+		for _, addr := range addrs {
 			ip := addrIP(addr)
 			if ip == nil || ip.IsUnspecified() || seen[ip.String()] {
 				continue
@@ -119,7 +127,7 @@ func addrIP(addr string) net.IP {
 // applyOffer sets what the server offers multichannel clients.
 func (a *Agent) applyOffer() {
 	if a.node.Control != nil {
-		a.node.Control.SetInterfaces(a.offer.interfaces(strings.ToLower(a.cfg.Name)))
+		a.node.Control.SetInterfaces(a.offer.interfaces(strings.ToLower(a.cfg.Name), a.offeredAddresses()))
 	}
 }
 
