@@ -28,7 +28,7 @@ type nodeView struct {
 	Name          string   `json:"name"`
 	Addresses     []string `json:"addresses"`
 	Serving       []string `json:"serving,omitempty"` // while up: the public addresses it holds now
-	State         string   `json:"state"` // admitted, up or down
+	State         string   `json:"state"`             // admitted, up or down
 	Draining      bool     `json:"draining"`
 	DrainDeadline string   `json:"drain_deadline,omitempty"`
 	Epoch         uint64   `json:"epoch"`
