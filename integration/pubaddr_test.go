@@ -15,6 +15,9 @@ import (
 	"github.com/smbcluster/smbcluster/integration/framework"
 	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
 )
 
 // failoverSlack is what a public address's move may take beyond the
@@ -243,4 +246,49 @@ func TestPublicAddressPausedNode(t *testing.T) {
 	}
 	c.MustSMBCtl(t, "node", "resume", "node3")
 	waitServedBy(t, addr3, by, "node3's address answering from node3 once resumed", func(n string) bool { return n == "node3" })
+}
+
+// shardOwners counts the shards each node owns, from etcd.
+func shardOwners(t *testing.T, c *framework.Cluster) map[string]int {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, statev1.ShardsPrefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, kv := range resp.Kvs {
+		rec := &statev1.ShardRecord{}
+		if err := proto.Unmarshal(kv.Value, rec); err != nil {
+			t.Fatal(err)
+		}
+		out[rec.Node]++
+	}
+	return out
+}
+
+// TestDrainedNodeOwnsNoShards: a draining node is ranked for no shard, so
+// it gives its idle shards up to the others, and takes its share again
+// once resumed.
+func TestDrainedNodeOwnsNoShards(t *testing.T) {
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
+	framework.WaitFor(t, clusterDeadline, "every shard owned, some by node2", func() bool {
+		o := shardOwners(t, c)
+		return o["node1"]+o["node2"]+o["node3"] == 64 && o["node2"] > 0
+	})
+	c.MustSMBCtl(t, "node", "drain", "node2")
+	framework.WaitFor(t, clusterDeadline, "node2's shards taken by node1 and node3", func() bool {
+		o := shardOwners(t, c)
+		return o["node2"] == 0 && o["node1"]+o["node3"] == 64
+	})
+	c.MustSMBCtl(t, "node", "resume", "node2")
+	framework.WaitFor(t, clusterDeadline, "node2 owning shards again", func() bool {
+		return shardOwners(t, c)["node2"] > 0
+	})
 }
