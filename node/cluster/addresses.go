@@ -326,7 +326,12 @@ func (a *Agent) servedAddresses(rec *statev1.NodeRecord) []string {
 		out = append(out, addr)
 	}
 	slices.Sort(out)
-	return append(out, a.cfg.Advertise...)
+	for _, adv := range a.cfg.Advertise {
+		if !slices.Contains(out, adv) {
+			out = append(out, adv)
+		}
+	}
+	return out
 }
 
 // offeredAddresses are the addresses the node offers multichannel

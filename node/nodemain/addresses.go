@@ -44,9 +44,10 @@ type publicAddrs struct {
 	log    *slog.Logger
 	static []net.Addr // the --listen listeners
 
-	mu   sync.Mutex
-	held map[string]*pubAddr // by address
-	ips  map[string]int      // addresses held per IP, for the hook
+	mu     sync.Mutex
+	held   map[string]*pubAddr // by address
+	ips    map[string]int      // addresses held per IP, for the hook
+	fenced uint64              // the last epoch Fenced ended
 }
 
 // pubAddr is one public address served.
@@ -62,11 +63,13 @@ func newPublicAddrs(srv *server.Server, hook, iface string, log *slog.Logger) *p
 		held: map[string]*pubAddr{}, ips: map[string]int{}}
 }
 
-// Serve implements cluster.PublicAddresses.
+// Serve implements cluster.PublicAddresses. An address of an epoch
+// already fenced is not served (the agent's loop may ask just after the
+// Fencing ended).
 func (p *publicAddrs) Serve(addr string, epoch uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.held[addr]; ok {
+	if _, ok := p.held[addr]; ok || epoch <= p.fenced {
 		return
 	}
 	a := &pubAddr{addr: addr, epoch: epoch, stop: make(chan struct{}), done: make(chan struct{})}
@@ -89,6 +92,7 @@ func (p *publicAddrs) Stop(addr string) {
 // Fenced implements cluster.PublicAddresses.
 func (p *publicAddrs) Fenced(epoch uint64) {
 	p.mu.Lock()
+	p.fenced = max(p.fenced, epoch)
 	var stopped []*pubAddr
 	for addr, a := range p.held {
 		if a.epoch <= epoch {
