@@ -158,7 +158,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.JoinToken, "join-token", "", "the join `TOKEN` smbctl node add printed (prefer --join-token-file)")
 	fs.StringVar(&cfg.JoinTokenFile, "join-token-file", "", "`FILE` holding the join token")
 	fs.StringVar(&cfg.SecretFile, "secret-file", "", "`FILE` holding the cluster secret (the coordinator's --secret-file)")
-	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster (repeatable; default: the addresses the node was admitted with)")
+	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster besides the public addresses the node holds (repeatable; never moved to another node)")
 	fs.StringVar(&cfg.PeerListen, "peer-listen", "", "`ADDR` (host:port) of the node-to-node API in a cluster (default: the first --listen host, any free port; published through etcd)")
 	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "`TTL` of the node's etcd lease: how soon a dead node shows down and its public addresses move (default 3s, whole seconds)")
 	fs.StringVar(&cfg.AddressHook, "address-hook", "", "`SCRIPT` run as SCRIPT add|del IP IFACE when the node starts or stops serving a public address (smbctl node add --address) it took over or gives up, e.g. to run ip addr add/del and arping; not needed on loopback")
