@@ -134,26 +134,11 @@ func (a *Agent) watch(ctx context.Context) error {
 // onWatch applies one watch response: put(key, value) for a put,
 // put(key, nil) for a delete.
 func (a *Agent) onWatch(r clientv3.WatchResponse, ok bool, put func(key string, value []byte)) error {
-	if !ok {
-		return errors.New("watch closed")
-	}
-	if err := r.Err(); err != nil {
-		return err
-	}
-	for _, ev := range r.Events {
-		if ev.Type == clientv3.EventTypeDelete {
-			put(string(ev.Kv.Key), nil)
-		} else {
-			put(string(ev.Kv.Key), ev.Kv.Value)
-		}
-	}
-	if r.Header.Revision > a.conf.rev {
-		a.conf.rev = r.Header.Revision
-	}
-	return nil
+	return a.onWatchRev(r, ok, func(key string, value []byte, _ int64) { put(key, value) })
 }
 
-// onWatchRev is onWatch for a put that takes the key's mod revision.
+// onWatchRev is onWatch for a put that also takes the event's mod
+// revision (a delete's is the revision of the delete).
 func (a *Agent) onWatchRev(r clientv3.WatchResponse, ok bool, put func(key string, value []byte, rev int64)) error {
 	if !ok {
 		return errors.New("watch closed")
