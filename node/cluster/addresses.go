@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -241,12 +242,7 @@ func (a *Agent) reconcileAddresses(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, a.publishServed(ctx))
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (a *Agent) serveAddress(addr string, epoch uint64) {
