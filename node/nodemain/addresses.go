@@ -24,7 +24,7 @@ const hookTimeout = 10 * time.Second
 // bindRetryMax.
 const (
 	bindRetry    = 100 * time.Millisecond
-	bindRetryMax = 2 * time.Second
+	bindRetryMax = time.Second
 )
 
 // publicAddrs serves the public addresses the cluster agent assigns the
