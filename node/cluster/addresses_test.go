@@ -1,8 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
+	"time"
+
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 )
 
 func homes(n int) []homeAddr {
@@ -81,5 +87,132 @@ func TestAssignAddressesKeepsHolder(t *testing.T) {
 func TestAssignAddressesNobody(t *testing.T) {
 	if got := assignAddresses(homes(2), set(), nil); len(got) != 0 {
 		t.Errorf("assigned %v with no live node", got)
+	}
+}
+
+// addrWorld records which nodes serve which public address, as the
+// nodes' PublicAddresses report it, and every moment two served one.
+type addrWorld struct {
+	mu       sync.Mutex
+	serving  map[string]map[string]uint64 // address → node → epoch
+	overlaps []string
+}
+
+func (w *addrWorld) node(name string) PublicAddresses { return worldNode{w, name} }
+
+// servedBy returns the nodes serving addr.
+func (w *addrWorld) servedBy(addr string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for n := range w.serving[addr] {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+type worldNode struct {
+	w    *addrWorld
+	name string
+}
+
+func (n worldNode) Serve(addr string, epoch uint64) {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	if n.w.serving[addr] == nil {
+		n.w.serving[addr] = map[string]uint64{}
+	}
+	for other := range n.w.serving[addr] {
+		if other != n.name {
+			n.w.overlaps = append(n.w.overlaps, fmt.Sprintf("%s served by %s while %s served it", addr, n.name, other))
+		}
+	}
+	n.w.serving[addr][n.name] = epoch
+}
+
+func (n worldNode) Stop(addr string) {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	delete(n.w.serving[addr], n.name)
+}
+
+func (n worldNode) Fenced(epoch uint64) {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	for _, by := range n.w.serving {
+		if e, ok := by[n.name]; ok && e <= epoch {
+			delete(by, n.name)
+		}
+	}
+}
+
+// startPublic runs an agent for e whose node was admitted with public
+// address pub and serves its addresses in w; stop ends it as a killed
+// node's lease would end (Leave revokes the lease).
+func (e *env) startPublic(w *addrWorld, pub string) (stop func()) {
+	e.t.Helper()
+	e.token = e.admit(e.name, pub)
+	a, err := New(Config{
+		Endpoints: endpoints(e.t), Name: e.name, JoinToken: e.token, Sealer: e.sealer,
+		LeaseTTL: 2 * time.Second, SyncInterval: 50 * time.Millisecond,
+	}, Node{Server: e.srv, Control: e.control, Shares: e.shares, Users: e.users, Addresses: w.node(e.name)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := a.Join(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	finished := make(chan struct{})
+	go func() {
+		a.Run(ctx)
+		close(finished)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-finished
+			a.Leave(context.Background())
+		})
+	}
+	e.t.Cleanup(stop)
+	return stop
+}
+
+// TestPublicAddressesMove: two agents serve their own public address;
+// one draining gives its address to the other and gets it back when
+// resumed; one leaving (its lease revoked, as a dead node's expires)
+// gives it up too. At no moment do two nodes serve one address: a node
+// gives an address up (stops serving) before its record goes, and takes
+// one (serves) only after its record is its own.
+func TestPublicAddressesMove(t *testing.T) {
+	w := &addrWorld{serving: map[string]map[string]uint64{}}
+	one, two := newEnv(t, "pa-one"), newEnv(t, "pa-two")
+	const addrOne, addrTwo = "192.0.2.101:445", "192.0.2.102:445"
+	one.startPublic(w, addrOne)
+	stopTwo := two.startPublic(w, addrTwo)
+	servedBy := func(addr string, want ...string) func() bool {
+		return func() bool { return slices.Equal(w.servedBy(addr), want) }
+	}
+	waitFor(t, "each node serving its own address", func() bool {
+		return servedBy(addrOne, "pa-one")() && servedBy(addrTwo, "pa-two")()
+	})
+
+	rec := &statev1.NodeRecord{Name: "pa-two", Addresses: []string{addrTwo}, JoinTokenSha256: statev1.HashJoinToken(two.token), Draining: true}
+	two.put(statev1.NodeKey("pa-two"), rec)
+	waitFor(t, "pa-one serving pa-two's address while pa-two drains", servedBy(addrTwo, "pa-one"))
+	rec.Draining = false
+	two.put(statev1.NodeKey("pa-two"), rec)
+	waitFor(t, "pa-two serving its address again once resumed", servedBy(addrTwo, "pa-two"))
+
+	stopTwo()
+	waitFor(t, "pa-one serving pa-two's address once pa-two is gone", servedBy(addrTwo, "pa-one"))
+	waitFor(t, "pa-one still serving its own", servedBy(addrOne, "pa-one"))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, o := range w.overlaps {
+		t.Error(o)
 	}
 }
