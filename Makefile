@@ -84,6 +84,17 @@ bench-cluster:
 .PHONY: bench-scaleout
 bench-scaleout:
 	GO=$(GO) bench/scaleout.sh
+# Failover time as a client sees it: kill -9 of a node while a client
+# writes through its public address, until a client reads the file back
+# through that address from the node that took it over; median and worst
+# of FAILOVER_RUNS runs and bytes lost (integration/failoverbench_test.go),
+# in bench/results/failover-latest.txt.
+FAILOVER_RUNS ?= 10
+.PHONY: bench-failover
+bench-failover: build
+	mkdir -p bench/results
+	$(TESTENV) SMBCLUSTER_BENCH_FAILOVER=$(FAILOVER_RUNS) $(GO) test ./integration -run '^TestFailoverBench$$' -count=1 -v -timeout 20m \
+		> bench/results/failover-latest.txt 2>&1; s=$$?; grep -E 'run [0-9]+:|failover \(|FAIL|^ok' bench/results/failover-latest.txt; exit $$s
 
 clean:
 	rm -rf bin run

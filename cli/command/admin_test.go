@@ -29,7 +29,7 @@ func TestNode(t *testing.T) {
 
 	// n1 joins and has a session: it is up and cannot be removed without --force.
 	c.put(statev1.NodeLiveKey("n1"), &statev1.NodeLiveRecord{Name: "n1", Epoch: 3, Version: "v1.0.0",
-		Addresses: []string{"192.0.2.1:445"}, StartTime: timestamppb.New(testNow)})
+		Addresses: []string{"192.0.2.1:445", "192.0.2.11:4455", "192.0.2.2:445"}, StartTime: timestamppb.New(testNow)})
 	c.put(statev1.ChannelKey("n1", 0x42), &statev1.ChannelRecord{SessionId: 0x42, Node: "n1", ClientAddresses: []string{"198.51.100.7:50000"}})
 	c.want(ExitOK, "node", "ls")
 	c.want(ExitOK, "node", "ls", "-o", "json")

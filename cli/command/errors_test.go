@@ -102,7 +102,7 @@ func (f *fakeCluster) GetStatus(context.Context, *adminv1.GetStatusRequest) (*ad
 	}
 	return &adminv1.GetStatusResponse{
 		Nodes: []*adminv1.Node{
-			{Name: "n1", Addresses: []string{"10.0.1.1:445"}, State: adminv1.NodeState_NODE_STATE_UP, Epoch: 4, Version: "v1.0.0", SessionCount: 12},
+			{Name: "n1", Addresses: []string{"10.0.1.1:445"}, Serving: []string{"10.0.1.1:445", "10.0.1.2:445"}, State: adminv1.NodeState_NODE_STATE_UP, Epoch: 4, Version: "v1.0.0", SessionCount: 12},
 			{Name: "n2", Addresses: []string{"10.0.1.2:445"}, State: adminv1.NodeState_NODE_STATE_DOWN, Epoch: 2, Draining: true},
 		},
 		NodesUp: 1, ShareCount: 3, UserCount: 40, SessionCount: 12, OpenCount: 345,

@@ -15,8 +15,8 @@ import (
 var nodeVerbs = []verb{
 	{name: "add", args: "NAME", nargs: 1, summary: "admit a node and print its join token (shown once)", define: defineNodeAdd},
 	{name: "rm", args: "NAME", nargs: 1, summary: "revoke a node's admission (--force if it is up)", define: defineNodeRm},
-	{name: "drain", args: "NAME", nargs: 1, summary: "stop offering a node to clients; with --timeout, wait for its sessions to leave", define: defineNodeDrain},
-	{name: "resume", args: "NAME", nargs: 1, summary: "offer a drained node to clients again", define: defineNodeResume},
+	{name: "drain", args: "NAME", nargs: 1, summary: "stop offering a node to clients and move its public addresses to other nodes; with --timeout, wait for its sessions to leave", define: defineNodeDrain},
+	{name: "resume", args: "NAME", nargs: 1, summary: "offer a drained node to clients again (its public addresses return to it)", define: defineNodeResume},
 	{name: "ls", nargs: 0, summary: "list nodes", define: defineNodeLs},
 	{name: "get", args: "NAME", nargs: 1, summary: "show one node", define: defineNodeGet},
 }
@@ -27,7 +27,8 @@ func (c *call) nodes() adminv1.NodeServiceClient { return adminv1.NewNodeService
 type nodeView struct {
 	Name          string   `json:"name"`
 	Addresses     []string `json:"addresses"`
-	State         string   `json:"state"` // admitted, up or down
+	Serving       []string `json:"serving,omitempty"` // while up: the public addresses it holds now
+	State         string   `json:"state"`             // admitted, up or down
 	Draining      bool     `json:"draining"`
 	DrainDeadline string   `json:"drain_deadline,omitempty"`
 	Epoch         uint64   `json:"epoch"`
@@ -39,7 +40,7 @@ type nodeView struct {
 
 func nodeOf(n *adminv1.Node) nodeView {
 	state := strings.ToLower(strings.TrimPrefix(n.GetState().String(), "NODE_STATE_"))
-	return nodeView{Name: n.GetName(), Addresses: append([]string{}, n.GetAddresses()...), State: state,
+	return nodeView{Name: n.GetName(), Addresses: append([]string{}, n.GetAddresses()...), Serving: n.GetServing(), State: state,
 		Draining: n.GetDraining(), DrainDeadline: fmtTime(n.GetDrainDeadline()), Epoch: n.GetEpoch(),
 		Version: n.GetVersion(), Sessions: n.GetSessionCount(), AdmitTime: fmtTime(n.GetAdmitTime()),
 		StartTime: fmtTime(n.GetStartTime())}
@@ -55,6 +56,7 @@ func (n nodeView) stateCell() string {
 
 func (n nodeView) table() table {
 	return kv("", "Name", n.Name, "State", n.stateCell(), "Addresses", strings.Join(n.Addresses, ", "),
+		"Serving", strings.Join(n.Serving, ", "),
 		"Epoch", strconv.FormatUint(n.Epoch, 10), "Sessions", strconv.FormatUint(uint64(n.Sessions), 10),
 		"Version", n.Version, "Drain deadline", n.DrainDeadline, "Admitted", n.AdmitTime, "Started", n.StartTime)
 }
@@ -62,9 +64,9 @@ func (n nodeView) table() table {
 type nodeList []nodeView
 
 func (l nodeList) table() table {
-	t := table{header: []string{"NAME", "STATE", "ADDRESSES", "EPOCH", "SESSIONS", "VERSION"}}
+	t := table{header: []string{"NAME", "STATE", "ADDRESSES", "SERVING", "EPOCH", "SESSIONS", "VERSION"}}
 	for _, n := range l {
-		t.rows = append(t.rows, []string{n.Name, n.stateCell(), dash(strings.Join(n.Addresses, ",")),
+		t.rows = append(t.rows, []string{n.Name, n.stateCell(), dash(strings.Join(n.Addresses, ",")), dash(strings.Join(n.Serving, ",")),
 			strconv.FormatUint(n.Epoch, 10), strconv.FormatUint(uint64(n.Sessions), 10), dash(n.Version)})
 	}
 	return t
@@ -84,7 +86,7 @@ func (a nodeAdded) table() table {
 
 func defineNodeAdd(fs *flag.FlagSet) action {
 	var addrs stringList
-	fs.Var(&addrs, "address", "SMB `HOST:PORT` clients reach the node at (repeat or comma-separate; port 445 if omitted)")
+	fs.Var(&addrs, "address", "public SMB `HOST:PORT` clients reach the node at, served by another node while it is down or draining (repeat or comma-separate; port 445 if omitted)")
 	return func(ctx context.Context, c *call) error {
 		ctx, cancel := c.conn.rpcContext(ctx, 0)
 		defer cancel()

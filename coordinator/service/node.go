@@ -249,9 +249,7 @@ func (p *published) node(rec *statev1.NodeRecord) *adminv1.Node {
 		n.Epoch = max(n.Epoch, live.Epoch)
 		n.Version = live.Version
 		n.StartTime = proto.CloneOf(live.StartTime)
-		if len(live.Addresses) > 0 {
-			n.Addresses = append([]string(nil), live.Addresses...)
-		}
+		n.Serving = append([]string(nil), live.Addresses...)
 	} else if n.Epoch > 0 {
 		n.State = adminv1.NodeState_NODE_STATE_DOWN
 	}

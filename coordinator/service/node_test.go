@@ -71,7 +71,7 @@ func TestNodeAdmitJoinDown(t *testing.T) {
 	wantCode(t, err, codes.AlreadyExists, "admit n1 again")
 
 	lease := e.join("n1", 1)
-	if n := e.getNode("n1"); n.State != adminv1.NodeState_NODE_STATE_UP || n.Epoch != 1 || n.Version != "v-test" || n.Addresses[0] != "127.0.0.9:4450" {
+	if n := e.getNode("n1"); n.State != adminv1.NodeState_NODE_STATE_UP || n.Epoch != 1 || n.Version != "v-test" || len(n.Serving) != 1 || n.Serving[0] != "127.0.0.9:4450" {
 		t.Errorf("joined node %v", n)
 	}
 	_, err = e.nodes.RemoveNode(e.ctx, &adminv1.RemoveNodeRequest{Name: "n1"})

@@ -23,6 +23,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,11 +139,12 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	defer admin.Close()
-	nodes, err := setUp(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token), admin, o, demo)
+	actx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+	nodes, err := setUp(actx, admin, o, demo)
 	if err != nil {
 		return err
 	}
-	return serveNodes(ctx, o, &c, nodes, endpoints, secretFile, stdout)
+	return serveNodes(ctx, o, &c, nodes, endpoints, secretFile, stdout, func() bool { return serveOwn(actx, admin, nodes) })
 }
 
 // coordinator is what the help text says of the admin API.
@@ -192,8 +195,31 @@ func setUp(ctx context.Context, conn *grpc.ClientConn, o options, demo string) (
 	return nodes, nil
 }
 
-// serveNodes runs the nodes in this process until ctx ends.
-func serveNodes(ctx context.Context, o options, c *coordinator, nodes []node, endpoints []string, secretFile string, stdout io.Writer) error {
+// serveOwn reports whether every node serves its own public address (the
+// nodes join one by one, and until a node has joined another serves its
+// address).
+func serveOwn(ctx context.Context, conn *grpc.ClientConn, nodes []node) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := adminv1.NewNodeServiceClient(conn).ListNodes(ctx, &adminv1.ListNodesRequest{})
+	if err != nil {
+		return false
+	}
+	serving := map[string][]string{}
+	for _, n := range resp.GetNodes() {
+		serving[n.GetName()] = n.GetServing()
+	}
+	for _, n := range nodes {
+		if !slices.Contains(serving[n.name], n.addr) {
+			return false
+		}
+	}
+	return true
+}
+
+// serveNodes runs the nodes in this process until ctx ends; they are
+// ready when ready says so and each accepts connections.
+func serveNodes(ctx context.Context, o options, c *coordinator, nodes []node, endpoints []string, secretFile string, stdout io.Writer, ready func() bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -209,8 +235,8 @@ func serveNodes(ctx context.Context, o options, c *coordinator, nodes []node, en
 			exits <- nodemain.Run(ctx, args)
 		}()
 	}
-	ready := waitListening(ctx, nodes)
-	if ready == nil {
+	readyErr := waitListening(ctx, nodes, ready)
+	if readyErr == nil {
 		printHelp(stdout, o, c, nodes, endpoints)
 	}
 	select {
@@ -220,15 +246,25 @@ func serveNodes(ctx context.Context, o options, c *coordinator, nodes []node, en
 	}
 	cancel()
 	wg.Wait()
-	if ready != nil && ctx.Err() == nil {
-		return ready
+	if readyErr != nil && ctx.Err() == nil {
+		return readyErr
 	}
 	return nil
 }
 
-// waitListening waits until every node accepts connections.
-func waitListening(ctx context.Context, nodes []node) error {
+// waitListening waits until ready and every node accepts connections.
+func waitListening(ctx context.Context, nodes []node, ready func() bool) error {
 	deadline := time.Now().Add(60 * time.Second)
+	for !ready() {
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return errors.New("the nodes did not take their public addresses within 60s")
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
 	for _, n := range nodes {
 		for {
 			c, err := net.DialTimeout("tcp", n.addr, time.Second)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,6 +157,11 @@ func (c *Cluster) StartNode(t testing.TB, name, host string) *ClusterNode {
 	writeFile(t, tokenFile, added.JoinToken)
 	n := c.LaunchNode(t, name, addr, append([]string{"--join-token-file", tokenFile}, c.nodeArgs...)...)
 	n.TokenFile = tokenFile
+	// Until the node has joined and taken its public address, another
+	// node serves it (and LaunchNode's dial reached that one).
+	WaitFor(t, StartDeadline, name+" serving its public address "+addr, func() bool {
+		return slices.Contains(c.NodeListed(t, name).Serving, addr)
+	})
 	return n
 }
 
@@ -329,6 +335,8 @@ type ListedNode struct {
 	State    string `json:"state"` // "admitted", "up", "down"
 	Draining bool   `json:"draining"`
 	Epoch    uint64 `json:"epoch"`
+	// Serving are the public addresses the node serves now.
+	Serving []string `json:"serving"`
 }
 
 // NodeListed returns node name as `smbctl node ls` lists it (zero if it

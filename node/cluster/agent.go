@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,7 @@ import (
 
 // Defaults for Config's zero fields.
 const (
-	DefaultLeaseTTL     = 5 * time.Second
+	DefaultLeaseTTL     = 3 * time.Second
 	DefaultSyncInterval = time.Second
 	dialTimeout         = 5 * time.Second
 )
@@ -112,6 +113,10 @@ type Node struct {
 	Users   Users
 	Files   OpenFiles // nil: open records name no owner and no locks
 	Keytabs Keytabs   // nil: the cluster's keytab is ignored
+	// Addresses serves the public addresses the node holds; nil: the
+	// node takes none (and its live record lists those it was admitted
+	// with).
+	Addresses PublicAddresses
 }
 
 // Agent is a node's membership in the cluster.
@@ -140,6 +145,7 @@ type Agent struct {
 	conf    configState
 	offer   offerState
 	pub     pubState
+	addrs   addrState
 	kick    chan struct{}
 }
 
@@ -174,9 +180,14 @@ func New(cfg Config, node Node) (*Agent, error) {
 	a.conf.init()
 	a.offer.init()
 	a.pub.init()
+	a.addrs.init()
 	a.updateAdmission() // nothing before the join
 	return a, nil
 }
+
+// Admitted returns the public addresses the node was admitted with, as
+// Join read them; call it between Join and Run.
+func (a *Agent) Admitted() []string { return slices.Clone(a.rec.GetAddresses()) }
 
 // Epoch returns the epoch of the node's current incarnation, 0 before it
 // joined (Fence().Epoch()).

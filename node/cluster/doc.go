@@ -11,14 +11,14 @@
 // a user's Kerberos principals and a new keytab apply to new logons), publishes the node's sessions, channels and opens (an open with
 // the owner of its file and its byte-range locks, Node.Files; a record is
 // rewritten only when these changed), acts on close
-// requests, follows draining, and keeps the interfaces offered to
-// multichannel clients (FSCTL_QUERY_NETWORK_INTERFACE_INFO): a channel
-// bound through any node joins its session where it is (node/handoff), so
-// every node offers every live, undrained node's addresses, its own first
-// (offerPeers in offer.go is the switch), each
-// node one interface (an IfIndex of its own, the same on every node),
-// RSS-capable, at the link speed the node publishes in its live record
-// (Config.LinkSpeed, smbnode --link-speed).
+// requests, follows draining, moves public addresses (addresses.go), and
+// keeps the interfaces offered to multichannel clients
+// (FSCTL_QUERY_NETWORK_INTERFACE_INFO): a channel bound through any node
+// joins its session where it is (node/handoff), so every node offers
+// every live, undrained node's addresses, its own first (offerPeers in
+// offer.go is the switch), each node one interface (an IfIndex of its
+// own, the same on every node), RSS-capable, at the link speed the node
+// publishes in its live record (Config.LinkSpeed, smbnode --link-speed).
 //
 // At shutdown, after Run has returned, Drain takes the node out of the
 // interface list (its server offers nothing, its live record lists no
@@ -26,8 +26,25 @@
 // lease.
 //
 // What "draining" means here: the node refuses new sessions
-// (STATUS_REQUEST_NOT_ACCEPTED) while existing sessions go on, and no node
-// offers its addresses to clients any more.
+// (STATUS_REQUEST_NOT_ACCEPTED) while existing sessions go on, no node
+// offers its addresses to clients any more, its public addresses move to
+// other nodes (the connections made to them end), and it is ranked for no
+// shard (it keeps those holding state).
+//
+// # Public addresses
+//
+// The addresses a node was admitted with are public addresses, each held
+// by one node at a time under AddressKey (the contract is in keys.go).
+// After every change of the node, live and address records, and every
+// sweep, the agent computes the assignment (assignAddresses: a node's own
+// while it is live and not draining, else the least-loaded such node) and
+// brings its own part to it: it gives up an address by stopping to serve
+// it (Node.Addresses.Stop: the listener closes, its connections end) and
+// only then deleting its record; it takes one that is free by writing the
+// record (epoch-guarded, on its lease) and only then serving it. So the
+// next holder listens only after the last one stopped. A Fencing's end
+// stops every address served under it (Node.Addresses.Fenced) before
+// etcd can expire the lease; the live record lists the addresses served.
 //
 // # Fencing
 //

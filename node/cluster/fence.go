@@ -307,6 +307,9 @@ func (a *Agent) startIncarnation(lease clientv3.LeaseID, epoch uint64, deadline 
 // on whichever goroutine ended the Fencing.
 func (a *Agent) onFenced(f *Fencing) {
 	a.updateAdmission()
+	if a.node.Addresses != nil {
+		a.node.Addresses.Fenced(f.epoch)
+	}
 	n := 0
 	if a.node.Server != nil {
 		n = a.node.Server.EndConnections()

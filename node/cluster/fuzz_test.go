@@ -28,8 +28,9 @@ func FuzzRecords(f *testing.F) {
 		a.conf.init()
 		a.offer.init()
 		a.pub.init()
+		a.addrs.init()
 		a.offer.reset([]*mvccpb.KeyValue{{Key: []byte(k1), Value: v1}}, []*mvccpb.KeyValue{{Key: []byte(k2), Value: v2}})
-		for _, ifc := range a.offer.interfaces("n1") {
+		for _, ifc := range a.offer.interfaces("n1", a.offer.live["n1"].GetAddresses()) {
 			if ifc.IP == nil || ifc.IP.IsUnspecified() {
 				t.Fatalf("offered %v", ifc.IP)
 			}

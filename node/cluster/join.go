@@ -33,6 +33,7 @@ func (a *Agent) join(ctx context.Context) error {
 		return fmt.Errorf("etcd lease: %w", err)
 	}
 	deadline := sent.Add(min(time.Duration(lease.TTL)*time.Second, a.cfg.LeaseTTL) - leaseMargin(a.cfg.LeaseTTL))
+	clear(a.addrs.served) // the last incarnation's, stopped when it was fenced
 	for attempt := 0; ; attempt++ {
 		epoch, rev, err := a.epochTxn(ctx, lease.ID, rec, nodeRev)
 		if err != nil {
@@ -41,6 +42,7 @@ func (a *Agent) join(ctx context.Context) error {
 		}
 		if rev != 0 {
 			a.rec = rec
+			a.addrs.published = liveSig(a.liveRecord(rec, epoch, lease.ID, 0))
 			a.startIncarnation(lease.ID, epoch, deadline, rev)
 			break
 		}
@@ -135,18 +137,14 @@ func (a *Agent) epochTxn(ctx context.Context, lease clientv3.LeaseID, rec *state
 
 // liveRecord is the node's NodeLiveRecord.
 func (a *Agent) liveRecord(rec *statev1.NodeRecord, epoch uint64, lease clientv3.LeaseID, sessions uint32) *statev1.NodeLiveRecord {
-	addrs := a.cfg.Advertise
-	if len(addrs) == 0 {
-		addrs = rec.GetAddresses()
-	}
 	start := a.start
 	if start.IsZero() {
 		start = time.Now()
 	}
 	return &statev1.NodeLiveRecord{
-		Name: a.cfg.Name, Epoch: epoch, Addresses: addrs, Version: a.cfg.Version,
+		Name: a.cfg.Name, Epoch: epoch, Addresses: a.servedAddresses(rec), Version: a.cfg.Version,
 		StartTime: timestamppb.New(start), SessionCount: sessions, LeaseId: int64(lease),
-		PeerAddress: a.cfg.PeerAddress, LinkSpeed: a.cfg.LinkSpeed,
+		PeerAddress: a.cfg.PeerAddress, LinkSpeed: a.cfg.LinkSpeed, Draining: rec.GetDraining(),
 	}
 }
 

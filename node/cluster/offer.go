@@ -73,22 +73,27 @@ const DefaultLinkSpeed = 10_000_000_000
 // interfaces lists the addresses clients are offered: this node's own
 // while it is live and not draining (and, with offerPeers, those of every
 // other live, admitted, non-draining node).
-func (o *offerState) interfaces(self string) []server.Interface {
-	return o.offer(self, offerPeers)
+//
+// This node's own addresses are own (the public addresses it serves that
+// are its own, and its --advertise endpoints), not its live record's as
+// last seen.
+func (o *offerState) interfaces(self string, own []string) []server.Interface {
+	return o.offer(self, own, offerPeers)
 }
 
-// offer lists the addresses of this node (self) while it is live and not
-// draining and, with peers, of every other live, admitted, non-draining
-// node, self first and then by name, so that a multichannel client opens
-// channels to several nodes. Each node is one interface: its addresses
-// share an IfIndex, distinct per node — the node's rank among the
-// admitted nodes by name, the same on every node and unchanged while a
-// node drains or dies — since clients group channels by IfIndex and the
+// offer lists the addresses of this node (self, own) while it is live and
+// not draining and, with peers, of every other live, admitted,
+// non-draining node (those its live record lists: the public addresses
+// it serves), self first and then by name, so that a multichannel client
+// opens channels to several nodes. Each node is one interface: its
+// addresses share an IfIndex, distinct per node — the node's rank among
+// the admitted nodes by name, the same on every node and unchanged while
+// a node drains or dies — since clients group channels by IfIndex and the
 // nodes are separate machines. Each is offered RSS-capable, at the link
 // speed its live record names (DefaultLinkSpeed if none). Addresses that
 // are not IP literals (host names) are left out: the answer carries IPs;
 // an address two nodes publish is offered once, for the first.
-func (o *offerState) offer(self string, peers bool) []server.Interface {
+func (o *offerState) offer(self string, own []string, peers bool) []server.Interface {
 	admitted := make([]string, 0, len(o.nodes))
 	for name := range o.nodes {
 		admitted = append(admitted, name)
@@ -120,7 +125,11 @@ func (o *offerState) offer(self string, peers bool) []server.Interface {
 		if speed == 0 {
 			speed = DefaultLinkSpeed
 		}
-		for _, addr := range live.Addresses {
+		addrs := live.Addresses
+		if name == self {
+			addrs = own
+		}
+		for _, addr := range addrs {
 			ip := addrIP(addr)
 			if ip == nil || ip.IsUnspecified() || seen[ip.String()] {
 				continue
@@ -143,7 +152,7 @@ func addrIP(addr string) net.IP {
 // applyOffer sets what the server offers multichannel clients.
 func (a *Agent) applyOffer() {
 	if a.node.Control != nil {
-		a.node.Control.SetInterfaces(a.offer.interfaces(strings.ToLower(a.cfg.Name)))
+		a.node.Control.SetInterfaces(a.offer.interfaces(strings.ToLower(a.cfg.Name), a.offeredAddresses()))
 	}
 }
 

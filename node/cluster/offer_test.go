@@ -54,13 +54,13 @@ func TestOfferPeers(t *testing.T) {
 		{"n4", []server.Interface{n4, n1, n1v6, n2}},
 		{"n3", []server.Interface{n1, n1v6, n2, n4}}, // draining: not itself
 	} {
-		checkOffer(t, tc.self, o.offer(tc.self, true), tc.want)
+		checkOffer(t, tc.self, o.offer(tc.self, o.live[tc.self].GetAddresses(), true), tc.want)
 	}
 	// Without peers a node offers only itself.
-	checkOffer(t, "n4", o.offer("n4", false), []server.Interface{n4})
-	checkOffer(t, "n3", o.offer("n3", false), nil)
+	checkOffer(t, "n4", o.offer("n4", o.live["n4"].GetAddresses(), false), []server.Interface{n4})
+	checkOffer(t, "n3", o.offer("n3", o.live["n3"].GetAddresses(), false), nil)
 	if offerPeers {
-		checkOffer(t, "n4", o.interfaces("n4"), []server.Interface{n4, n1, n1v6, n2})
+		checkOffer(t, "n4", o.interfaces("n4", o.live["n4"].GetAddresses()), []server.Interface{n4, n1, n1v6, n2})
 	}
 }
 

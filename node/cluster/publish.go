@@ -239,6 +239,7 @@ func (a *Agent) refreshLive(ctx context.Context, count uint32) error {
 		return fmt.Errorf("live record: %w", err)
 	}
 	a.pub.count, a.pub.liveAt = count, time.Now()
+	a.addrs.published = liveSig(a.liveRecord(a.rec, inc.fencing.Epoch(), inc.lease, count))
 	return nil
 }
 

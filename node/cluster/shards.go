@@ -63,9 +63,10 @@ type ShardMap struct {
 }
 
 type liveNode struct {
-	epoch uint64
-	lease clientv3.LeaseID
-	addr  string
+	epoch    uint64
+	lease    clientv3.LeaseID
+	addr     string
+	draining bool // NodeLiveRecord.Draining: ranked for no shard
 }
 
 type shardOwner struct {
@@ -302,7 +303,7 @@ func (m *ShardMap) putLive(v []byte) {
 	name := lower(rec.Name)
 	m.mu.Lock()
 	old, was := m.nodes[name]
-	m.nodes[name] = liveNode{epoch: rec.Epoch, lease: clientv3.LeaseID(rec.LeaseId), addr: rec.PeerAddress}
+	m.nodes[name] = liveNode{epoch: rec.Epoch, lease: clientv3.LeaseID(rec.LeaseId), addr: rec.PeerAddress, draining: rec.Draining}
 	m.notify()
 	m.mu.Unlock()
 	if name == m.self || was && old.epoch == rec.Epoch {
@@ -369,23 +370,18 @@ func rank(n uint32, nodes []string) []string {
 }
 
 // reconcile takes the free shards this node ranks first for among the
-// live nodes, and gives up idle shards a better-ranked live node should
-// have.
+// live, non-draining nodes, and gives up idle shards a better-ranked such
+// node should have.
 func (m *ShardMap) reconcile(ctx context.Context) {
 	if !m.isValid() {
 		return
 	}
 	m.mu.Lock()
 	me, live := m.nodes[m.self]
-	names := make([]string, 0, len(m.nodes))
-	for n, l := range m.nodes {
-		if l.addr != "" {
-			names = append(names, n)
-		}
-	}
+	names := rankable(m.nodes)
 	shards := m.shards
 	m.mu.Unlock()
-	if !live {
+	if !live || len(names) == 0 {
 		return
 	}
 	var wg sync.WaitGroup
@@ -400,6 +396,26 @@ func (m *ShardMap) reconcile(ctx context.Context) {
 		}
 	}
 	wg.Wait()
+}
+
+// rankable are the nodes shards are ranked among: the live nodes serving
+// the peer API that are not draining, or all of them when every one
+// drains (the shards must live somewhere).
+func rankable(nodes map[string]liveNode) []string {
+	var all, serving []string
+	for n, l := range nodes {
+		if l.addr == "" {
+			continue
+		}
+		all = append(all, n)
+		if !l.draining {
+			serving = append(serving, n)
+		}
+	}
+	if len(serving) == 0 {
+		return all
+	}
+	return serving
 }
 
 // claim takes free shard n under the node's lease and epoch, and

@@ -25,6 +25,7 @@ var watched = []struct {
 	{statev1.LivePrefix, true},
 	{statev1.ClosePrefix, true},
 	{statev1.KerberosKey(), false},
+	{statev1.AddressesPrefix, true},
 }
 
 // loadAll reads every watched range at one revision and applies it as
@@ -58,6 +59,7 @@ func (a *Agent) loadAll(ctx context.Context) error {
 		a.onClose(string(kv.Key))
 	}
 	a.resetKerberos(kvs[6])
+	a.addrs.reset(kvs[7])
 	a.reconcileShares()
 	return nil
 }
@@ -78,6 +80,7 @@ func (a *Agent) watch(ctx context.Context) error {
 		chans[i] = a.cli.Watch(wctx, w.key, opts...)
 	}
 	a.updateAdmission()
+	a.addressesChanged(ctx)
 	fence := a.Fence().Done()
 	tick := time.NewTicker(a.cfg.SyncInterval)
 	defer tick.Stop()
@@ -104,9 +107,11 @@ func (a *Agent) watch(ctx context.Context) error {
 		case r, ok := <-chans[3]:
 			err = a.onWatch(r, ok, a.offer.onNode)
 			err = errors.Join(err, a.onNodesChanged())
+			a.addressesChanged(ctx)
 		case r, ok := <-chans[4]:
 			err = a.onWatch(r, ok, a.offer.onLive)
 			a.applyOffer()
+			a.addressesChanged(ctx)
 		case r, ok := <-chans[5]:
 			err = a.onWatch(r, ok, func(key string, v []byte) {
 				if v != nil {
@@ -115,7 +120,11 @@ func (a *Agent) watch(ctx context.Context) error {
 			})
 		case r, ok := <-chans[6]:
 			err = a.onWatch(r, ok, a.onKerberos)
+		case r, ok := <-chans[7]:
+			err = a.onWatchRev(r, ok, a.addrs.put)
+			a.addressesChanged(ctx)
 		case <-tick.C:
+			a.addressesChanged(ctx)
 			err = a.sweep(ctx)
 		case <-a.kick:
 			err = a.sweep(ctx)
@@ -129,6 +138,12 @@ func (a *Agent) watch(ctx context.Context) error {
 // onWatch applies one watch response: put(key, value) for a put,
 // put(key, nil) for a delete.
 func (a *Agent) onWatch(r clientv3.WatchResponse, ok bool, put func(key string, value []byte)) error {
+	return a.onWatchRev(r, ok, func(key string, value []byte, _ int64) { put(key, value) })
+}
+
+// onWatchRev is onWatch for a put that also takes the event's mod
+// revision (a delete's is the revision of the delete).
+func (a *Agent) onWatchRev(r clientv3.WatchResponse, ok bool, put func(key string, value []byte, rev int64)) error {
 	if !ok {
 		return errors.New("watch closed")
 	}
@@ -137,15 +152,24 @@ func (a *Agent) onWatch(r clientv3.WatchResponse, ok bool, put func(key string, 
 	}
 	for _, ev := range r.Events {
 		if ev.Type == clientv3.EventTypeDelete {
-			put(string(ev.Kv.Key), nil)
+			put(string(ev.Kv.Key), nil, ev.Kv.ModRevision)
 		} else {
-			put(string(ev.Kv.Key), ev.Kv.Value)
+			put(string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
 		}
 	}
 	if r.Header.Revision > a.conf.rev {
 		a.conf.rev = r.Header.Revision
 	}
 	return nil
+}
+
+// addressesChanged reconciles the public addresses after a change of
+// what they depend on; a failure is logged and retried at the next
+// change or tick.
+func (a *Agent) addressesChanged(ctx context.Context) {
+	if err := a.reconcileAddresses(ctx); err != nil && a.Fence().Valid() && ctx.Err() == nil {
+		a.log.Warn("public addresses", "err", err)
+	}
 }
 
 // onNodesChanged follows this node's own record: removal and draining.

@@ -41,11 +41,9 @@ func (m *member) drain(ctx context.Context) error {
 	return m.Drain(ctx)
 }
 
-// startAgent joins the cluster when cfg asks for it and runs the agent in
-// the background; the agent's fatal error (the node was removed, or
-// superseded by another process that joined under its name) goes to errc
-// and ends the process. It returns nil, nil without --etcd.
-func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, peerAddr string, errc chan<- error) (*member, error) {
+// joinCluster joins the cluster when cfg asks for it; run starts the
+// agent after. It returns nil, nil without --etcd.
+func joinCluster(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, peerAddr string) (*member, error) {
 	if cfg.Etcd == "" {
 		return nil, nil
 	}
@@ -62,14 +60,19 @@ func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster
 		a.Leave(context.Background())
 		return nil, err
 	}
-	m := &member{Agent: a, ran: make(chan struct{})}
+	return &member{Agent: a, ran: make(chan struct{})}, nil
+}
+
+// run runs the agent in the background; its fatal error (the node was
+// removed, or superseded by another process that joined under its name)
+// goes to errc and ends the process.
+func (m *member) run(ctx context.Context, errc chan<- error) {
 	go func() {
 		defer close(m.ran)
-		if err := a.Run(ctx); err != nil {
+		if err := m.Run(ctx); err != nil {
 			errc <- err
 		}
 	}()
-	return m, nil
 }
 
 // clusterConfig reads the files the cluster flags name.
@@ -135,14 +138,23 @@ func etcdTLS(cfg *Config) (*tls.Config, error) {
 // gateListener closes new connections while the server takes no new
 // work (the node is fenced: it lost its cluster lease or was superseded);
 // through Control.Accept, the agent's fencing also ends a connection it
-// accepted a moment before (Server.EndConnections).
+// accepted a moment before (Server.EndConnections). valid, when set, is
+// the agent's fencing, asked too: a node resumed after a stop past its
+// lease deadline refuses what was queued before the fencing has run.
 type gateListener struct {
 	net.Listener
-	srv *server.Server
+	srv   *server.Server
+	valid func() bool
 }
 
-func (g gateListener) Accept() (net.Conn, error) {
-	return g.srv.Config().Control.Accept(g.Listener)
+func (g *gateListener) Accept() (net.Conn, error) {
+	for {
+		nc, err := g.srv.Config().Control.Accept(g.Listener)
+		if err != nil || g.valid == nil || g.valid() {
+			return nc, err
+		}
+		nc.Close()
+	}
 }
 
 // userDB is the node's user table: lower-case name → NT hash. Users from

@@ -78,6 +78,11 @@ type Config struct {
 	// addresses with (FSCTL_QUERY_NETWORK_INTERFACE_INFO): bits per
 	// second with an optional decimal suffix, "10G", "2.5G", "100M".
 	LinkSpeed string `json:"link_speed"`
+
+	// AddressHook is run as `HOOK add|del IP IFACE` when the node starts
+	// or stops serving a public address's IP; AddressInterface is IFACE.
+	AddressHook      string `json:"address_hook"`
+	AddressInterface string `json:"address_interface"`
 }
 
 // Duration is a time.Duration that reads "5s" in JSON.
@@ -137,7 +142,10 @@ Examples:
           --secret-file /etc/smbcluster/secret --listen 10.0.0.11:445
 
 With --etcd the node joins a cluster: "smbctl node add NAME" admits it and
-prints its join token; shares and users come from the cluster.
+prints its join token; shares and users come from the cluster. The
+addresses it was admitted with (--address) are public addresses: the node
+listens on those of its --listen addresses only while it holds them, and
+they move to other nodes while it is down or draining.
 
 Flags:
 `
@@ -175,10 +183,12 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.StringVar(&cfg.JoinToken, "join-token", "", "the join `TOKEN` smbctl node add printed (prefer --join-token-file)")
 	fs.StringVar(&cfg.JoinTokenFile, "join-token-file", "", "`FILE` holding the join token")
 	fs.StringVar(&cfg.SecretFile, "secret-file", "", "`FILE` holding the cluster secret (the coordinator's --secret-file)")
-	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster (repeatable; default: the addresses the node was admitted with)")
+	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster besides the public addresses the node holds (repeatable; never moved to another node)")
 	fs.StringVar(&cfg.PeerListen, "peer-listen", "", "`ADDR` (host:port) of the node-to-node API in a cluster (default: the first --listen host, any free port; published through etcd)")
 	fs.StringVar(&cfg.LinkSpeed, "link-speed", "", "`SPEED` (bits per second: 10G, 2.5G, 100M) multichannel clients are offered the node's addresses with; in a cluster every node offers it for this node (default 10G)")
-	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "`TTL` of the node's etcd lease: how soon a dead node shows down (default 5s)")
+	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "`TTL` of the node's etcd lease: how soon a dead node shows down and its public addresses move (default 3s, whole seconds)")
+	fs.StringVar(&cfg.AddressHook, "address-hook", "", "`SCRIPT` run as SCRIPT add|del IP IFACE when the node starts or stops serving a public address (smbctl node add --address) it took over or gives up, e.g. to run ip addr add/del and arping; not needed on loopback")
+	fs.StringVar(&cfg.AddressInterface, "address-interface", "", "network interface `NAME` passed to --address-hook")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 0, "on SIGTERM, how long requests being served get to finish and be answered before the remaining connections are closed (default 10s)")
 	fs.IntVar(&cfg.ZeroCopyThreshold, "zero-copy-threshold", 0, "smallest plain READ in `BYTES` sent with sendfile (0: default 16384, -1: never)")
 	fs.IntVar(&cfg.SpliceWriteThreshold, "splice-write-threshold", 0, "smallest plain WRITE in `BYTES` spliced from the socket into the file (0: default 262144, -1: never)")
@@ -277,6 +287,7 @@ func merge(file, flags *Config) *Config {
 		{&out.JoinTokenFile, flags.JoinTokenFile}, {&out.SecretFile, flags.SecretFile},
 		{&out.PeerListen, flags.PeerListen}, {&out.LinkSpeed, flags.LinkSpeed},
 		{&out.Auth, flags.Auth}, {&out.Keytab, flags.Keytab},
+		{&out.AddressHook, flags.AddressHook}, {&out.AddressInterface, flags.AddressInterface},
 	} {
 		if p.v != "" {
 			*p.dst = p.v

@@ -11,6 +11,7 @@ import (
 	_ "net/http/pprof" // --debug-addr
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -132,29 +133,34 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 			}
 		}()
 	}
-	var listeners []net.Listener
-	for _, addr := range cfg.Listen {
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			for _, l := range listeners {
-				l.Close()
-			}
-			return fmt.Errorf("listen %s: %w", addr, err)
-		}
-		listeners = append(listeners, l)
-	}
-	errc := make(chan error, len(listeners)+1)
+	errc := make(chan error, len(cfg.Listen)+1)
 	var wg sync.WaitGroup
 	actx, stopAgent := context.WithCancel(ctx) // the agent follows the cluster until the shutdown
 	defer stopAgent()
-	agent, err := startAgent(actx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users, Files: coh, Keytabs: keytabsFor(krb, users, cfg)}, coh.peerAddr, errc)
-	if agent != nil && coh.shards != nil {
-		// The node answers for shards only while its incarnation is valid.
-		coh.shards.SetValid(func() bool { return agent.Fence().Valid() })
+	var pub *publicAddrs
+	node := cluster.Node{Server: srv, Control: control, Shares: shares, Users: users, Files: coh, Keytabs: keytabsFor(krb, users, cfg)}
+	if cfg.Etcd != "" {
+		pub = newPublicAddrs(srv, cfg.AddressHook, cfg.AddressInterface, log)
+		node.Addresses = pub
 	}
+	agent, err := joinCluster(actx, cfg, log, node, coh.peerAddr)
 	if err != nil {
-		for _, l := range listeners {
-			l.Close()
+		return err
+	}
+	var valid func() bool
+	if agent != nil {
+		// The node answers for shards, and takes connections, only while
+		// its incarnation is valid.
+		valid = func() bool { return agent.Fence().Valid() }
+		if coh.shards != nil {
+			coh.shards.SetValid(valid)
+		}
+		pub.valid = valid
+	}
+	listeners, err := listenStatic(cfg, agent)
+	if err != nil {
+		if agent != nil {
+			agent.Leave(context.Background())
 		}
 		return err
 	}
@@ -162,7 +168,10 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		offerListeners(control, listeners, cfg.LinkSpeed)
 	}
 	for _, l := range listeners {
-		l := gateListener{Listener: l, srv: srv}
+		if pub != nil {
+			pub.static = append(pub.static, l.Addr())
+		}
+		l := &gateListener{Listener: l, srv: srv, valid: valid}
 		log.Info("listening", "addr", l.Addr().String())
 		wg.Add(1)
 		go func() {
@@ -171,6 +180,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 				errc <- fmt.Errorf("serve %s: %w", l.Addr(), err)
 			}
 		}()
+	}
+	if agent != nil {
+		agent.run(actx, errc)
 	}
 	var runErr error
 	select {
@@ -181,6 +193,31 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	shutdown(srv, agent, time.Duration(cfg.ShutdownTimeout), log)
 	wg.Wait()
 	return runErr
+}
+
+// listenStatic listens on the --listen addresses but the node's public
+// addresses (those it was admitted with), which it listens on only while
+// it holds them (publicAddrs).
+func listenStatic(cfg *Config, agent *member) ([]net.Listener, error) {
+	var public []string
+	if agent != nil {
+		public = agent.Admitted()
+	}
+	var listeners []net.Listener
+	for _, addr := range cfg.Listen {
+		if slices.ContainsFunc(public, func(p string) bool { return sameEndpoint(p, addr) }) {
+			continue
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		listeners = append(listeners, l)
+	}
+	return listeners, nil
 }
 
 // shutdown stops the node gracefully within timeout: in a cluster the

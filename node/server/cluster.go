@@ -153,6 +153,25 @@ func (s *Server) EndConnections() int {
 	return len(conns)
 }
 
+// EndConnectionsTo closes every client connection made to the local
+// address addr ("host:port"): the node gave that public address up, and
+// its clients reconnect to its next holder. Call it once the listener on
+// addr has closed and its Serve returned. It returns the number closed.
+func (s *Server) EndConnectionsTo(addr string) int {
+	s.mu.Lock()
+	var conns []*conn
+	for c := range s.conns {
+		if c.local == addr {
+			conns = append(conns, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	return len(conns)
+}
+
 // serveAdmittedSessionSetup refuses a SESSION_SETUP that would create a
 // session while the cluster agent admits none, with
 // STATUS_REQUEST_NOT_ACCEPTED ([MS-ERREF] 2.3.1): a client then tries

@@ -82,8 +82,9 @@ func (NodeState) EnumDescriptor() ([]byte, []int) {
 type Node struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// addresses are the SMB endpoints ("host:port") the node was admitted
-	// with, or those it publishes while up.
+	// addresses are the public SMB endpoints ("host:port") the node was
+	// admitted with: its own, served by another node while it is down or
+	// draining (see serving).
 	Addresses     []string               `protobuf:"bytes,2,rep,name=addresses,proto3" json:"addresses,omitempty"`
 	State         NodeState              `protobuf:"varint,3,opt,name=state,proto3,enum=smbcluster.admin.v1.NodeState" json:"state,omitempty"`
 	Draining      bool                   `protobuf:"varint,4,opt,name=draining,proto3" json:"draining,omitempty"`
@@ -93,9 +94,13 @@ type Node struct {
 	// version is the node's build version while up.
 	Version string `protobuf:"bytes,7,opt,name=version,proto3" json:"version,omitempty"`
 	// session_count is the number of sessions with a channel on the node.
-	SessionCount  uint32                 `protobuf:"varint,8,opt,name=session_count,json=sessionCount,proto3" json:"session_count,omitempty"`
-	AdmitTime     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=admit_time,json=admitTime,proto3" json:"admit_time,omitempty"`
-	StartTime     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	SessionCount uint32                 `protobuf:"varint,8,opt,name=session_count,json=sessionCount,proto3" json:"session_count,omitempty"`
+	AdmitTime    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=admit_time,json=admitTime,proto3" json:"admit_time,omitempty"`
+	StartTime    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// serving are the SMB endpoints the node serves while up: the public
+	// addresses it holds (its own, or moved to it from a node that is down
+	// or draining) and its --advertise endpoints.
+	Serving       []string `protobuf:"bytes,11,rep,name=serving,proto3" json:"serving,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -196,6 +201,13 @@ func (x *Node) GetAdmitTime() *timestamppb.Timestamp {
 func (x *Node) GetStartTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.StartTime
+	}
+	return nil
+}
+
+func (x *Node) GetServing() []string {
+	if x != nil {
+		return x.Serving
 	}
 	return nil
 }
@@ -764,7 +776,7 @@ var File_smbcluster_admin_v1_node_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_admin_v1_node_service_proto_rawDesc = "" +
 	"\n" +
-	"&smbcluster/admin/v1/node_service.proto\x12\x13smbcluster.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\x03\n" +
+	"&smbcluster/admin/v1/node_service.proto\x12\x13smbcluster.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\taddresses\x18\x02 \x03(\tR\taddresses\x124\n" +
@@ -778,7 +790,8 @@ const file_smbcluster_admin_v1_node_service_proto_rawDesc = "" +
 	"admit_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tadmitTime\x129\n" +
 	"\n" +
 	"start_time\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\"B\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12\x18\n" +
+	"\aserving\x18\v \x03(\tR\aserving\"B\n" +
 	"\x0eAddNodeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\taddresses\x18\x02 \x03(\tR\taddresses\"_\n" +

@@ -22,6 +22,7 @@ import (
 //	/smbcluster/v1/close/sessions/<id>       CloseRequest    coordinator, on a 60 s lease
 //	/smbcluster/v1/close/opens/<node>/<fileid> CloseRequest  coordinator, on a 60 s lease
 //	/smbcluster/v1/shards/<nn>               ShardRecord     owner node, on its lease, by txn
+//	/smbcluster/v1/addresses/<host:port>     AddressRecord   holder node, on its lease, by txn
 //
 // <id> and <fileid> are 16 lower-case hex digits (SessionIDKeyPart), so keys
 // sort by number.
@@ -72,12 +73,32 @@ import (
 // Shards. The file-id space is split into shards (node/peer.NumShards);
 // each shard's per-file state lives at one owner node. A live node takes a
 // shard whose key is absent and for which it ranks first among the live,
-// non-draining nodes (rendezvous hashing of shard and node names) with
+// non-draining nodes (rendezvous hashing of shard and node names; every
+// live node when all drain; a node's draining shows in its live record)
+// with
 // If(CreateRevision(ShardKey(n)) == 0, Value(NodeEpochKey(N)) == epoch)
 // Then(Put(ShardKey(n), ShardRecord, WithLease(lease))); it gives a shard up
 // to a better-ranked live node only while the shard holds no open (Delete
 // guarded by the key's mod revision). A dead owner's shards go with its
 // lease.
+//
+// Public addresses. The SMB endpoints nodes were admitted with
+// (NodeRecord.Addresses) are public addresses, held by one node at a time
+// under AddressKey(addr). Every node computes the same assignment from
+// the node records, the live records and the address records: an address
+// belongs to its home node while that node is live and not draining;
+// otherwise to the live, non-draining node holding the fewest addresses
+// (ties: the current holder, then rendezvous hashing of address and node
+// name). A node takes an address assigned to it whose key is absent, or
+// held by a node that is not live, with
+// If(CreateRevision(AddressKey(a)) == 0, Value(NodeEpochKey(N)) == epoch)
+// Then(Put(AddressKey(a), AddressRecord, WithLease(lease))), and only then
+// listens on it. A holder gives up an address assigned to another node by
+// first stopping to listen on it (and ending its connections), then
+// deleting the key (guarded by its mod revision): the next holder listens
+// only after. A dead holder's addresses go with its lease; a fenced node
+// stops listening on every public address before its lease can expire.
+// A node publishes the addresses it holds in NodeLiveRecord.Addresses.
 //
 // Closing. The coordinator asks for a session or an open to be closed by
 // writing CloseSessionKey(id) or CloseOpenKey(N, fid) on a short lease. Nodes
@@ -96,6 +117,8 @@ const (
 	ChannelsPrefix = Root + "channels/"
 	OpensPrefix    = Root + "opens/"
 	ShardsPrefix   = Root + "shards/"
+	// AddressesPrefix holds the public addresses' holders (AddressKey).
+	AddressesPrefix = Root + "addresses/"
 
 	// ClosePrefix holds close requests; CloseSessionsPrefix and
 	// CloseOpensPrefix divide it.
@@ -131,6 +154,10 @@ func SessionKey(id uint64) string { return SessionsPrefix + IDKeyPart(id) }
 
 // ShardKey is where shard n's ShardRecord lives.
 func ShardKey(n uint32) string { return fmt.Sprintf("%s%02d", ShardsPrefix, n) }
+
+// AddressKey is where the holder of public address addr ("host:port")
+// keeps its AddressRecord.
+func AddressKey(addr string) string { return AddressesPrefix + strings.ToLower(addr) }
 
 // NodeChannelsPrefix prefixes the ChannelRecords node name publishes.
 func NodeChannelsPrefix(node string) string {

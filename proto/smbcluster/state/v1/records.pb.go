@@ -193,7 +193,10 @@ type NodeLiveRecord struct {
 	// epoch is the value the node obtained from NodeEpochKey(name) when it
 	// last joined; strictly increasing per node.
 	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	// addresses the node actually listens on.
+	// addresses are the SMB endpoints the node serves now: the public
+	// addresses it holds (AddressRecord), its own or moved to it from a
+	// dead or draining node, and its --advertise endpoints; none while
+	// draining.
 	Addresses []string `protobuf:"bytes,3,rep,name=addresses,proto3" json:"addresses,omitempty"`
 	// version is the node's build version.
 	Version   string                 `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
@@ -211,7 +214,10 @@ type NodeLiveRecord struct {
 	// multichannel clients this node's addresses with
 	// (FSCTL_QUERY_NETWORK_INTERFACE_INFO LinkSpeed; smbnode --link-speed);
 	// 0 means the default, 10 Gb/s.
-	LinkSpeed     uint64 `protobuf:"varint,9,opt,name=link_speed,json=linkSpeed,proto3" json:"link_speed,omitempty"`
+	LinkSpeed uint64 `protobuf:"varint,9,opt,name=link_speed,json=linkSpeed,proto3" json:"link_speed,omitempty"`
+	// draining mirrors the node's NodeRecord.draining, so that what
+	// follows only live records (the shard map) leaves a draining node out.
+	Draining      bool `protobuf:"varint,10,opt,name=draining,proto3" json:"draining,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -309,6 +315,13 @@ func (x *NodeLiveRecord) GetLinkSpeed() uint64 {
 	return 0
 }
 
+func (x *NodeLiveRecord) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
 // ShardRecord is a shard's owner, under ShardKey(n), written by the owner
 // on its lease: the per-file state of the shard's files lives at that node
 // while the record exists (node/peer). The key's mod revision names the
@@ -375,6 +388,84 @@ func (x *ShardRecord) GetPeerAddress() string {
 	return ""
 }
 
+// AddressRecord is the holder of a public address (an SMB endpoint a node
+// was admitted with, NodeRecord.addresses) under AddressKey(address),
+// written by the holder on its lease with a transaction guarded by its
+// epoch: the holder listens on the address while the record is its own.
+// A node's addresses are its own while it is live and not draining, and
+// move to the other live nodes otherwise (node/cluster addresses.go).
+type AddressRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// address is "host:port" as admitted.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// node is the holder.
+	Node string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// epoch is the holder's epoch when it took the address.
+	Epoch uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// home is the node admitted with the address.
+	Home          string `protobuf:"bytes,4,opt,name=home,proto3" json:"home,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddressRecord) Reset() {
+	*x = AddressRecord{}
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddressRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddressRecord) ProtoMessage() {}
+
+func (x *AddressRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddressRecord.ProtoReflect.Descriptor instead.
+func (*AddressRecord) Descriptor() ([]byte, []int) {
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AddressRecord) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *AddressRecord) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *AddressRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *AddressRecord) GetHome() string {
+	if x != nil {
+		return x.Home
+	}
+	return ""
+}
+
 // ShareRecord is a share's configuration, under ShareKey(name).
 type ShareRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -399,7 +490,7 @@ type ShareRecord struct {
 
 func (x *ShareRecord) Reset() {
 	*x = ShareRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[4]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -411,7 +502,7 @@ func (x *ShareRecord) String() string {
 func (*ShareRecord) ProtoMessage() {}
 
 func (x *ShareRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[4]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -424,7 +515,7 @@ func (x *ShareRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShareRecord.ProtoReflect.Descriptor instead.
 func (*ShareRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{4}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ShareRecord) GetName() string {
@@ -510,7 +601,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[5]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +613,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[5]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +626,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UserRecord) GetName() string {
@@ -590,7 +681,7 @@ type KerberosRecord struct {
 
 func (x *KerberosRecord) Reset() {
 	*x = KerberosRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +693,7 @@ func (x *KerberosRecord) String() string {
 func (*KerberosRecord) ProtoMessage() {}
 
 func (x *KerberosRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +706,7 @@ func (x *KerberosRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KerberosRecord.ProtoReflect.Descriptor instead.
 func (*KerberosRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *KerberosRecord) GetKeytab() *Sealed {
@@ -680,7 +771,7 @@ type SessionRecord struct {
 
 func (x *SessionRecord) Reset() {
 	*x = SessionRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +783,7 @@ func (x *SessionRecord) String() string {
 func (*SessionRecord) ProtoMessage() {}
 
 func (x *SessionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +796,7 @@ func (x *SessionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRecord.ProtoReflect.Descriptor instead.
 func (*SessionRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SessionRecord) GetSessionId() uint64 {
@@ -842,7 +933,7 @@ type ChannelRecord struct {
 
 func (x *ChannelRecord) Reset() {
 	*x = ChannelRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +945,7 @@ func (x *ChannelRecord) String() string {
 func (*ChannelRecord) ProtoMessage() {}
 
 func (x *ChannelRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +958,7 @@ func (x *ChannelRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelRecord.ProtoReflect.Descriptor instead.
 func (*ChannelRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ChannelRecord) GetSessionId() uint64 {
@@ -936,7 +1027,7 @@ type OpenRecord struct {
 
 func (x *OpenRecord) Reset() {
 	*x = OpenRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1039,7 @@ func (x *OpenRecord) String() string {
 func (*OpenRecord) ProtoMessage() {}
 
 func (x *OpenRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1052,7 @@ func (x *OpenRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRecord.ProtoReflect.Descriptor instead.
 func (*OpenRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OpenRecord) GetPersistentFileId() uint64 {
@@ -1110,7 +1201,7 @@ type ByteRangeLock struct {
 
 func (x *ByteRangeLock) Reset() {
 	*x = ByteRangeLock{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1213,7 @@ func (x *ByteRangeLock) String() string {
 func (*ByteRangeLock) ProtoMessage() {}
 
 func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1226,7 @@ func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ByteRangeLock.ProtoReflect.Descriptor instead.
 func (*ByteRangeLock) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ByteRangeLock) GetOffset() uint64 {
@@ -1174,7 +1265,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1277,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1290,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CloseRequest) GetRequestTime() *timestamppb.Timestamp {
@@ -1238,7 +1329,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1341,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1354,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Settings) GetRequireSigning() bool {
@@ -1334,7 +1425,7 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"admit_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tadmitTime\x12\x1a\n" +
 	"\bdraining\x18\x05 \x01(\bR\bdraining\x12A\n" +
-	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\xaf\x02\n" +
+	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\xcb\x02\n" +
 	"\x0eNodeLiveRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
@@ -1346,11 +1437,18 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\blease_id\x18\a \x01(\x03R\aleaseId\x12!\n" +
 	"\fpeer_address\x18\b \x01(\tR\vpeerAddress\x12\x1d\n" +
 	"\n" +
-	"link_speed\x18\t \x01(\x04R\tlinkSpeed\"Z\n" +
+	"link_speed\x18\t \x01(\x04R\tlinkSpeed\x12\x1a\n" +
+	"\bdraining\x18\n" +
+	" \x01(\bR\bdraining\"Z\n" +
 	"\vShardRecord\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
-	"\fpeer_address\x18\x03 \x01(\tR\vpeerAddress\"\xda\x02\n" +
+	"\fpeer_address\x18\x03 \x01(\tR\vpeerAddress\"g\n" +
+	"\rAddressRecord\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x12\n" +
+	"\x04home\x18\x04 \x01(\tR\x04home\"\xda\x02\n" +
 	"\vShareRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n" +
@@ -1467,41 +1565,42 @@ func file_smbcluster_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_smbcluster_state_v1_records_proto_rawDescData
 }
 
-var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*Sealed)(nil),                // 0: smbcluster.state.v1.Sealed
 	(*NodeRecord)(nil),            // 1: smbcluster.state.v1.NodeRecord
 	(*NodeLiveRecord)(nil),        // 2: smbcluster.state.v1.NodeLiveRecord
 	(*ShardRecord)(nil),           // 3: smbcluster.state.v1.ShardRecord
-	(*ShareRecord)(nil),           // 4: smbcluster.state.v1.ShareRecord
-	(*UserRecord)(nil),            // 5: smbcluster.state.v1.UserRecord
-	(*KerberosRecord)(nil),        // 6: smbcluster.state.v1.KerberosRecord
-	(*SessionRecord)(nil),         // 7: smbcluster.state.v1.SessionRecord
-	(*ChannelRecord)(nil),         // 8: smbcluster.state.v1.ChannelRecord
-	(*OpenRecord)(nil),            // 9: smbcluster.state.v1.OpenRecord
-	(*ByteRangeLock)(nil),         // 10: smbcluster.state.v1.ByteRangeLock
-	(*CloseRequest)(nil),          // 11: smbcluster.state.v1.CloseRequest
-	(*Settings)(nil),              // 12: smbcluster.state.v1.Settings
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*AddressRecord)(nil),         // 4: smbcluster.state.v1.AddressRecord
+	(*ShareRecord)(nil),           // 5: smbcluster.state.v1.ShareRecord
+	(*UserRecord)(nil),            // 6: smbcluster.state.v1.UserRecord
+	(*KerberosRecord)(nil),        // 7: smbcluster.state.v1.KerberosRecord
+	(*SessionRecord)(nil),         // 8: smbcluster.state.v1.SessionRecord
+	(*ChannelRecord)(nil),         // 9: smbcluster.state.v1.ChannelRecord
+	(*OpenRecord)(nil),            // 10: smbcluster.state.v1.OpenRecord
+	(*ByteRangeLock)(nil),         // 11: smbcluster.state.v1.ByteRangeLock
+	(*CloseRequest)(nil),          // 12: smbcluster.state.v1.CloseRequest
+	(*Settings)(nil),              // 13: smbcluster.state.v1.Settings
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_smbcluster_state_v1_records_proto_depIdxs = []int32{
-	13, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
-	13, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
-	13, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
-	13, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
-	13, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
+	14, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
+	14, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
+	14, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
+	14, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
+	14, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 5: smbcluster.state.v1.UserRecord.nt_hash:type_name -> smbcluster.state.v1.Sealed
-	13, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
-	13, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
+	14, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
+	14, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
 	0,  // 8: smbcluster.state.v1.KerberosRecord.keytab:type_name -> smbcluster.state.v1.Sealed
-	13, // 9: smbcluster.state.v1.KerberosRecord.update_time:type_name -> google.protobuf.Timestamp
+	14, // 9: smbcluster.state.v1.KerberosRecord.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 10: smbcluster.state.v1.SessionRecord.session_key:type_name -> smbcluster.state.v1.Sealed
-	13, // 11: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
-	13, // 12: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
-	13, // 13: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
-	10, // 14: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
-	13, // 15: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
-	13, // 16: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
+	14, // 11: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
+	14, // 12: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
+	14, // 13: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
+	11, // 14: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
+	14, // 15: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
+	14, // 16: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
 	17, // [17:17] is the sub-list for method output_type
 	17, // [17:17] is the sub-list for method input_type
 	17, // [17:17] is the sub-list for extension type_name
@@ -1520,7 +1619,7 @@ func file_smbcluster_state_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_state_v1_records_proto_rawDesc), len(file_smbcluster_state_v1_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,182 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gosmb2 "github.com/cloudsoda/go-smb2"
+	"github.com/smbcluster/smbcluster/integration/framework"
+)
+
+// EnvBenchFailover runs TestFailoverBench with that many runs (make
+// bench-failover sets it to 10).
+const EnvBenchFailover = "SMBCLUSTER_BENCH_FAILOVER"
+
+// failoverRun is one measured failover.
+type failoverRun struct {
+	node     string
+	took     time.Duration // kill -9 → the first successful read through the node's address
+	acked    int64         // bytes the writer had acknowledged when the node died
+	lost     int64         // of those, bytes not read back intact after the failover
+	attempts int           // client attempts until the first success
+}
+
+// TestFailoverBench measures failover time as a client sees it: a
+// writer streams 64 KiB WRITEs to a file through a node's public address;
+// the node is killed (SIGKILL); a client then logs on again through the
+// same address, opens the file and reads it back, retrying every 20 ms.
+// The time from the kill to the first such read that returns every byte
+// the writer had acknowledged is the failover time; bytes missing are
+// lost. The node is started again and gets its address back before the
+// next run; runs rotate over the three nodes. Nodes use smbnode's
+// default lease TTL. Skipped unless SMBCLUSTER_BENCH_FAILOVER is set.
+func TestFailoverBench(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv(EnvBenchFailover))
+	if runs <= 0 {
+		t.Skipf("set %s=RUNS to measure failover (make bench-failover)", EnvBenchFailover)
+	}
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3, LeaseTTL: 3 * time.Second})
+	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
+	c.MustSMBCtl(t, "user", "add", "lee", "--password", "Lee-Pass-1")
+	var results []failoverRun
+	for i := range runs {
+		k := i % len(c.Nodes)
+		r := failoverOnce(t, c, k, fmt.Sprintf("run-%d.bin", i))
+		t.Logf("run %d: killed %s, served again through its address after %v (%d attempts), %d bytes acknowledged before, %d lost",
+			i+1, r.node, r.took.Round(time.Millisecond), r.attempts, r.acked, r.lost)
+		results = append(results, r)
+	}
+	t.Log(failoverSummary(results, c.LeaseTTL))
+}
+
+// failoverOnce kills node k while a writer streams through its address,
+// measures until a client reads the file back through that address, and
+// starts the node again.
+func failoverOnce(t *testing.T, c *framework.Cluster, k int, file string) failoverRun {
+	n := c.Nodes[k]
+	addr := n.Addr
+	r := failoverRun{node: n.Name}
+	epoch := c.NodeListed(t, n.Name).Epoch
+	acked := make(chan int64, 1)
+	started := make(chan struct{})
+	go func() { acked <- streamWrites(addr, file, started) }()
+	<-started
+	killed := time.Now()
+	n.Kill(t)
+	r.acked = <-acked
+	want := pattern(r.acked)
+	framework.WaitFor(t, 60*time.Second, "a read through "+addr+" after "+n.Name+" was killed", func() bool {
+		r.attempts++
+		got, err := readThrough(addr, "lee", "Lee-Pass-1", "data", file)
+		if err != nil {
+			return false
+		}
+		r.took = time.Since(killed)
+		r.lost = int64(len(want)) - commonPrefix(got, want)
+		return true
+	})
+	c.Nodes[k] = c.LaunchNode(t, n.Name, addr, "--join-token-file", n.TokenFile)
+	c.Nodes[k].TokenFile = n.TokenFile
+	framework.WaitFor(t, clusterDeadline, n.Name+" back with its address", func() bool {
+		l := c.NodeListed(t, n.Name)
+		return l.State == "up" && l.Epoch > epoch && slices.Contains(l.Serving, addr)
+	})
+	return r
+}
+
+// streamWrites writes pattern bytes to file through addr in 64 KiB
+// WRITEs until one fails (the node died) and returns how many bytes were
+// acknowledged; started is closed after the first 1 MiB.
+func streamWrites(addr, file string, started chan<- struct{}) int64 {
+	var once sync.Once
+	start := func() { once.Do(func() { close(started) }) }
+	defer start()
+	ctx := context.Background()
+	d := &gosmb2.Dialer{Initiator: &gosmb2.NTLMInitiator{User: "lee", Password: "Lee-Pass-1"}}
+	s, err := d.Dial(ctx, addr)
+	if err != nil {
+		return 0
+	}
+	defer s.Logoff()
+	host, _, _ := net.SplitHostPort(addr)
+	fs, err := s.Mount(`\\` + host + `\data`)
+	if err != nil {
+		return 0
+	}
+	f, err := fs.Create(file)
+	if err != nil {
+		return 0
+	}
+	const chunk = 64 << 10
+	data := pattern(streamMax)
+	var off int64
+	for off < streamMax {
+		if _, err := f.WriteAt(data[off:off+chunk], off); err != nil {
+			return off
+		}
+		off += chunk
+		if off == 1<<20 {
+			start()
+		}
+	}
+	return off
+}
+
+// streamMax bounds what a writer writes.
+const streamMax = 256 << 20
+
+// patternData is the stream writers write, made once.
+var patternData = sync.OnceValue(func() []byte {
+	b := make([]byte, streamMax)
+	rand.NewChaCha8([32]byte{'f', 'a', 'i', 'l'}).Read(b)
+	return b
+})
+
+// pattern is the first n bytes of what the writer writes.
+func pattern(n int64) []byte { return patternData()[:n] }
+
+func commonPrefix(a, b []byte) int64 {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i += 4096 {
+		j := min(i+4096, n)
+		if !bytes.Equal(a[i:j], b[i:j]) {
+			for k := i; k < j; k++ {
+				if a[k] != b[k] {
+					return int64(k)
+				}
+			}
+		}
+	}
+	return int64(n)
+}
+
+// failoverSummary is the runs' median and worst failover time and bytes
+// lost.
+func failoverSummary(runs []failoverRun, ttl time.Duration) string {
+	took := make([]time.Duration, len(runs))
+	var lost, acked int64
+	for i, r := range runs {
+		took[i] = r.took
+		lost += r.lost
+		acked += r.acked
+	}
+	slices.Sort(took)
+	median := took[len(took)/2]
+	if len(took)%2 == 0 {
+		median = (took[len(took)/2-1] + took[len(took)/2]) / 2
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "failover (kill -9 → first successful read through the dead node's address), %d runs, lease TTL %v: median %v, worst %v, best %v; bytes lost %d of %d acknowledged",
+		len(runs), ttl, median.Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), took[0].Round(time.Millisecond), lost, acked)
+	return b.String()
+}
