@@ -73,9 +73,9 @@ type Node struct {
 	fences   *prometheus.CounterVec
 
 	// The bounded top-N tables and what still counts into them.
-	files, clients *TopN
-	srcMu                  sync.Mutex
-	src                    Source
+	files, clients          *TopN
+	srcMu                   sync.Mutex
+	src                     Source
 	locksHeld, locksBlocked func() int64
 }
 

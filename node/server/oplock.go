@@ -154,6 +154,7 @@ func (c *conn) serveOplockBreak(r *Request) (Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.srv.cfg.Metrics.BreakAcked(false)
 	return &smb2.OplockBreakAck{OplockLevel: level, FileID: req.FileID}, nil
 }
 
@@ -173,5 +174,6 @@ func (c *conn) serveLeaseBreakAck(r *Request) (Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.srv.cfg.Metrics.BreakAcked(true)
 	return &smb2.LeaseBreakAck{LeaseKey: req.LeaseKey, LeaseState: st}, nil
 }

@@ -169,8 +169,10 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		// The session ends, a re-authenticated one included
 		// ([MS-SMB2] 3.3.5.5.3). The response is still signed when the
 		// request verified (r.bindSigner).
+		user := ch.auth.Result() // the names the client sent
 		c.failAuth(s, ch)
-		c.srv.log.Info("logon failed", "remote", c.remote, "err", err)
+		c.srv.log.Warn("logon failed", "remote", c.remote, "user", user.User, "domain", user.Domain, "err", err)
+		c.srv.cfg.Metrics.AuthFailed(statusOf(authStatus(err)))
 		if r.bindSigner == nil {
 			r.Session = nil
 		}
@@ -188,6 +190,7 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 	}
 	c.endPreviousSession(s, req.PreviousSessionID)
 	c.authenticated() // limits.go
+	c.srv.cfg.Metrics.SessionEstablished()
 	if s.Guest {
 		resp.SessionFlags |= smb2.SessionFlagIsGuest
 	} else if s.Anonymous {
@@ -259,6 +262,7 @@ func (c *conn) completeSession(s *Session, ch *channel, res auth.Result, req *sm
 	cfg := &c.srv.cfg
 	s.User, s.Domain, s.Guest, s.Anonymous = res.User, res.Domain, res.Guest, res.Anonymous
 	s.Dialect, s.ClientGUID, s.CreatedAt = c.dialect, c.clientGUID, time.Now()
+	s.addr = clientHost(c.remote) // metrics.go
 	s.SigningAlg = c.signingAlg
 	if c.dialect >= smb2.Dialect300 {
 		s.Cipher = c.cipher
