@@ -146,7 +146,7 @@ func (a *Agent) liveRecord(rec *statev1.NodeRecord, epoch uint64, lease clientv3
 	return &statev1.NodeLiveRecord{
 		Name: a.cfg.Name, Epoch: epoch, Addresses: addrs, Version: a.cfg.Version,
 		StartTime: timestamppb.New(start), SessionCount: sessions, LeaseId: int64(lease),
-		PeerAddress: a.cfg.PeerAddress,
+		PeerAddress: a.cfg.PeerAddress, MetricsAddress: a.cfg.MetricsAddress,
 	}
 }
 

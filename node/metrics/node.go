@@ -380,3 +380,16 @@ func dialectName(d uint16) string {
 	}
 	return "0x" + strconv.FormatUint(uint64(d), 16)
 }
+
+// CountPeerCalls registers the node-to-node router's own counters: the
+// RPCs it sent to other nodes (calls to owners and deliveries) and the
+// operations its local tables served without a call.
+func (n *Node) CountPeerCalls(sent, local func() uint64) {
+	if n == nil {
+		return
+	}
+	n.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "smbcluster_peer_rpcs_sent_total", Help: "RPCs this node sent to other nodes: calls to owners and deliveries (breaks, lock notices, watches, changes)."}, func() float64 { return float64(sent()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "smbcluster_peer_local_ops_total", Help: "Per-file state operations served by this node's own tables (the file's shard is its own)."}, func() float64 { return float64(local()) }),
+	)
+}

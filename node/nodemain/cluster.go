@@ -45,7 +45,7 @@ func (m *member) drain(ctx context.Context) error {
 // the background; the agent's fatal error (the node was removed, or
 // superseded by another process that joined under its name) goes to errc
 // and ends the process. It returns nil, nil without --etcd.
-func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, peerAddr string, errc chan<- error) (*member, error) {
+func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, peerAddr string, nm *nodeMetrics, errc chan<- error) (*member, error) {
 	if cfg.Etcd == "" {
 		return nil, nil
 	}
@@ -54,6 +54,10 @@ func startAgent(ctx context.Context, cfg *Config, log *slog.Logger, node cluster
 		return nil, err
 	}
 	ccfg.PeerAddress = peerAddr
+	ccfg.MetricsAddress, ccfg.DialOptions = nm.addr, etcdDialOptions(nm.m)
+	if nm.m != nil {
+		ccfg.Fenced = func(err error) { nm.m.Fenced(cluster.FenceReason(err)) }
+	}
 	a, err := cluster.New(ccfg, node)
 	if err != nil {
 		return nil, err

@@ -57,7 +57,12 @@ func newLogger(level string) *slog.Logger {
 
 // serve opens the shares and listeners and serves until ctx is done.
 func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
-	coh, err := startCoherence(ctx, cfg, log)
+	nm, err := startMetrics(cfg, log) // metrics.go
+	if err != nil {
+		return err
+	}
+	defer nm.stop()
+	coh, err := startCoherence(ctx, cfg, log, nm.m)
 	if err != nil {
 		return err
 	}
@@ -85,6 +90,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Shares:          shares,
 		Logger:          log,
 		Control:         control,
+		Metrics:         nm.m,
 
 		ZeroCopyThreshold:    orDefaultSize(cfg.ZeroCopyThreshold, defaultZeroCopyThreshold),
 		SpliceWriteThreshold: orDefaultSize(cfg.SpliceWriteThreshold, defaultSpliceWriteThreshold),
@@ -119,7 +125,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	var wg sync.WaitGroup
 	actx, stopAgent := context.WithCancel(ctx) // the agent follows the cluster until the shutdown
 	defer stopAgent()
-	agent, err := startAgent(actx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users, Files: coh}, coh.peerAddr, errc)
+	agent, err := startAgent(actx, cfg, log, cluster.Node{Server: srv, Control: control, Shares: shares, Users: users, Files: coh}, coh.peerAddr, nm, errc)
 	if agent != nil && coh.shards != nil {
 		// The node answers for shards only while its incarnation is valid.
 		coh.shards.SetValid(func() bool { return agent.Fence().Valid() })

@@ -19,10 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ClusterService_GetStatus_FullMethodName      = "/smbcluster.admin.v1.ClusterService/GetStatus"
-	ClusterService_Health_FullMethodName         = "/smbcluster.admin.v1.ClusterService/Health"
-	ClusterService_GetSettings_FullMethodName    = "/smbcluster.admin.v1.ClusterService/GetSettings"
-	ClusterService_UpdateSettings_FullMethodName = "/smbcluster.admin.v1.ClusterService/UpdateSettings"
+	ClusterService_GetStatus_FullMethodName       = "/smbcluster.admin.v1.ClusterService/GetStatus"
+	ClusterService_Health_FullMethodName          = "/smbcluster.admin.v1.ClusterService/Health"
+	ClusterService_GetSettings_FullMethodName     = "/smbcluster.admin.v1.ClusterService/GetSettings"
+	ClusterService_UpdateSettings_FullMethodName  = "/smbcluster.admin.v1.ClusterService/UpdateSettings"
+	ClusterService_GetClusterStats_FullMethodName = "/smbcluster.admin.v1.ClusterService/GetClusterStats"
 )
 
 // ClusterServiceClient is the client API for ClusterService service.
@@ -37,6 +38,9 @@ type ClusterServiceClient interface {
 	Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error)
 	GetSettings(ctx context.Context, in *GetSettingsRequest, opts ...grpc.CallOption) (*GetSettingsResponse, error)
 	UpdateSettings(ctx context.Context, in *UpdateSettingsRequest, opts ...grpc.CallOption) (*UpdateSettingsResponse, error)
+	// GetClusterStats gathers every live node's counters (smbctl top):
+	// the coordinator asks each node's metrics address in parallel.
+	GetClusterStats(ctx context.Context, in *GetClusterStatsRequest, opts ...grpc.CallOption) (*GetClusterStatsResponse, error)
 }
 
 type clusterServiceClient struct {
@@ -87,6 +91,16 @@ func (c *clusterServiceClient) UpdateSettings(ctx context.Context, in *UpdateSet
 	return out, nil
 }
 
+func (c *clusterServiceClient) GetClusterStats(ctx context.Context, in *GetClusterStatsRequest, opts ...grpc.CallOption) (*GetClusterStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetClusterStatsResponse)
+	err := c.cc.Invoke(ctx, ClusterService_GetClusterStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServiceServer is the server API for ClusterService service.
 // All implementations must embed UnimplementedClusterServiceServer
 // for forward compatibility.
@@ -99,6 +113,9 @@ type ClusterServiceServer interface {
 	Health(context.Context, *HealthRequest) (*HealthResponse, error)
 	GetSettings(context.Context, *GetSettingsRequest) (*GetSettingsResponse, error)
 	UpdateSettings(context.Context, *UpdateSettingsRequest) (*UpdateSettingsResponse, error)
+	// GetClusterStats gathers every live node's counters (smbctl top):
+	// the coordinator asks each node's metrics address in parallel.
+	GetClusterStats(context.Context, *GetClusterStatsRequest) (*GetClusterStatsResponse, error)
 	mustEmbedUnimplementedClusterServiceServer()
 }
 
@@ -120,6 +137,9 @@ func (UnimplementedClusterServiceServer) GetSettings(context.Context, *GetSettin
 }
 func (UnimplementedClusterServiceServer) UpdateSettings(context.Context, *UpdateSettingsRequest) (*UpdateSettingsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateSettings not implemented")
+}
+func (UnimplementedClusterServiceServer) GetClusterStats(context.Context, *GetClusterStatsRequest) (*GetClusterStatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetClusterStats not implemented")
 }
 func (UnimplementedClusterServiceServer) mustEmbedUnimplementedClusterServiceServer() {}
 func (UnimplementedClusterServiceServer) testEmbeddedByValue()                        {}
@@ -214,6 +234,24 @@ func _ClusterService_UpdateSettings_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClusterService_GetClusterStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetClusterStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).GetClusterStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_GetClusterStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).GetClusterStats(ctx, req.(*GetClusterStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClusterService_ServiceDesc is the grpc.ServiceDesc for ClusterService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -236,6 +274,10 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateSettings",
 			Handler:    _ClusterService_UpdateSettings_Handler,
+		},
+		{
+			MethodName: "GetClusterStats",
+			Handler:    _ClusterService_GetClusterStats_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -206,9 +206,13 @@ type NodeLiveRecord struct {
 	LeaseId int64 `protobuf:"varint,7,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
 	// peer_address is where the node serves the node-to-node API
 	// (smbcluster.peer.v1), host:port.
-	PeerAddress   string `protobuf:"bytes,8,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PeerAddress string `protobuf:"bytes,8,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	// metrics_address is where the node serves /metrics (Prometheus) and
+	// /stats (NodeStats), host:port; empty when it serves neither
+	// (smbnode --metrics-addr).
+	MetricsAddress string `protobuf:"bytes,9,opt,name=metrics_address,json=metricsAddress,proto3" json:"metrics_address,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NodeLiveRecord) Reset() {
@@ -293,6 +297,13 @@ func (x *NodeLiveRecord) GetLeaseId() int64 {
 func (x *NodeLiveRecord) GetPeerAddress() string {
 	if x != nil {
 		return x.PeerAddress
+	}
+	return ""
+}
+
+func (x *NodeLiveRecord) GetMetricsAddress() string {
+	if x != nil {
+		return x.MetricsAddress
 	}
 	return ""
 }
@@ -1246,7 +1257,7 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"admit_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tadmitTime\x12\x1a\n" +
 	"\bdraining\x18\x05 \x01(\bR\bdraining\x12A\n" +
-	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\x90\x02\n" +
+	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\xb9\x02\n" +
 	"\x0eNodeLiveRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
@@ -1256,7 +1267,8 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"start_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12#\n" +
 	"\rsession_count\x18\x06 \x01(\rR\fsessionCount\x12\x19\n" +
 	"\blease_id\x18\a \x01(\x03R\aleaseId\x12!\n" +
-	"\fpeer_address\x18\b \x01(\tR\vpeerAddress\"Z\n" +
+	"\fpeer_address\x18\b \x01(\tR\vpeerAddress\x12'\n" +
+	"\x0fmetrics_address\x18\t \x01(\tR\x0emetricsAddress\"Z\n" +
 	"\vShardRecord\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
