@@ -21,6 +21,10 @@ import (
 // statsTimeout bounds the fetch of one node's counters.
 const statsTimeout = 3 * time.Second
 
+// statsClient fetches the nodes' stats directly: no proxy from the
+// environment stands between the coordinator and its nodes.
+var statsClient = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2}}
+
 // maxStatsBody bounds a node's /stats answer.
 const maxStatsBody = 4 << 20
 
@@ -86,7 +90,7 @@ func getStats(ctx context.Context, u string) (*statev1.NodeStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := statsClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetching the node's stats: %w", err)
 	}

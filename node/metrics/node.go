@@ -306,7 +306,12 @@ func (n *Node) Share(name string) *Share {
 	s := &Share{name: name, dur: n.shareDur.WithLabelValues(name)}
 	for op, opName := range []string{"read", "write"} {
 		for p := range numPaths {
-			s.bytes[op][p] = n.shareBytes.WithLabelValues(name, opName, pathNames[p])
+			// No zero-copy WRITE, no spliced READ: those count as buffered.
+			q := p
+			if op == 0 && p == PathSpliced || op == 1 && p == PathZeroCopy {
+				q = PathBuffered
+			}
+			s.bytes[op][p] = n.shareBytes.WithLabelValues(name, opName, pathNames[q])
 		}
 	}
 	n.shares[name] = s

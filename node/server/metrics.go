@@ -30,7 +30,6 @@ func (c *conn) observe(r *Request, res *result, status smb2.Status, start time.T
 	if m == nil {
 		return
 	}
-	m.Finished()
 	d := time.Since(start)
 	m.Request(r.Header.Command, status, d)
 	m.Credits(res.hdr.Credits)
