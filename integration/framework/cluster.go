@@ -31,6 +31,10 @@ type ClusterOptions struct {
 	// EtcdProcess runs etcd as a process of its own (StartEtcdProcess),
 	// which the test can stop and continue, instead of embedded.
 	EtcdProcess bool
+	// Metrics serves /metrics and /stats on every node (--metrics-addr,
+	// one port on each node's address: ClusterNode.MetricsAddr) and
+	// /metrics on the coordinator (Cluster.CoordMetricsAddr).
+	Metrics bool
 }
 
 // Cluster is an embedded etcd, a coordinator (in this process, plaintext
@@ -47,6 +51,10 @@ type Cluster struct {
 	LeaseTTL  time.Duration
 	// Etcd is the etcd process when ClusterOptions.EtcdProcess is set.
 	Etcd *EtcdProcess
+	// MetricsPort is the nodes' metrics port, CoordMetricsAddr the
+	// coordinator's metrics address, with ClusterOptions.Metrics.
+	MetricsPort      int
+	CoordMetricsAddr string
 
 	dir        string
 	secretFile string
@@ -59,7 +67,9 @@ type ClusterNode struct {
 	// TokenFile holds the node's join token (StartNode): another
 	// process started with it joins as the same node.
 	TokenFile string
-	killed    bool
+	// MetricsAddr is where the node serves /metrics (ClusterOptions.Metrics).
+	MetricsAddr string
+	killed      bool
 }
 
 // NewCluster starts a cluster of opts.Nodes nodes and waits until every
@@ -77,8 +87,11 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	c.TokenFile = filepath.Join(c.dir, "token")
 	writeFile(t, c.secretFile, string(statev1.GenerateSecret()))
 	writeFile(t, c.TokenFile, c.Token)
-	c.startEtcdAndCoordinator(t, opts.EtcdProcess)
+	c.startEtcdAndCoordinator(t, opts.EtcdProcess, opts.Metrics)
 	c.Port = CommonFreePort(t, opts.Nodes)
+	if opts.Metrics {
+		c.MetricsPort = CommonFreePort(t, opts.Nodes)
+	}
 	for i := 1; i <= opts.Nodes; i++ {
 		c.Nodes = append(c.Nodes, c.StartNode(t, "node"+strconv.Itoa(i), "127.0.0."+strconv.Itoa(i)))
 	}
@@ -94,12 +107,15 @@ func writeFile(t testing.TB, path, s string) {
 
 // startEtcdAndCoordinator starts etcd (embedded, or a process of its own
 // when process is set) and the coordinator.
-func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process bool) {
+func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process, metrics bool) {
 	t.Helper()
 	cfg := coord.Config{
 		Listen: "127.0.0.1:0", SecretFile: c.secretFile, Token: c.Token,
 		ShareRoots: []string{os.TempDir()}, // tests share directories from t.TempDir()
 		Version:    "test", Log: slog.New(slog.DiscardHandler),
+	}
+	if metrics {
+		cfg.MetricsAddr = "127.0.0.1:0"
 	}
 	if process {
 		c.Etcd = StartEtcdProcess(t, filepath.Join(c.dir, "etcd"))
@@ -114,6 +130,9 @@ func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process bool) {
 	t.Cleanup(func() { co.Stop(false) })
 	c.Endpoints = co.Endpoints
 	c.CoordAddr = co.Addr.String()
+	if co.MetricsAddr != nil {
+		c.CoordMetricsAddr = co.MetricsAddr.String()
+	}
 }
 
 // CommonFreePort finds a port free on 127.0.0.1 ... 127.0.0.n, so that
@@ -150,8 +169,14 @@ func (c *Cluster) StartNode(t testing.TB, name, host string) *ClusterNode {
 	c.SMBCtlJSON(t, &added, "node", "add", name, "--address", addr)
 	tokenFile := filepath.Join(c.dir, name+".join-token")
 	writeFile(t, tokenFile, added.JoinToken)
-	n := c.LaunchNode(t, name, addr, "--join-token-file", tokenFile)
-	n.TokenFile = tokenFile
+	extra := []string{"--join-token-file", tokenFile}
+	var metricsAddr string
+	if c.MetricsPort != 0 {
+		metricsAddr = net.JoinHostPort(host, strconv.Itoa(c.MetricsPort))
+		extra = append(extra, "--metrics-addr", metricsAddr)
+	}
+	n := c.LaunchNode(t, name, addr, extra...)
+	n.TokenFile, n.MetricsAddr = tokenFile, metricsAddr
 	return n
 }
 
