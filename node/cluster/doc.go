@@ -4,7 +4,9 @@
 //
 // Join checks that the node was admitted (NodeKey exists and the join
 // token matches), takes an etcd lease, bumps the node's epoch and publishes
-// its NodeLiveRecord on the lease in one transaction, and loads shares,
+// its NodeLiveRecord on the lease in one transaction (with the addresses
+// of its node-to-node API and, when it serves them, of its /metrics and
+// /stats endpoints, which the coordinator reads for smbctl top), and loads shares,
 // users and settings. Run then watches them and applies changes to the
 // node live (a new share is served, a deleted share ends its tree
 // connects, a deleted user's sessions end, a new password applies to new
