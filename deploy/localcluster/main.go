@@ -283,13 +283,15 @@ func printHelp(w io.Writer, o options, c *coordinator, nodes []node, endpoints [
 	fmt.Fprintf(w, "  %s node ls\n", ctl)
 	if o.metricsPort != 0 {
 		fmt.Fprintf(w, "  %s top\n", ctl)
-		fmt.Fprintf(w, "Prometheus metrics: http://%s/metrics (node1; the others on their addresses)\n", net.JoinHostPort(host, strconv.Itoa(o.metricsPort)))
-	}
-	if o.coordMetrics != "" {
-		fmt.Fprintf(w, "  and http://%s/metrics (the coordinator).\n", o.coordMetrics)
 	}
 	team := filepath.Join(c.shareRoots[0], "team")
 	fmt.Fprintf(w, "  mkdir %s && %s share add team %s\n", team, ctl, team)
 	fmt.Fprintf(w, "Shares may be created under %s (more with --share-root DIR).\n", strings.Join(c.shareRoots, ", "))
+	if o.metricsPort != 0 {
+		fmt.Fprintf(w, "Prometheus metrics: http://%s/metrics (node1; the others on their addresses)\n", net.JoinHostPort(host, strconv.Itoa(o.metricsPort)))
+	}
+	if o.coordMetrics != "" {
+		fmt.Fprintf(w, "and http://%s/metrics (the coordinator); deploy/prometheus and deploy/grafana scrape and chart them.\n", o.coordMetrics)
+	}
 	fmt.Fprintf(w, "Ctrl-C stops the cluster; its state stays under %s.\n", o.dir)
 }

@@ -76,7 +76,7 @@ func TestTopN(t *testing.T) {
 	add("c", 50)
 	add("a", 1)
 	add("d", 7) // evicts b (5): d counts 5+7
-	got := top(tab.merged(nil), 10)
+	got := topEntries(tab.merged(nil), 10)
 	var s []string
 	for _, e := range got {
 		s = append(s, fmt.Sprintf("%s=%d", e.Key, e.Requests))

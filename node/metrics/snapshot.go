@@ -70,12 +70,10 @@ func (n *Node) Snapshot(top int) (*Snapshot, error) {
 	if src != nil {
 		files, clients = src.EachFile, src.EachClient
 	}
-	s.Files = topOf(n.files.merged(files), top)
-	s.Clients = topOf(n.clients.merged(clients), top)
+	s.Files = topEntries(n.files.merged(files), top)
+	s.Clients = topEntries(n.clients.merged(clients), top)
 	return s, nil
 }
-
-func topOf(m map[string]*Entry, n int) []Entry { return top(m, n) }
 
 // addHistogram adds h's counts to t.
 func (t *Traffic) addHistogram(h *dto.Histogram) {

@@ -97,8 +97,8 @@ func (t *TopN) merged(each func(fn func(key string, c *IOCount))) map[string]*En
 	return out
 }
 
-// top returns the n entries of m with the most requests, then bytes.
-func top(m map[string]*Entry, n int) []Entry {
+// topEntries returns the n entries of m with the most requests, then bytes.
+func topEntries(m map[string]*Entry, n int) []Entry {
 	out := make([]Entry, 0, len(m))
 	for _, e := range m {
 		out = append(out, *e)

@@ -120,7 +120,7 @@ func (s *Server) openGone(o *Open) {
 }
 
 func (s *Server) sessionGone(ss *Session) {
-	if m := s.cfg.Metrics; m != nil {
+	if m := s.cfg.Metrics; m != nil && ss.addr != "" { // addr: it was established
 		m.ClientGone(ss.clientKey(), &ss.io)
 	}
 }
