@@ -76,12 +76,16 @@ func TestTopN(t *testing.T) {
 	add("c", 50)
 	add("a", 1)
 	add("d", 7) // evicts b (5): d counts 5+7
+	var twice IOCount
+	twice.Requests.Store(1)
+	tab.Fold("a", &twice)
+	tab.Fold("a", &twice) // already moved: adds nothing
 	got := topEntries(tab.merged(nil), 10)
 	var s []string
 	for _, e := range got {
 		s = append(s, fmt.Sprintf("%s=%d", e.Key, e.Requests))
 	}
-	if want := "a=101 c=50 d=12"; strings.Join(s, " ") != want {
+	if want := "a=102 c=50 d=12"; strings.Join(s, " ") != want {
 		t.Errorf("top = %s, want %s", strings.Join(s, " "), want)
 	}
 }

@@ -99,7 +99,7 @@ func NewNode() *Node {
 	n := &Node{reg: prometheus.NewRegistry(), shares: map[string]*Share{}, files: NewTopN(topCapacity), clients: NewTopN(topCapacity)}
 	f := factory{n.reg}
 	n.requests = f.counterVec("smbcluster_smb_requests_total", "SMB2 requests answered, by command and NTSTATUS.", "command", "status")
-	dur := f.histogramVec("smbcluster_smb_request_duration_seconds", "Time from a request's arrival to its answer (async requests: to the final answer), by command.", "command")
+	dur := f.histogramVec("smbcluster_smb_request_duration_seconds", "Time to serve a request, from its dispatch to its answer (async requests: to the final answer), by command.", "command")
 	for i := range n.cmds {
 		c := &n.cmds[i]
 		c.name = smb2.Command(i).String()

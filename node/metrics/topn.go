@@ -37,9 +37,10 @@ func NewTopN(capacity int) *TopN {
 	return &TopN{cap: capacity, m: map[string]*Entry{}}
 }
 
-// Fold adds c's counts to key's.
+// Fold moves c's counts to key's: c is left at zero, so an open or
+// session folded twice (two paths ending it) counts once.
 func (t *TopN) Fold(key string, c *IOCount) {
-	req, rd, wr := c.Requests.Load(), c.BytesRead.Load(), c.BytesWritten.Load()
+	req, rd, wr := c.Requests.Swap(0), c.BytesRead.Swap(0), c.BytesWritten.Swap(0)
 	if req == 0 && rd == 0 && wr == 0 {
 		return
 	}
