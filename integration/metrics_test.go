@@ -440,4 +440,19 @@ func TestTop(t *testing.T) {
 	if s.value("smbcluster_coordinator_rpc_duration_seconds", "method", "GetClusterStats", "code", "OK") < 2 {
 		t.Errorf("the coordinator's /metrics counted no GetClusterStats")
 	}
+	// The cluster parts: every node called etcd; the shards were taken
+	// (64 at least once between them); the two nodes that do not own
+	// hot.bin's shard admitted their opens of it at its owner.
+	var taken, admits float64
+	for _, n := range c.Nodes {
+		s := mustScrape(t, n.MetricsAddr)
+		if s.value("smbcluster_etcd_request_duration_seconds") == 0 {
+			t.Errorf("%s counted no etcd call", n.Name)
+		}
+		taken += s.value("smbcluster_shard_ownership_changes_total", "direction", "taken")
+		admits += s.value("smbcluster_peer_rpc_duration_seconds", "method", "Admit")
+	}
+	if taken < 64 || admits < 2 {
+		t.Errorf("shards taken %v (want at least 64), peer Admits %v (want at least 2)", taken, admits)
+	}
 }
