@@ -101,6 +101,9 @@ func runTop(ctx context.Context, c *call, interval time.Duration, count, n int) 
 		}
 		cur, err := fetch()
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted mid-fetch
+			}
 			return err
 		}
 		v := topOf(prev, cur, n)
