@@ -46,6 +46,9 @@ var layers = map[string][]string{
 	"node/vfs/osfs":    {"node/vfs"},
 	"node/vfs/vfstest": {"node/vfs"},
 	"node/state":       nil,
+	// A node's instruments: a leaf beside the wire format (command and
+	// status names), so that the engine can record on it directly.
+	"node/metrics": {"node/smb2"},
 
 	// Named pipes.
 	"node/ipc/dcerpc": nil,
@@ -53,11 +56,11 @@ var layers = map[string][]string{
 	"node/ipc":        {"node/ipc/dcerpc", "node/ipc/ndr"},
 
 	// The engine, then the shares that plug into it, then what runs both.
-	"node/server":     {"node/auth", "node/smb2", "node/smb2/fscc", "node/smb2/signing", "node/sockio", "node/state"},
+	"node/server":     {"node/auth", "node/metrics", "node/smb2", "node/smb2/fscc", "node/smb2/signing", "node/sockio", "node/state"},
 	"node/share":      {"node/ipc", "node/server", "node/smb2", "node/smb2/fscc", "node/smb2/utf16le", "node/state", "node/vfs"},
 	"node/servertest": {"node/auth", "node/server", "node/share", "node/smb2", "node/smb2/signing", "node/vfs", "node/vfs/memfs", "node/vfs/osfs", "node/vfs/vfstest"},
 	"node/cluster":    {"node/peer", "node/server", "node/state", "proto/smbcluster/state/v1"},
-	"node/nodemain":   {"node/auth", "node/cluster", "node/handoff", "node/ipc", "node/peer", "node/server", "node/share", "node/state", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
+	"node/nodemain":   {"node/auth", "node/cluster", "node/handoff", "node/ipc", "node/metrics", "node/peer", "node/server", "node/share", "node/state", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
 	// Node-to-node calls: per-file state over gRPC, not the engine or shares.
 	"node/peer": {"node/state", "proto/smbcluster/peer/v1"},
 	// A handed-over connection is served by the node's server (Adopt).

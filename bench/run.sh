@@ -12,6 +12,8 @@
 #   if client and server were separate machines; default: the scheduler
 #   places them)
 #   BENCH_PORT_OURS=14450 BENCH_PORT_SAMBA=14451
+#   BENCH_METRICS=0 (1: our node serves /metrics on 127.0.0.1:BENCH_METRICS_PORT,
+#   default 14452, so that its cost is in the figures; compare with a run of 0)
 # Needs root (Samba serves the files as root, like our node) and Debian's
 # samba package; nss_wrapper (libnss-wrapper) gives smbd its user without
 # touching /etc/passwd.
@@ -35,6 +37,11 @@ PIN=${BENCH_PIN:-0}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
 PORT_OURS=${BENCH_PORT_OURS:-14450}
 PORT_SAMBA=${BENCH_PORT_SAMBA:-14451}
+METRICS=${BENCH_METRICS:-0}
+METRICS_ARGS=()
+if [ "$METRICS" = 1 ]; then
+	METRICS_ARGS=(--metrics-addr "127.0.0.1:${BENCH_METRICS_PORT:-14452}")
+fi
 USER_NAME=bench
 PASS=bench-Passw0rd
 CLK_TCK=$(getconf CLK_TCK)
@@ -102,7 +109,7 @@ start_ours() {
 	cp bin/smbnode "$WORK/bench-ournode"
 	"${SPIN[@]}" "$WORK/bench-ournode" --listen "127.0.0.1:$PORT_OURS" --user "$USER_NAME:$PASS" \
 		--share "bench=$WORK/ours" --share "benchenc=$WORK/oursenc,encrypt" \
-		--log-level warn >>"$OUT/ours.log" 2>&1 &
+		--log-level warn "${METRICS_ARGS[@]}" >>"$OUT/ours.log" 2>&1 &
 	OURS_PID=$!
 	if ! wait_port "$PORT_OURS"; then
 		OURS_NOTE="smbnode did not start listening: $(tail -c 600 "$OUT/ours.log" | tr '\n' ' ')"
@@ -230,7 +237,7 @@ cat >"$OUT/meta.json" <<META
 {"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","commit":"$VERSION","kernel":"$(uname -r)",
  "cpus":$(nproc),"cpu_model":"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo | tr -d '"')",
  "filesystem":"$FSNOTE","samba":"$SAMBA_VERSION","runs":$RUNS,"runtime":"$RUNTIME","warmup":"$WARMUP",
- "size":"$SIZE","iodepth":$IODEPTH,"client":"$CLIENT","pin":"$PINNOTE","ours_restarts":$OURS_RESTARTS,
+ "size":"$SIZE","iodepth":$IODEPTH,"client":"$CLIENT","pin":"$PINNOTE","metrics":$METRICS,"ours_restarts":$OURS_RESTARTS,
  "ours_note":"$(tr -d '"\\' <<<"$OURS_NOTE")",
  "tcp1":$(cat "$WORK/tcp1.json" | tr -d '\n'),"tcp4":$(cat "$WORK/tcp4.json" | tr -d '\n')}
 META

@@ -74,6 +74,7 @@ type config struct {
 	shareRoots                []string
 	devInsecure, printVersion bool
 	logLevel                  string
+	metricsAddr               string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -100,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	})
 	fs.BoolVar(&c.devInsecure, "dev-loopback-insecure", false, "development only: serve without TLS on a loopback address; --token-file is still required, and linked for the starting user's smbctl (~/.config/smbctl/dev/)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics) on `ADDR`, e.g. 127.0.0.1:9445 (default: off; unauthenticated)")
 	fs.BoolVar(&c.printVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -207,6 +209,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger, ready func(net.Addr
 		SecretFile: c.secretFile, CreateSecret: c.devInsecure,
 		DevLoopback: c.devInsecure, TokenFile: c.tokenFile,
 		Token: token, ShareRoots: c.shareRoots, Version: version, Log: log,
+		MetricsAddr: c.metricsAddr,
 	}
 	if c.embeddedEtcd == "" {
 		cfg.Endpoints = strings.Split(c.etcd, ",")

@@ -270,7 +270,9 @@ func TestMakeRun(t *testing.T) {
 	// The starting user's configuration directory, where smbctl finds the
 	// development token.
 	configEnv := []string{"XDG_CONFIG_HOME=" + filepath.Join(t.TempDir(), "config")}
-	cmd := exec.Command(bin, "--dir", dir, "--port", strconv.Itoa(port), "--coordinator", coord)
+	metricsPort := framework.CommonFreePort(t, 3)
+	cmd := exec.Command(bin, "--dir", dir, "--port", strconv.Itoa(port), "--coordinator", coord,
+		"--metrics-port", strconv.Itoa(metricsPort), "--coordinator-metrics", framework.FreeAddr(t, "127.0.0.1"))
 	cmd.Env = append(os.Environ(), configEnv...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -307,6 +309,13 @@ func TestMakeRun(t *testing.T) {
 	}
 	if !strings.Contains(banner, "smbclient //127.0.0.1/demo -p "+strconv.Itoa(port)+" -U demo%demo") {
 		t.Errorf("the banner does not say how to connect:\n%s", banner)
+	}
+	node1Metrics := "127.0.0.1:" + strconv.Itoa(metricsPort)
+	if !strings.Contains(banner, "http://"+node1Metrics+"/metrics") {
+		t.Errorf("the banner does not say where the metrics are:\n%s", banner)
+	}
+	if s, err := scrapeMetrics(t, node1Metrics); err != nil || s["smbcluster_smb_requests_total"] == nil {
+		t.Errorf("node1's /metrics: %v", err)
 	}
 	for i := 1; i <= 3; i++ {
 		host := "127.0.0." + strconv.Itoa(i)

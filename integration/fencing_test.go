@@ -66,11 +66,22 @@ func probe(n *framework.ClusterNode, user, password, share, file string) error {
 // Two rounds.
 func TestFencingEtcdStopped(t *testing.T) {
 	const ttl = 3 * time.Second
-	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 1, LeaseTTL: ttl, EtcdProcess: true})
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 1, LeaseTTL: ttl, EtcdProcess: true, Metrics: true})
 	n := c.Nodes[0]
 	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
 	c.MustSMBCtl(t, "user", "add", "hana", "--password", "Hana-Pass-1")
 	bound := ttl + fenceSlack
+	defer func() {
+		// Each outage is one fencing for the lost lease on /metrics, and
+		// etcd calls failed meanwhile.
+		s := mustScrape(t, n.MetricsAddr)
+		if got := s.value("smbcluster_fencing_events_total", "reason", "lease_lost"); got != 2 {
+			t.Errorf("fencing events for a lost lease: %v, want 2 (one per outage); all: %v", got, s.value("smbcluster_fencing_events_total"))
+		}
+		if s.value("smbcluster_etcd_request_errors_total") == 0 {
+			t.Error("no failed etcd call counted while etcd was stopped")
+		}
+	}()
 	epoch := c.NodeListed(t, "node1").Epoch
 	for round := 1; round <= 2; round++ {
 		framework.WaitFor(t, clusterDeadline, "node1 to serve share data", func() bool {

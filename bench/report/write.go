@@ -59,7 +59,7 @@ func markdown(meta map[string]any, cells []cell) string {
 	var b strings.Builder
 	b.WriteString("# smbcluster node vs Samba — loopback benchmark\n\n")
 	for _, k := range []string{"date", "commit", "kernel", "cpus", "cpu_model", "filesystem", "samba",
-		"runs", "runtime", "warmup", "size", "iodepth", "client", "pin", "ours_restarts"} {
+		"runs", "runtime", "warmup", "size", "iodepth", "client", "pin", "metrics", "ours_restarts"} {
 		if v, ok := meta[k]; ok {
 			fmt.Fprintf(&b, "- %s: %v\n", k, v)
 		}

@@ -82,6 +82,7 @@ func init() {
 		{name: "open", summary: "list and close open files", verbs: openVerbs, listHint: "smbctl open ls"},
 		{name: "lock", summary: "list byte-range locks", verbs: lockVerbs, listHint: "smbctl lock ls"},
 		{name: "status", summary: "show the cluster's nodes, counts and etcd health", verbs: statusVerbs},
+		{name: "top", summary: "watch request rates, throughput, latency, busy clients and hot files across the cluster", verbs: topVerbs},
 		{name: "bench", summary: "measure an SMB server's throughput and latency", run: runBench,
 			flags: func(fs *flag.FlagSet) { new(benchFlags).register(fs) }},
 		{name: "version", summary: "print smbctl's version", run: runVersion,

@@ -53,6 +53,12 @@ type Config struct {
 	Version    string
 	Log        *slog.Logger        // nil: slog.Default()
 	GRPC       []grpc.ServerOption // e.g. TLS credentials
+
+	// MetricsAddr, if set, serves /metrics (Prometheus text) there:
+	// the admin calls and etcd calls, timed (metrics.go).
+	MetricsAddr string
+
+	etcdDial []grpc.DialOption // set by Start
 }
 
 // Coordinator is a running coordinator.
@@ -60,6 +66,8 @@ type Coordinator struct {
 	Addr      net.Addr // where the admin API listens
 	Endpoints []string // of the etcd it uses
 	Link      string   // where the development token is linked; "" if not
+	// MetricsAddr is where /metrics is served; nil without Config.MetricsAddr.
+	MetricsAddr net.Addr
 
 	g     *grpc.Server
 	done  chan error
@@ -84,6 +92,18 @@ func Start(c Config) (co *Coordinator, err error) {
 	sealer, err := LoadSealer(c.SecretFile, c.CreateSecret)
 	if err != nil {
 		return nil, err
+	}
+	var met *coordMetrics
+	if c.MetricsAddr != "" {
+		met = newCoordMetrics()
+		addr, stop, err := met.serve(c.MetricsAddr, co.log)
+		if err != nil {
+			return nil, err
+		}
+		co.MetricsAddr = addr
+		co.undo = append(co.undo, stop)
+		c.GRPC = append(c.GRPC[:len(c.GRPC):len(c.GRPC)], met.serverOption())
+		c.etcdDial = append(c.etcdDial, met.etcdOption())
 	}
 	cli, err := co.openEtcd(c)
 	if err != nil {
@@ -121,7 +141,7 @@ func (co *Coordinator) openEtcd(c Config) (*clientv3.Client, error) {
 		co.Endpoints = eps
 		co.log.Info("embedded etcd started", "endpoints", eps, "dir", c.EmbeddedEtcd)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: co.Endpoints, DialTimeout: 5 * time.Second, TLS: c.EtcdTLS})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: co.Endpoints, DialTimeout: 5 * time.Second, TLS: c.EtcdTLS, DialOptions: c.etcdDial})
 	if err != nil {
 		return nil, fmt.Errorf("etcd %v: %w", co.Endpoints, err)
 	}

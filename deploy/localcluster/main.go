@@ -60,6 +60,8 @@ type options struct {
 	dir, coord, logLevel string
 	debugAddr            string // serve /debug/vars and /debug/pprof (loopback)
 	port, nodes          int
+	metricsPort          int      // each node's /metrics and /stats port on its address; 0: off
+	coordMetrics         string   // the coordinator's /metrics address
 	shareRoots           []string // besides DIR/shares
 }
 
@@ -72,6 +74,8 @@ func main() {
 	flag.StringVar(&o.coord, "coordinator", "127.0.0.1:7445", "coordinator `ADDR` (loopback)")
 	flag.IntVar(&o.nodes, "nodes", 3, "number of nodes, on 127.0.0.1, 127.0.0.2, ...")
 	flag.StringVar(&o.logLevel, "log-level", "warn", "nodes' log `LEVEL`")
+	flag.IntVar(&o.metricsPort, "metrics-port", 9450, "serve each node's /metrics and /stats on its address at `PORT` (smbctl top); 0: off")
+	flag.StringVar(&o.coordMetrics, "coordinator-metrics", "127.0.0.1:9449", "serve the coordinator's /metrics on `ADDR` (loopback); empty: off")
 	flag.StringVar(&o.debugAddr, "debug-addr", "", "serve /debug/vars (smbcluster_peer_rpcs: the RPCs the nodes sent each other) and /debug/pprof on `ADDR`, e.g. 127.0.0.1:6060")
 	flag.Func("share-root", "also allow shares at or under `DIR` (absolute; repeatable); DIR/shares always", func(dir string) error {
 		if err := service.CheckShareRoot(dir); err != nil {
@@ -86,6 +90,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// coordMetricsAddr is where the coordinator serves /metrics; "" when
+// off.
+func coordMetricsAddr(o options) string { return o.coordMetrics }
 
 func defaultPort() int {
 	if os.Geteuid() == 0 {
@@ -125,7 +133,7 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		Listen: o.coord, EmbeddedEtcd: filepath.Join(dir, "etcd"),
 		SecretFile: secretFile, CreateSecret: true,
 		DevLoopback: true, TokenFile: tokenFile, Token: token,
-		ShareRoots: c.shareRoots, Version: nodemain.Version,
+		ShareRoots: c.shareRoots, Version: nodemain.Version, MetricsAddr: coordMetricsAddr(o),
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), // its warnings, as before
 	})
 	if err != nil {
@@ -229,6 +237,10 @@ func serveNodes(ctx context.Context, o options, c *coordinator, nodes []node, en
 			"--listen", n.addr, "--etcd", endpoints[0], "--name", n.name, "--join-token", n.token,
 			"--secret-file", secretFile, "--log-level", o.logLevel, "--lease-ttl", "3s",
 		}
+		if o.metricsPort != 0 {
+			host, _, _ := net.SplitHostPort(n.addr)
+			args = append(args, "--metrics-addr", net.JoinHostPort(host, strconv.Itoa(o.metricsPort)))
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -305,8 +317,17 @@ func printHelp(w io.Writer, o options, c *coordinator, nodes []node, endpoints [
 		ctl += " --token-file " + c.tokenFile
 	}
 	fmt.Fprintf(w, "  %s node ls\n", ctl)
+	if o.metricsPort != 0 {
+		fmt.Fprintf(w, "  %s top\n", ctl)
+	}
 	team := filepath.Join(c.shareRoots[0], "team")
 	fmt.Fprintf(w, "  mkdir %s && %s share add team %s\n", team, ctl, team)
 	fmt.Fprintf(w, "Shares may be created under %s (more with --share-root DIR).\n", strings.Join(c.shareRoots, ", "))
+	if o.metricsPort != 0 {
+		fmt.Fprintf(w, "Prometheus metrics: http://%s/metrics (node1; the others on their addresses)\n", net.JoinHostPort(host, strconv.Itoa(o.metricsPort)))
+	}
+	if o.coordMetrics != "" {
+		fmt.Fprintf(w, "and http://%s/metrics (the coordinator); deploy/prometheus and deploy/grafana scrape and chart them.\n", o.coordMetrics)
+	}
 	fmt.Fprintf(w, "Ctrl-C stops the cluster; its state stays under %s.\n", o.dir)
 }

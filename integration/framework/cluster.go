@@ -34,6 +34,10 @@ type ClusterOptions struct {
 	EtcdProcess bool
 	// NodeArgs are extra smbnode arguments for every node (--auth kerberos).
 	NodeArgs []string
+	// Metrics serves /metrics and /stats on every node (--metrics-addr,
+	// one port on each node's address: ClusterNode.MetricsAddr) and
+	// /metrics on the coordinator (Cluster.CoordMetricsAddr).
+	Metrics bool
 }
 
 // Cluster is an embedded etcd, a coordinator (in this process, plaintext
@@ -50,6 +54,10 @@ type Cluster struct {
 	LeaseTTL  time.Duration
 	// Etcd is the etcd process when ClusterOptions.EtcdProcess is set.
 	Etcd *EtcdProcess
+	// MetricsPort is the nodes' metrics port, CoordMetricsAddr the
+	// coordinator's metrics address, with ClusterOptions.Metrics.
+	MetricsPort      int
+	CoordMetricsAddr string
 
 	dir        string
 	secretFile string
@@ -63,7 +71,9 @@ type ClusterNode struct {
 	// TokenFile holds the node's join token (StartNode): another
 	// process started with it joins as the same node.
 	TokenFile string
-	killed    bool
+	// MetricsAddr is where the node serves /metrics (ClusterOptions.Metrics).
+	MetricsAddr string
+	killed      bool
 }
 
 // NewCluster starts a cluster of opts.Nodes nodes and waits until every
@@ -82,8 +92,11 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	c.TokenFile = filepath.Join(c.dir, "token")
 	writeFile(t, c.secretFile, string(statev1.GenerateSecret()))
 	writeFile(t, c.TokenFile, c.Token)
-	c.startEtcdAndCoordinator(t, opts.EtcdProcess)
+	c.startEtcdAndCoordinator(t, opts.EtcdProcess, opts.Metrics)
 	c.Port = CommonFreePort(t, opts.Nodes)
+	if opts.Metrics {
+		c.MetricsPort = CommonFreePort(t, opts.Nodes)
+	}
 	for i := 1; i <= opts.Nodes; i++ {
 		c.Nodes = append(c.Nodes, c.StartNode(t, "node"+strconv.Itoa(i), "127.0.0."+strconv.Itoa(i)))
 	}
@@ -99,12 +112,15 @@ func writeFile(t testing.TB, path, s string) {
 
 // startEtcdAndCoordinator starts etcd (embedded, or a process of its own
 // when process is set) and the coordinator.
-func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process bool) {
+func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process, metrics bool) {
 	t.Helper()
 	cfg := coord.Config{
 		Listen: "127.0.0.1:0", SecretFile: c.secretFile, Token: c.Token,
 		ShareRoots: []string{os.TempDir()}, // tests share directories from t.TempDir()
 		Version:    "test", Log: slog.New(slog.DiscardHandler),
+	}
+	if metrics {
+		cfg.MetricsAddr = "127.0.0.1:0"
 	}
 	if process {
 		c.Etcd = StartEtcdProcess(t, filepath.Join(c.dir, "etcd"))
@@ -119,6 +135,9 @@ func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process bool) {
 	t.Cleanup(func() { co.Stop(false) })
 	c.Endpoints = co.Endpoints
 	c.CoordAddr = co.Addr.String()
+	if co.MetricsAddr != nil {
+		c.CoordMetricsAddr = co.MetricsAddr.String()
+	}
 }
 
 // CommonFreePort finds a port free on 127.0.0.1 ... 127.0.0.n, so that
@@ -155,8 +174,14 @@ func (c *Cluster) StartNode(t testing.TB, name, host string) *ClusterNode {
 	c.SMBCtlJSON(t, &added, "node", "add", name, "--address", addr)
 	tokenFile := filepath.Join(c.dir, name+".join-token")
 	writeFile(t, tokenFile, added.JoinToken)
-	n := c.LaunchNode(t, name, addr, append([]string{"--join-token-file", tokenFile}, c.nodeArgs...)...)
-	n.TokenFile = tokenFile
+	extra := append([]string{"--join-token-file", tokenFile}, c.nodeArgs...)
+	var metricsAddr string
+	if c.MetricsPort != 0 {
+		metricsAddr = net.JoinHostPort(host, strconv.Itoa(c.MetricsPort))
+		extra = append(extra, "--metrics-addr", metricsAddr)
+	}
+	n := c.LaunchNode(t, name, addr, extra...)
+	n.TokenFile, n.MetricsAddr = tokenFile, metricsAddr
 	// Until the node has joined and taken its public address, another
 	// node serves it (and LaunchNode's dial reached that one).
 	WaitFor(t, StartDeadline, name+" serving its public address "+addr, func() bool {

@@ -16,6 +16,7 @@ import (
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 )
 
 // Defaults for Config's zero fields.
@@ -58,6 +59,14 @@ type Config struct {
 	// are offered to multichannel clients with; it is published in the
 	// live record. Zero → DefaultLinkSpeed.
 	LinkSpeed uint64
+	// MetricsAddress is where the node serves /metrics and /stats
+	// (host:port, empty: nowhere); published in the live record for the
+	// coordinator (smbctl top).
+	MetricsAddress string
+	// DialOptions are added to the etcd client's (metrics interceptors).
+	DialOptions []grpc.DialOption
+	// Fenced, if set, is told why each incarnation ended (metrics).
+	Fenced func(reason error)
 	// LeaseTTL is the etcd lease's time to live; zero → DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// SyncInterval is how often sessions and opens are published; zero →
@@ -171,7 +180,7 @@ func New(cfg Config, node Node) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, TLS: cfg.TLS, DialTimeout: dialTimeout})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, TLS: cfg.TLS, DialTimeout: dialTimeout, DialOptions: cfg.DialOptions})
 	if err != nil {
 		return nil, fmt.Errorf("etcd %v: %w", cfg.Endpoints, err)
 	}

@@ -4,11 +4,14 @@
 //
 // Join checks that the node was admitted (NodeKey exists and the join
 // token matches), takes an etcd lease, bumps the node's epoch and publishes
-// its NodeLiveRecord on the lease in one transaction, and loads shares,
-// users, settings and the Kerberos keytab. Run then watches them and
-// applies changes to the node live (a new share is served, a deleted share
-// ends its tree connects, a deleted user's sessions end, a new password,
-// a user's Kerberos principals and a new keytab apply to new logons), publishes the node's sessions, channels and opens (an open with
+// its NodeLiveRecord on the lease in one transaction (with the addresses
+// of its node-to-node API and, when it serves them, of its /metrics and
+// /stats endpoints, which the coordinator reads for smbctl top), and loads
+// shares, users, settings and the Kerberos keytab. Run then watches them
+// and applies changes to the node live (a new share is served, a deleted
+// share ends its tree connects, a deleted user's sessions end, a new
+// password, a user's Kerberos principals and a new keytab apply to new
+// logons), publishes the node's sessions, channels and opens (an open with
 // the owner of its file and its byte-range locks, Node.Files; a record is
 // rewritten only when these changed), acts on close
 // requests, follows draining, moves public addresses (addresses.go), and

@@ -302,6 +302,22 @@ func (a *Agent) startIncarnation(lease clientv3.LeaseID, epoch uint64, deadline 
 	}
 }
 
+// FenceReason names why a Fencing ended, for metrics: "left",
+// "lease_lost", "superseded", "removed" or "other".
+func FenceReason(err error) string {
+	switch {
+	case errors.Is(err, errLeft):
+		return "left"
+	case errors.Is(err, errLeaseLost):
+		return "lease_lost"
+	case errors.Is(err, ErrSuperseded):
+		return "superseded"
+	case errors.Is(err, ErrRemoved):
+		return "removed"
+	}
+	return "other"
+}
+
 // onFenced stops the node serving anything that needs cluster state: no
 // new connection or session, and the existing connections end. It runs
 // on whichever goroutine ended the Fencing.
@@ -315,6 +331,9 @@ func (a *Agent) onFenced(f *Fencing) {
 		n = a.node.Server.EndConnections()
 	}
 	err := f.Err()
+	if a.cfg.Fenced != nil {
+		a.cfg.Fenced(err)
+	}
 	switch {
 	case errors.Is(err, errLeft):
 		a.log.Debug("fenced: left the cluster", "epoch", f.epoch, "connections_ended", n)

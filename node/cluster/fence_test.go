@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -174,5 +175,16 @@ func TestFencingEnds(t *testing.T) {
 	}
 	if notJoined.Valid() || notJoined.Epoch() != 0 {
 		t.Error("the Fencing before a join is valid")
+	}
+}
+
+func TestFenceReason(t *testing.T) {
+	for err, want := range map[error]string{
+		errLeft: "left", errLeaseLost: "lease_lost", ErrSuperseded: "superseded", ErrRemoved: "removed",
+		fmt.Errorf("watch: %w", ErrSuperseded): "superseded", errNotJoined: "other", nil: "other",
+	} {
+		if got := FenceReason(err); got != want {
+			t.Errorf("FenceReason(%v) = %q, want %q", err, got, want)
+		}
 	}
 }

@@ -145,6 +145,7 @@ func (a *Agent) liveRecord(rec *statev1.NodeRecord, epoch uint64, lease clientv3
 		Name: a.cfg.Name, Epoch: epoch, Addresses: a.servedAddresses(rec), Version: a.cfg.Version,
 		StartTime: timestamppb.New(start), SessionCount: sessions, LeaseId: int64(lease),
 		PeerAddress: a.cfg.PeerAddress, LinkSpeed: a.cfg.LinkSpeed, Draining: rec.GetDraining(),
+		MetricsAddress: a.cfg.MetricsAddress,
 	}
 }
 

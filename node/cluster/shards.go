@@ -50,6 +50,11 @@ type ShardMap struct {
 	// NodeUp is called when another node's incarnation starts (its live
 	// record appears, or shows a new epoch).
 	NodeUp func(node string)
+	// Moved, if set, is told of each change of this node's ownership:
+	// "taken", "released" (given up to a better-ranked node) or "lost"
+	// (its record deleted or taken over while not releasing it: the
+	// node's lease ended). It must not block (metrics).
+	Moved func(direction string)
 
 	mu         sync.Mutex
 	nodes      map[string]liveNode
@@ -331,6 +336,9 @@ func (m *ShardMap) applyShard(key, value []byte, rev int64, deleted bool) {
 		o = shardOwner{node: lower(rec.Node), addr: rec.PeerAddress, epoch: rec.Epoch, rev: rev}
 	}
 	m.mu.Lock()
+	if was := m.shards[n]; was.node == m.self && o.node != m.self && !m.releasing[n] && m.Moved != nil {
+		m.Moved("lost")
+	}
 	m.shards[n] = o
 	m.releasing[n] = false
 	m.notify()
@@ -449,6 +457,9 @@ func (m *ShardMap) claim(ctx context.Context, n uint32, me liveNode) {
 		}
 	}
 	m.log.Info("took a shard", "shard", n, "epoch", me.epoch)
+	if m.Moved != nil {
+		m.Moved("taken")
+	}
 }
 
 func (m *ShardMap) setRecovering(n uint32, on bool) {
@@ -481,6 +492,9 @@ func (m *ShardMap) release(ctx context.Context, n uint32, rev int64) {
 		return
 	}
 	m.log.Info("gave a shard up to a better-ranked node", "shard", n)
+	if m.Moved != nil {
+		m.Moved("released")
+	}
 }
 
 func lower(s string) string { return strings.ToLower(s) }

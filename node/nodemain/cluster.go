@@ -43,7 +43,7 @@ func (m *member) drain(ctx context.Context) error {
 
 // joinCluster joins the cluster when cfg asks for it; run starts the
 // agent after. It returns nil, nil without --etcd.
-func joinCluster(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, peerAddr string) (*member, error) {
+func joinCluster(ctx context.Context, cfg *Config, log *slog.Logger, node cluster.Node, peerAddr string, nm *nodeMetrics) (*member, error) {
 	if cfg.Etcd == "" {
 		return nil, nil
 	}
@@ -52,6 +52,10 @@ func joinCluster(ctx context.Context, cfg *Config, log *slog.Logger, node cluste
 		return nil, err
 	}
 	ccfg.PeerAddress = peerAddr
+	ccfg.MetricsAddress, ccfg.DialOptions = nm.addr, etcdDialOptions(nm.m)
+	if nm.m != nil {
+		ccfg.Fenced = func(err error) { nm.m.Fenced(cluster.FenceReason(err)) }
+	}
 	a, err := cluster.New(ccfg, node)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/cluster"
 	"github.com/smbcluster/smbcluster/node/handoff"
+	"github.com/smbcluster/smbcluster/node/metrics"
 	"github.com/smbcluster/smbcluster/node/peer"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
@@ -43,8 +44,9 @@ type coherence struct {
 // startCoherence sets up per-file state for cfg. In a cluster it listens
 // for the node-to-node API, follows the shard map in etcd and routes each
 // file's state to its owner.
-func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*coherence, error) {
+func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metrics.Node) (*coherence, error) {
 	table, locks := state.NewTable(), state.NewLockTable()
+	instrumentState(m, table, locks, log) // metrics.go
 	if cfg.Etcd == "" {
 		return &coherence{files: table, locks: locks, stop: func() {}}, nil
 	}
@@ -52,7 +54,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	if err != nil {
 		return nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(cfg.Etcd, ","), TLS: tlsCfg})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(cfg.Etcd, ","), TLS: tlsCfg, DialOptions: etcdDialOptions(m)})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
@@ -75,8 +77,13 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger) (*cohere
 	shards := cluster.NewShardMap(cli, cfg.Name, l.Addr().String(), log)
 	// Mutual TLS under a CA derived from the cluster secret (peer/tls.go).
 	router := peer.New(shards, table, locks, func(addr string) (*grpc.ClientConn, error) {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
+		return grpc.NewClient(addr, append(peerDialOptions(m), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))...)
 	}, log)
+	if m != nil {
+		router.Observe(m.Peer) // Admit, Call and Wait over the exchange
+		m.CountPeerCalls(router.Stats().Sent, router.Stats().Local.Load)
+		shards.Moved = m.ShardMoved
+	}
 	shards.Busy = router.ShardBusy
 	shards.Recover = router.Recover
 	shards.NodeGone = func(node string, keep uint64) { router.DropNode(node, keep) }
@@ -153,7 +160,10 @@ func (t *shareTable) notifySinks(name string) (peer.NotifySink, bool) {
 // peerRouters are the process's routers (localcluster runs several
 // nodes in one process); the expvar smbcluster_peer_rpcs on /debug/vars
 // (--debug-addr) is the number of calls and deliveries they sent to
-// other nodes, which make bench-cluster reports per open.
+// other nodes, which make bench-cluster reports per open. The same
+// counts, per node, are on /metrics (smbcluster_peer_rpcs_sent_total,
+// with each call's latency by method in smbcluster_peer_rpc_duration_seconds);
+// the expvar stays for bench/cluster.sh, which sums a whole process.
 var peerRouters routerSet
 
 type routerSet struct {

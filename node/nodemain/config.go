@@ -48,6 +48,10 @@ type Config struct {
 	// DebugAddr serves Go's pprof endpoints on this address (loopback
 	// only in practice; empty disables).
 	DebugAddr string `json:"debug_addr"`
+	// MetricsAddr serves /metrics (Prometheus text) and /stats (for
+	// smbctl top through the coordinator) on this address; empty (the
+	// default) serves neither. Published to the cluster.
+	MetricsAddr string `json:"metrics_addr"`
 	// ShutdownTimeout bounds the graceful shutdown after SIGTERM or
 	// SIGINT: past it, connections still open are closed at once (0 →
 	// defaultShutdownTimeout).
@@ -175,6 +179,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.Var(&realms, "krb-realm", "Kerberos `REALM` whose principals NAME@REALM log on as user NAME (repeatable, * for any; default: the keytab's realms)")
 	fs.BoolVar(&cfg.NoDirectoryLeases, "no-directory-leases", false, "offer no leases on directories (SMB2_GLOBAL_CAP_DIRECTORY_LEASING)")
 	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve Go profiling endpoints (/debug/pprof/) on `ADDR`, e.g. 127.0.0.1:6060")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics) and the stats smbctl top reads (/stats) on `ADDR`, e.g. 127.0.0.1:9450 (default: off; unauthenticated, keep it on a management network)")
 	fs.StringVar(&cfg.Etcd, "etcd", "", "join the cluster whose etcd is at `ENDPOINTS` (comma-separated URLs)")
 	fs.StringVar(&cfg.EtcdCA, "etcd-ca", "", "CA certificate `FILE` for etcd's TLS")
 	fs.StringVar(&cfg.EtcdCert, "etcd-cert", "", "client certificate `FILE` for etcd")
@@ -261,6 +266,9 @@ func merge(file, flags *Config) *Config {
 	out.NoDirectoryLeases = file.NoDirectoryLeases || flags.NoDirectoryLeases
 	if flags.DebugAddr != "" {
 		out.DebugAddr = flags.DebugAddr
+	}
+	if flags.MetricsAddr != "" {
+		out.MetricsAddr = flags.MetricsAddr
 	}
 	if flags.ZeroCopyThreshold != 0 {
 		out.ZeroCopyThreshold = flags.ZeroCopyThreshold

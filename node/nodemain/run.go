@@ -75,7 +75,12 @@ func offerListeners(control *server.Control, listeners []net.Listener, linkSpeed
 
 // serve opens the shares and listeners and serves until ctx is done.
 func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
-	coh, err := startCoherence(ctx, cfg, log)
+	nm, err := startMetrics(cfg, log) // metrics.go
+	if err != nil {
+		return err
+	}
+	defer nm.stop()
+	coh, err := startCoherence(ctx, cfg, log, nm.m)
 	if err != nil {
 		return err
 	}
@@ -111,6 +116,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Control:         control,
 		SessionPeers:    coh.sessionPeers(),
 		ServerGUID:      coh.serverGUID,
+		Metrics:         nm.m,
 
 		ZeroCopyThreshold:    orDefaultSize(cfg.ZeroCopyThreshold, defaultZeroCopyThreshold),
 		SpliceWriteThreshold: orDefaultSize(cfg.SpliceWriteThreshold, defaultSpliceWriteThreshold),
@@ -143,7 +149,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		pub = newPublicAddrs(srv, cfg.AddressHook, cfg.AddressInterface, log)
 		node.Addresses = pub
 	}
-	agent, err := joinCluster(actx, cfg, log, node, coh.peerAddr)
+	agent, err := joinCluster(actx, cfg, log, node, coh.peerAddr, nm)
 	if err != nil {
 		return err
 	}

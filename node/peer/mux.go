@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"sync"
+	"time"
 
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc/codes"
@@ -17,7 +18,8 @@ import (
 
 // mux is the caller's side of the Exchange with one peer.
 type mux struct {
-	cli peerv1.PeerServiceClient
+	cli     peerv1.PeerServiceClient
+	observe func(method string, d time.Duration, err error) // may be nil (Router.Observe)
 
 	sendMu sync.Mutex // serialises Send
 
@@ -108,7 +110,11 @@ func (m *mux) send(s peerv1.PeerService_ExchangeClient, env *peerv1.Envelope) er
 // roundTrip sends env and passes its answers to answer until answer
 // reports the last one, ctx ends (the peer is told to cancel) or the
 // stream fails.
-func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*peerv1.Envelope) (last bool)) error {
+func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*peerv1.Envelope) (last bool)) (err error) {
+	if m.observe != nil {
+		start := time.Now()
+		defer func() { m.observe(envMethod(env), time.Since(start), err) }()
+	}
 	id, ch, s, err := m.start()
 	if err != nil {
 		return err
@@ -135,6 +141,17 @@ func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*
 			return status.FromContextError(ctx.Err()).Err()
 		}
 	}
+}
+
+// envMethod names env's call for metrics: Admit, Call/OP_… or Wait/OP_….
+func envMethod(env *peerv1.Envelope) string {
+	switch b := env.Body.(type) {
+	case *peerv1.Envelope_Call:
+		return "Call/" + b.Call.GetOp().String()
+	case *peerv1.Envelope_Wait:
+		return "Wait/" + b.Wait.GetOp().String()
+	}
+	return "Admit"
 }
 
 // admit is Admit over the exchange.

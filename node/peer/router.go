@@ -43,6 +43,8 @@ type Router struct {
 	stats   Stats
 	nTheirs atomic.Int64 // other nodes' change-notify watches (notify.go)
 
+	observe func(method string, d time.Duration, err error) // nil: nothing (Observe)
+
 	mu          sync.Mutex
 	held        map[uint64]*state.Open      // opens this node holds, by Ref
 	nheld       map[state.FileKey]int       // how many of them are of each file
@@ -115,6 +117,12 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 // Stats returns the router's counters.
 func (r *Router) Stats() *Stats { return &r.stats }
 
+// Observe sets what is told of every call to an owner over the
+// exchange (Admit, Call and Wait, by operation): its method, how long it
+// took and its error (metrics). Set before the router is used; fn must
+// not block.
+func (r *Router) Observe(fn func(method string, d time.Duration, err error)) { r.observe = fn }
+
 // Close closes the connections to the peers.
 func (r *Router) Close() {
 	r.mu.Lock()
@@ -186,6 +194,7 @@ func (r *Router) mux(addr string) (*mux, error) {
 	mx := r.muxes[addr]
 	if mx == nil {
 		mx = newMux(cli)
+		mx.observe = r.observe
 		r.muxes[addr] = mx
 	}
 	return mx, nil

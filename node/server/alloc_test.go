@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/smbcluster/smbcluster/node/metrics"
+	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
@@ -21,7 +23,19 @@ const maxAllocs = 4
 // TestIOAllocations sends pre-encoded READs and WRITEs on a raw connection and
 // reads the responses into one buffer, so that nearly every allocation
 // counted is the server's.
-func TestIOAllocations(t *testing.T) {
+func TestIOAllocations(t *testing.T) { ioAllocations(t, nil) }
+
+// TestIOAllocationsMetrics: with metrics on, a request costs no
+// allocation more (node/metrics).
+func TestIOAllocationsMetrics(t *testing.T) {
+	m := metrics.NewNode()
+	ioAllocations(t, func(c *server.Config) { c.Metrics = m })
+	if s, err := m.Snapshot(1); err != nil || s.Total.Requests < 8400 || s.Total.BytesRead < 4200*4096 || s.Total.BytesWritten < 4200*4096 {
+		t.Errorf("metrics saw %+v, %v", s.Total, err)
+	}
+}
+
+func ioAllocations(t *testing.T, configure func(*server.Config)) {
 	if testing.Short() || raceEnabled {
 		t.Skip("allocation counts need a normal build")
 	}
@@ -29,7 +43,7 @@ func TestIOAllocations(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "f"), make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := servertest.Start(t, servertest.Options{DiskRoot: root})
+	srv := servertest.Start(t, servertest.Options{DiskRoot: root, Configure: configure})
 	c := servertest.Connect(t, srv.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName)
 	fid, err := c.Create("f")
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/smbcluster/smbcluster/node/metrics"
+	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
@@ -24,8 +26,25 @@ func BenchmarkIO(b *testing.B) {
 	}
 }
 
-func benchIO(b *testing.B, mode, op string, size int) {
-	srv := servertest.Start(b, servertest.Options{})
+// BenchmarkIOMetrics is BenchmarkIO's plain 4 KiB READ and WRITE with
+// metrics off and on (node/metrics): what recording a request costs a
+// round trip (go test -bench IOMetrics -count 6, then benchstat).
+func BenchmarkIOMetrics(b *testing.B) {
+	for _, op := range []string{"read", "write"} {
+		for _, on := range []bool{false, true} {
+			var cfg func(*server.Config)
+			if on {
+				cfg = func(c *server.Config) { c.Metrics = metrics.NewNode() }
+			}
+			b.Run(fmt.Sprintf("%s/metrics=%v", op, on), func(b *testing.B) { benchIOWith(b, "plain", op, 4<<10, cfg) })
+		}
+	}
+}
+
+func benchIO(b *testing.B, mode, op string, size int) { benchIOWith(b, mode, op, size, nil) }
+
+func benchIOWith(b *testing.B, mode, op string, size int, configure func(*server.Config)) {
+	srv := servertest.Start(b, servertest.Options{Configure: configure})
 	c := servertest.Connect(b, srv.Addr, servertest.Alice, servertest.AlicePassword, servertest.ShareName, smb2.Dialect311)
 	c.Sign = mode == "signed"
 	c.Encrypt = mode == "sealed"

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/metrics"
 )
 
 // EncryptionMode is the server-wide encryption policy.
@@ -84,6 +85,10 @@ type Config struct {
 	SessionPeers SessionPeers
 
 	Logger *slog.Logger
+
+	// Metrics, if set, records requests, bytes, breaks and the held state
+	// (node/metrics, metrics.go); nil records nothing.
+	Metrics *metrics.Node
 }
 
 // Interface is one address the node offers to multichannel clients.

@@ -51,6 +51,8 @@ func (c *conn) forceUnackedTimeout(req *smb2.IoctlRequest) (Response, error) {
 // the connection is dropped and retry sends the break on another
 // connection of the client, if one is left.
 func (c *conn) sendBreak(res result, retry func()) {
+	_, lease := res.body.(*smb2.LeaseBreakNotification)
+	c.srv.cfg.Metrics.BreakSent(lease)
 	c.writeResults([]result{res})
 	if !c.unresponsive.Load() {
 		return

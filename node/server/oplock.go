@@ -169,6 +169,7 @@ func (c *conn) serveOplockBreak(r *Request) (Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.srv.cfg.Metrics.BreakAcked(false)
 	return &smb2.OplockBreakAck{OplockLevel: level, FileID: req.FileID}, nil
 }
 
@@ -188,5 +189,6 @@ func (c *conn) serveLeaseBreakAck(r *Request) (Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.srv.cfg.Metrics.BreakAcked(true)
 	return &smb2.LeaseBreakAck{LeaseKey: req.LeaseKey, LeaseState: st}, nil
 }

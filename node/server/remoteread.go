@@ -230,10 +230,10 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame []byte, fid uint
 		head := make([]byte, 4+len(rr.Head))
 		copy(head[4:], rr.Head)
 		binary.BigEndian.PutUint32(head, uint32(len(rr.Head)+rr.N))
+		c.srv.remoteReads.Add(1) // before the client can see the response
 		c.wmu.Lock()
 		err := c.sendHeaderAndFile(head, fileSegment{f.Fd(), rr.Off, rr.N}, false)
 		c.wmu.Unlock()
-		c.srv.remoteReads.Add(1)
 		return err
 	}
 	data := make([]byte, rr.N)

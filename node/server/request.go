@@ -106,6 +106,8 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	if enc != nil {
 		res.encrypt = enc
 	}
+	start := c.begin() // metrics.go
+	defer c.srv.cfg.Metrics.Finished()
 	if r.inline {
 		// Served by the read loop: no CANCEL can arrive while it runs, so
 		// the connection's context will do (and saves its allocations).
@@ -195,6 +197,7 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	if err != nil {
 		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "status", status.String(), "err", err)
 	}
+	c.observe(r, &res, status, start)
 	return res, nil
 }
 

@@ -109,6 +109,7 @@ func New(cfg Config) *Server {
 	// do not collide with stale ones a client may still hold.
 	s.nextSession.Store(binary.LittleEndian.Uint64(seed[:]) >> 16)
 	s.nextOpen.Store(uint64(seed[0]) << 32)
+	cfg.Metrics.SetSource(s) // metrics.go
 	return s
 }
 
@@ -302,6 +303,7 @@ func (s *Server) removeOpen(o *Open) bool {
 	if !ok {
 		return false
 	}
+	s.openGone(o) // metrics.go
 	o.Tree.mu.Lock()
 	delete(o.Tree.opens, o.ID)
 	o.Tree.mu.Unlock()
@@ -351,6 +353,7 @@ func (s *Server) endSession(ss *Session, keepDurable bool) {
 	}
 	ss.trees = map[uint32]*Tree{}
 	ss.mu.Unlock()
+	s.sessionGone(ss) // metrics.go
 	for _, t := range trees {
 		if keepDurable {
 			s.detachTree(t)

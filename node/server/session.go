@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/metrics"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 )
 
@@ -46,6 +47,9 @@ type Session struct {
 	nextTree uint32
 	channels map[*conn]*channel
 	opening  int // CREATEs admitted and not yet registered (limits.go)
+
+	addr string          // the client's address, set with User
+	io   metrics.IOCount // requests and bytes, for the top-N tables (metrics.go)
 }
 
 // channel is one connection bound to a session ([MS-SMB2] 3.3.1.14).
@@ -110,6 +114,7 @@ type Tree struct {
 	Share         *Share
 	MaximalAccess uint32
 	EncryptData   bool
+	met           *metrics.Share // the share's instruments (metrics.go)
 
 	mu    sync.Mutex
 	opens map[uint64]*Open
@@ -147,6 +152,8 @@ type Open struct {
 	// how often chanSeq changed (channelseq.go).
 	outstanding, preOutstanding int
 	chanEpoch                   uint64
+
+	io metrics.IOCount // requests and bytes, for the top-N tables (metrics.go)
 }
 
 // Closing returns a channel closed when the open starts to close, so that

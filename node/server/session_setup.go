@@ -172,12 +172,14 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 		// The session ends, a re-authenticated one included
 		// ([MS-SMB2] 3.3.5.5.3). The response is still signed when the
 		// request verified (r.bindSigner).
-		attrs := []any{"remote", c.remote, "err", err}
+		user := ch.auth.Result() // the names the client sent
+		attrs := []any{"remote", c.remote, "user", user.User, "domain", user.Domain, "err", err}
 		if krbErr := ch.auth.KerberosError(); krbErr != nil {
 			attrs = append(attrs, "kerberos", krbErr)
 		}
 		c.failAuth(s, ch)
-		c.srv.log.Info("logon failed", attrs...)
+		c.srv.log.Warn("logon failed", attrs...)
+		c.srv.cfg.Metrics.AuthFailed(statusOf(authStatus(err)))
 		if r.bindSigner == nil {
 			r.Session = nil
 		}
@@ -195,6 +197,7 @@ func (c *conn) authStep(r *Request, s *Session, ch *channel, req *smb2.SessionSe
 	}
 	c.endPreviousSession(s, req.PreviousSessionID)
 	c.authenticated() // limits.go
+	c.srv.cfg.Metrics.SessionEstablished()
 	if s.Guest {
 		resp.SessionFlags |= smb2.SessionFlagIsGuest
 	} else if s.Anonymous {
@@ -280,6 +283,7 @@ func (c *conn) completeSession(s *Session, ch *channel, res auth.Result, req *sm
 	cfg := &c.srv.cfg
 	s.User, s.Domain, s.Guest, s.Anonymous = res.User, res.Domain, res.Guest, res.Anonymous
 	s.Dialect, s.ClientGUID, s.CreatedAt = c.dialect, c.clientGUID, time.Now()
+	s.addr = clientHost(c.remote) // metrics.go
 	s.SigningAlg = c.signingAlg
 	if c.dialect >= smb2.Dialect300 {
 		s.Cipher = c.cipher

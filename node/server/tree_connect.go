@@ -27,7 +27,7 @@ func (c *conn) serveTreeConnect(r *Request) (Response, error) {
 		// (RejectUnencryptedAccess, [MS-SMB2] 3.3.5.7).
 		return nil, smb2.StatusAccessDenied
 	}
-	t := &Tree{Session: s, Share: sh, EncryptData: encrypt && s.encrypter != nil, opens: map[uint64]*Open{}}
+	t := &Tree{Session: s, Share: sh, EncryptData: encrypt && s.encrypter != nil, opens: map[uint64]*Open{}, met: c.srv.cfg.Metrics.Share(sh.Name)}
 	resp := &smb2.TreeConnectResponse{}
 	if sh.Pipe {
 		resp.ShareType = smb2.ShareTypePipe

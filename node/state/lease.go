@@ -75,6 +75,7 @@ type holder struct {
 	acked    chan struct{} // closed when the pending break ends
 	gen      int           // counts breaks, so a stale timer does nothing
 	timer    *time.Timer   // the break acknowledgment timer
+	started  time.Time     // when the pending break began
 
 	version   int
 	epoch     uint16
@@ -154,7 +155,8 @@ func (t *Table) startBreak(h *holder, to uint32, keepEpoch bool) *breakMsg {
 	h.gen++
 	gen := h.gen
 	m.gen = gen
-	h.timer = time.AfterFunc(t.BreakTimeout, func() { t.expire(h, gen) })
+	h.started = time.Now()
+	h.timer = time.AfterFunc(t.BreakTimeout, func() { t.timeout(h, gen) })
 	return m
 }
 
@@ -184,14 +186,33 @@ func (t *Table) send(msgs []*breakMsg) {
 // expire ends break gen of h without an acknowledgment: the holder is
 // left with nothing ([MS-SMB2] 3.3.6.5, the lease break acknowledgment
 // timer).
-func (t *Table) expire(h *holder, gen int) {
+func (t *Table) expire(h *holder, gen int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !h.breaking || h.gen != gen {
-		return
+		return false
 	}
 	h.breaking, h.state = false, LeaseNone
 	close(h.acked)
+	return true
+}
+
+// timeout is expire for the acknowledgment timer: a break that ends so
+// is told to Table.BreakTimedOut.
+func (t *Table) timeout(h *holder, gen int) {
+	if !t.expire(h, gen) || t.BreakTimedOut == nil {
+		return
+	}
+	t.mu.Lock()
+	d := time.Since(h.started)
+	var holders []Breaker
+	for _, o := range h.opens {
+		if o.Breaker != nil {
+			holders = append(holders, o.Breaker)
+		}
+	}
+	t.mu.Unlock()
+	t.BreakTimedOut(h.isLease, d, holders)
 }
 
 // AckLease records the client's acknowledgment of a lease break
@@ -225,6 +246,9 @@ func (t *Table) AckLease(id LeaseID, state uint32) (uint32, error) {
 func (t *Table) finishBreak(h *holder, state uint32) *breakMsg {
 	h.breaking, h.state = false, state
 	h.timer.Stop()
+	if t.BreakAcked != nil {
+		t.BreakAcked(h.isLease, time.Since(h.started))
+	}
 	close(h.acked)
 	required := h.required
 	if state&^required == 0 {

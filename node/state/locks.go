@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Errors of the lock table; the share layer maps them to NTSTATUS.
@@ -75,7 +76,12 @@ type lockSeq [lockSeqLen]uint8
 // concurrent use; it never waits while holding its mutex, so that it can
 // move behind an RPC to the file's owner node.
 type LockTable struct {
-	held atomic.Int64 // locks held in the whole table: I/O checks skip the mutex at zero
+	held    atomic.Int64 // locks held in the whole table: I/O checks skip the mutex at zero
+	waiting atomic.Int64 // blocking lock requests waiting
+
+	// Waited, if set, is told how long each blocking lock request that
+	// had to wait waited, granted or not (metrics). Set before use.
+	Waited func(time.Duration)
 
 	mu    sync.Mutex
 	files map[lockKey]*lockFile
@@ -154,6 +160,8 @@ func (t *LockTable) tryLock(o *Open, locks []Lock, wantWait bool) (<-chan struct
 // It returns ctx's error if ctx ends first; the caller cancels ctx for
 // CANCEL, connection loss and the close of the waiting open.
 func (t *LockTable) LockWait(ctx context.Context, o *Open, l Lock, onWait func()) error {
+	var waited bool
+	var start time.Time
 	for {
 		wait, err := t.tryLock(o, []Lock{l}, true)
 		if err != ErrLockNotGranted || wait == nil {
@@ -163,6 +171,11 @@ func (t *LockTable) LockWait(ctx context.Context, o *Open, l Lock, onWait func()
 			onWait()
 			onWait = nil
 		}
+		if !waited {
+			waited, start = true, time.Now()
+			t.waiting.Add(1)
+			defer t.endWait(start)
+		}
 		select {
 		case <-wait:
 		case <-ctx.Done():
@@ -170,6 +183,19 @@ func (t *LockTable) LockWait(ctx context.Context, o *Open, l Lock, onWait func()
 		}
 	}
 }
+
+// endWait ends the wait of a blocking lock request that began at start.
+func (t *LockTable) endWait(start time.Time) {
+	t.waiting.Add(-1)
+	if t.Waited != nil {
+		t.Waited(time.Since(start))
+	}
+}
+
+// Held is the number of byte-range locks held in the table; Waiting the
+// number of blocking lock requests waiting for a range.
+func (t *LockTable) Held() int64    { return t.held.Load() }
+func (t *LockTable) Waiting() int64 { return t.waiting.Load() }
 
 // Unlock releases o's locks matching each range in order (offset and
 // length exactly, an exclusive lock before a shared one, [MS-FSA]

@@ -87,6 +87,13 @@ type Table struct {
 	// BreakTimeout bounds the wait for an oplock or lease break
 	// acknowledgment ([MS-SMB2] 3.3.2.1, 35 s by default).
 	BreakTimeout time.Duration
+	// BreakAcked, if set, is told how long each break that needed an
+	// acknowledgment took to get it; it is called under the table's
+	// mutex and must not block. BreakTimedOut is told of each that timed
+	// out instead, with the Breakers of its opens; it is called without
+	// the mutex. Both are set before the table is used (metrics, logs).
+	BreakAcked    func(lease bool, d time.Duration)
+	BreakTimedOut func(lease bool, d time.Duration, holders []Breaker)
 
 	mu     sync.Mutex
 	files  map[FileKey]*file

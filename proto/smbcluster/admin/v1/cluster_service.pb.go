@@ -1031,6 +1031,400 @@ func (*DeleteKeytabResponse) Descriptor() ([]byte, []int) {
 	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{18}
 }
 
+type GetClusterStatsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// top is how many files and clients each node reports; 0 → 10.
+	Top           uint32 `protobuf:"varint,1,opt,name=top,proto3" json:"top,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClusterStatsRequest) Reset() {
+	*x = GetClusterStatsRequest{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClusterStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClusterStatsRequest) ProtoMessage() {}
+
+func (x *GetClusterStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClusterStatsRequest.ProtoReflect.Descriptor instead.
+func (*GetClusterStatsRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetClusterStatsRequest) GetTop() uint32 {
+	if x != nil {
+		return x.Top
+	}
+	return 0
+}
+
+type GetClusterStatsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// nodes has one entry per live node, in name order.
+	Nodes         []*NodeStats `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClusterStatsResponse) Reset() {
+	*x = GetClusterStatsResponse{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClusterStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClusterStatsResponse) ProtoMessage() {}
+
+func (x *GetClusterStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClusterStatsResponse.ProtoReflect.Descriptor instead.
+func (*GetClusterStatsResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetClusterStatsResponse) GetNodes() []*NodeStats {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+// NodeStats is one node's cumulative counters since it started.
+type NodeStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// error says why the node's counters could not be had (no metrics
+	// address: the node runs without --metrics-addr; unreachable).
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	StartTime     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	Total         *TrafficStats          `protobuf:"bytes,5,opt,name=total,proto3" json:"total,omitempty"`
+	Shares        []*ShareStats          `protobuf:"bytes,6,rep,name=shares,proto3" json:"shares,omitempty"`
+	TopFiles      []*TopEntry            `protobuf:"bytes,7,rep,name=top_files,json=topFiles,proto3" json:"top_files,omitempty"`
+	TopClients    []*TopEntry            `protobuf:"bytes,8,rep,name=top_clients,json=topClients,proto3" json:"top_clients,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeStats) Reset() {
+	*x = NodeStats{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeStats) ProtoMessage() {}
+
+func (x *NodeStats) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeStats.ProtoReflect.Descriptor instead.
+func (*NodeStats) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *NodeStats) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeStats) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *NodeStats) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *NodeStats) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *NodeStats) GetTotal() *TrafficStats {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+func (x *NodeStats) GetShares() []*ShareStats {
+	if x != nil {
+		return x.Shares
+	}
+	return nil
+}
+
+func (x *NodeStats) GetTopFiles() []*TopEntry {
+	if x != nil {
+		return x.TopFiles
+	}
+	return nil
+}
+
+func (x *NodeStats) GetTopClients() []*TopEntry {
+	if x != nil {
+		return x.TopClients
+	}
+	return nil
+}
+
+// TrafficStats counts requests and data, with a latency histogram.
+type TrafficStats struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Requests     uint64                 `protobuf:"varint,1,opt,name=requests,proto3" json:"requests,omitempty"`
+	BytesRead    uint64                 `protobuf:"varint,2,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	BytesWritten uint64                 `protobuf:"varint,3,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"`
+	// bucket_bounds are upper bounds in seconds; bucket_counts the
+	// cumulative number of requests at or under each.
+	BucketBounds  []float64 `protobuf:"fixed64,4,rep,packed,name=bucket_bounds,json=bucketBounds,proto3" json:"bucket_bounds,omitempty"`
+	BucketCounts  []uint64  `protobuf:"varint,5,rep,packed,name=bucket_counts,json=bucketCounts,proto3" json:"bucket_counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrafficStats) Reset() {
+	*x = TrafficStats{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrafficStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrafficStats) ProtoMessage() {}
+
+func (x *TrafficStats) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrafficStats.ProtoReflect.Descriptor instead.
+func (*TrafficStats) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *TrafficStats) GetRequests() uint64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *TrafficStats) GetBytesRead() uint64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
+}
+
+func (x *TrafficStats) GetBytesWritten() uint64 {
+	if x != nil {
+		return x.BytesWritten
+	}
+	return 0
+}
+
+func (x *TrafficStats) GetBucketBounds() []float64 {
+	if x != nil {
+		return x.BucketBounds
+	}
+	return nil
+}
+
+func (x *TrafficStats) GetBucketCounts() []uint64 {
+	if x != nil {
+		return x.BucketCounts
+	}
+	return nil
+}
+
+type ShareStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Traffic       *TrafficStats          `protobuf:"bytes,2,opt,name=traffic,proto3" json:"traffic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareStats) Reset() {
+	*x = ShareStats{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareStats) ProtoMessage() {}
+
+func (x *ShareStats) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareStats.ProtoReflect.Descriptor instead.
+func (*ShareStats) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ShareStats) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ShareStats) GetTraffic() *TrafficStats {
+	if x != nil {
+		return x.Traffic
+	}
+	return nil
+}
+
+// TopEntry is a file (share\path) or client (user@address) with its
+// cumulative counts.
+type TopEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Requests      uint64                 `protobuf:"varint,2,opt,name=requests,proto3" json:"requests,omitempty"`
+	BytesRead     uint64                 `protobuf:"varint,3,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	BytesWritten  uint64                 `protobuf:"varint,4,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopEntry) Reset() {
+	*x = TopEntry{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopEntry) ProtoMessage() {}
+
+func (x *TopEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopEntry.ProtoReflect.Descriptor instead.
+func (*TopEntry) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *TopEntry) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *TopEntry) GetRequests() uint64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *TopEntry) GetBytesRead() uint64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
+}
+
+func (x *TopEntry) GetBytesWritten() uint64 {
+	if x != nil {
+		return x.BytesWritten
+	}
+	return 0
+}
+
 var File_smbcluster_admin_v1_cluster_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_admin_v1_cluster_service_proto_rawDesc = "" +
@@ -1103,7 +1497,39 @@ const file_smbcluster_admin_v1_cluster_service_proto_rawDesc = "" +
 	"\x11GetKeytabResponse\x123\n" +
 	"\x06keytab\x18\x01 \x01(\v2\x1b.smbcluster.admin.v1.KeytabR\x06keytab\"\x15\n" +
 	"\x13DeleteKeytabRequest\"\x16\n" +
-	"\x14DeleteKeytabResponse2\xa9\x05\n" +
+	"\x14DeleteKeytabResponse\"*\n" +
+	"\x16GetClusterStatsRequest\x12\x10\n" +
+	"\x03top\x18\x01 \x01(\rR\x03top\"O\n" +
+	"\x17GetClusterStatsResponse\x124\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x1e.smbcluster.admin.v1.NodeStatsR\x05nodes\"\x8e\x03\n" +
+	"\tNodeStats\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12.\n" +
+	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x129\n" +
+	"\n" +
+	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x127\n" +
+	"\x05total\x18\x05 \x01(\v2!.smbcluster.admin.v1.TrafficStatsR\x05total\x127\n" +
+	"\x06shares\x18\x06 \x03(\v2\x1f.smbcluster.admin.v1.ShareStatsR\x06shares\x12:\n" +
+	"\ttop_files\x18\a \x03(\v2\x1d.smbcluster.admin.v1.TopEntryR\btopFiles\x12>\n" +
+	"\vtop_clients\x18\b \x03(\v2\x1d.smbcluster.admin.v1.TopEntryR\n" +
+	"topClients\"\xb8\x01\n" +
+	"\fTrafficStats\x12\x1a\n" +
+	"\brequests\x18\x01 \x01(\x04R\brequests\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\x02 \x01(\x04R\tbytesRead\x12#\n" +
+	"\rbytes_written\x18\x03 \x01(\x04R\fbytesWritten\x12#\n" +
+	"\rbucket_bounds\x18\x04 \x03(\x01R\fbucketBounds\x12#\n" +
+	"\rbucket_counts\x18\x05 \x03(\x04R\fbucketCounts\"]\n" +
+	"\n" +
+	"ShareStats\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12;\n" +
+	"\atraffic\x18\x02 \x01(\v2!.smbcluster.admin.v1.TrafficStatsR\atraffic\"|\n" +
+	"\bTopEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
+	"\brequests\x18\x02 \x01(\x04R\brequests\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\x03 \x01(\x04R\tbytesRead\x12#\n" +
+	"\rbytes_written\x18\x04 \x01(\x04R\fbytesWritten2\x97\x06\n" +
 	"\x0eClusterService\x12Z\n" +
 	"\tGetStatus\x12%.smbcluster.admin.v1.GetStatusRequest\x1a&.smbcluster.admin.v1.GetStatusResponse\x12Q\n" +
 	"\x06Health\x12\".smbcluster.admin.v1.HealthRequest\x1a#.smbcluster.admin.v1.HealthResponse\x12`\n" +
@@ -1111,7 +1537,8 @@ const file_smbcluster_admin_v1_cluster_service_proto_rawDesc = "" +
 	"\x0eUpdateSettings\x12*.smbcluster.admin.v1.UpdateSettingsRequest\x1a+.smbcluster.admin.v1.UpdateSettingsResponse\x12Z\n" +
 	"\tSetKeytab\x12%.smbcluster.admin.v1.SetKeytabRequest\x1a&.smbcluster.admin.v1.SetKeytabResponse\x12Z\n" +
 	"\tGetKeytab\x12%.smbcluster.admin.v1.GetKeytabRequest\x1a&.smbcluster.admin.v1.GetKeytabResponse\x12c\n" +
-	"\fDeleteKeytab\x12(.smbcluster.admin.v1.DeleteKeytabRequest\x1a).smbcluster.admin.v1.DeleteKeytabResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
+	"\fDeleteKeytab\x12(.smbcluster.admin.v1.DeleteKeytabRequest\x1a).smbcluster.admin.v1.DeleteKeytabResponse\x12l\n" +
+	"\x0fGetClusterStats\x12+.smbcluster.admin.v1.GetClusterStatsRequest\x1a,.smbcluster.admin.v1.GetClusterStatsResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_smbcluster_admin_v1_cluster_service_proto_rawDescOnce sync.Once
@@ -1125,62 +1552,78 @@ func file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_admin_v1_cluster_service_proto_rawDescData
 }
 
-var file_smbcluster_admin_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_smbcluster_admin_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_smbcluster_admin_v1_cluster_service_proto_goTypes = []any{
-	(*EtcdMember)(nil),             // 0: smbcluster.admin.v1.EtcdMember
-	(*EtcdStatus)(nil),             // 1: smbcluster.admin.v1.EtcdStatus
-	(*GetStatusRequest)(nil),       // 2: smbcluster.admin.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),      // 3: smbcluster.admin.v1.GetStatusResponse
-	(*HealthRequest)(nil),          // 4: smbcluster.admin.v1.HealthRequest
-	(*HealthResponse)(nil),         // 5: smbcluster.admin.v1.HealthResponse
-	(*Settings)(nil),               // 6: smbcluster.admin.v1.Settings
-	(*GetSettingsRequest)(nil),     // 7: smbcluster.admin.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),    // 8: smbcluster.admin.v1.GetSettingsResponse
-	(*UpdateSettingsRequest)(nil),  // 9: smbcluster.admin.v1.UpdateSettingsRequest
-	(*UpdateSettingsResponse)(nil), // 10: smbcluster.admin.v1.UpdateSettingsResponse
-	(*Keytab)(nil),                 // 11: smbcluster.admin.v1.Keytab
-	(*KeytabEntry)(nil),            // 12: smbcluster.admin.v1.KeytabEntry
-	(*SetKeytabRequest)(nil),       // 13: smbcluster.admin.v1.SetKeytabRequest
-	(*SetKeytabResponse)(nil),      // 14: smbcluster.admin.v1.SetKeytabResponse
-	(*GetKeytabRequest)(nil),       // 15: smbcluster.admin.v1.GetKeytabRequest
-	(*GetKeytabResponse)(nil),      // 16: smbcluster.admin.v1.GetKeytabResponse
-	(*DeleteKeytabRequest)(nil),    // 17: smbcluster.admin.v1.DeleteKeytabRequest
-	(*DeleteKeytabResponse)(nil),   // 18: smbcluster.admin.v1.DeleteKeytabResponse
-	(*Node)(nil),                   // 19: smbcluster.admin.v1.Node
-	(*fieldmaskpb.FieldMask)(nil),  // 20: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),  // 21: google.protobuf.Timestamp
+	(*EtcdMember)(nil),              // 0: smbcluster.admin.v1.EtcdMember
+	(*EtcdStatus)(nil),              // 1: smbcluster.admin.v1.EtcdStatus
+	(*GetStatusRequest)(nil),        // 2: smbcluster.admin.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),       // 3: smbcluster.admin.v1.GetStatusResponse
+	(*HealthRequest)(nil),           // 4: smbcluster.admin.v1.HealthRequest
+	(*HealthResponse)(nil),          // 5: smbcluster.admin.v1.HealthResponse
+	(*Settings)(nil),                // 6: smbcluster.admin.v1.Settings
+	(*GetSettingsRequest)(nil),      // 7: smbcluster.admin.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),     // 8: smbcluster.admin.v1.GetSettingsResponse
+	(*UpdateSettingsRequest)(nil),   // 9: smbcluster.admin.v1.UpdateSettingsRequest
+	(*UpdateSettingsResponse)(nil),  // 10: smbcluster.admin.v1.UpdateSettingsResponse
+	(*Keytab)(nil),                  // 11: smbcluster.admin.v1.Keytab
+	(*KeytabEntry)(nil),             // 12: smbcluster.admin.v1.KeytabEntry
+	(*SetKeytabRequest)(nil),        // 13: smbcluster.admin.v1.SetKeytabRequest
+	(*SetKeytabResponse)(nil),       // 14: smbcluster.admin.v1.SetKeytabResponse
+	(*GetKeytabRequest)(nil),        // 15: smbcluster.admin.v1.GetKeytabRequest
+	(*GetKeytabResponse)(nil),       // 16: smbcluster.admin.v1.GetKeytabResponse
+	(*DeleteKeytabRequest)(nil),     // 17: smbcluster.admin.v1.DeleteKeytabRequest
+	(*DeleteKeytabResponse)(nil),    // 18: smbcluster.admin.v1.DeleteKeytabResponse
+	(*GetClusterStatsRequest)(nil),  // 19: smbcluster.admin.v1.GetClusterStatsRequest
+	(*GetClusterStatsResponse)(nil), // 20: smbcluster.admin.v1.GetClusterStatsResponse
+	(*NodeStats)(nil),               // 21: smbcluster.admin.v1.NodeStats
+	(*TrafficStats)(nil),            // 22: smbcluster.admin.v1.TrafficStats
+	(*ShareStats)(nil),              // 23: smbcluster.admin.v1.ShareStats
+	(*TopEntry)(nil),                // 24: smbcluster.admin.v1.TopEntry
+	(*Node)(nil),                    // 25: smbcluster.admin.v1.Node
+	(*fieldmaskpb.FieldMask)(nil),   // 26: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),   // 27: google.protobuf.Timestamp
 }
 var file_smbcluster_admin_v1_cluster_service_proto_depIdxs = []int32{
 	0,  // 0: smbcluster.admin.v1.EtcdStatus.members:type_name -> smbcluster.admin.v1.EtcdMember
-	19, // 1: smbcluster.admin.v1.GetStatusResponse.nodes:type_name -> smbcluster.admin.v1.Node
+	25, // 1: smbcluster.admin.v1.GetStatusResponse.nodes:type_name -> smbcluster.admin.v1.Node
 	1,  // 2: smbcluster.admin.v1.GetStatusResponse.etcd:type_name -> smbcluster.admin.v1.EtcdStatus
 	6,  // 3: smbcluster.admin.v1.GetSettingsResponse.settings:type_name -> smbcluster.admin.v1.Settings
 	6,  // 4: smbcluster.admin.v1.UpdateSettingsRequest.settings:type_name -> smbcluster.admin.v1.Settings
-	20, // 5: smbcluster.admin.v1.UpdateSettingsRequest.update_mask:type_name -> google.protobuf.FieldMask
+	26, // 5: smbcluster.admin.v1.UpdateSettingsRequest.update_mask:type_name -> google.protobuf.FieldMask
 	6,  // 6: smbcluster.admin.v1.UpdateSettingsResponse.settings:type_name -> smbcluster.admin.v1.Settings
 	12, // 7: smbcluster.admin.v1.Keytab.entries:type_name -> smbcluster.admin.v1.KeytabEntry
-	21, // 8: smbcluster.admin.v1.Keytab.update_time:type_name -> google.protobuf.Timestamp
+	27, // 8: smbcluster.admin.v1.Keytab.update_time:type_name -> google.protobuf.Timestamp
 	11, // 9: smbcluster.admin.v1.SetKeytabResponse.keytab:type_name -> smbcluster.admin.v1.Keytab
 	11, // 10: smbcluster.admin.v1.GetKeytabResponse.keytab:type_name -> smbcluster.admin.v1.Keytab
-	2,  // 11: smbcluster.admin.v1.ClusterService.GetStatus:input_type -> smbcluster.admin.v1.GetStatusRequest
-	4,  // 12: smbcluster.admin.v1.ClusterService.Health:input_type -> smbcluster.admin.v1.HealthRequest
-	7,  // 13: smbcluster.admin.v1.ClusterService.GetSettings:input_type -> smbcluster.admin.v1.GetSettingsRequest
-	9,  // 14: smbcluster.admin.v1.ClusterService.UpdateSettings:input_type -> smbcluster.admin.v1.UpdateSettingsRequest
-	13, // 15: smbcluster.admin.v1.ClusterService.SetKeytab:input_type -> smbcluster.admin.v1.SetKeytabRequest
-	15, // 16: smbcluster.admin.v1.ClusterService.GetKeytab:input_type -> smbcluster.admin.v1.GetKeytabRequest
-	17, // 17: smbcluster.admin.v1.ClusterService.DeleteKeytab:input_type -> smbcluster.admin.v1.DeleteKeytabRequest
-	3,  // 18: smbcluster.admin.v1.ClusterService.GetStatus:output_type -> smbcluster.admin.v1.GetStatusResponse
-	5,  // 19: smbcluster.admin.v1.ClusterService.Health:output_type -> smbcluster.admin.v1.HealthResponse
-	8,  // 20: smbcluster.admin.v1.ClusterService.GetSettings:output_type -> smbcluster.admin.v1.GetSettingsResponse
-	10, // 21: smbcluster.admin.v1.ClusterService.UpdateSettings:output_type -> smbcluster.admin.v1.UpdateSettingsResponse
-	14, // 22: smbcluster.admin.v1.ClusterService.SetKeytab:output_type -> smbcluster.admin.v1.SetKeytabResponse
-	16, // 23: smbcluster.admin.v1.ClusterService.GetKeytab:output_type -> smbcluster.admin.v1.GetKeytabResponse
-	18, // 24: smbcluster.admin.v1.ClusterService.DeleteKeytab:output_type -> smbcluster.admin.v1.DeleteKeytabResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	21, // 11: smbcluster.admin.v1.GetClusterStatsResponse.nodes:type_name -> smbcluster.admin.v1.NodeStats
+	27, // 12: smbcluster.admin.v1.NodeStats.time:type_name -> google.protobuf.Timestamp
+	27, // 13: smbcluster.admin.v1.NodeStats.start_time:type_name -> google.protobuf.Timestamp
+	22, // 14: smbcluster.admin.v1.NodeStats.total:type_name -> smbcluster.admin.v1.TrafficStats
+	23, // 15: smbcluster.admin.v1.NodeStats.shares:type_name -> smbcluster.admin.v1.ShareStats
+	24, // 16: smbcluster.admin.v1.NodeStats.top_files:type_name -> smbcluster.admin.v1.TopEntry
+	24, // 17: smbcluster.admin.v1.NodeStats.top_clients:type_name -> smbcluster.admin.v1.TopEntry
+	22, // 18: smbcluster.admin.v1.ShareStats.traffic:type_name -> smbcluster.admin.v1.TrafficStats
+	2,  // 19: smbcluster.admin.v1.ClusterService.GetStatus:input_type -> smbcluster.admin.v1.GetStatusRequest
+	4,  // 20: smbcluster.admin.v1.ClusterService.Health:input_type -> smbcluster.admin.v1.HealthRequest
+	7,  // 21: smbcluster.admin.v1.ClusterService.GetSettings:input_type -> smbcluster.admin.v1.GetSettingsRequest
+	9,  // 22: smbcluster.admin.v1.ClusterService.UpdateSettings:input_type -> smbcluster.admin.v1.UpdateSettingsRequest
+	13, // 23: smbcluster.admin.v1.ClusterService.SetKeytab:input_type -> smbcluster.admin.v1.SetKeytabRequest
+	15, // 24: smbcluster.admin.v1.ClusterService.GetKeytab:input_type -> smbcluster.admin.v1.GetKeytabRequest
+	17, // 25: smbcluster.admin.v1.ClusterService.DeleteKeytab:input_type -> smbcluster.admin.v1.DeleteKeytabRequest
+	19, // 26: smbcluster.admin.v1.ClusterService.GetClusterStats:input_type -> smbcluster.admin.v1.GetClusterStatsRequest
+	3,  // 27: smbcluster.admin.v1.ClusterService.GetStatus:output_type -> smbcluster.admin.v1.GetStatusResponse
+	5,  // 28: smbcluster.admin.v1.ClusterService.Health:output_type -> smbcluster.admin.v1.HealthResponse
+	8,  // 29: smbcluster.admin.v1.ClusterService.GetSettings:output_type -> smbcluster.admin.v1.GetSettingsResponse
+	10, // 30: smbcluster.admin.v1.ClusterService.UpdateSettings:output_type -> smbcluster.admin.v1.UpdateSettingsResponse
+	14, // 31: smbcluster.admin.v1.ClusterService.SetKeytab:output_type -> smbcluster.admin.v1.SetKeytabResponse
+	16, // 32: smbcluster.admin.v1.ClusterService.GetKeytab:output_type -> smbcluster.admin.v1.GetKeytabResponse
+	18, // 33: smbcluster.admin.v1.ClusterService.DeleteKeytab:output_type -> smbcluster.admin.v1.DeleteKeytabResponse
+	20, // 34: smbcluster.admin.v1.ClusterService.GetClusterStats:output_type -> smbcluster.admin.v1.GetClusterStatsResponse
+	27, // [27:35] is the sub-list for method output_type
+	19, // [19:27] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_admin_v1_cluster_service_proto_init() }
@@ -1195,7 +1638,7 @@ func file_smbcluster_admin_v1_cluster_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_admin_v1_cluster_service_proto_rawDesc), len(file_smbcluster_admin_v1_cluster_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

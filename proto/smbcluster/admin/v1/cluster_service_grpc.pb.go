@@ -19,13 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ClusterService_GetStatus_FullMethodName      = "/smbcluster.admin.v1.ClusterService/GetStatus"
-	ClusterService_Health_FullMethodName         = "/smbcluster.admin.v1.ClusterService/Health"
-	ClusterService_GetSettings_FullMethodName    = "/smbcluster.admin.v1.ClusterService/GetSettings"
-	ClusterService_UpdateSettings_FullMethodName = "/smbcluster.admin.v1.ClusterService/UpdateSettings"
-	ClusterService_SetKeytab_FullMethodName      = "/smbcluster.admin.v1.ClusterService/SetKeytab"
-	ClusterService_GetKeytab_FullMethodName      = "/smbcluster.admin.v1.ClusterService/GetKeytab"
-	ClusterService_DeleteKeytab_FullMethodName   = "/smbcluster.admin.v1.ClusterService/DeleteKeytab"
+	ClusterService_GetStatus_FullMethodName       = "/smbcluster.admin.v1.ClusterService/GetStatus"
+	ClusterService_Health_FullMethodName          = "/smbcluster.admin.v1.ClusterService/Health"
+	ClusterService_GetSettings_FullMethodName     = "/smbcluster.admin.v1.ClusterService/GetSettings"
+	ClusterService_UpdateSettings_FullMethodName  = "/smbcluster.admin.v1.ClusterService/UpdateSettings"
+	ClusterService_SetKeytab_FullMethodName       = "/smbcluster.admin.v1.ClusterService/SetKeytab"
+	ClusterService_GetKeytab_FullMethodName       = "/smbcluster.admin.v1.ClusterService/GetKeytab"
+	ClusterService_DeleteKeytab_FullMethodName    = "/smbcluster.admin.v1.ClusterService/DeleteKeytab"
+	ClusterService_GetClusterStats_FullMethodName = "/smbcluster.admin.v1.ClusterService/GetClusterStats"
 )
 
 // ClusterServiceClient is the client API for ClusterService service.
@@ -49,6 +50,9 @@ type ClusterServiceClient interface {
 	GetKeytab(ctx context.Context, in *GetKeytabRequest, opts ...grpc.CallOption) (*GetKeytabResponse, error)
 	// DeleteKeytab removes it: nodes fall back to their --keytab, if any.
 	DeleteKeytab(ctx context.Context, in *DeleteKeytabRequest, opts ...grpc.CallOption) (*DeleteKeytabResponse, error)
+	// GetClusterStats gathers every live node's counters (smbctl top):
+	// the coordinator asks each node's metrics address in parallel.
+	GetClusterStats(ctx context.Context, in *GetClusterStatsRequest, opts ...grpc.CallOption) (*GetClusterStatsResponse, error)
 }
 
 type clusterServiceClient struct {
@@ -129,6 +133,16 @@ func (c *clusterServiceClient) DeleteKeytab(ctx context.Context, in *DeleteKeyta
 	return out, nil
 }
 
+func (c *clusterServiceClient) GetClusterStats(ctx context.Context, in *GetClusterStatsRequest, opts ...grpc.CallOption) (*GetClusterStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetClusterStatsResponse)
+	err := c.cc.Invoke(ctx, ClusterService_GetClusterStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServiceServer is the server API for ClusterService service.
 // All implementations must embed UnimplementedClusterServiceServer
 // for forward compatibility.
@@ -150,6 +164,9 @@ type ClusterServiceServer interface {
 	GetKeytab(context.Context, *GetKeytabRequest) (*GetKeytabResponse, error)
 	// DeleteKeytab removes it: nodes fall back to their --keytab, if any.
 	DeleteKeytab(context.Context, *DeleteKeytabRequest) (*DeleteKeytabResponse, error)
+	// GetClusterStats gathers every live node's counters (smbctl top):
+	// the coordinator asks each node's metrics address in parallel.
+	GetClusterStats(context.Context, *GetClusterStatsRequest) (*GetClusterStatsResponse, error)
 	mustEmbedUnimplementedClusterServiceServer()
 }
 
@@ -180,6 +197,9 @@ func (UnimplementedClusterServiceServer) GetKeytab(context.Context, *GetKeytabRe
 }
 func (UnimplementedClusterServiceServer) DeleteKeytab(context.Context, *DeleteKeytabRequest) (*DeleteKeytabResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteKeytab not implemented")
+}
+func (UnimplementedClusterServiceServer) GetClusterStats(context.Context, *GetClusterStatsRequest) (*GetClusterStatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetClusterStats not implemented")
 }
 func (UnimplementedClusterServiceServer) mustEmbedUnimplementedClusterServiceServer() {}
 func (UnimplementedClusterServiceServer) testEmbeddedByValue()                        {}
@@ -328,6 +348,24 @@ func _ClusterService_DeleteKeytab_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClusterService_GetClusterStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetClusterStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).GetClusterStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_GetClusterStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).GetClusterStats(ctx, req.(*GetClusterStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClusterService_ServiceDesc is the grpc.ServiceDesc for ClusterService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -362,6 +400,10 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteKeytab",
 			Handler:    _ClusterService_DeleteKeytab_Handler,
+		},
+		{
+			MethodName: "GetClusterStats",
+			Handler:    _ClusterService_GetClusterStats_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -217,9 +217,13 @@ type NodeLiveRecord struct {
 	LinkSpeed uint64 `protobuf:"varint,9,opt,name=link_speed,json=linkSpeed,proto3" json:"link_speed,omitempty"`
 	// draining mirrors the node's NodeRecord.draining, so that what
 	// follows only live records (the shard map) leaves a draining node out.
-	Draining      bool `protobuf:"varint,10,opt,name=draining,proto3" json:"draining,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Draining bool `protobuf:"varint,10,opt,name=draining,proto3" json:"draining,omitempty"`
+	// metrics_address is where the node serves /metrics (Prometheus) and
+	// /stats (NodeStats), host:port; empty when it serves neither
+	// (smbnode --metrics-addr).
+	MetricsAddress string `protobuf:"bytes,11,opt,name=metrics_address,json=metricsAddress,proto3" json:"metrics_address,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NodeLiveRecord) Reset() {
@@ -320,6 +324,13 @@ func (x *NodeLiveRecord) GetDraining() bool {
 		return x.Draining
 	}
 	return false
+}
+
+func (x *NodeLiveRecord) GetMetricsAddress() string {
+	if x != nil {
+		return x.MetricsAddress
+	}
+	return ""
 }
 
 // ShardRecord is a shard's owner, under ShardKey(n), written by the owner
@@ -1425,7 +1436,7 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"admit_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tadmitTime\x12\x1a\n" +
 	"\bdraining\x18\x05 \x01(\bR\bdraining\x12A\n" +
-	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\xcb\x02\n" +
+	"\x0edrain_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdrainDeadline\"\xf4\x02\n" +
 	"\x0eNodeLiveRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
@@ -1439,7 +1450,8 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"link_speed\x18\t \x01(\x04R\tlinkSpeed\x12\x1a\n" +
 	"\bdraining\x18\n" +
-	" \x01(\bR\bdraining\"Z\n" +
+	" \x01(\bR\bdraining\x12'\n" +
+	"\x0fmetrics_address\x18\v \x01(\tR\x0emetricsAddress\"Z\n" +
 	"\vShardRecord\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
