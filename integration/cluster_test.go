@@ -86,7 +86,8 @@ func TestCluster(t *testing.T) {
 
 	t.Run("DrainStopsOffering", func(t *testing.T) {
 		c.MustSMBCtl(t, "user", "add", "gina", "--password", "Gina-Pass-1")
-		// A node offers its own addresses only (node/cluster offerPeers).
+		// A node offers its own addresses first, then its peers'
+		// (node/cluster offerPeers).
 		var s, s2 *servertest.Conn
 		framework.WaitFor(t, clusterDeadline, "gina logs in", func() bool {
 			s = dialSession(t, n1.Addr, "gina", "Gina-Pass-1")
@@ -96,12 +97,13 @@ func TestCluster(t *testing.T) {
 			s2 = dialSession(t, n2.Addr, "gina", "Gina-Pass-1")
 			return s2 != nil
 		})
-		framework.WaitFor(t, clusterDeadline, "each node offering itself", func() bool {
-			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1"}) && slices.Equal(offeredIPs(t, s2), []string{"127.0.0.2"})
+		framework.WaitFor(t, clusterDeadline, "each node offering itself, then the other", func() bool {
+			return slices.Equal(offeredIPs(t, s), []string{"127.0.0.1", "127.0.0.2"}) && slices.Equal(offeredIPs(t, s2), []string{"127.0.0.2", "127.0.0.1"})
 		})
 		// Drained, node2 gives its public address up to node1: the
 		// connection made to it ends, and a client reconnecting to it
-		// reaches node1, which offers only its own address. (A draining
+		// reaches node1, which offers only its own address (node2, draining,
+		// is left out). (A draining
 		// node refuses new sessions: node/cluster TestDrain.)
 		c.MustSMBCtl(t, "node", "drain", "node2")
 		if err := s2.WaitClosed(); err != nil {
@@ -127,7 +129,7 @@ func TestCluster(t *testing.T) {
 		c.MustSMBCtl(t, "node", "resume", "node2")
 		framework.WaitFor(t, clusterDeadline, "node2 offered again through its address", func() bool {
 			s4 := tryDialSession(t, n2.Addr, "gina", "Gina-Pass-1")
-			return s4 != nil && slices.Equal(offeredIPs(t, s4), []string{"127.0.0.2"})
+			return s4 != nil && slices.Equal(offeredIPs(t, s4), []string{"127.0.0.2", "127.0.0.1"})
 		})
 	})
 

@@ -3,9 +3,12 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/smbcluster/smbcluster/integration/framework"
 	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -27,32 +31,86 @@ import (
 // with the framework's 2 s.
 const failoverSlack = 2 * time.Second
 
-// serverGUID negotiates on addr and returns the ServerGuid of the node
-// answering (each smbnode process draws its own).
-func serverGUID(t *testing.T, addr string) ([16]byte, error) {
+// answering returns the node answering on addr. Every node answers
+// NEGOTIATE with the cluster's one ServerGuid, so it is told by the
+// interface list: a node offers its own addresses first, under its IfIndex,
+// its rank among the admitted nodes by name (node/cluster offer.go). ""
+// when it offers nothing of its own (draining).
+func answering(t *testing.T, c *framework.Cluster, addr string) (name string, err error) {
+	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return [16]byte{}, err
+		return "", err
 	}
 	defer nc.Close()
-	c := servertest.NewConn(t, nc)
-	c.Timeout = 2 * time.Second
-	if _, err := c.Post(c.Header(smb2.CmdNegotiate), servertest.Body(c.NegotiateRequest(smb2.Dialect311))); err != nil {
-		return [16]byte{}, err
+	// A node fenced after SIGCONT may reset the connection: the raw
+	// client's failures end this goroutine, not the test.
+	soft := &softTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := servertest.NewConn(soft, nc)
+		s.Timeout = 2 * time.Second
+		if err = s.Negotiate(smb2.Dialect311); err != nil {
+			return
+		}
+		if err = s.SessionSetup("kim", "Kim-Pass-1"); err != nil {
+			return
+		}
+		if _, err = s.TreeConnect("IPC$"); err != nil {
+			return
+		}
+		var out []byte
+		if out, err = s.Ioctl(smb2.FsctlQueryNetworkInterfaceInfo, smb2.AnyFileID, nil, 64<<10); err != nil || len(out) == 0 {
+			return
+		}
+		var ifs []fscc.NetworkInterfaceInfo
+		if ifs, err = fscc.DecodeNetworkInterfaces(out); err != nil || len(ifs) == 0 {
+			return
+		}
+		var names []string
+		for _, n := range c.Nodes {
+			names = append(names, n.Name)
+		}
+		slices.Sort(names)
+		if i := int(ifs[0].IfIndex) - 1; i >= 0 && i < len(names) {
+			name = names[i]
+		} else {
+			err = fmt.Errorf("interface index %d", ifs[0].IfIndex)
+		}
+	}()
+	<-done
+	if soft.err != nil {
+		return "", soft.err
 	}
-	hs, pdus, err := c.Recv()
-	if err != nil {
-		return [16]byte{}, err
-	}
-	if st := smb2.Status(hs[0].Status); st != smb2.StatusSuccess {
-		return [16]byte{}, st
-	}
-	var r smb2.NegotiateResponse
-	if err := r.Decode(pdus[0]); err != nil {
-		return [16]byte{}, err
-	}
-	return r.ServerGUID, nil
+	return name, err
 }
+
+// softTB turns a raw client's fatal failures into an error: Fatal ends
+// the client's goroutine only.
+type softTB struct {
+	testing.TB
+	err error
+}
+
+func (s *softTB) Fatalf(format string, args ...any) {
+	s.err = fmt.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+func (s *softTB) Fatal(args ...any) {
+	s.err = errors.New(fmt.Sprint(args...))
+	runtime.Goexit()
+}
+
+func (s *softTB) FailNow() {
+	if s.err == nil {
+		s.err = errors.New("failed")
+	}
+	runtime.Goexit()
+}
+
+func (s *softTB) Errorf(format string, args ...any) { s.err = fmt.Errorf(format, args...) }
 
 // readThrough logs on to addr with go-smb2 as user and reads file from
 // share: what a client that reconnects to its old address does.
@@ -91,31 +149,14 @@ func servingOf(t *testing.T, c *framework.Cluster, addr string) string {
 	return ""
 }
 
-// guids learns the ServerGuid of every node through its own address.
-func guids(t *testing.T, c *framework.Cluster) map[[16]byte]string {
-	t.Helper()
-	out := map[[16]byte]string{}
-	for _, n := range c.Nodes {
-		g, err := serverGUID(t, n.Addr)
-		if err != nil {
-			t.Fatalf("%s at %s: %v", n.Name, n.Addr, err)
-		}
-		out[g] = n.Name
-	}
-	if len(out) != len(c.Nodes) {
-		t.Fatalf("nodes share a ServerGuid: %v", out)
-	}
-	return out
-}
-
 // waitServedBy waits until addr answers from a node want accepts and
 // returns its name.
-func waitServedBy(t *testing.T, addr string, by map[[16]byte]string, what string, want func(name string) bool) string {
+func waitServedBy(t *testing.T, c *framework.Cluster, addr, what string, want func(name string) bool) string {
 	t.Helper()
 	var name string
 	framework.WaitFor(t, clusterDeadline, what, func() bool {
-		g, err := serverGUID(t, addr)
-		name = by[g]
+		n, err := answering(t, c, addr)
+		name = n
 		return err == nil && want(name)
 	})
 	return name
@@ -148,7 +189,6 @@ func publicCluster(t *testing.T) (*framework.Cluster, []byte) {
 // the node resumes.
 func TestPublicAddressFailover(t *testing.T) {
 	c, want := publicCluster(t)
-	by := guids(t, c)
 	addr3 := c.Nodes[2].Addr
 	if got, err := readThrough(addr3, "kim", "Kim-Pass-1", "data", "hello.txt"); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read through node3's address before the failover: %q, %v", got, err)
@@ -162,7 +202,7 @@ func TestPublicAddressFailover(t *testing.T) {
 		return err == nil && bytes.Equal(got, want)
 	})
 	t.Logf("node3 killed: its address served again after %v (lease TTL %v)", time.Since(killed).Round(time.Millisecond), c.LeaseTTL)
-	survivor := waitServedBy(t, addr3, by, "node3's address answering from a survivor", func(n string) bool { return n == "node1" || n == "node2" })
+	survivor := waitServedBy(t, c, addr3, "node3's address answering from a survivor", func(n string) bool { return n == "node1" || n == "node2" })
 	framework.WaitFor(t, clusterDeadline, "node ls listing "+survivor+" serving node3's address", func() bool {
 		return servingOf(t, c, addr3) == survivor
 	})
@@ -173,7 +213,7 @@ func TestPublicAddressFailover(t *testing.T) {
 		n := c.NodeListed(t, "node3")
 		return n.State == "up" && n.Epoch > epoch
 	})
-	waitServedBy(t, addr3, by, "node3's address answering from node3 again", func(n string) bool { return n == "" })
+	waitServedBy(t, c, addr3, "node3's address answering from node3 again", func(n string) bool { return n == "node3" })
 	framework.WaitFor(t, clusterDeadline, "node ls listing node3 serving its address", func() bool {
 		return servingOf(t, c, addr3) == "node3"
 	})
@@ -182,10 +222,9 @@ func TestPublicAddressFailover(t *testing.T) {
 	}
 
 	// node2 drains: its address moves; resumed, it gets it back.
-	by = guids(t, c)
 	addr2 := c.Nodes[1].Addr
 	c.MustSMBCtl(t, "node", "drain", "node2")
-	waitServedBy(t, addr2, by, "node2's address answering from another node while node2 drains", func(n string) bool { return n == "node1" || n == "node3" })
+	waitServedBy(t, c, addr2, "node2's address answering from another node while node2 drains", func(n string) bool { return n == "node1" || n == "node3" })
 	framework.WaitFor(t, clusterDeadline, "node ls listing node2 serving nothing", func() bool {
 		s := servingOf(t, c, addr2)
 		return s == "node1" || s == "node3"
@@ -197,7 +236,7 @@ func TestPublicAddressFailover(t *testing.T) {
 		t.Errorf("node2 is %s (draining %v), want up and draining", st, draining)
 	}
 	c.MustSMBCtl(t, "node", "resume", "node2")
-	waitServedBy(t, addr2, by, "node2's address answering from node2 after it resumed", func(n string) bool { return n == "node2" })
+	waitServedBy(t, c, addr2, "node2's address answering from node2 after it resumed", func(n string) bool { return n == "node2" })
 }
 
 // TestPublicAddressPausedNode: node3 stopped (SIGSTOP) past its lease
@@ -208,7 +247,6 @@ func TestPublicAddressFailover(t *testing.T) {
 // as a cluster member, when the address returns to it.
 func TestPublicAddressPausedNode(t *testing.T) {
 	c, want := publicCluster(t)
-	by := guids(t, c)
 	paused := c.Nodes[2]
 	addr3 := paused.Addr
 	epoch := c.NodeListed(t, "node3").Epoch
@@ -233,19 +271,19 @@ func TestPublicAddressPausedNode(t *testing.T) {
 		}
 		return n == "node1" || n == "node2"
 	}
-	waitServedBy(t, addr3, by, "node3's address answering from a survivor after SIGCONT", survivor)
+	waitServedBy(t, c, addr3, "node3's address answering from a survivor after SIGCONT", survivor)
 	framework.WaitFor(t, clusterDeadline, "node3 rejoined (draining)", func() bool {
 		n := c.NodeListed(t, "node3")
 		return n.State == "up" && n.Epoch > epoch
 	})
 	for range 5 {
-		waitServedBy(t, addr3, by, "node3's address answering from a survivor after node3 rejoined", survivor)
+		waitServedBy(t, c, addr3, "node3's address answering from a survivor after node3 rejoined", survivor)
 	}
 	if got, err := readThrough(addr3, "kim", "Kim-Pass-1", "data", "hello.txt"); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read through node3's address while the survivor holds it: %q, %v", got, err)
 	}
 	c.MustSMBCtl(t, "node", "resume", "node3")
-	waitServedBy(t, addr3, by, "node3's address answering from node3 once resumed", func(n string) bool { return n == "node3" })
+	waitServedBy(t, c, addr3, "node3's address answering from node3 once resumed", func(n string) bool { return n == "node3" })
 }
 
 // shardOwners counts the shards each node owns, from etcd.
