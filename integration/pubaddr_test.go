@@ -177,6 +177,11 @@ func publicCluster(t *testing.T) (*framework.Cluster, []byte) {
 		framework.WaitFor(t, clusterDeadline, n.Name+" serves its own address", func() bool {
 			return servingOf(t, c, n.Addr) == n.Name
 		})
+		// Shares and users reach each node within a second of smbctl.
+		framework.WaitFor(t, clusterDeadline, n.Name+" serves kim the share", func() bool {
+			got, err := readThrough(n.Addr, "kim", "Kim-Pass-1", "data", "hello.txt")
+			return err == nil && bytes.Equal(got, want)
+		})
 	}
 	return c, want
 }
