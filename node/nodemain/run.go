@@ -96,6 +96,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		MaxOpens:           limitCount(cfg.MaxOpens, defaultMaxOpens()),
 		MaxOpensPerSession: limitCount(cfg.MaxOpensPerSession, defaultMaxOpensPerSession),
 	})
+	if coh.router != nil { // durable reconnects through other nodes (durable.go)
+		coh.router.SetDurableHolder(srv.SurrenderDurable, ntstatusOf)
+	}
 	if cfg.DebugAddr != "" {
 		go func() {
 			log.Info("profiling endpoints", "addr", cfg.DebugAddr)

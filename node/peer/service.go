@@ -338,6 +338,8 @@ func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.Fil
 		err = r.locks.CheckIO(o, req.Offset, req.Length, req.On)
 	case peerv1.Op_OP_LOCK_COUNT:
 		resp.Count = uint32(r.locks.LockCount(o))
+	case peerv1.Op_OP_HANDOVER:
+		return r.handoverProxy(o, req.To) // durable.go
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "operation %v is not a Call", req.Op)
 	}
