@@ -40,7 +40,9 @@ func (r *Router) SetDurableHolder(h DurableHolder, status func(error) (uint32, b
 // refusedError is a holder's refusal of a reconnect: an NTSTATUS.
 type refusedError uint32
 
-func (e refusedError) Error() string { return fmt.Sprintf("peer: reconnect refused (NTSTATUS %#08x)", uint32(e)) }
+func (e refusedError) Error() string {
+	return fmt.Sprintf("peer: reconnect refused (NTSTATUS %#08x)", uint32(e))
+}
 
 // Status is the NTSTATUS of the refusal.
 func (e refusedError) Status() uint32 { return uint32(e) }
@@ -275,7 +277,7 @@ func handoverOf(p *peerv1.TakeDurableResponse) state.Handover {
 	h.Rec = state.DurableRecord{
 		Key: keyOf(p.Key), Share: p.Share, Name: p.Name, Version: int(p.Version), CreateGUID: guid(p.CreateGuid),
 		AppInstanceID: guid(p.AppInstanceId), User: p.User, Domain: p.Domain,
-		Timeout: time.Duration(p.TimeoutMs) * time.Millisecond,
+		Timeout:  time.Duration(p.TimeoutMs) * time.Millisecond,
 		LeaseKey: h.Caching.ID.Key, HasLease: h.Caching.Lease,
 	}
 	return h
