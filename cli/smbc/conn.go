@@ -34,6 +34,10 @@ type Options struct {
 	// is encrypted. Without it requests are encrypted when the session or
 	// the share asks for it.
 	Encrypt bool
+	// ClientGUID is the client's ClientGuid; zero means a random one per
+	// connection. A client that reconnects durable opens with leases on
+	// a new connection keeps its ClientGuid (the leases are its).
+	ClientGUID [16]byte
 	// Credits is the credit balance the client keeps asking for; it bounds
 	// the requests in flight (a 1 MiB READ costs 16). Zero means 512.
 	Credits uint16
@@ -78,6 +82,7 @@ type Conn struct {
 	largeMTU  bool
 	sessionID uint64
 	treeID    uint32
+	shareCaps uint32 // of the TREE_CONNECT response
 	signer    signing.Signer
 	enc, dec  cipher.AEAD
 	nonces    *signing.NonceSource
@@ -170,7 +175,10 @@ func (c *Conn) negotiate(preauth *signing.PreauthHash) error {
 	if c.o.Sign {
 		req.SecurityMode |= smb2.NegotiateSigningRequired
 	}
-	rand.Read(req.ClientGUID[:])
+	req.ClientGUID = c.o.ClientGUID
+	if req.ClientGUID == ([16]byte{}) {
+		rand.Read(req.ClientGUID[:])
+	}
 	if req.Has311() {
 		salt := make([]byte, 32)
 		rand.Read(salt)
@@ -311,7 +319,7 @@ func (c *Conn) treeConnect() error {
 	if err := resp.Decode(cl.resp); err != nil {
 		return fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
-	c.treeID = cl.rh.TreeID
+	c.treeID, c.shareCaps = cl.rh.TreeID, resp.Capabilities
 	if resp.ShareFlags&smb2.ShareFlagEncryptData != 0 {
 		if c.enc == nil {
 			return errors.New("the share requires encryption, which this session cannot do")

@@ -89,6 +89,13 @@ type OpenFiles interface {
 	Describe(h server.Handle) (owner string, locks []state.Lock)
 }
 
+// DurableFiles is what OpenFiles may also tell of a durable open: its
+// entry at its file's owner, published so that another node can take
+// the open over when this one dies.
+type DurableFiles interface {
+	DescribeDurable(h server.Handle) (state.HeldEntry, bool)
+}
+
 // Node is what the agent drives.
 type Node struct {
 	Server  *server.Server

@@ -58,18 +58,21 @@ func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.
 		User: q.User, Domain: q.Domain, Share: q.Share, Name: q.Name,
 		HasLease: q.HasLease, LeaseKey: q.LeaseKey[:], To: refPB(to),
 	}
+	silent := map[string]bool{}
 	for node, addr := range r.routes.Peers() {
 		if node == r.routes.Self() {
 			continue
 		}
 		cli, err := r.client(addr)
 		if err != nil {
+			silent[node] = true
 			continue
 		}
 		r.stats.Delivers.Add(1)
 		resp, err := cli.TakeDurable(ctx, req)
 		if err != nil {
 			r.log.Warn("asking a node for a durable open", "peer", node, "err", err)
+			silent[node] = true
 			continue
 		}
 		if !resp.Found {
@@ -82,6 +85,9 @@ func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.
 		o := r.adopt(to, keyOf(resp.Key), h)
 		r.log.Debug("took a durable open over", "from", node, "file", h.Name, "ref", to.ID)
 		return o, h, nil
+	}
+	if rec, ok := r.findOrphan(ctx, q, silent); ok { // orphans.go: its holder died
+		return r.takeOrphan(ctx, rec, q, to)
 	}
 	return nil, state.Handover{}, state.ErrNoDurable
 }
@@ -176,6 +182,7 @@ func (r *Router) handoverProxy(o *state.Open, to *peerv1.OpenRef) (*peerv1.CallR
 		return nil, status.Error(codes.InvalidArgument, "a handover needs the open that takes it")
 	}
 	resp := &peerv1.CallResponse{Caching: cachingPB(r.table.CachingOf(o)), Locks: locksPB(r.locks.Locks(o))}
+	r.unorphan(o) // orphans.go
 	if !r.unproxy(o) {
 		return nil, status.Error(codes.NotFound, "the open is gone")
 	}
@@ -285,4 +292,21 @@ func handoverOf(p *peerv1.TakeDurableResponse) state.Handover {
 
 func refPB(to state.HolderRef) *peerv1.OpenRef {
 	return &peerv1.OpenRef{Node: to.Node, Epoch: to.Epoch, Id: to.ID}
+}
+
+// HeldEntry returns o's entry at its file's owner as this node knows it
+// (for the record of a durable open that another node takes over should
+// this one die): the owner's caching when this node owns the file, its
+// copy of it otherwise.
+func (r *Router) HeldEntry(o *state.Open) state.HeldEntry {
+	e := state.HeldEntry{Ref: o.Ref, Epoch: r.routes.Epoch(), Key: o.Key, Stream: o.Stream, ShareAccess: o.ShareAccess}
+	r.mu.Lock()
+	hs, remote := r.mirrorCache[o.Ref]
+	r.mu.Unlock()
+	if remote {
+		e.Caching = hs.caching
+	} else {
+		e.Caching = r.table.CachingOf(o)
+	}
+	return e
 }

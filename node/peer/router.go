@@ -64,6 +64,8 @@ type Router struct {
 	adopted     map[uint64]*state.Open            // durable opens handed over to this node's ids, not yet taken (durable.go)
 	durHolder   DurableHolder                     // the holder side of TakeDurable (durable.go)
 	durStatus   func(error) (uint32, bool)
+	records     DurableRecords         // durable open records in etcd (orphans.go)
+	orphans     map[*state.Open]orphan // proxies kept for dead holders' durable opens (orphans.go)
 }
 
 // refKey is an OpenRef as a map key.
@@ -110,7 +112,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
-		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{},
+		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
 		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 }

@@ -428,14 +428,24 @@ func (r *Router) DropNode(node string, keep uint64) int {
 	if keep == 0 {
 		r.dropWatchesOf(node)
 	}
+	durable := r.orphansOf(node, keep) // orphans.go: kept until reconnected or timed out
 	r.mu.Lock()
-	var gone []*state.Open
+	var gone, kept []*state.Open
+	var keptRecs []Orphan
 	for k, o := range r.proxies {
-		if k.node == node && k.epoch != keep {
+		if k.node != node || k.epoch == keep {
+			continue
+		}
+		if rec, ok := durable[k]; ok {
+			kept, keptRecs = append(kept, o), append(keptRecs, rec)
+		} else {
 			gone = append(gone, o)
 		}
 	}
 	r.mu.Unlock()
+	for i, o := range kept {
+		r.keepOrphan(o, keptRecs[i])
+	}
 	for _, o := range gone {
 		r.closeProxy(o)
 	}

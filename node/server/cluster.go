@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/state"
 )
 
 // Admission is how much new work a server takes. A cluster agent lowers
@@ -236,6 +237,9 @@ type OpenInfo struct {
 	Durable   bool
 	Created   time.Time
 	Handle    Handle // the backend's handle, for what the backend knows of the open
+	// Record is the durable record of a durable open (a copy), nil for
+	// the others.
+	Record *state.DurableRecord
 }
 
 // Opens returns a snapshot of the server's opens.
@@ -243,10 +247,15 @@ func (s *Server) Opens() []OpenInfo {
 	s.mu.Lock()
 	out := make([]OpenInfo, 0, len(s.opens))
 	for _, o := range s.opens {
-		out = append(out, OpenInfo{
+		oi := OpenInfo{
 			ID: o.ID, SessionID: o.Session.ID, User: o.Session.User, Share: o.Tree.Share.Name,
 			Path: o.Name, Access: o.Access, Durable: o.dur != nil, Created: o.created, Handle: o.Handle,
-		})
+		}
+		if o.dur != nil {
+			rec := o.dur.rec
+			oi.Record = &rec
+		}
+		out = append(out, oi)
 	}
 	s.mu.Unlock()
 	return out

@@ -66,6 +66,9 @@ type durables struct {
 	once  sync.Once
 	store state.DurableStore
 	timer DurableTimer // nil: time.AfterFunc
+	// changed is called when a durable open is granted or taken over
+	// (a cluster agent publishes its record at once).
+	changed func()
 	// detached is closed (and replaced) under Server.mu whenever a durable
 	// open is detached or gone: a reconnect waiting for the teardown of
 	// its open's dead connection watches it (durable_reconnect.go).
@@ -93,6 +96,17 @@ func (s *Server) startTimer(d time.Duration, fire func()) func() bool {
 		return s.dur.timer(d, fire)
 	}
 	return time.AfterFunc(d, fire).Stop
+}
+
+// OnDurableChange sets f to be called whenever a durable open is granted
+// or taken over from another node. Call it before serving.
+func (s *Server) OnDurableChange(f func()) { s.dur.changed = f }
+
+// durableChanged calls the OnDurableChange function.
+func (s *Server) durableChanged() {
+	if f := s.dur.changed; f != nil {
+		f()
+	}
 }
 
 // SetDurableStore sets where durable open records are kept (in memory by
@@ -236,6 +250,7 @@ func (c *conn) grantDurable(r *Request, o *Open, d *durableCtx, resp *smb2.Creat
 		s.DurableStore().Put(rec)
 	}
 	s.mu.Unlock()
+	s.durableChanged()
 }
 
 // forgetDurable drops o's durable record as it closes. The caller holds s.mu.

@@ -84,6 +84,7 @@ func (c *conn) adoptDurable(r *Request, req *smb2.CreateRequest, d *durableCtx) 
 	s.DurableStore().Put(rec)
 	s.mu.Unlock()
 	s.addOpen(o, h)
+	s.durableChanged()
 	resp.FileID = smb2.FileID{Persistent: o.ID, Volatile: o.ID}
 	s.log.Debug("durable open taken over from another node", "file", o.Name, "id", o.ID, "session", r.Session.ID)
 	return resp, nil

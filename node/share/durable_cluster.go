@@ -71,6 +71,12 @@ func (d *Disk) AdoptDurable(r *server.Request, req *smb2.CreateRequest, q state.
 	case err != nil:
 		return nil, h, nil, err
 	}
+	if h.WirePath { // a dead node's record names the open as its CREATE did
+		pn, perr := parseName(h.Name)
+		if perr == nil {
+			h.Name, h.Stream = d.caseName(pn.name), pn.stream
+		}
+	}
 	o, fi, err := d.reopen(so, h)
 	if err != nil {
 		// The open is this node's now and cannot be served: it closes.

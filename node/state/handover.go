@@ -42,6 +42,7 @@ type DurableQuery struct {
 type Handover struct {
 	Rec           DurableRecord
 	Name, Stream  string
+	WirePath      bool // Name is the CREATE's name as on the wire (stream included), not the share's path
 	Access        uint32
 	ShareAccess   uint32
 	DeleteOnClose bool
@@ -68,4 +69,16 @@ type DurableFiles interface {
 	// and this node forgets o without closing it. It returns o's caching
 	// and byte-range locks as the owner has them.
 	GiveUp(o *Open, to HolderRef) (Caching, []Lock, error)
+}
+
+// HeldEntry is a held open's entry at its file's owner, as its holder
+// knows it: what another node needs to find and serve the open if the
+// holder dies.
+type HeldEntry struct {
+	Ref         uint64 // the holder's id of the open at the owner
+	Epoch       uint64 // the holder's epoch
+	Key         FileKey
+	Stream      string
+	ShareAccess uint32
+	Caching     Caching
 }
