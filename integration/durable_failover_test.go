@@ -208,4 +208,3 @@ func ackBreaks(c *smbc.Conn) {
 		}
 	}
 }
-
