@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -72,7 +74,8 @@ func durableFailover(t *testing.T, mode failoverMode) {
 		return cn
 	}
 	a := dial(c.Nodes[0])
-	go ackBreaks(a)
+	var leaseNow atomic.Uint32 // the lease state a keeps
+	go ackBreaks(a, &leaseNow)
 	opts := smbc.DurableOptions{LeaseState: smb2.LeaseRead | smb2.LeaseWrite | smb2.LeaseHandle,
 		Timeout: time.Minute, ShareAccess: smb2.FileShareRead | smb2.FileShareWrite}
 	rand.Read(opts.CreateGUID[:])
@@ -84,6 +87,7 @@ func durableFailover(t *testing.T, mode failoverMode) {
 	if d.Lease != opts.LeaseState {
 		t.Fatalf("lease granted %#x, want RWH", d.Lease)
 	}
+	leaseNow.Store(d.Lease)
 	if err := f.Lock(lockedOff, lockedLen, true); err != nil {
 		t.Fatal(err)
 	}
@@ -112,16 +116,23 @@ func durableFailover(t *testing.T, mode failoverMode) {
 		}
 	}
 	refused("before the failover")
-	// The durable open's record, with its lock, is in etcd before node 1
-	// goes (published at the grant and within a second of a lock).
-	framework.WaitFor(t, clusterDeadline, "the durable open's lock listed", func() bool {
-		var locks []struct {
-			Node   string `json:"node"`
-			Offset uint64 `json:"offset"`
+	// The durable open's record, with its lock and its lease as the
+	// breaks above left it, is in etcd before node 1 goes (published at
+	// the grant and within a second of a change). The lease has no
+	// handle caching left: node3's conflicting open broke it.
+	framework.WaitFor(t, clusterDeadline, "the durable open's record up to date", func() bool {
+		var opens []struct {
+			Node    string `json:"node"`
+			Durable bool   `json:"durable"`
+			Oplock  string `json:"oplock"`
+			Locks   []struct {
+				Offset uint64 `json:"offset"`
+			} `json:"locks"`
 		}
-		c.SMBCtlJSON(t, &locks, "lock", "ls")
-		for _, l := range locks {
-			if l.Node == "node1" && l.Offset == lockedOff {
+		c.SMBCtlJSON(t, &opens, "open", "ls")
+		for _, o := range opens {
+			if o.Node == "node1" && o.Durable && o.Oplock == leaseName(leaseNow.Load()) &&
+				len(o.Locks) == 1 && o.Locks[0].Offset == lockedOff {
 				return true
 			}
 		}
@@ -136,6 +147,17 @@ func durableFailover(t *testing.T, mode failoverMode) {
 			t.Fatal(err)
 		}
 	}
+	// A write the client sends node 1 while it is stopped waits in its
+	// socket: resumed, node 1 must not write it (the open is node 2's by
+	// then) nor answer it.
+	stale := make(chan error, 1)
+	if mode == failoverStop {
+		junk := bytes.Repeat([]byte{0xee}, failoverChunk)
+		go func() {
+			_, err := f.WriteAt(junk, 0)
+			stale <- err
+		}()
+	}
 	// Node 1 is gone from the cluster (its lease expired): the owner of
 	// the file keeps the durable open's share modes and lock in force.
 	framework.WaitFor(t, clusterDeadline, "node1 down", func() bool {
@@ -145,7 +167,7 @@ func durableFailover(t *testing.T, mode failoverMode) {
 	refused("node1 down, before the reconnect")
 	// The client reconnects through node 2 until the open is found there.
 	a2 := dial(c.Nodes[1])
-	go ackBreaks(a2)
+	go ackBreaks(a2, &leaseNow)
 	var f2 *smbc.File
 	framework.WaitFor(t, clusterDeadline, "the durable open reconnected through node2", func() bool {
 		f2, err = a2.Reconnect(d)
@@ -159,21 +181,23 @@ func durableFailover(t *testing.T, mode failoverMode) {
 		}
 	}
 	refused("after the failover")
+	// The writes node 1 had not finished are made again, then the rest.
+	writeRange(t, f2, data, 0, failoverFileSize)
 	if mode == failoverStop {
 		if err := c.Nodes[0].Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-	}
-	// The writes node 1 had not finished are made again, then the rest.
-	writeRange(t, f2, data, 0, failoverFileSize)
-	if err := f2.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if mode == failoverStop {
+		if err := <-stale; err == nil {
+			t.Errorf("node1, resumed after its lease expired, answered a WRITE sent while it was stopped")
+		}
 		framework.WaitFor(t, clusterDeadline, "node1 up again", func() bool {
 			st, _ := c.NodeState(t, "node1")
 			return st == "up"
 		})
+		refused("node1 rejoined")
+	}
+	if err := f2.Close(); err != nil {
+		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "big.bin"))
 	if err != nil {
@@ -200,11 +224,29 @@ func writeRange(t *testing.T, f *smbc.File, data []byte, from, to int) {
 }
 
 // ackBreaks acknowledges every lease break c receives, keeping what the
-// server breaks to.
-func ackBreaks(c *smbc.Conn) {
+// server breaks to, and stores the state kept in now.
+func ackBreaks(c *smbc.Conn, now *atomic.Uint32) {
 	for b := range c.Breaks() {
-		if b.Lease && b.AckRequired {
+		if !b.Lease {
+			continue
+		}
+		now.Store(b.New)
+		if b.AckRequired {
 			c.AckLeaseBreak(b.Key, b.New)
 		}
 	}
+}
+
+// leaseName is a lease state as smbctl open ls shows it.
+func leaseName(st uint32) string {
+	s := "lease:"
+	for _, f := range []struct {
+		bit uint32
+		c   string
+	}{{smb2.LeaseRead, "R"}, {smb2.LeaseWrite, "W"}, {smb2.LeaseHandle, "H"}} {
+		if st&f.bit != 0 {
+			s += f.c
+		}
+	}
+	return s
 }

@@ -308,10 +308,13 @@ func (a *Agent) startIncarnation(lease clientv3.LeaseID, epoch uint64, deadline 
 func (a *Agent) onFenced(f *Fencing) {
 	a.updateAdmission()
 	n := 0
+	err := f.Err()
 	if a.node.Server != nil {
+		if !errors.Is(err, errLeft) {
+			a.node.Server.AbandonDurable() // other nodes take them over
+		}
 		n = a.node.Server.EndConnections()
 	}
-	err := f.Err()
 	switch {
 	case errors.Is(err, errLeft):
 		a.log.Debug("fenced: left the cluster", "epoch", f.epoch, "connections_ended", n)

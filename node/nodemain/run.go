@@ -127,6 +127,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		// The node answers for shards only while its incarnation is valid.
 		coh.shards.SetValid(func() bool { return agent.Fence().Valid() })
 		srv.OnDurableChange(agent.Kick) // a durable open's record is in etcd at once (durable.go)
+		control.SetValid(func() bool { return agent.Fence().Valid() })
 	}
 	if err != nil {
 		for _, l := range listeners {

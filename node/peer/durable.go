@@ -310,3 +310,9 @@ func (r *Router) HeldEntry(o *state.Open) state.HeldEntry {
 	}
 	return e
 }
+
+// Forget implements state.DurableFiles.
+func (r *Router) Forget(o *state.Open) {
+	r.mirror.Release(o)
+	r.unhold(o)
+}

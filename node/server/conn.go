@@ -355,6 +355,10 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 		putBuf(buf)
 		return dropError{fmt.Errorf("bad message: %v", err)}
 	}
+	if !c.srv.cfg.Control.Valid() { // cluster.go: fenced, answer nothing
+		putBuf(buf)
+		return dropError{errFenced}
+	}
 	// Credit accounting happens here, in arrival order, so a request's
 	// message id is checked before the next frame is read.
 	var hdrs []smb2.Header

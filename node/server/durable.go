@@ -285,6 +285,9 @@ func (s *Server) detachTree(t *Tree) {
 // ([MS-SMB2] 3.3.7.1) and starts its scavenger timer (3.3.2.2). It
 // reports false if o must be closed instead.
 func (s *Server) detachOpen(o *Open) bool {
+	if o.gen < s.fenceGen.Load() && s.abandon(o) { // durable_cluster.go
+		return true
+	}
 	dh, ok := o.Handle.(DurableHandle)
 	s.mu.Lock()
 	d := o.dur

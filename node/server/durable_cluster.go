@@ -125,7 +125,7 @@ func (s *Server) claimForPeer(ctx context.Context, q state.DurableQuery) (*Open,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.opens[q.FileID]
-	if o == nil || o.dur == nil {
+	if o == nil || o.dur == nil || o.gen < s.fenceGen.Load() {
 		return nil, state.ErrNoDurable
 	}
 	if q.V2 && o.dur.rec.CreateGUID != q.CreateGUID || o.Tree.Share.Name != q.Share {
@@ -146,4 +146,55 @@ func (s *Server) claimForPeer(ctx context.Context, q state.DurableQuery) (*Open,
 	}
 	dur.busy = true
 	return o, nil
+}
+
+// DurableAbandoner is implemented by durable handles that a fenced node
+// can drop without closing them at their file's owner.
+type DurableAbandoner interface {
+	// Abandon closes the handle's file and forgets its state on this
+	// node without close semantics: the cluster keeps the open for its
+	// client to reconnect through another node.
+	Abandon()
+}
+
+// AbandonDurable gives up every durable open made so far, as a node does
+// when it is fenced (its cluster lease lost): other nodes take them over
+// from their records (node/peer orphans.go) once its shards and opens are
+// declared gone, and a resumed node must not serve them, nor write for
+// them, any more. Detached opens are dropped now, attached ones when
+// their connection's teardown detaches them (the caller ends the
+// connections).
+func (s *Server) AbandonDurable() {
+	s.fenceGen.Add(1)
+	s.mu.Lock()
+	var opens []*Open
+	for _, o := range s.opens {
+		if o.dur != nil && o.dur.detached {
+			opens = append(opens, o)
+		}
+	}
+	s.mu.Unlock()
+	for _, o := range opens {
+		s.abandon(o)
+	}
+}
+
+// abandon drops durable open o without close semantics; it reports false
+// for an open that is not durable (it is closed as usual).
+func (s *Server) abandon(o *Open) bool {
+	a, ok := o.Handle.(DurableAbandoner)
+	s.mu.Lock()
+	d := o.dur
+	if !ok || d == nil || d.busy || d.gone {
+		s.mu.Unlock()
+		return false
+	}
+	d.busy = true
+	s.mu.Unlock()
+	if s.removeOpen(o) {
+		o.drain()
+		a.Abandon()
+		s.log.Info("durable open abandoned: the node was fenced", "file", o.Name, "id", o.ID)
+	}
+	return true
 }

@@ -18,8 +18,9 @@ import (
 // the old node and opened again on the new one.
 
 var (
-	_ server.DurableGiver   = (*open)(nil)
-	_ server.DurableAdopter = (*Disk)(nil)
+	_ server.DurableGiver     = (*open)(nil)
+	_ server.DurableAbandoner = (*open)(nil)
+	_ server.DurableAdopter   = (*Disk)(nil)
 )
 
 // GiveUp implements server.DurableGiver.
@@ -145,4 +146,15 @@ func adoptedResponse(o *open, fi vfs.FileInfo, c state.Caching) *smb2.CreateResp
 		}))
 	}
 	return resp
+}
+
+// Abandon implements server.DurableAbandoner.
+func (o *open) Abandon() {
+	if tbl, ok := o.d.table.(state.DurableFiles); ok && o.so != nil {
+		tbl.Forget(o.so)
+	}
+	if k := o.d.resume.Load(); k != nil {
+		k.forgetOpen(o)
+	}
+	o.f.Close()
 }

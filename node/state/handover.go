@@ -69,6 +69,10 @@ type DurableFiles interface {
 	// and this node forgets o without closing it. It returns o's caching
 	// and byte-range locks as the owner has them.
 	GiveUp(o *Open, to HolderRef) (Caching, []Lock, error)
+	// Forget forgets o, an open this node held, without closing it at
+	// its file's owner: a fenced node's durable opens belong to the
+	// cluster (their owners keep them for their clients to reconnect).
+	Forget(o *Open)
 }
 
 // HeldEntry is a held open's entry at its file's owner, as its holder
