@@ -39,11 +39,17 @@ const (
 )
 
 func TestDurableFailoverKill(t *testing.T) {
-	durableFailover(t, failoverKill)
+	durableFailover(t, failoverKill, false)
+}
+
+// TestDurableFailoverPersistent: the same with a persistent handle on a
+// share with continuous availability.
+func TestDurableFailoverPersistent(t *testing.T) {
+	durableFailover(t, failoverKill, true)
 }
 
 func TestDurableFailoverStop(t *testing.T) {
-	durableFailover(t, failoverStop)
+	durableFailover(t, failoverStop, false)
 }
 
 type failoverMode int
@@ -53,10 +59,14 @@ const (
 	failoverStop                     // SIGSTOP of node 1 past its lease, SIGCONT after
 )
 
-func durableFailover(t *testing.T, mode failoverMode) {
+func durableFailover(t *testing.T, mode failoverMode, persistent bool) {
 	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
 	dir := t.TempDir()
-	c.MustSMBCtl(t, "share", "add", "data", dir)
+	if persistent {
+		c.MustSMBCtl(t, "share", "add", "data", dir, "--continuous-availability")
+	} else {
+		c.MustSMBCtl(t, "share", "add", "data", dir)
+	}
 	c.MustSMBCtl(t, "user", "add", "kim", "--password", "Kim-Pass-1")
 	data := make([]byte, failoverFileSize)
 	rand.Read(data)
@@ -77,7 +87,7 @@ func durableFailover(t *testing.T, mode failoverMode) {
 	var leaseNow atomic.Uint32 // the lease state a keeps
 	go ackBreaks(a, &leaseNow)
 	opts := smbc.DurableOptions{LeaseState: smb2.LeaseRead | smb2.LeaseWrite | smb2.LeaseHandle,
-		Timeout: time.Minute, ShareAccess: smb2.FileShareRead | smb2.FileShareWrite}
+		Timeout: time.Minute, ShareAccess: smb2.FileShareRead | smb2.FileShareWrite, Persistent: persistent}
 	rand.Read(opts.CreateGUID[:])
 	rand.Read(opts.LeaseKey[:])
 	f, d, err := a.OpenDurable("big.bin", opts)
@@ -88,6 +98,9 @@ func durableFailover(t *testing.T, mode failoverMode) {
 		t.Fatalf("lease granted %#x, want RWH", d.Lease)
 	}
 	leaseNow.Store(d.Lease)
+	if ca := a.ShareCapabilities()&smb2.ShareCapContinuousAvailability != 0; ca != persistent || d.Persistent != persistent {
+		t.Fatalf("share with continuous availability %v, persistent handle granted %v; want %v", ca, d.Persistent, persistent)
+	}
 	if err := f.Lock(lockedOff, lockedLen, true); err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func (c *Conn) Encrypted() bool { return c.encrypt }
 // server chose.
 func (c *Conn) negotiate(preauth *signing.PreauthHash) error {
 	req := smb2.NegotiateRequest{SecurityMode: smb2.NegotiateSigningEnabled,
-		Capabilities: smb2.CapLargeMTU | smb2.CapEncryption, Dialects: allDialects}
+		Capabilities: smb2.CapLargeMTU | smb2.CapEncryption | smb2.CapPersistentHandles, Dialects: allDialects}
 	if c.o.Dialect != 0 {
 		req.Dialects = []uint16{c.o.Dialect}
 	}

@@ -218,7 +218,7 @@ func durableRecord(rec *statev1.OpenRecord, d *state.DurableRecord, e state.Held
 	if d.Version == 2 {
 		rec.CreateGuid = d.CreateGUID[:]
 	}
-	rec.OplockLevel, rec.LeaseState = uint32(c.Oplock()), c.State
+	rec.OplockLevel, rec.LeaseState, rec.Persistent = uint32(c.Oplock()), c.State, d.Persistent
 	if c.Lease {
 		rec.OplockLevel, rec.LeaseKey = 0xff, c.ID.Key[:]
 	}

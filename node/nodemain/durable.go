@@ -95,7 +95,7 @@ func orphanOf(rec *statev1.OpenRecord) peer.Orphan {
 	copy(r.ClientGUID[:], rec.ClientGuid)
 	copy(r.AppInstanceID[:], do.AppInstanceId)
 	r.User, r.Domain, r.Timeout = rec.User, do.Domain, time.Duration(do.TimeoutMs)*time.Millisecond
-	r.LeaseKey, r.HasLease = o.Caching.ID.Key, do.Lease
+	r.LeaseKey, r.HasLease, r.Persistent = o.Caching.ID.Key, do.Lease, rec.Persistent
 	return o
 }
 

@@ -273,6 +273,7 @@ func handoverPB(h state.Handover) *peerv1.TakeDurableResponse {
 		DeleteOnClose: h.DeleteOnClose, Position: h.Position, Caching: cachingPB(h.Caching), Locks: locksPB(h.Locks),
 		Version: int32(rec.Version), CreateGuid: rec.CreateGUID[:], AppInstanceId: rec.AppInstanceID[:],
 		TimeoutMs: uint64(rec.Timeout / time.Millisecond), User: rec.User, Domain: rec.Domain, Share: rec.Share,
+		Persistent: rec.Persistent,
 	}
 }
 
@@ -285,7 +286,7 @@ func handoverOf(p *peerv1.TakeDurableResponse) state.Handover {
 		Key: keyOf(p.Key), Share: p.Share, Name: p.Name, Version: int(p.Version), CreateGUID: guid(p.CreateGuid),
 		AppInstanceID: guid(p.AppInstanceId), User: p.User, Domain: p.Domain,
 		Timeout:  time.Duration(p.TimeoutMs) * time.Millisecond,
-		LeaseKey: h.Caching.ID.Key, HasLease: h.Caching.Lease,
+		LeaseKey: h.Caching.ID.Key, HasLease: h.Caching.Lease, Persistent: p.Persistent,
 	}
 	return h
 }

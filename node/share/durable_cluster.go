@@ -21,6 +21,7 @@ var (
 	_ server.DurableGiver     = (*open)(nil)
 	_ server.DurableAbandoner = (*open)(nil)
 	_ server.DurableAdopter   = (*Disk)(nil)
+	_ server.PersistentHandle = (*open)(nil)
 )
 
 // GiveUp implements server.DurableGiver.
@@ -86,6 +87,9 @@ func (d *Disk) AdoptDurable(r *server.Request, req *smb2.CreateRequest, q state.
 		return nil, h, nil, err
 	}
 	o.owner = tokenOf(r.Session).user
+	if h.Rec.Persistent {
+		o.writeThrough.Store(true)
+	}
 	d.table.Reattach(so, r.Open)
 	return o, h, adoptedResponse(o, fi, h.Caching), nil
 }
@@ -158,3 +162,9 @@ func (o *open) Abandon() {
 	}
 	o.f.Close()
 }
+
+// CanBePersistent implements server.PersistentHandle: files only.
+func (o *open) CanBePersistent() bool { return !o.isDir && o.so != nil }
+
+// WriteThrough implements server.PersistentHandle.
+func (o *open) WriteThrough() { o.writeThrough.Store(true) }
