@@ -29,12 +29,49 @@ var _ state.DurableFiles = (*Router)(nil)
 // refuses the reconnect (status reports its code).
 type DurableHolder func(ctx context.Context, q state.DurableQuery, to state.HolderRef) (state.Handover, error)
 
-// SetDurableHolder sets the holder side of TakeDurable; call it before
-// the peer service serves.
-func (r *Router) SetDurableHolder(h DurableHolder, status func(error) (uint32, bool)) {
+// AppInstances closes the node's opens of an application instance
+// (server.Server.CloseAppInstance) for CloseAppInstance.
+type AppInstances func(id [16]byte, share, user string) int
+
+// SetDurableHolder sets the holder side of TakeDurable and
+// CloseAppInstance; call it before the peer service serves.
+func (r *Router) SetDurableHolder(h DurableHolder, status func(error) (uint32, bool), apps AppInstances) {
 	r.mu.Lock()
-	r.durHolder, r.durStatus = h, status
+	r.durHolder, r.durStatus, r.appClose = h, status, apps
 	r.mu.Unlock()
+}
+
+// CloseAppInstance implements state.DurableFiles: every other live node
+// is asked, and answers once it closed its opens of the instance.
+func (r *Router) CloseAppInstance(ctx context.Context, id [16]byte, share, user string) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	req := &peerv1.CloseAppInstanceRequest{AppInstanceId: id[:], Share: share, User: user}
+	for node, addr := range r.routes.Peers() {
+		if node == r.routes.Self() {
+			continue
+		}
+		cli, err := r.client(addr)
+		if err != nil {
+			continue
+		}
+		r.stats.Delivers.Add(1)
+		if _, err := cli.CloseAppInstance(ctx, req); err != nil {
+			r.log.Warn("asking a node to close an application instance's opens", "peer", node, "err", err)
+		}
+	}
+}
+
+// CloseAppInstance implements peerv1.PeerServiceServer.
+func (sv *Service) CloseAppInstance(ctx context.Context, req *peerv1.CloseAppInstanceRequest) (*peerv1.CloseAppInstanceResponse, error) {
+	sv.r.mu.Lock()
+	apps := sv.r.appClose
+	sv.r.mu.Unlock()
+	if apps == nil {
+		return &peerv1.CloseAppInstanceResponse{}, nil
+	}
+	n := apps(guid(req.AppInstanceId), req.Share, req.User)
+	return &peerv1.CloseAppInstanceResponse{Closed: uint32(n)}, nil
 }
 
 // refusedError is a holder's refusal of a reconnect: an NTSTATUS.
@@ -271,7 +308,7 @@ func handoverPB(h state.Handover) *peerv1.TakeDurableResponse {
 	return &peerv1.TakeDurableResponse{
 		Found: true, Key: keyPB(rec.Key), Name: h.Name, Stream: h.Stream, Access: h.Access, ShareAccess: h.ShareAccess,
 		DeleteOnClose: h.DeleteOnClose, Position: h.Position, Caching: cachingPB(h.Caching), Locks: locksPB(h.Locks),
-		Version: int32(rec.Version), CreateGuid: rec.CreateGUID[:], AppInstanceId: rec.AppInstanceID[:],
+		Allocation: h.Allocation, Version: int32(rec.Version), CreateGuid: rec.CreateGUID[:], AppInstanceId: rec.AppInstanceID[:],
 		TimeoutMs: uint64(rec.Timeout / time.Millisecond), User: rec.User, Domain: rec.Domain, Share: rec.Share,
 		Persistent: rec.Persistent,
 	}
@@ -281,6 +318,7 @@ func handoverOf(p *peerv1.TakeDurableResponse) state.Handover {
 	h := state.Handover{
 		Name: p.Name, Stream: p.Stream, Access: p.Access, ShareAccess: p.ShareAccess,
 		DeleteOnClose: p.DeleteOnClose, Position: p.Position, Caching: cachingOf(p.Caching), Locks: locksOf(p.Locks),
+		Allocation: p.Allocation,
 	}
 	h.Rec = state.DurableRecord{
 		Key: keyOf(p.Key), Share: p.Share, Name: p.Name, Version: int(p.Version), CreateGUID: guid(p.CreateGuid),

@@ -64,6 +64,7 @@ type Router struct {
 	adopted     map[uint64]*state.Open            // durable opens handed over to this node's ids, not yet taken (durable.go)
 	durHolder   DurableHolder                     // the holder side of TakeDurable (durable.go)
 	durStatus   func(error) (uint32, bool)
+	appClose    AppInstances
 	records     DurableRecords         // durable open records in etcd (orphans.go)
 	orphans     map[*state.Open]orphan // proxies kept for dead holders' durable opens (orphans.go)
 }

@@ -28,6 +28,14 @@ type DurableAdopter interface {
 	AdoptDurable(r *Request, req *smb2.CreateRequest, q state.DurableQuery) (Handle, state.Handover, *smb2.CreateResponse, error)
 }
 
+// AppInstanceCloser is implemented by backends whose opens other nodes
+// may hold: CloseAppInstance closes the opens of application instance id
+// that r's user holds on the share through other nodes ([MS-SMB2]
+// 3.3.5.9.13), before r's open is admitted.
+type AppInstanceCloser interface {
+	CloseAppInstance(r *Request, id [16]byte)
+}
+
 // DurableGiver is implemented by durable handles that can be handed over
 // to another node.
 type DurableGiver interface {

@@ -205,8 +205,19 @@ func (s *Server) closeAppInstance(r *Request, req *smb2.CreateRequest, d *durabl
 	if !d.v2 || !d.hasAppInstance {
 		return
 	}
-	for _, rec := range s.DurableStore().ByAppInstance(d.appInstance) {
-		if rec.Share != r.Tree.Share.Name || !strings.EqualFold(rec.User, r.Session.User) {
+	s.CloseAppInstance(d.appInstance, r.Tree.Share.Name, r.Session.User)
+	if c, ok := r.Tree.Share.Backend.(AppInstanceCloser); ok { // durable_cluster.go
+		c.CloseAppInstance(r, d.appInstance)
+	}
+}
+
+// CloseAppInstance closes this node's opens of application instance id
+// made by user on share, connected or not ([MS-SMB2] 3.3.5.9.13); it
+// returns how many it closed.
+func (s *Server) CloseAppInstance(id [16]byte, share, user string) int {
+	n := 0
+	for _, rec := range s.DurableStore().ByAppInstance(id) {
+		if rec.Share != share || !strings.EqualFold(rec.User, user) {
 			continue
 		}
 		s.mu.Lock()
@@ -215,6 +226,8 @@ func (s *Server) closeAppInstance(r *Request, req *smb2.CreateRequest, d *durabl
 		if o != nil {
 			s.log.Debug("open closed by its application instance's new open", "file", o.Name, "id", o.ID)
 			s.closeOpen(o)
+			n++
 		}
 	}
+	return n
 }

@@ -18,10 +18,11 @@ import (
 // the old node and opened again on the new one.
 
 var (
-	_ server.DurableGiver     = (*open)(nil)
-	_ server.DurableAbandoner = (*open)(nil)
-	_ server.DurableAdopter   = (*Disk)(nil)
-	_ server.PersistentHandle = (*open)(nil)
+	_ server.DurableGiver      = (*open)(nil)
+	_ server.DurableAbandoner  = (*open)(nil)
+	_ server.DurableAdopter    = (*Disk)(nil)
+	_ server.PersistentHandle  = (*open)(nil)
+	_ server.AppInstanceCloser = (*Disk)(nil)
 )
 
 // GiveUp implements server.DurableGiver.
@@ -51,7 +52,7 @@ func (o *open) GiveUp(q state.DurableQuery, to state.HolderRef) (state.Handover,
 	defer o.mu.Unlock()
 	return state.Handover{
 		Name: o.name, Stream: o.stream, Access: o.access, ShareAccess: o.so.ShareAccess,
-		DeleteOnClose: o.deleteOnClose, Position: o.position, Caching: c, Locks: locks,
+		DeleteOnClose: o.deleteOnClose, Position: o.position, Allocation: o.allocation, Caching: c, Locks: locks,
 	}, nil
 }
 
@@ -124,7 +125,7 @@ func (d *Disk) reopen(so *state.Open, h state.Handover) (*open, vfs.FileInfo, er
 		return nil, vfs.FileInfo{}, err
 	}
 	o := &open{d: d, f: f, name: h.Name, access: h.Access, so: so,
-		stream: h.Stream, deleteOnClose: h.DeleteOnClose, position: h.Position}
+		stream: h.Stream, deleteOnClose: h.DeleteOnClose, position: h.Position, allocation: h.Allocation}
 	return o, fi, nil
 }
 
@@ -168,3 +169,14 @@ func (o *open) CanBePersistent() bool { return !o.isDir && o.so != nil }
 
 // WriteThrough implements server.PersistentHandle.
 func (o *open) WriteThrough() { o.writeThrough.Store(true) }
+
+// CloseAppInstance implements server.AppInstanceCloser.
+func (d *Disk) CloseAppInstance(r *server.Request, id [16]byte) {
+	if tbl, ok := d.table.(state.DurableFiles); ok {
+		ctx := r.Ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		tbl.CloseAppInstance(ctx, id, d.name, r.Session.User)
+	}
+}

@@ -47,6 +47,7 @@ type Handover struct {
 	ShareAccess   uint32
 	DeleteOnClose bool
 	Position      int64
+	Allocation    int64 // the allocation size set through the open
 	Caching       Caching
 	Locks         []Lock
 }
@@ -73,6 +74,9 @@ type DurableFiles interface {
 	// its file's owner: a fenced node's durable opens belong to the
 	// cluster (their owners keep them for their clients to reconnect).
 	Forget(o *Open)
+	// CloseAppInstance closes the opens of application instance id that
+	// user holds on share through the other nodes.
+	CloseAppInstance(ctx context.Context, id [16]byte, share, user string)
 }
 
 // HeldEntry is a held open's entry at its file's owner, as its holder

@@ -2352,6 +2352,8 @@ type TakeDurableResponse struct {
 	Domain        string                 `protobuf:"bytes,17,opt,name=domain,proto3" json:"domain,omitempty"`
 	Persistent    bool                   `protobuf:"varint,18,opt,name=persistent,proto3" json:"persistent,omitempty"`
 	Share         string                 `protobuf:"bytes,19,opt,name=share,proto3" json:"share,omitempty"`
+	// allocation is the allocation size the client set through the open.
+	Allocation    int64 `protobuf:"varint,20,opt,name=allocation,proto3" json:"allocation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2517,6 +2519,117 @@ func (x *TakeDurableResponse) GetShare() string {
 		return x.Share
 	}
 	return ""
+}
+
+func (x *TakeDurableResponse) GetAllocation() int64 {
+	if x != nil {
+		return x.Allocation
+	}
+	return 0
+}
+
+type CloseAppInstanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppInstanceId []byte                 `protobuf:"bytes,1,opt,name=app_instance_id,json=appInstanceId,proto3" json:"app_instance_id,omitempty"`
+	Share         string                 `protobuf:"bytes,2,opt,name=share,proto3" json:"share,omitempty"`
+	User          string                 `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseAppInstanceRequest) Reset() {
+	*x = CloseAppInstanceRequest{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseAppInstanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseAppInstanceRequest) ProtoMessage() {}
+
+func (x *CloseAppInstanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseAppInstanceRequest.ProtoReflect.Descriptor instead.
+func (*CloseAppInstanceRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *CloseAppInstanceRequest) GetAppInstanceId() []byte {
+	if x != nil {
+		return x.AppInstanceId
+	}
+	return nil
+}
+
+func (x *CloseAppInstanceRequest) GetShare() string {
+	if x != nil {
+		return x.Share
+	}
+	return ""
+}
+
+func (x *CloseAppInstanceRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+type CloseAppInstanceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Closed        uint32                 `protobuf:"varint,1,opt,name=closed,proto3" json:"closed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseAppInstanceResponse) Reset() {
+	*x = CloseAppInstanceResponse{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseAppInstanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseAppInstanceResponse) ProtoMessage() {}
+
+func (x *CloseAppInstanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseAppInstanceResponse.ProtoReflect.Descriptor instead.
+func (*CloseAppInstanceResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CloseAppInstanceResponse) GetClosed() uint32 {
+	if x != nil {
+		return x.Closed
+	}
+	return 0
 }
 
 var File_smbcluster_peer_v1_peer_service_proto protoreflect.FileDescriptor
@@ -2696,7 +2809,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\thas_lease\x18\t \x01(\bR\bhasLease\x12\x1b\n" +
 	"\tlease_key\x18\n" +
 	" \x01(\fR\bleaseKey\x12+\n" +
-	"\x02to\x18\v \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x02to\"\xe8\x04\n" +
+	"\x02to\x18\v \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x02to\"\x88\x05\n" +
 	"\x13TakeDurableResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\rR\x06status\x12-\n" +
@@ -2721,7 +2834,16 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\n" +
 	"persistent\x18\x12 \x01(\bR\n" +
 	"persistent\x12\x14\n" +
-	"\x05share\x18\x13 \x01(\tR\x05share*\xc9\x02\n" +
+	"\x05share\x18\x13 \x01(\tR\x05share\x12\x1e\n" +
+	"\n" +
+	"allocation\x18\x14 \x01(\x03R\n" +
+	"allocation\"k\n" +
+	"\x17CloseAppInstanceRequest\x12&\n" +
+	"\x0fapp_instance_id\x18\x01 \x01(\fR\rappInstanceId\x12\x14\n" +
+	"\x05share\x18\x02 \x01(\tR\x05share\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\"2\n" +
+	"\x18CloseAppInstanceResponse\x12\x16\n" +
+	"\x06closed\x18\x01 \x01(\rR\x06closed*\xc9\x02\n" +
 	"\x05Error\x12\x15\n" +
 	"\x11ERROR_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_SHARING_VIOLATION\x10\x01\x12\x18\n" +
@@ -2772,7 +2894,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x10OP_RELEASE_LOCKS\x10\x1b\x12\x0f\n" +
 	"\vOP_CHECK_IO\x10\x1c\x12\x11\n" +
 	"\rOP_LOCK_COUNT\x10\x1d\x12\x0f\n" +
-	"\vOP_HANDOVER\x10\x1e2\xda\x05\n" +
+	"\vOP_HANDOVER\x10\x1e2\xc9\x06\n" +
 	"\vPeerService\x12K\n" +
 	"\x05Admit\x12 .smbcluster.peer.v1.AdmitRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12I\n" +
 	"\x04Call\x12\x1f.smbcluster.peer.v1.CallRequest\x1a .smbcluster.peer.v1.CallResponse\x12I\n" +
@@ -2782,7 +2904,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x04Held\x12\x1f.smbcluster.peer.v1.HeldRequest\x1a .smbcluster.peer.v1.HeldResponse\x12L\n" +
 	"\x05Watch\x12 .smbcluster.peer.v1.WatchRequest\x1a!.smbcluster.peer.v1.WatchResponse\x12O\n" +
 	"\x06Notify\x12!.smbcluster.peer.v1.NotifyRequest\x1a\".smbcluster.peer.v1.NotifyResponse\x12^\n" +
-	"\vTakeDurable\x12&.smbcluster.peer.v1.TakeDurableRequest\x1a'.smbcluster.peer.v1.TakeDurableResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
+	"\vTakeDurable\x12&.smbcluster.peer.v1.TakeDurableRequest\x1a'.smbcluster.peer.v1.TakeDurableResponse\x12m\n" +
+	"\x10CloseAppInstance\x12+.smbcluster.peer.v1.CloseAppInstanceRequest\x1a,.smbcluster.peer.v1.CloseAppInstanceResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
 
 var (
 	file_smbcluster_peer_v1_peer_service_proto_rawDescOnce sync.Once
@@ -2797,37 +2920,39 @@ func file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP() []byte {
 }
 
 var file_smbcluster_peer_v1_peer_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_smbcluster_peer_v1_peer_service_proto_goTypes = []any{
-	(Error)(0),                  // 0: smbcluster.peer.v1.Error
-	(Op)(0),                     // 1: smbcluster.peer.v1.Op
-	(*OpenRef)(nil),             // 2: smbcluster.peer.v1.OpenRef
-	(*FileKey)(nil),             // 3: smbcluster.peer.v1.FileKey
-	(*Route)(nil),               // 4: smbcluster.peer.v1.Route
-	(*LeaseRequest)(nil),        // 5: smbcluster.peer.v1.LeaseRequest
-	(*Caching)(nil),             // 6: smbcluster.peer.v1.Caching
-	(*OpenDesc)(nil),            // 7: smbcluster.peer.v1.OpenDesc
-	(*AdmitRequest)(nil),        // 8: smbcluster.peer.v1.AdmitRequest
-	(*AdmitEvent)(nil),          // 9: smbcluster.peer.v1.AdmitEvent
-	(*Lock)(nil),                // 10: smbcluster.peer.v1.Lock
-	(*CallRequest)(nil),         // 11: smbcluster.peer.v1.CallRequest
-	(*CallResponse)(nil),        // 12: smbcluster.peer.v1.CallResponse
-	(*DeliverRequest)(nil),      // 13: smbcluster.peer.v1.DeliverRequest
-	(*LeaseBreak)(nil),          // 14: smbcluster.peer.v1.LeaseBreak
-	(*DeliverResponse)(nil),     // 15: smbcluster.peer.v1.DeliverResponse
-	(*HeldRequest)(nil),         // 16: smbcluster.peer.v1.HeldRequest
-	(*HeldOpen)(nil),            // 17: smbcluster.peer.v1.HeldOpen
-	(*HeldResponse)(nil),        // 18: smbcluster.peer.v1.HeldResponse
-	(*WatchSpec)(nil),           // 19: smbcluster.peer.v1.WatchSpec
-	(*WatchRequest)(nil),        // 20: smbcluster.peer.v1.WatchRequest
-	(*WatchResponse)(nil),       // 21: smbcluster.peer.v1.WatchResponse
-	(*Change)(nil),              // 22: smbcluster.peer.v1.Change
-	(*NotifyRequest)(nil),       // 23: smbcluster.peer.v1.NotifyRequest
-	(*NotifyResponse)(nil),      // 24: smbcluster.peer.v1.NotifyResponse
-	(*Envelope)(nil),            // 25: smbcluster.peer.v1.Envelope
-	(*RPCStatus)(nil),           // 26: smbcluster.peer.v1.RPCStatus
-	(*TakeDurableRequest)(nil),  // 27: smbcluster.peer.v1.TakeDurableRequest
-	(*TakeDurableResponse)(nil), // 28: smbcluster.peer.v1.TakeDurableResponse
+	(Error)(0),                       // 0: smbcluster.peer.v1.Error
+	(Op)(0),                          // 1: smbcluster.peer.v1.Op
+	(*OpenRef)(nil),                  // 2: smbcluster.peer.v1.OpenRef
+	(*FileKey)(nil),                  // 3: smbcluster.peer.v1.FileKey
+	(*Route)(nil),                    // 4: smbcluster.peer.v1.Route
+	(*LeaseRequest)(nil),             // 5: smbcluster.peer.v1.LeaseRequest
+	(*Caching)(nil),                  // 6: smbcluster.peer.v1.Caching
+	(*OpenDesc)(nil),                 // 7: smbcluster.peer.v1.OpenDesc
+	(*AdmitRequest)(nil),             // 8: smbcluster.peer.v1.AdmitRequest
+	(*AdmitEvent)(nil),               // 9: smbcluster.peer.v1.AdmitEvent
+	(*Lock)(nil),                     // 10: smbcluster.peer.v1.Lock
+	(*CallRequest)(nil),              // 11: smbcluster.peer.v1.CallRequest
+	(*CallResponse)(nil),             // 12: smbcluster.peer.v1.CallResponse
+	(*DeliverRequest)(nil),           // 13: smbcluster.peer.v1.DeliverRequest
+	(*LeaseBreak)(nil),               // 14: smbcluster.peer.v1.LeaseBreak
+	(*DeliverResponse)(nil),          // 15: smbcluster.peer.v1.DeliverResponse
+	(*HeldRequest)(nil),              // 16: smbcluster.peer.v1.HeldRequest
+	(*HeldOpen)(nil),                 // 17: smbcluster.peer.v1.HeldOpen
+	(*HeldResponse)(nil),             // 18: smbcluster.peer.v1.HeldResponse
+	(*WatchSpec)(nil),                // 19: smbcluster.peer.v1.WatchSpec
+	(*WatchRequest)(nil),             // 20: smbcluster.peer.v1.WatchRequest
+	(*WatchResponse)(nil),            // 21: smbcluster.peer.v1.WatchResponse
+	(*Change)(nil),                   // 22: smbcluster.peer.v1.Change
+	(*NotifyRequest)(nil),            // 23: smbcluster.peer.v1.NotifyRequest
+	(*NotifyResponse)(nil),           // 24: smbcluster.peer.v1.NotifyResponse
+	(*Envelope)(nil),                 // 25: smbcluster.peer.v1.Envelope
+	(*RPCStatus)(nil),                // 26: smbcluster.peer.v1.RPCStatus
+	(*TakeDurableRequest)(nil),       // 27: smbcluster.peer.v1.TakeDurableRequest
+	(*TakeDurableResponse)(nil),      // 28: smbcluster.peer.v1.TakeDurableResponse
+	(*CloseAppInstanceRequest)(nil),  // 29: smbcluster.peer.v1.CloseAppInstanceRequest
+	(*CloseAppInstanceResponse)(nil), // 30: smbcluster.peer.v1.CloseAppInstanceResponse
 }
 var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	2,  // 0: smbcluster.peer.v1.OpenDesc.ref:type_name -> smbcluster.peer.v1.OpenRef
@@ -2876,17 +3001,19 @@ var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	20, // 43: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
 	23, // 44: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
 	27, // 45: smbcluster.peer.v1.PeerService.TakeDurable:input_type -> smbcluster.peer.v1.TakeDurableRequest
-	9,  // 46: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 47: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 48: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	25, // 49: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
-	15, // 50: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 51: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	21, // 52: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
-	24, // 53: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
-	28, // 54: smbcluster.peer.v1.PeerService.TakeDurable:output_type -> smbcluster.peer.v1.TakeDurableResponse
-	46, // [46:55] is the sub-list for method output_type
-	37, // [37:46] is the sub-list for method input_type
+	29, // 46: smbcluster.peer.v1.PeerService.CloseAppInstance:input_type -> smbcluster.peer.v1.CloseAppInstanceRequest
+	9,  // 47: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	12, // 48: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	9,  // 49: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	25, // 50: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
+	15, // 51: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	18, // 52: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	21, // 53: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
+	24, // 54: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
+	28, // 55: smbcluster.peer.v1.PeerService.TakeDurable:output_type -> smbcluster.peer.v1.TakeDurableResponse
+	30, // 56: smbcluster.peer.v1.PeerService.CloseAppInstance:output_type -> smbcluster.peer.v1.CloseAppInstanceResponse
+	47, // [47:57] is the sub-list for method output_type
+	37, // [37:47] is the sub-list for method input_type
 	37, // [37:37] is the sub-list for extension type_name
 	37, // [37:37] is the sub-list for extension extendee
 	0,  // [0:37] is the sub-list for field type_name
@@ -2912,7 +3039,7 @@ func file_smbcluster_peer_v1_peer_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_peer_service_proto_rawDesc), len(file_smbcluster_peer_v1_peer_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

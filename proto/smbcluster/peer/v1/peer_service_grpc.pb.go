@@ -29,15 +29,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PeerService_Admit_FullMethodName       = "/smbcluster.peer.v1.PeerService/Admit"
-	PeerService_Call_FullMethodName        = "/smbcluster.peer.v1.PeerService/Call"
-	PeerService_Wait_FullMethodName        = "/smbcluster.peer.v1.PeerService/Wait"
-	PeerService_Exchange_FullMethodName    = "/smbcluster.peer.v1.PeerService/Exchange"
-	PeerService_Deliver_FullMethodName     = "/smbcluster.peer.v1.PeerService/Deliver"
-	PeerService_Held_FullMethodName        = "/smbcluster.peer.v1.PeerService/Held"
-	PeerService_Watch_FullMethodName       = "/smbcluster.peer.v1.PeerService/Watch"
-	PeerService_Notify_FullMethodName      = "/smbcluster.peer.v1.PeerService/Notify"
-	PeerService_TakeDurable_FullMethodName = "/smbcluster.peer.v1.PeerService/TakeDurable"
+	PeerService_Admit_FullMethodName            = "/smbcluster.peer.v1.PeerService/Admit"
+	PeerService_Call_FullMethodName             = "/smbcluster.peer.v1.PeerService/Call"
+	PeerService_Wait_FullMethodName             = "/smbcluster.peer.v1.PeerService/Wait"
+	PeerService_Exchange_FullMethodName         = "/smbcluster.peer.v1.PeerService/Exchange"
+	PeerService_Deliver_FullMethodName          = "/smbcluster.peer.v1.PeerService/Deliver"
+	PeerService_Held_FullMethodName             = "/smbcluster.peer.v1.PeerService/Held"
+	PeerService_Watch_FullMethodName            = "/smbcluster.peer.v1.PeerService/Watch"
+	PeerService_Notify_FullMethodName           = "/smbcluster.peer.v1.PeerService/Notify"
+	PeerService_TakeDurable_FullMethodName      = "/smbcluster.peer.v1.PeerService/TakeDurable"
+	PeerService_CloseAppInstance_FullMethodName = "/smbcluster.peer.v1.PeerService/CloseAppInstance"
 )
 
 // PeerServiceClient is the client API for PeerService service.
@@ -77,6 +78,10 @@ type PeerServiceClient interface {
 	// caller's open `to` (share modes, caching and byte-range locks stay in
 	// force) and forgets the open without closing it.
 	TakeDurable(ctx context.Context, in *TakeDurableRequest, opts ...grpc.CallOption) (*TakeDurableResponse, error)
+	// CloseAppInstance closes the callee's opens of an application
+	// instance that a new open through the caller replaces ([MS-SMB2]
+	// 3.3.5.9.13), before the caller's open is admitted.
+	CloseAppInstance(ctx context.Context, in *CloseAppInstanceRequest, opts ...grpc.CallOption) (*CloseAppInstanceResponse, error)
 }
 
 type peerServiceClient struct {
@@ -198,6 +203,16 @@ func (c *peerServiceClient) TakeDurable(ctx context.Context, in *TakeDurableRequ
 	return out, nil
 }
 
+func (c *peerServiceClient) CloseAppInstance(ctx context.Context, in *CloseAppInstanceRequest, opts ...grpc.CallOption) (*CloseAppInstanceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CloseAppInstanceResponse)
+	err := c.cc.Invoke(ctx, PeerService_CloseAppInstance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PeerServiceServer is the server API for PeerService service.
 // All implementations must embed UnimplementedPeerServiceServer
 // for forward compatibility.
@@ -235,6 +250,10 @@ type PeerServiceServer interface {
 	// caller's open `to` (share modes, caching and byte-range locks stay in
 	// force) and forgets the open without closing it.
 	TakeDurable(context.Context, *TakeDurableRequest) (*TakeDurableResponse, error)
+	// CloseAppInstance closes the callee's opens of an application
+	// instance that a new open through the caller replaces ([MS-SMB2]
+	// 3.3.5.9.13), before the caller's open is admitted.
+	CloseAppInstance(context.Context, *CloseAppInstanceRequest) (*CloseAppInstanceResponse, error)
 	mustEmbedUnimplementedPeerServiceServer()
 }
 
@@ -271,6 +290,9 @@ func (UnimplementedPeerServiceServer) Notify(context.Context, *NotifyRequest) (*
 }
 func (UnimplementedPeerServiceServer) TakeDurable(context.Context, *TakeDurableRequest) (*TakeDurableResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TakeDurable not implemented")
+}
+func (UnimplementedPeerServiceServer) CloseAppInstance(context.Context, *CloseAppInstanceRequest) (*CloseAppInstanceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CloseAppInstance not implemented")
 }
 func (UnimplementedPeerServiceServer) mustEmbedUnimplementedPeerServiceServer() {}
 func (UnimplementedPeerServiceServer) testEmbeddedByValue()                     {}
@@ -430,6 +452,24 @@ func _PeerService_TakeDurable_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PeerService_CloseAppInstance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CloseAppInstanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeerServiceServer).CloseAppInstance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeerService_CloseAppInstance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeerServiceServer).CloseAppInstance(ctx, req.(*CloseAppInstanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PeerService_ServiceDesc is the grpc.ServiceDesc for PeerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -460,6 +500,10 @@ var PeerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TakeDurable",
 			Handler:    _PeerService_TakeDurable_Handler,
+		},
+		{
+			MethodName: "CloseAppInstance",
+			Handler:    _PeerService_CloseAppInstance_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
