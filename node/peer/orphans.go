@@ -148,7 +148,7 @@ func (r *Router) restoreOrphans(ctx context.Context, shard uint32) int {
 	live := r.routes.Peers()
 	n := 0
 	for _, rec := range recs {
-		if _, ok := live[rec.Node]; ok || ShardOf(rec.Key) != shard {
+		if !r.orphaned(rec, live, nil) || ShardOf(rec.Key) != shard {
 			continue
 		}
 		o, existed, err := r.proxy(&peerv1.OpenDesc{
@@ -182,7 +182,7 @@ func (r *Router) findOrphan(ctx context.Context, q state.DurableQuery, silent ma
 	}
 	live := r.routes.Peers()
 	for _, rec := range recs {
-		if _, ok := live[rec.Node]; ok && !silent[rec.Node] || rec.Node == r.routes.Self() {
+		if !r.orphaned(rec, live, silent) {
 			continue
 		}
 		if rec.FileID == q.FileID && (!q.V2 || rec.Rec.CreateGUID == q.CreateGUID) {
@@ -190,6 +190,23 @@ func (r *Router) findOrphan(ctx context.Context, q state.DurableQuery, silent ma
 		}
 	}
 	return Orphan{}, false
+}
+
+// orphaned reports whether rec is a durable open whose holder is gone:
+// its node is not live, or lives under another epoch, or did not answer.
+func (r *Router) orphaned(rec Orphan, live map[string]string, silent map[string]bool) bool {
+	if rec.Node == r.routes.Self() {
+		return rec.Epoch != r.routes.Epoch()
+	}
+	if _, ok := live[rec.Node]; !ok || silent[rec.Node] {
+		return true
+	}
+	if pe, ok := r.routes.(interface{ PeerEpoch(string) (uint64, bool) }); ok {
+		if e, ok := pe.PeerEpoch(rec.Node); ok && e != rec.Epoch {
+			return true
+		}
+	}
+	return false
 }
 
 // checkOrphan checks a reconnect of an orphan as its holder would have
