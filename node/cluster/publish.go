@@ -225,7 +225,7 @@ func durableRecord(rec *statev1.OpenRecord, d *state.DurableRecord, e state.Held
 	rec.DurableOpen = &statev1.DurableOpen{
 		NodeEpoch: e.Epoch, Ref: e.Ref, Volume: e.Key.Volume, FileId: e.Key.FileID, Stream: e.Stream,
 		Version: int32(d.Version), TimeoutMs: uint64(d.Timeout / time.Millisecond), AppInstanceId: d.AppInstanceID[:],
-		Domain: d.Domain, GrantedAccess: rec.DesiredAccess, Lease: c.Lease, LeaseVersion: int32(c.Version),
+		Domain: d.Domain, GrantedAccess: e.Access, Lease: c.Lease, LeaseVersion: int32(c.Version),
 		LeaseEpoch: uint32(c.Epoch),
 	}
 }

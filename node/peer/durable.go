@@ -95,32 +95,14 @@ func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.
 		User: q.User, Domain: q.Domain, Share: q.Share, Name: q.Name,
 		HasLease: q.HasLease, LeaseKey: q.LeaseKey[:], To: refPB(to),
 	}
-	silent := map[string]bool{}
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
-			continue
+	found, silent := r.askHolders(ctx, req)
+	if found != nil {
+		if found.resp.Status != 0 {
+			return nil, state.Handover{}, refusedError(found.resp.Status)
 		}
-		cli, err := r.client(addr)
-		if err != nil {
-			silent[node] = true
-			continue
-		}
-		r.stats.Delivers.Add(1)
-		resp, err := cli.TakeDurable(ctx, req)
-		if err != nil {
-			r.log.Warn("asking a node for a durable open", "peer", node, "err", err)
-			silent[node] = true
-			continue
-		}
-		if !resp.Found {
-			continue
-		}
-		if resp.Status != 0 {
-			return nil, state.Handover{}, refusedError(resp.Status)
-		}
-		h := handoverOf(resp)
-		o := r.adopt(to, keyOf(resp.Key), h)
-		r.log.Debug("took a durable open over", "from", node, "file", h.Name, "ref", to.ID)
+		h := handoverOf(found.resp)
+		o := r.adopt(to, keyOf(found.resp.Key), h)
+		r.log.Debug("took a durable open over", "from", found.node, "file", h.Name, "ref", to.ID)
 		return o, h, nil
 	}
 	if rec, ok := r.findOrphan(ctx, q, silent); ok { // orphans.go: its holder died
@@ -128,6 +110,57 @@ func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.
 	}
 	return nil, state.Handover{}, state.ErrNoDurable
 }
+
+// takeAnswer is a node's answer to TakeDurable.
+type takeAnswer struct {
+	node string
+	resp *peerv1.TakeDurableResponse
+	err  error
+}
+
+// askHolders asks every other live node at once for the open req names,
+// each for at most holderTimeout (a stopped node must not hold the
+// reconnect up for long), and returns the answer of the node that holds
+// it, or nil and the nodes that did not answer.
+func (r *Router) askHolders(ctx context.Context, req *peerv1.TakeDurableRequest) (*takeAnswer, map[string]bool) {
+	answers := make(chan takeAnswer)
+	n := 0
+	for node, addr := range r.routes.Peers() {
+		if node == r.routes.Self() {
+			continue
+		}
+		n++
+		go func() {
+			cli, err := r.client(addr)
+			if err != nil {
+				answers <- takeAnswer{node: node, err: err}
+				return
+			}
+			r.stats.Delivers.Add(1)
+			cctx, cancel := context.WithTimeout(ctx, holderTimeout)
+			defer cancel()
+			resp, err := cli.TakeDurable(cctx, req)
+			answers <- takeAnswer{node, resp, err}
+		}()
+	}
+	silent := map[string]bool{}
+	var found *takeAnswer
+	for range n {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			r.log.Warn("asking a node for a durable open", "peer", a.node, "err", a.err)
+			silent[a.node] = true
+		case a.resp.Found:
+			found = &a
+		}
+	}
+	return found, silent
+}
+
+// holderTimeout bounds a TakeDurable call: the holder waits at most
+// server's peer detach wait (1.5 s) for a dead connection's teardown.
+const holderTimeout = 3 * time.Second
 
 // adopt makes the open handed over to to this node's: the owner's own
 // entry when this node owns the file (handed over by OP_HANDOVER), else a
@@ -338,7 +371,7 @@ func refPB(to state.HolderRef) *peerv1.OpenRef {
 // this one die): the owner's caching when this node owns the file, its
 // copy of it otherwise.
 func (r *Router) HeldEntry(o *state.Open) state.HeldEntry {
-	e := state.HeldEntry{Ref: o.Ref, Epoch: r.routes.Epoch(), Key: o.Key, Stream: o.Stream, ShareAccess: o.ShareAccess}
+	e := state.HeldEntry{Ref: o.Ref, Epoch: r.routes.Epoch(), Key: o.Key, Stream: o.Stream, Access: o.Access, ShareAccess: o.ShareAccess}
 	r.mu.Lock()
 	hs, remote := r.mirrorCache[o.Ref]
 	r.mu.Unlock()

@@ -126,6 +126,11 @@ func (s *Server) SurrenderDurable(ctx context.Context, q state.DurableQuery, to 
 	return h, nil
 }
 
+// peerDetachWait bounds the wait of a reconnect through another node for
+// the teardown of the open's dead connection here: the other node waits
+// for this node's answer a little longer (peer holderTimeout).
+const peerDetachWait = 1500 * time.Millisecond
+
 // claimForPeer finds and claims the detached open a reconnect through
 // another node names, waiting (as a reconnect here would) for the
 // teardown of a connection that is gone.
@@ -139,7 +144,7 @@ func (s *Server) claimForPeer(ctx context.Context, q state.DurableQuery) (*Open,
 	if q.V2 && o.dur.rec.CreateGUID != q.CreateGUID || o.Tree.Share.Name != q.Share {
 		return nil, state.ErrNoDurable
 	}
-	deadline := time.Now().Add(detachWaitLimit)
+	deadline := time.Now().Add(peerDetachWait)
 	for range maxDetachWaits {
 		if o.dur == nil || o.dur.detached || o.dur.gone || !s.waitDetach(ctx, nil, o, deadline) {
 			break

@@ -87,6 +87,7 @@ type HeldEntry struct {
 	Epoch       uint64 // the holder's epoch
 	Key         FileKey
 	Stream      string
+	Access      uint32 // granted, as share modes count it
 	ShareAccess uint32
 	Caching     Caching
 }
