@@ -2,7 +2,6 @@ package nodemain
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -16,20 +15,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
 	"github.com/smbcluster/smbcluster/node/state"
-
-	"github.com/smbcluster/smbcluster/node/smb2"
 )
-
-// ntstatusOf is the NTSTATUS with which a node refuses a durable
-// reconnect through another node (server.SurrenderDurable), as it
-// crosses to that node.
-func ntstatusOf(err error) (uint32, bool) {
-	var st smb2.Status
-	if errors.As(err, &st) {
-		return uint32(st), true
-	}
-	return 0, false
-}
 
 // DescribeDurable implements cluster.DurableFiles.
 func (c *coherence) DescribeDurable(h server.Handle) (state.HeldEntry, bool) {

@@ -97,7 +97,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		MaxOpensPerSession: limitCount(cfg.MaxOpensPerSession, defaultMaxOpensPerSession),
 	})
 	if coh.router != nil { // durable reconnects through other nodes (durable.go)
-		coh.router.SetDurableHolder(srv.SurrenderDurable, ntstatusOf, srv.CloseAppInstance)
+		coh.router.SetDurableHolder(srv.SurrenderDurable, server.RefusalStatus, srv.CloseAppInstance)
 	}
 	if cfg.DebugAddr != "" {
 		go func() {

@@ -211,3 +211,13 @@ func (s *Server) abandon(o *Open) bool {
 	}
 	return true
 }
+
+// RefusalStatus is the NTSTATUS with which SurrenderDurable refused a
+// reconnect, as it crosses to the node the client reconnected through.
+func RefusalStatus(err error) (uint32, bool) {
+	var st smb2.Status
+	if errors.As(err, &st) {
+		return uint32(st), true
+	}
+	return 0, false
+}
