@@ -2,11 +2,14 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Durable opens of a node that died. Each node publishes a record of
@@ -253,6 +256,14 @@ func (r *Router) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuer
 		}
 		local, lerr = r.handoverProxy(o, req.To)
 	}, req)
+	if status.Code(err) == codes.NotFound || errors.Is(lerr, state.ErrNoDurable) {
+		// The owner no longer keeps it (its timeout passed, or a break
+		// closed it): the record is stale.
+		if d := r.durableRecords(); d != nil {
+			d.Forget(rec.Node, rec.FileID)
+		}
+		return nil, state.Handover{}, state.ErrNoDurable
+	}
 	switch {
 	case err != nil:
 		return nil, state.Handover{}, err

@@ -80,9 +80,9 @@ func (c *conn) adoptDurable(r *Request, req *smb2.CreateRequest, d *durableCtx) 
 		}
 		return nil, err
 	}
-	o.Access, o.Name = ho.Access, ho.Name
+	o.Access = ho.Access
 	rec := ho.Rec
-	rec.ClientGUID, rec.DisconnectedAt = c.clientGUID, time.Time{}
+	rec.Name, rec.ClientGUID, rec.DisconnectedAt = o.Name, c.clientGUID, time.Time{} // o.Name: the reconnect's, as on the wire
 	s.mu.Lock()
 	if _, taken := s.opens[d.fid.Persistent]; !taken && d.fid.Persistent != 0 {
 		o.ID = d.fid.Persistent // the FileId the client knows, if free here
