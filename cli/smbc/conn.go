@@ -35,6 +35,10 @@ type Options struct {
 	// is encrypted. Without it requests are encrypted when the session or
 	// the share asks for it.
 	Encrypt bool
+	// ClientGUID is the client's ClientGuid; zero means a random one per
+	// connection. A client that reconnects durable opens with leases on
+	// a new connection keeps its ClientGuid (the leases are its).
+	ClientGUID [16]byte
 	// Credits is the credit balance the client keeps asking for; it bounds
 	// the requests in flight (a 1 MiB READ costs 16). Zero means 512.
 	Credits uint16
@@ -79,6 +83,7 @@ type Conn struct {
 	largeMTU  bool
 	sessionID uint64
 	treeID    uint32
+	shareCaps uint32         // of the TREE_CONNECT response
 	signer    signing.Signer // the channel's: signs this connection's requests
 	// sessSigner signs with the session's signing key, which binds
 	// further channels ([MS-SMB2] 3.2.4.1.7); the first channel's key is
@@ -119,7 +124,10 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	rand.Read(c.clientGUID[:])
+	c.clientGUID = o.ClientGUID
+	if c.clientGUID == ([16]byte{}) {
+		rand.Read(c.clientGUID[:])
+	}
 	if err := c.logon(); err != nil {
 		c.shutdown()
 		return nil, err
@@ -183,7 +191,7 @@ func (c *Conn) Encrypted() bool { return c.encrypt }
 // server chose.
 func (c *Conn) negotiate(preauth *signing.PreauthHash) error {
 	req := smb2.NegotiateRequest{SecurityMode: smb2.NegotiateSigningEnabled,
-		Capabilities: smb2.CapLargeMTU | smb2.CapEncryption, Dialects: allDialects}
+		Capabilities: smb2.CapLargeMTU | smb2.CapEncryption | smb2.CapPersistentHandles, Dialects: allDialects}
 	if c.o.Dialect != 0 {
 		req.Dialects = []uint16{c.o.Dialect}
 	}
@@ -360,7 +368,7 @@ func (c *Conn) treeConnect() error {
 	if err := resp.Decode(cl.resp); err != nil {
 		return fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
-	c.treeID = cl.rh.TreeID
+	c.treeID, c.shareCaps = cl.rh.TreeID, resp.Capabilities
 	if resp.ShareFlags&smb2.ShareFlagEncryptData != 0 {
 		if c.enc == nil {
 			return errors.New("the share requires encryption, which this session cannot do")

@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // Defaults for Config's zero fields.
@@ -112,6 +113,13 @@ type OpenFiles interface {
 	// it has none, or for a handle without per-file state such as a
 	// pipe) and the byte-range locks h holds, in the order granted.
 	Describe(h server.Handle) (owner string, locks []state.Lock)
+}
+
+// DurableFiles is what OpenFiles may also tell of a durable open: its
+// entry at its file's owner, published so that another node can take
+// the open over when this one dies.
+type DurableFiles interface {
+	DescribeDurable(h server.Handle) (state.HeldEntry, bool)
 }
 
 // Node is what the agent drives.
@@ -256,14 +264,43 @@ func (a *Agent) joinOnce(ctx context.Context) error {
 	a.start = time.Now()
 	err := a.load(ctx)
 	if err == nil {
-		// The opens of an earlier incarnation are this node's no more.
-		err = a.guarded(ctx, clientv3.OpDelete(statev1.NodeOpensPrefix(a.cfg.Name), clientv3.WithPrefix()))
+		// The opens of an earlier incarnation are this node's no more;
+		// its durable opens' records stay for other nodes to take them
+		// over (node/peer orphans.go), until a reconnect or their timeout.
+		err = a.clearEarlierOpens(ctx)
 	}
 	if err != nil {
 		inc := a.inc()
 		inc.fencing.end(fmt.Errorf("%w: joining failed: %v", errLeaseLost, err))
 		a.revoke(context.WithoutCancel(ctx), inc.lease)
 		return err
+	}
+	return nil
+}
+
+// clearEarlierOpens deletes the open records of the node's earlier
+// incarnations but those of durable opens.
+func (a *Agent) clearEarlierOpens(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout(a.cfg.LeaseTTL))
+	resp, err := a.cli.Get(cctx, statev1.NodeOpensPrefix(a.cfg.Name), clientv3.WithPrefix())
+	cancel()
+	if err != nil {
+		return err
+	}
+	var ops []clientv3.Op
+	for _, kv := range resp.Kvs {
+		rec := &statev1.OpenRecord{}
+		if proto.Unmarshal(kv.Value, rec) == nil && rec.DurableOpen != nil {
+			continue
+		}
+		ops = append(ops, clientv3.OpDelete(string(kv.Key)))
+	}
+	for len(ops) > 0 { // etcd bounds the operations of one transaction
+		n := min(len(ops), 64)
+		if err := a.guarded(ctx, ops[:n]...); err != nil {
+			return err
+		}
+		ops = ops[n:]
 	}
 	return nil
 }

@@ -90,6 +90,18 @@
 // superseded node's Run returns ErrSuperseded and a removed node's
 // ErrRemoved: smbnode exits.
 //
+// A fenced node that lost its lease or was superseded also abandons its
+// durable opens (server.AbandonDurable): their records stay in etcd, and
+// the owners of their files keep them for their clients to reconnect
+// through other nodes. The server's Control.SetValid is the Fencing's
+// Valid, so a request read after the deadline is not served even before
+// the connections are closed.
+//
+// A durable open's record is published at once on its grant
+// (server.OnDurableChange kicks Run), with what another node needs to
+// take it over (DurableFiles), and without the node's lease; a join
+// clears an earlier incarnation's open records but those of durable opens.
+//
 // Every write the node makes to etcd (sessions, channels, opens, the live
 // record, the clearing of an earlier incarnation's opens) is a
 // transaction guarded by Compare(Value(NodeEpochKey(name)) == epoch), and

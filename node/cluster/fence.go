@@ -327,10 +327,13 @@ func (a *Agent) onFenced(f *Fencing) {
 		a.node.Addresses.Fenced(f.epoch)
 	}
 	n := 0
+	err := f.Err()
 	if a.node.Server != nil {
+		if !errors.Is(err, errLeft) {
+			a.node.Server.AbandonDurable() // other nodes take them over
+		}
 		n = a.node.Server.EndConnections()
 	}
-	err := f.Err()
 	if a.cfg.Fenced != nil {
 		a.cfg.Fenced(err)
 	}

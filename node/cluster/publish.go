@@ -173,6 +173,7 @@ func (a *Agent) sessionRecord(ss *server.Session) *statev1.SessionRecord {
 type pubOpen struct {
 	owner string
 	locks []state.Lock
+	dur   state.HeldEntry // of a durable open
 }
 
 // openOps adds the writes and deletes of open records: an open's record
@@ -190,15 +191,24 @@ func (a *Agent) openOps(b *batch) {
 		if a.node.Files != nil {
 			cur.owner, cur.locks = a.node.Files.Describe(o.Handle)
 		}
-		if old, ok := a.pub.opens[id]; ok && old.owner == cur.owner && slices.Equal(old.locks, cur.locks) {
+		df, _ := a.node.Files.(DurableFiles)
+		hasDur := false
+		if o.Record != nil && df != nil {
+			cur.dur, hasDur = df.DescribeDurable(o.Handle)
+		}
+		if old, ok := a.pub.opens[id]; ok && old.owner == cur.owner && slices.Equal(old.locks, cur.locks) && old.dur == cur.dur {
 			continue
 		}
-		v, err := proto.Marshal(&statev1.OpenRecord{
+		rec := &statev1.OpenRecord{
 			PersistentFileId: id, VolatileFileId: id, Node: name, SessionId: o.SessionID,
 			User: o.User, Share: o.Share, Path: o.Path, DesiredAccess: o.Access,
 			Durable: o.Durable, OpenTime: timestamppb.New(o.Created),
 			OwnerNode: cur.owner, Locks: locksRecord(cur.locks),
-		})
+		}
+		if hasDur {
+			durableRecord(rec, o.Record, cur.dur)
+		}
+		v, err := proto.Marshal(rec)
 		if err != nil {
 			continue
 		}
@@ -212,6 +222,26 @@ func (a *Agent) openOps(b *batch) {
 		if !now[id] {
 			b.add(clientv3.OpDelete(statev1.OpenKey(name, id)), func() { delete(a.pub.opens, id) })
 		}
+	}
+}
+
+// durableRecord fills in what another node needs to take durable open
+// d over (durable.go in node/peer).
+func durableRecord(rec *statev1.OpenRecord, d *state.DurableRecord, e state.HeldEntry) {
+	c := e.Caching
+	rec.ShareAccess, rec.ClientGuid = e.ShareAccess, d.ClientGUID[:]
+	if d.Version == 2 {
+		rec.CreateGuid = d.CreateGUID[:]
+	}
+	rec.OplockLevel, rec.LeaseState, rec.Persistent = uint32(c.Oplock()), c.State, d.Persistent
+	if c.Lease {
+		rec.OplockLevel, rec.LeaseKey = 0xff, c.ID.Key[:]
+	}
+	rec.DurableOpen = &statev1.DurableOpen{
+		NodeEpoch: e.Epoch, Ref: e.Ref, Volume: e.Key.Volume, FileId: e.Key.FileID, Stream: e.Stream,
+		Version: int32(d.Version), TimeoutMs: uint64(d.Timeout / time.Millisecond), AppInstanceId: d.AppInstanceID[:],
+		Domain: d.Domain, GrantedAccess: e.Access, Lease: c.Lease, LeaseVersion: int32(c.Version),
+		LeaseEpoch: uint32(c.Epoch),
 	}
 }
 

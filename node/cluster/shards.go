@@ -130,6 +130,15 @@ func (m *ShardMap) Owns(shard uint32, rev int64) bool {
 	return live && o.node == m.self && o.rev == rev && o.epoch == me.epoch && !m.releasing[shard] && !m.recovering[shard]
 }
 
+// PeerEpoch returns a live node's epoch (peer: a durable open's record
+// of an earlier epoch is an orphan's).
+func (m *ShardMap) PeerEpoch(node string) (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.nodes[lower(node)]
+	return l.epoch, ok
+}
+
 // Peers implements peer.Routes.
 func (m *ShardMap) Peers() map[string]string {
 	m.mu.Lock()

@@ -218,7 +218,7 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 	t.mu.RUnlock()
 	sh := &server.Share{
 		Name: rec.Name, Comment: rec.Comment, Path: rec.Path, ReadOnly: rec.ReadOnly,
-		Encrypt: rec.EncryptData || encryptAll,
+		Encrypt: rec.EncryptData || encryptAll, CA: rec.ContinuousAvailability,
 	}
 	reuse := old != nil && old.Path == rec.Path && old.ReadOnly == rec.ReadOnly && !old.Pipe
 	if reuse {

@@ -88,6 +88,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	shards.Recover = router.Recover
 	shards.NodeGone = func(node string, keep uint64) { router.DropNode(node, keep) }
 	shards.NodeUp = router.NodeUp
+	router.SetDurableRecords(durableRecords{cli: cli, self: cfg.Name, epoch: shards.Epoch, log: log}) // durable.go
 	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)),
 		grpc.ChainUnaryInterceptor(peer.RecoverUnary(log)), grpc.ChainStreamInterceptor(peer.RecoverStream(log)))
 	peerv1.RegisterPeerServiceServer(srv, router.Service())

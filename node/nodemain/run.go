@@ -131,6 +131,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	if coh.sessions != nil {
 		coh.sessions.Attach(srv)
 	}
+	if coh.router != nil { // durable reconnects through other nodes (durable.go)
+		coh.router.SetDurableHolder(srv.SurrenderDurable, server.RefusalStatus, srv.CloseAppInstance)
+	}
 	if cfg.DebugAddr != "" {
 		go func() {
 			log.Info("profiling endpoints", "addr", cfg.DebugAddr)
@@ -160,7 +163,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		valid = func() bool { return agent.Fence().Valid() }
 		if coh.shards != nil {
 			coh.shards.SetValid(valid)
+			srv.OnDurableChange(agent.Kick) // a durable open's record is in etcd at once (durable.go)
 		}
+		control.SetValid(valid) // the engine answers nothing while fenced
 		pub.valid = valid
 	}
 	listeners, err := listenStatic(cfg, agent)

@@ -13,7 +13,14 @@
 // hands them to its own open (and so to the client's connection).
 //
 // A Service answers the other nodes: the owner side (Admit, Call, Wait)
-// and the holder side (Deliver, Held).
+// and the holder side (Deliver, Held, TakeDurable, CloseAppInstance).
+//
+// Durable opens move between nodes (durable.go, orphans.go): a reconnect
+// through another node takes the open over from its holder, or — when the
+// holder died — from the owner, which keeps a dead holder's durable opens
+// in force from their records in etcd; either way the owner re-keys the
+// open's entry (OP_HANDOVER) without releasing its share modes, caching
+// or locks.
 //
 // Invariants: an open is admitted at most once cluster-wide (a holder
 // whose Admit failed after it was sent removes it again, so a cancelled

@@ -125,6 +125,7 @@ func (r *Router) Recover(ctx context.Context, shard uint32) error {
 			restored++
 		}
 	}
+	restored += r.restoreOrphans(ctx, shard) // orphans.go: dead nodes' durable opens
 	// This node's own opens of the shard's files: their state moves from
 	// the copy into the tables.
 	for _, h := range r.heldIn([]uint32{shard}) {

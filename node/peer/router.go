@@ -63,6 +63,12 @@ type Router struct {
 	done        map[uint64]bool                   // held opens whose admission completed (recover.go)
 	mirrorCache map[uint64]heldState              // what the owner granted held opens of remote files
 	readClear   map[state.FileKey]map[uint64]bool // held opens whose writes need break no read caching (files.go)
+	adopted     map[uint64]*state.Open            // durable opens handed over to this node's ids, not yet taken (durable.go)
+	durHolder   DurableHolder                     // the holder side of TakeDurable (durable.go)
+	durStatus   func(error) (uint32, bool)
+	appClose    AppInstances
+	records     DurableRecords         // durable open records in etcd (orphans.go)
+	orphans     map[*state.Open]orphan // proxies kept for dead holders' durable opens (orphans.go)
 }
 
 // refKey is an OpenRef as a map key.
@@ -109,8 +115,8 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
-		readClear: map[state.FileKey]map[uint64]bool{},
-		ntf:       notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
+		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
+		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 }
 
@@ -272,6 +278,7 @@ func (r *Router) unhold(o *state.Open) {
 		delete(r.mirrorCache, o.Ref)
 		delete(r.readClear[o.Key], o.Ref)
 		delete(r.done, o.Ref)
+		delete(r.locked, o.Ref)
 		r.perShard[ShardOf(o.Key)]--
 		if id, ok := r.leaseOf[o.Ref]; ok {
 			delete(r.leaseOf, o.Ref)

@@ -338,6 +338,8 @@ func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.Fil
 		err = r.locks.CheckIO(o, req.Offset, req.Length, req.On)
 	case peerv1.Op_OP_LOCK_COUNT:
 		resp.Count = uint32(r.locks.LockCount(o))
+	case peerv1.Op_OP_HANDOVER:
+		return r.handoverProxy(o, req.To) // durable.go
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "operation %v is not a Call", req.Op)
 	}
@@ -426,14 +428,24 @@ func (r *Router) DropNode(node string, keep uint64) int {
 	if keep == 0 {
 		r.dropWatchesOf(node)
 	}
+	durable := r.orphansOf(node, keep) // orphans.go: kept until reconnected or timed out
 	r.mu.Lock()
-	var gone []*state.Open
+	var gone, kept []*state.Open
+	var keptRecs []Orphan
 	for k, o := range r.proxies {
-		if k.node == node && k.epoch != keep {
+		if k.node != node || k.epoch == keep {
+			continue
+		}
+		if rec, ok := durable[k]; ok {
+			kept, keptRecs = append(kept, o), append(keptRecs, rec)
+		} else {
 			gone = append(gone, o)
 		}
 	}
 	r.mu.Unlock()
+	for i, o := range kept {
+		r.keepOrphan(o, keptRecs[i])
+	}
 	for _, o := range gone {
 		r.closeProxy(o)
 	}

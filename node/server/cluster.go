@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/state"
 )
 
 // Admission is how much new work a server takes. A cluster agent lowers
@@ -34,6 +36,7 @@ const (
 type Control struct {
 	admission atomic.Uint32
 	policy    atomic.Pointer[Policy]
+	valid     atomic.Pointer[func() bool]
 
 	mu         sync.Mutex
 	interfaces []Interface
@@ -47,6 +50,24 @@ type Control struct {
 
 // SetAdmission sets how much new work the server takes.
 func (c *Control) SetAdmission(a Admission) { c.admission.Store(uint32(a)) }
+
+// SetValid sets what the server asks before it serves a request or
+// writes to a file: a cluster node's fencing (cluster.Fencing.Valid),
+// which turns false at its lease deadline itself — before the agent has
+// lowered the admission and ended the connections. A request read once
+// it is false is not served: the connection is dropped, so that nothing
+// a stopped node had read before it lost its lease reaches a file.
+func (c *Control) SetValid(f func() bool) { c.valid.Store(&f) }
+
+// Valid reports whether the server may serve requests (true without
+// SetValid).
+func (c *Control) Valid() bool {
+	if c == nil {
+		return true
+	}
+	f := c.valid.Load()
+	return f == nil || (*f)()
+}
 
 // Admission returns how much new work the server takes.
 func (c *Control) Admission() Admission {
@@ -255,6 +276,9 @@ type OpenInfo struct {
 	Durable   bool
 	Created   time.Time
 	Handle    Handle // the backend's handle, for what the backend knows of the open
+	// Record is the durable record of a durable open (a copy), nil for
+	// the others.
+	Record *state.DurableRecord
 }
 
 // Opens returns a snapshot of the server's opens.
@@ -262,10 +286,15 @@ func (s *Server) Opens() []OpenInfo {
 	s.mu.Lock()
 	out := make([]OpenInfo, 0, len(s.opens))
 	for _, o := range s.opens {
-		out = append(out, OpenInfo{
+		oi := OpenInfo{
 			ID: o.ID, SessionID: o.Session.ID, User: o.Session.User, Share: o.Tree.Share.Name,
 			Path: o.Name, Access: o.Access, Durable: o.dur != nil, Created: o.created, Handle: o.Handle,
-		})
+		}
+		if o.dur != nil {
+			rec := o.dur.rec
+			oi.Record = &rec
+		}
+		out = append(out, oi)
 	}
 	s.mu.Unlock()
 	return out
@@ -350,3 +379,7 @@ func (s *Server) effective() (signingRequired, allowGuest bool, minDialect, maxD
 	}
 	return
 }
+
+// errFenced drops a connection whose request arrived after the node's
+// cluster lease deadline (Control.SetValid).
+var errFenced = errors.New("server: fenced: the node lost its cluster lease")

@@ -113,5 +113,8 @@ type Share struct {
 	Pipe     bool // IPC$
 	Encrypt  bool // SMB2_SHAREFLAG_ENCRYPT_DATA
 	ReadOnly bool
-	Backend  Backend
+	// CA is continuous availability (SMB2_SHARE_CAP_CONTINUOUS_AVAILABILITY):
+	// durable v2 opens asking for it are made persistent (durable.go).
+	CA      bool
+	Backend Backend
 }

@@ -364,6 +364,10 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 		putBuf(buf)
 		return dropError{fmt.Errorf("bad message: %v", err)}
 	}
+	if !c.srv.cfg.Control.Valid() { // cluster.go: fenced, answer nothing
+		putBuf(buf)
+		return dropError{errFenced}
+	}
 	if loop && encSession == nil && len(pdus) == 1 && c.srv.cfg.SessionPeers != nil {
 		var h smb2.Header
 		if h.Decode(pdus[0]) == nil {

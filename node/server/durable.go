@@ -15,7 +15,10 @@ import (
 // lease and byte-range locks, but in no tree, until its client reconnects
 // it on a new session or its timeout scavenges it. A break of its oplock
 // or lease while it is detached closes it, as nobody could acknowledge
-// the break (Windows does the same). Persistent handles are not granted.
+// the break (Windows does the same). On a share with continuous
+// availability a DH2Q asking for it is granted persistent (with or
+// without a lease): its WRITEs are written through, and in a cluster it,
+// like any durable open, outlives its node (durable_cluster.go).
 
 const (
 	// durableV1Timeout is how long a disconnected DHnQ open waits.
@@ -52,6 +55,18 @@ type DurableHandle interface {
 	BeforeScavenge()
 }
 
+// PersistentHandle is implemented by handles that can be persistent
+// ([MS-SMB2] 3.3.5.9.10: a durable v2 open asking for it on a share with
+// continuous availability, whatever its oplock or lease).
+type PersistentHandle interface {
+	// CanBePersistent reports whether the open can be persistent: an
+	// open of a file, not a directory.
+	CanBePersistent() bool
+	// WriteThrough makes every later WRITE through the open reach stable
+	// storage before it is answered.
+	WriteThrough()
+}
+
 // durable is the durable state of an open, guarded by Server.mu.
 type durable struct {
 	rec      state.DurableRecord
@@ -66,6 +81,9 @@ type durables struct {
 	once  sync.Once
 	store state.DurableStore
 	timer DurableTimer // nil: time.AfterFunc
+	// changed is called when a durable open is granted or taken over
+	// (a cluster agent publishes its record at once).
+	changed func()
 	// detached is closed (and replaced) under Server.mu whenever a durable
 	// open is detached or gone: a reconnect waiting for the teardown of
 	// its open's dead connection watches it (durable_reconnect.go).
@@ -93,6 +111,17 @@ func (s *Server) startTimer(d time.Duration, fire func()) func() bool {
 		return s.dur.timer(d, fire)
 	}
 	return time.AfterFunc(d, fire).Stop
+}
+
+// OnDurableChange sets f to be called whenever a durable open is granted
+// or taken over from another node. Call it before serving.
+func (s *Server) OnDurableChange(f func()) { s.dur.changed = f }
+
+// durableChanged calls the OnDurableChange function.
+func (s *Server) durableChanged() {
+	if f := s.dur.changed; f != nil {
+		f()
+	}
 }
 
 // SetDurableStore sets where durable open records are kept (in memory by
@@ -200,13 +229,19 @@ func (d *durableCtx) parseV2(k *smb2.CreateContexts) error {
 
 // grantDurable makes o durable if the CREATE asked for it and the open
 // holds a batch oplock or a handle lease, and answers the DHnQ or DH2Q
-// context ([MS-SMB2] 3.3.5.9.6, 3.3.5.9.10). Persistence is never granted.
+// context ([MS-SMB2] 3.3.5.9.6, 3.3.5.9.10); persistent on a share with
+// continuous availability when the DH2Q asks for it.
 func (c *conn) grantDurable(r *Request, o *Open, d *durableCtx, resp *smb2.CreateResponse) {
 	if !d.v1 && !d.v2 {
 		return
 	}
 	dh, ok := o.Handle.(DurableHandle)
-	if !ok || !dh.CanBeDurable() {
+	persistent := d.v2 && d.req2.Flags&smb2.DurableHandleFlagPersistent != 0 && r.Tree.Share.CA &&
+		c.serverCaps&smb2.CapPersistentHandles != 0
+	if ph, isP := o.Handle.(PersistentHandle); !isP || !ph.CanBePersistent() {
+		persistent = false
+	}
+	if !ok || !persistent && !dh.CanBeDurable() {
 		return
 	}
 	key, lk, hasLease := dh.DurableKey()
@@ -225,6 +260,10 @@ func (c *conn) grantDurable(r *Request, o *Open, d *durableCtx, resp *smb2.Creat
 			rec.AppInstanceID = d.appInstance
 		}
 		v2 := smb2.DurableResponseV2{Timeout: uint32(rec.Timeout / time.Millisecond)}
+		if persistent {
+			rec.Persistent, v2.Flags = true, smb2.DurableHandleFlagPersistent
+			o.Handle.(PersistentHandle).WriteThrough()
+		}
 		resp.Contexts = append(resp.Contexts, smb2.CreateContext{Name: smb2.CreateCtxDurableHandleRequestV2, Data: v2.Append(nil)})
 	} else {
 		resp.Contexts = append(resp.Contexts, smb2.CreateContext{Name: smb2.CreateCtxDurableHandleRequest, Data: (&smb2.DurableResponse{}).Append(nil)})
@@ -236,6 +275,7 @@ func (c *conn) grantDurable(r *Request, o *Open, d *durableCtx, resp *smb2.Creat
 		s.DurableStore().Put(rec)
 	}
 	s.mu.Unlock()
+	s.durableChanged()
 }
 
 // forgetDurable drops o's durable record as it closes. The caller holds s.mu.
@@ -270,6 +310,9 @@ func (s *Server) detachTree(t *Tree) {
 // ([MS-SMB2] 3.3.7.1) and starts its scavenger timer (3.3.2.2). It
 // reports false if o must be closed instead.
 func (s *Server) detachOpen(o *Open) bool {
+	if o.gen < s.fenceGen.Load() && s.abandon(o) { // durable_cluster.go
+		return true
+	}
 	dh, ok := o.Handle.(DurableHandle)
 	s.mu.Lock()
 	d := o.dur

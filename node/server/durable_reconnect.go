@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -14,6 +16,9 @@ import (
 func (c *conn) reconnectDurable(r *Request, req *smb2.CreateRequest, d *durableCtx) (Response, error) {
 	s := c.srv
 	o, err := s.claimDetached(r, d)
+	if err == errNotHere {
+		return c.adoptDurable(r, req, d) // durable_cluster.go
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -38,13 +43,16 @@ func (s *Server) claimDetached(r *Request, d *durableCtx) (*Open, error) {
 	o := s.opens[d.fid.Persistent]
 	deadline := time.Now().Add(detachWaitLimit)
 	for range maxDetachWaits {
-		if o == nil || o.dur == nil || o.dur.detached || o.dur.gone || !s.waitDetach(r, o, deadline) {
+		if o == nil || o.dur == nil || o.dur.detached || o.dur.gone || !s.waitDetach(r.Ctx, r.conn, o, deadline) {
 			break
 		}
 		o = s.opens[d.fid.Persistent]
 	}
-	if o == nil || o.dur == nil || !o.dur.detached || o.dur.busy || o.dur.gone {
-		return nil, smb2.StatusObjectNameNotFound // still connected, or unknown
+	if o == nil || o.dur == nil {
+		return nil, errNotHere
+	}
+	if !o.dur.detached || o.dur.busy || o.dur.gone {
+		return nil, smb2.StatusObjectNameNotFound // still connected, or going
 	}
 	dur := o.dur
 	if d.rc2 && dur.rec.CreateGUID != d.createGUID || o.Tree.Share != r.Tree.Share {
@@ -56,6 +64,10 @@ func (s *Server) claimDetached(r *Request, d *durableCtx) (*Open, error) {
 	dur.busy = true
 	return o, nil
 }
+
+// errNotHere: this node holds no durable open of the FileId a reconnect
+// names; another node may.
+var errNotHere = errors.New("server: no durable open of that FileId here")
 
 // maxDetachWaits bounds how often a reconnect waits for a detach: each
 // wait ends at a detach anywhere on the server, not necessarily its own.
@@ -72,10 +84,10 @@ const detachWaitLimit = 10 * time.Second
 // reader has seen the close or its teardown has detached the open. It
 // reports false, without waiting, when o's connection is alive, and
 // after deadline.
-func (s *Server) waitDetach(r *Request, o *Open, deadline time.Time) bool {
+func (s *Server) waitDetach(ctx context.Context, self *conn, o *Open, deadline time.Time) bool {
 	old := o.conn
 	// A session with another channel keeps its opens when one goes.
-	if old == nil || old == r.conn || o.Session == nil || o.Session.hasChannelBesides(old) {
+	if old == nil || old == self || o.Session == nil || o.Session.hasChannelBesides(old) {
 		return false
 	}
 	s.mu.Unlock()
@@ -98,7 +110,7 @@ func (s *Server) waitDetach(r *Request, o *Open, deadline time.Time) bool {
 	ok := true
 	select {
 	case <-ch:
-	case <-r.Ctx.Done():
+	case <-ctx.Done():
 		ok = false
 	case <-t.C:
 		ok = false
@@ -193,8 +205,19 @@ func (s *Server) closeAppInstance(r *Request, req *smb2.CreateRequest, d *durabl
 	if !d.v2 || !d.hasAppInstance {
 		return
 	}
-	for _, rec := range s.DurableStore().ByAppInstance(d.appInstance) {
-		if rec.Share != r.Tree.Share.Name || !strings.EqualFold(rec.User, r.Session.User) {
+	s.CloseAppInstance(d.appInstance, r.Tree.Share.Name, r.Session.User)
+	if c, ok := r.Tree.Share.Backend.(AppInstanceCloser); ok { // durable_cluster.go
+		c.CloseAppInstance(r, d.appInstance)
+	}
+}
+
+// CloseAppInstance closes this node's opens of application instance id
+// made by user on share, connected or not ([MS-SMB2] 3.3.5.9.13); it
+// returns how many it closed.
+func (s *Server) CloseAppInstance(id [16]byte, share, user string) int {
+	n := 0
+	for _, rec := range s.DurableStore().ByAppInstance(id) {
+		if rec.Share != share || !strings.EqualFold(rec.User, user) {
 			continue
 		}
 		s.mu.Lock()
@@ -203,6 +226,8 @@ func (s *Server) closeAppInstance(r *Request, req *smb2.CreateRequest, d *durabl
 		if o != nil {
 			s.log.Debug("open closed by its application instance's new open", "file", o.Name, "id", o.ID)
 			s.closeOpen(o)
+			n++
 		}
 	}
+	return n
 }

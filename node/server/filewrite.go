@@ -28,6 +28,12 @@ func (r *Request) writeFile(h FileWriter, req *smb2.WriteRequest) (*smb2.WriteRe
 	if wr.N == 0 {
 		return &smb2.WriteResponse{}, nil
 	}
+	if !r.conn.srv.cfg.Control.Valid() {
+		// Fenced since the request was read: its data must not reach the
+		// file, whose opens other nodes may have taken over.
+		r.conn.close()
+		return nil, errFenced
+	}
 	var n int
 	if r.remoteWrite != nil {
 		n, err = r.remoteWrite.writeTo(wr)

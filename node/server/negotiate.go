@@ -126,6 +126,9 @@ func (c *conn) negotiateResponse(dialect uint16) *smb2.NegotiateResponse {
 		resp.Capabilities |= smb2.CapLargeMTU | smb2.CapLeasing // leases: oplock.go
 	}
 	if dialect >= smb2.Dialect300 && dialect != smb2.DialectWildcard {
+		// Persistent handles on shares with continuous availability
+		// (durable.go), to clients that ask for them.
+		resp.Capabilities |= c.clientCaps & smb2.CapPersistentHandles
 		resp.Capabilities |= smb2.CapMultiChannel
 		// Only to a client that asks for it, as Samba and Windows do: a
 		// client that does not know directory leases may trip over the

@@ -27,6 +27,7 @@ type Server struct {
 
 	nextSession  atomic.Uint64
 	nextOpen     atomic.Uint64
+	fenceGen     atomic.Uint64 // AbandonDurable calls (durable_cluster.go)
 	nConns       atomic.Int64
 	offloaded    atomic.Uint64 // requests the read loop handed off (ErrWouldBlock)
 	spliced      atomic.Uint64 // WRITEs whose payload was spliced (splice.go)
@@ -276,7 +277,8 @@ func (s *Server) newSession() *Session {
 // newOpen allocates an open of tree t made on connection c; it is
 // registered by addOpen once the backend has created its handle.
 func (s *Server) newOpen(t *Tree, c *conn, name string, access uint32) *Open {
-	return &Open{ID: s.nextOpen.Add(1), Tree: t, Session: t.Session, Name: name, Access: access, created: time.Now(), conn: c}
+	return &Open{ID: s.nextOpen.Add(1), Tree: t, Session: t.Session, Name: name, Access: access, created: time.Now(), conn: c,
+		gen: s.fenceGen.Load()}
 }
 
 // addOpen registers an open with its handle.

@@ -129,7 +129,8 @@ type Open struct {
 	Name    string // share-relative path, for logging and listings
 	Access  uint32 // granted access
 	created time.Time
-	conn    *conn // the connection that opened it (oplock breaks go there first)
+	conn    *conn  // the connection that opened it (oplock breaks go there first)
+	gen     uint64 // Server.fenceGen when it was made: older ones are abandoned
 
 	// dur is the durable state of a durable open, nil otherwise; guarded
 	// by Server.mu. A durable reconnect moves the open to a new Tree,

@@ -40,6 +40,9 @@ func (c *conn) serveTreeConnect(r *Request) (Response, error) {
 	if t.EncryptData {
 		resp.ShareFlags |= smb2.ShareFlagEncryptData
 	}
+	if sh.CA && !sh.Pipe && r.conn.dialect >= smb2.Dialect300 {
+		resp.Capabilities |= smb2.ShareCapContinuousAvailability
+	}
 	resp.MaximalAccess = t.MaximalAccess
 	s.mu.Lock()
 	s.nextTree++

@@ -33,6 +33,9 @@ const (
 const (
 	ShareName    = "share"
 	EncShareName = "encshare"
+	// CAShareName is a share with continuous availability (persistent
+	// handles), over the same files as ShareName.
+	CAShareName = "cashare"
 	// DiskShareName is the osfs share of Options.DiskRoot.
 	DiskShareName = "disk"
 )
@@ -97,6 +100,7 @@ func Start(tb testing.TB, opts Options) *Server {
 	shares := shareTable{
 		ShareName:    {Name: ShareName, Backend: disk},
 		EncShareName: {Name: EncShareName, Encrypt: true, Backend: newDisk(EncShareName, tr.FS())},
+		CAShareName:  {Name: CAShareName, CA: true, Backend: newDisk(CAShareName, tr.FS())},
 	}
 	if opts.DiskRoot != "" {
 		dfs, err := osfs.New(opts.DiskRoot)

@@ -27,6 +27,9 @@ type open struct {
 	allocation int64 // allocation set through this open (alloc.go); under mu
 
 	written atomic.Bool // data was written through it: its close breaks the parent's leases (dirlease.go)
+	// writeThrough: a persistent open's WRITEs reach stable storage
+	// before they are answered (durable_cluster.go).
+	writeThrough atomic.Bool
 
 	mu            sync.Mutex
 	stream        string // named stream (stream.go), "" for the file itself; rename changes it

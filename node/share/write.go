@@ -43,7 +43,7 @@ func (o *open) WriteRange(r *server.Request, req *smb2.WriteRequest) (server.Wri
 // WriteDone finishes a WRITE that wrote n bytes at off: it flushes them
 // for a write-through WRITE, records the position and reports the change.
 func (o *open) WriteDone(req *smb2.WriteRequest, off int64, n int) error {
-	if req.Flags&smb2.WriteFlagWriteThrough != 0 {
+	if req.Flags&smb2.WriteFlagWriteThrough != 0 || o.writeThrough.Load() {
 		if err := o.f.Sync(); err != nil {
 			return err
 		}

@@ -27,6 +27,7 @@ type DurableRecord struct {
 	DisconnectedAt time.Time
 	LeaseKey       [16]byte
 	HasLease       bool
+	Persistent     bool // [MS-SMB2] Open.IsPersistent: on a CA share, written through
 }
 
 // Disconnected reports whether the open is waiting for its client.

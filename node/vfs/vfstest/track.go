@@ -14,8 +14,9 @@ import (
 type Tracker struct {
 	fs vfs.FS // immutable
 
-	mu   sync.Mutex
-	open map[*trackedFile]string // open file → name
+	mu    sync.Mutex
+	open  map[*trackedFile]string // open file → name
+	syncs int                     // Sync calls on its files
 }
 
 // TrackOpens wraps fsys; open files through Tracker.FS.
@@ -34,6 +35,13 @@ func (t *Tracker) FS() vfs.FS {
 		return trackedStreamFS{trackedFS{t}}
 	}
 	return trackedFS{t}
+}
+
+// Syncs returns how often a file was synced (vfs.File.Sync).
+func (t *Tracker) Syncs() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.syncs
 }
 
 // Open returns how many files are open.
@@ -135,6 +143,14 @@ func (f *trackedFile) Close() error {
 	delete(f.t.open, f)
 	f.t.mu.Unlock()
 	return f.File.Close()
+}
+
+// Sync syncs the file and counts it.
+func (f *trackedFile) Sync() error {
+	f.t.mu.Lock()
+	f.t.syncs++
+	f.t.mu.Unlock()
+	return f.File.Sync()
 }
 
 // Security, SetSecurity, ReadDirNames, EAs and SetEA forward to the wrapped file, or

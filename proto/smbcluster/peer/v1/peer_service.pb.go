@@ -145,6 +145,7 @@ const (
 	Op_OP_RELEASE_LOCKS       Op = 27 // ref
 	Op_OP_CHECK_IO            Op = 28 // ref, offset, length, write → error
 	Op_OP_LOCK_COUNT          Op = 29 // ref → count
+	Op_OP_HANDOVER            Op = 30 // ref (from), to → caching, locks: the open becomes to's
 )
 
 // Enum value maps for Op.
@@ -180,6 +181,7 @@ var (
 		27: "OP_RELEASE_LOCKS",
 		28: "OP_CHECK_IO",
 		29: "OP_LOCK_COUNT",
+		30: "OP_HANDOVER",
 	}
 	Op_value = map[string]int32{
 		"OP_UNSPECIFIED":         0,
@@ -212,6 +214,7 @@ var (
 		"OP_RELEASE_LOCKS":       27,
 		"OP_CHECK_IO":            28,
 		"OP_LOCK_COUNT":          29,
+		"OP_HANDOVER":            30,
 	}
 )
 
@@ -953,21 +956,23 @@ func (x *Lock) GetExclusive() bool {
 }
 
 type CallRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Route         *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
-	Op            Op                     `protobuf:"varint,2,opt,name=op,proto3,enum=smbcluster.peer.v1.Op" json:"op,omitempty"`
-	Ref           *OpenRef               `protobuf:"bytes,3,opt,name=ref,proto3" json:"ref,omitempty"`
-	Key           *FileKey               `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
-	On            bool                   `protobuf:"varint,5,opt,name=on,proto3" json:"on,omitempty"`
-	Level         uint32                 `protobuf:"varint,6,opt,name=level,proto3" json:"level,omitempty"`
-	Lease         *LeaseRequest          `protobuf:"bytes,7,opt,name=lease,proto3" json:"lease,omitempty"`
-	Name          string                 `protobuf:"bytes,8,opt,name=name,proto3" json:"name,omitempty"`
-	Stream        string                 `protobuf:"bytes,9,opt,name=stream,proto3" json:"stream,omitempty"`
-	Access        uint32                 `protobuf:"varint,10,opt,name=access,proto3" json:"access,omitempty"`
-	ShareAccess   uint32                 `protobuf:"varint,11,opt,name=share_access,json=shareAccess,proto3" json:"share_access,omitempty"`
-	Locks         []*Lock                `protobuf:"bytes,12,rep,name=locks,proto3" json:"locks,omitempty"`
-	Offset        uint64                 `protobuf:"varint,13,opt,name=offset,proto3" json:"offset,omitempty"`
-	Length        uint64                 `protobuf:"varint,14,opt,name=length,proto3" json:"length,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Route       *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	Op          Op                     `protobuf:"varint,2,opt,name=op,proto3,enum=smbcluster.peer.v1.Op" json:"op,omitempty"`
+	Ref         *OpenRef               `protobuf:"bytes,3,opt,name=ref,proto3" json:"ref,omitempty"`
+	Key         *FileKey               `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	On          bool                   `protobuf:"varint,5,opt,name=on,proto3" json:"on,omitempty"`
+	Level       uint32                 `protobuf:"varint,6,opt,name=level,proto3" json:"level,omitempty"`
+	Lease       *LeaseRequest          `protobuf:"bytes,7,opt,name=lease,proto3" json:"lease,omitempty"`
+	Name        string                 `protobuf:"bytes,8,opt,name=name,proto3" json:"name,omitempty"`
+	Stream      string                 `protobuf:"bytes,9,opt,name=stream,proto3" json:"stream,omitempty"`
+	Access      uint32                 `protobuf:"varint,10,opt,name=access,proto3" json:"access,omitempty"`
+	ShareAccess uint32                 `protobuf:"varint,11,opt,name=share_access,json=shareAccess,proto3" json:"share_access,omitempty"`
+	Locks       []*Lock                `protobuf:"bytes,12,rep,name=locks,proto3" json:"locks,omitempty"`
+	Offset      uint64                 `protobuf:"varint,13,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length      uint64                 `protobuf:"varint,14,opt,name=length,proto3" json:"length,omitempty"`
+	// to is the open that takes ref's place (OP_HANDOVER).
+	To            *OpenRef `protobuf:"bytes,15,opt,name=to,proto3" json:"to,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1100,6 +1105,13 @@ func (x *CallRequest) GetLength() uint64 {
 	return 0
 }
 
+func (x *CallRequest) GetTo() *OpenRef {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
 type CallResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Error         Error                  `protobuf:"varint,1,opt,name=error,proto3,enum=smbcluster.peer.v1.Error" json:"error,omitempty"`
@@ -1111,6 +1123,7 @@ type CallResponse struct {
 	Count         uint32                 `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
 	LocksPresent  bool                   `protobuf:"varint,8,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
 	Message       string                 `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`
+	Locks         []*Lock                `protobuf:"bytes,10,rep,name=locks,proto3" json:"locks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1206,6 +1219,13 @@ func (x *CallResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *CallResponse) GetLocks() []*Lock {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
 }
 
 // DeliverRequest is an oplock or lease break for one open the callee
@@ -2182,6 +2202,436 @@ func (x *RPCStatus) GetMessage() string {
 	return ""
 }
 
+// TakeDurableRequest names a durable open as a reconnect does ([MS-SMB2]
+// 3.3.5.9.7, 3.3.5.9.12), with what the callee checks of it.
+type TakeDurableRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FileId        uint64                 `protobuf:"varint,1,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"` // FileId.Persistent
+	V2            bool                   `protobuf:"varint,2,opt,name=v2,proto3" json:"v2,omitempty"`                       // DH2C: create_guid must match
+	CreateGuid    []byte                 `protobuf:"bytes,3,opt,name=create_guid,json=createGuid,proto3" json:"create_guid,omitempty"`
+	ClientGuid    []byte                 `protobuf:"bytes,4,opt,name=client_guid,json=clientGuid,proto3" json:"client_guid,omitempty"`
+	User          string                 `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`
+	Domain        string                 `protobuf:"bytes,6,opt,name=domain,proto3" json:"domain,omitempty"`
+	Share         string                 `protobuf:"bytes,7,opt,name=share,proto3" json:"share,omitempty"`
+	Name          string                 `protobuf:"bytes,8,opt,name=name,proto3" json:"name,omitempty"` // the reconnect's file name
+	HasLease      bool                   `protobuf:"varint,9,opt,name=has_lease,json=hasLease,proto3" json:"has_lease,omitempty"`
+	LeaseKey      []byte                 `protobuf:"bytes,10,opt,name=lease_key,json=leaseKey,proto3" json:"lease_key,omitempty"`
+	To            *OpenRef               `protobuf:"bytes,11,opt,name=to,proto3" json:"to,omitempty"` // the caller's open that takes it over
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeDurableRequest) Reset() {
+	*x = TakeDurableRequest{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeDurableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeDurableRequest) ProtoMessage() {}
+
+func (x *TakeDurableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeDurableRequest.ProtoReflect.Descriptor instead.
+func (*TakeDurableRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *TakeDurableRequest) GetFileId() uint64 {
+	if x != nil {
+		return x.FileId
+	}
+	return 0
+}
+
+func (x *TakeDurableRequest) GetV2() bool {
+	if x != nil {
+		return x.V2
+	}
+	return false
+}
+
+func (x *TakeDurableRequest) GetCreateGuid() []byte {
+	if x != nil {
+		return x.CreateGuid
+	}
+	return nil
+}
+
+func (x *TakeDurableRequest) GetClientGuid() []byte {
+	if x != nil {
+		return x.ClientGuid
+	}
+	return nil
+}
+
+func (x *TakeDurableRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *TakeDurableRequest) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *TakeDurableRequest) GetShare() string {
+	if x != nil {
+		return x.Share
+	}
+	return ""
+}
+
+func (x *TakeDurableRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TakeDurableRequest) GetHasLease() bool {
+	if x != nil {
+		return x.HasLease
+	}
+	return false
+}
+
+func (x *TakeDurableRequest) GetLeaseKey() []byte {
+	if x != nil {
+		return x.LeaseKey
+	}
+	return nil
+}
+
+func (x *TakeDurableRequest) GetTo() *OpenRef {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+// TakeDurableResponse is the open handed over, or status (an NTSTATUS)
+// when the callee holds it but refuses the reconnect; found is false when
+// the callee does not hold it.
+type TakeDurableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	Status        uint32                 `protobuf:"varint,2,opt,name=status,proto3" json:"status,omitempty"`
+	Key           *FileKey               `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Stream        string                 `protobuf:"bytes,5,opt,name=stream,proto3" json:"stream,omitempty"`
+	Access        uint32                 `protobuf:"varint,6,opt,name=access,proto3" json:"access,omitempty"`
+	ShareAccess   uint32                 `protobuf:"varint,7,opt,name=share_access,json=shareAccess,proto3" json:"share_access,omitempty"`
+	DeleteOnClose bool                   `protobuf:"varint,8,opt,name=delete_on_close,json=deleteOnClose,proto3" json:"delete_on_close,omitempty"`
+	Position      int64                  `protobuf:"varint,9,opt,name=position,proto3" json:"position,omitempty"`
+	Caching       *Caching               `protobuf:"bytes,10,opt,name=caching,proto3" json:"caching,omitempty"`
+	Locks         []*Lock                `protobuf:"bytes,11,rep,name=locks,proto3" json:"locks,omitempty"`
+	Version       int32                  `protobuf:"varint,12,opt,name=version,proto3" json:"version,omitempty"`
+	CreateGuid    []byte                 `protobuf:"bytes,13,opt,name=create_guid,json=createGuid,proto3" json:"create_guid,omitempty"`
+	AppInstanceId []byte                 `protobuf:"bytes,14,opt,name=app_instance_id,json=appInstanceId,proto3" json:"app_instance_id,omitempty"`
+	TimeoutMs     uint64                 `protobuf:"varint,15,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	User          string                 `protobuf:"bytes,16,opt,name=user,proto3" json:"user,omitempty"`
+	Domain        string                 `protobuf:"bytes,17,opt,name=domain,proto3" json:"domain,omitempty"`
+	Persistent    bool                   `protobuf:"varint,18,opt,name=persistent,proto3" json:"persistent,omitempty"`
+	Share         string                 `protobuf:"bytes,19,opt,name=share,proto3" json:"share,omitempty"`
+	// allocation is the allocation size the client set through the open.
+	Allocation    int64 `protobuf:"varint,20,opt,name=allocation,proto3" json:"allocation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeDurableResponse) Reset() {
+	*x = TakeDurableResponse{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeDurableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeDurableResponse) ProtoMessage() {}
+
+func (x *TakeDurableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeDurableResponse.ProtoReflect.Descriptor instead.
+func (*TakeDurableResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *TakeDurableResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *TakeDurableResponse) GetStatus() uint32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *TakeDurableResponse) GetKey() *FileKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *TakeDurableResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TakeDurableResponse) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *TakeDurableResponse) GetAccess() uint32 {
+	if x != nil {
+		return x.Access
+	}
+	return 0
+}
+
+func (x *TakeDurableResponse) GetShareAccess() uint32 {
+	if x != nil {
+		return x.ShareAccess
+	}
+	return 0
+}
+
+func (x *TakeDurableResponse) GetDeleteOnClose() bool {
+	if x != nil {
+		return x.DeleteOnClose
+	}
+	return false
+}
+
+func (x *TakeDurableResponse) GetPosition() int64 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *TakeDurableResponse) GetCaching() *Caching {
+	if x != nil {
+		return x.Caching
+	}
+	return nil
+}
+
+func (x *TakeDurableResponse) GetLocks() []*Lock {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+func (x *TakeDurableResponse) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *TakeDurableResponse) GetCreateGuid() []byte {
+	if x != nil {
+		return x.CreateGuid
+	}
+	return nil
+}
+
+func (x *TakeDurableResponse) GetAppInstanceId() []byte {
+	if x != nil {
+		return x.AppInstanceId
+	}
+	return nil
+}
+
+func (x *TakeDurableResponse) GetTimeoutMs() uint64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *TakeDurableResponse) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *TakeDurableResponse) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *TakeDurableResponse) GetPersistent() bool {
+	if x != nil {
+		return x.Persistent
+	}
+	return false
+}
+
+func (x *TakeDurableResponse) GetShare() string {
+	if x != nil {
+		return x.Share
+	}
+	return ""
+}
+
+func (x *TakeDurableResponse) GetAllocation() int64 {
+	if x != nil {
+		return x.Allocation
+	}
+	return 0
+}
+
+type CloseAppInstanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppInstanceId []byte                 `protobuf:"bytes,1,opt,name=app_instance_id,json=appInstanceId,proto3" json:"app_instance_id,omitempty"`
+	Share         string                 `protobuf:"bytes,2,opt,name=share,proto3" json:"share,omitempty"`
+	User          string                 `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseAppInstanceRequest) Reset() {
+	*x = CloseAppInstanceRequest{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseAppInstanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseAppInstanceRequest) ProtoMessage() {}
+
+func (x *CloseAppInstanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseAppInstanceRequest.ProtoReflect.Descriptor instead.
+func (*CloseAppInstanceRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *CloseAppInstanceRequest) GetAppInstanceId() []byte {
+	if x != nil {
+		return x.AppInstanceId
+	}
+	return nil
+}
+
+func (x *CloseAppInstanceRequest) GetShare() string {
+	if x != nil {
+		return x.Share
+	}
+	return ""
+}
+
+func (x *CloseAppInstanceRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+type CloseAppInstanceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Closed        uint32                 `protobuf:"varint,1,opt,name=closed,proto3" json:"closed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseAppInstanceResponse) Reset() {
+	*x = CloseAppInstanceResponse{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseAppInstanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseAppInstanceResponse) ProtoMessage() {}
+
+func (x *CloseAppInstanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseAppInstanceResponse.ProtoReflect.Descriptor instead.
+func (*CloseAppInstanceResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CloseAppInstanceResponse) GetClosed() uint32 {
+	if x != nil {
+		return x.Closed
+	}
+	return 0
+}
+
 var File_smbcluster_peer_v1_peer_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
@@ -2250,7 +2700,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x04Lock\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x1c\n" +
-	"\texclusive\x18\x03 \x01(\bR\texclusive\"\xe9\x03\n" +
+	"\texclusive\x18\x03 \x01(\bR\texclusive\"\x96\x04\n" +
 	"\vCallRequest\x12/\n" +
 	"\x05route\x18\x01 \x01(\v2\x19.smbcluster.peer.v1.RouteR\x05route\x12&\n" +
 	"\x02op\x18\x02 \x01(\x0e2\x16.smbcluster.peer.v1.OpR\x02op\x12-\n" +
@@ -2266,7 +2716,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\fshare_access\x18\v \x01(\rR\vshareAccess\x12.\n" +
 	"\x05locks\x18\f \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\x12\x16\n" +
 	"\x06offset\x18\r \x01(\x04R\x06offset\x12\x16\n" +
-	"\x06length\x18\x0e \x01(\x04R\x06length\"\xac\x02\n" +
+	"\x06length\x18\x0e \x01(\x04R\x06length\x12+\n" +
+	"\x02to\x18\x0f \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x02to\"\xdc\x02\n" +
 	"\fCallResponse\x12/\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x19.smbcluster.peer.v1.ErrorR\x05error\x12\x0e\n" +
 	"\x02on\x18\x02 \x01(\bR\x02on\x12%\n" +
@@ -2276,7 +2727,9 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\acaching\x18\x06 \x01(\v2\x1b.smbcluster.peer.v1.CachingR\acaching\x12\x14\n" +
 	"\x05count\x18\a \x01(\rR\x05count\x12#\n" +
 	"\rlocks_present\x18\b \x01(\bR\flocksPresent\x12\x18\n" +
-	"\amessage\x18\t \x01(\tR\amessage\"\x8f\x02\n" +
+	"\amessage\x18\t \x01(\tR\amessage\x12.\n" +
+	"\x05locks\x18\n" +
+	" \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\"\x8f\x02\n" +
 	"\x0eDeliverRequest\x12-\n" +
 	"\x03ref\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x03ref\x12\x16\n" +
 	"\x06oplock\x18\x02 \x01(\rR\x06oplock\x124\n" +
@@ -2341,7 +2794,56 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x04body\"9\n" +
 	"\tRPCStatus\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*\xc9\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xbc\x02\n" +
+	"\x12TakeDurableRequest\x12\x17\n" +
+	"\afile_id\x18\x01 \x01(\x04R\x06fileId\x12\x0e\n" +
+	"\x02v2\x18\x02 \x01(\bR\x02v2\x12\x1f\n" +
+	"\vcreate_guid\x18\x03 \x01(\fR\n" +
+	"createGuid\x12\x1f\n" +
+	"\vclient_guid\x18\x04 \x01(\fR\n" +
+	"clientGuid\x12\x12\n" +
+	"\x04user\x18\x05 \x01(\tR\x04user\x12\x16\n" +
+	"\x06domain\x18\x06 \x01(\tR\x06domain\x12\x14\n" +
+	"\x05share\x18\a \x01(\tR\x05share\x12\x12\n" +
+	"\x04name\x18\b \x01(\tR\x04name\x12\x1b\n" +
+	"\thas_lease\x18\t \x01(\bR\bhasLease\x12\x1b\n" +
+	"\tlease_key\x18\n" +
+	" \x01(\fR\bleaseKey\x12+\n" +
+	"\x02to\x18\v \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x02to\"\x88\x05\n" +
+	"\x13TakeDurableResponse\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\rR\x06status\x12-\n" +
+	"\x03key\x18\x03 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\x03key\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x16\n" +
+	"\x06stream\x18\x05 \x01(\tR\x06stream\x12\x16\n" +
+	"\x06access\x18\x06 \x01(\rR\x06access\x12!\n" +
+	"\fshare_access\x18\a \x01(\rR\vshareAccess\x12&\n" +
+	"\x0fdelete_on_close\x18\b \x01(\bR\rdeleteOnClose\x12\x1a\n" +
+	"\bposition\x18\t \x01(\x03R\bposition\x125\n" +
+	"\acaching\x18\n" +
+	" \x01(\v2\x1b.smbcluster.peer.v1.CachingR\acaching\x12.\n" +
+	"\x05locks\x18\v \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\x12\x18\n" +
+	"\aversion\x18\f \x01(\x05R\aversion\x12\x1f\n" +
+	"\vcreate_guid\x18\r \x01(\fR\n" +
+	"createGuid\x12&\n" +
+	"\x0fapp_instance_id\x18\x0e \x01(\fR\rappInstanceId\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x0f \x01(\x04R\ttimeoutMs\x12\x12\n" +
+	"\x04user\x18\x10 \x01(\tR\x04user\x12\x16\n" +
+	"\x06domain\x18\x11 \x01(\tR\x06domain\x12\x1e\n" +
+	"\n" +
+	"persistent\x18\x12 \x01(\bR\n" +
+	"persistent\x12\x14\n" +
+	"\x05share\x18\x13 \x01(\tR\x05share\x12\x1e\n" +
+	"\n" +
+	"allocation\x18\x14 \x01(\x03R\n" +
+	"allocation\"k\n" +
+	"\x17CloseAppInstanceRequest\x12&\n" +
+	"\x0fapp_instance_id\x18\x01 \x01(\fR\rappInstanceId\x12\x14\n" +
+	"\x05share\x18\x02 \x01(\tR\x05share\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\"2\n" +
+	"\x18CloseAppInstanceResponse\x12\x16\n" +
+	"\x06closed\x18\x01 \x01(\rR\x06closed*\xc9\x02\n" +
 	"\x05Error\x12\x15\n" +
 	"\x11ERROR_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_SHARING_VIOLATION\x10\x01\x12\x18\n" +
@@ -2356,7 +2858,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x13ERROR_INVALID_RANGE\x10\n" +
 	"\x12\x13\n" +
 	"\x0fERROR_CANCELLED\x10\v\x12\x0f\n" +
-	"\vERROR_OTHER\x10\f*\xbd\x04\n" +
+	"\vERROR_OTHER\x10\f*\xce\x04\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tOP_REMOVE\x10\x01\x12\v\n" +
@@ -2391,7 +2893,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\tOP_UNLOCK\x10\x1a\x12\x14\n" +
 	"\x10OP_RELEASE_LOCKS\x10\x1b\x12\x0f\n" +
 	"\vOP_CHECK_IO\x10\x1c\x12\x11\n" +
-	"\rOP_LOCK_COUNT\x10\x1d2\xfa\x04\n" +
+	"\rOP_LOCK_COUNT\x10\x1d\x12\x0f\n" +
+	"\vOP_HANDOVER\x10\x1e2\xc9\x06\n" +
 	"\vPeerService\x12K\n" +
 	"\x05Admit\x12 .smbcluster.peer.v1.AdmitRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12I\n" +
 	"\x04Call\x12\x1f.smbcluster.peer.v1.CallRequest\x1a .smbcluster.peer.v1.CallResponse\x12I\n" +
@@ -2400,7 +2903,9 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\aDeliver\x12\".smbcluster.peer.v1.DeliverRequest\x1a#.smbcluster.peer.v1.DeliverResponse\x12I\n" +
 	"\x04Held\x12\x1f.smbcluster.peer.v1.HeldRequest\x1a .smbcluster.peer.v1.HeldResponse\x12L\n" +
 	"\x05Watch\x12 .smbcluster.peer.v1.WatchRequest\x1a!.smbcluster.peer.v1.WatchResponse\x12O\n" +
-	"\x06Notify\x12!.smbcluster.peer.v1.NotifyRequest\x1a\".smbcluster.peer.v1.NotifyResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
+	"\x06Notify\x12!.smbcluster.peer.v1.NotifyRequest\x1a\".smbcluster.peer.v1.NotifyResponse\x12^\n" +
+	"\vTakeDurable\x12&.smbcluster.peer.v1.TakeDurableRequest\x1a'.smbcluster.peer.v1.TakeDurableResponse\x12m\n" +
+	"\x10CloseAppInstance\x12+.smbcluster.peer.v1.CloseAppInstanceRequest\x1a,.smbcluster.peer.v1.CloseAppInstanceResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
 
 var (
 	file_smbcluster_peer_v1_peer_service_proto_rawDescOnce sync.Once
@@ -2415,35 +2920,39 @@ func file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP() []byte {
 }
 
 var file_smbcluster_peer_v1_peer_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_smbcluster_peer_v1_peer_service_proto_goTypes = []any{
-	(Error)(0),              // 0: smbcluster.peer.v1.Error
-	(Op)(0),                 // 1: smbcluster.peer.v1.Op
-	(*OpenRef)(nil),         // 2: smbcluster.peer.v1.OpenRef
-	(*FileKey)(nil),         // 3: smbcluster.peer.v1.FileKey
-	(*Route)(nil),           // 4: smbcluster.peer.v1.Route
-	(*LeaseRequest)(nil),    // 5: smbcluster.peer.v1.LeaseRequest
-	(*Caching)(nil),         // 6: smbcluster.peer.v1.Caching
-	(*OpenDesc)(nil),        // 7: smbcluster.peer.v1.OpenDesc
-	(*AdmitRequest)(nil),    // 8: smbcluster.peer.v1.AdmitRequest
-	(*AdmitEvent)(nil),      // 9: smbcluster.peer.v1.AdmitEvent
-	(*Lock)(nil),            // 10: smbcluster.peer.v1.Lock
-	(*CallRequest)(nil),     // 11: smbcluster.peer.v1.CallRequest
-	(*CallResponse)(nil),    // 12: smbcluster.peer.v1.CallResponse
-	(*DeliverRequest)(nil),  // 13: smbcluster.peer.v1.DeliverRequest
-	(*LeaseBreak)(nil),      // 14: smbcluster.peer.v1.LeaseBreak
-	(*DeliverResponse)(nil), // 15: smbcluster.peer.v1.DeliverResponse
-	(*HeldRequest)(nil),     // 16: smbcluster.peer.v1.HeldRequest
-	(*HeldOpen)(nil),        // 17: smbcluster.peer.v1.HeldOpen
-	(*HeldResponse)(nil),    // 18: smbcluster.peer.v1.HeldResponse
-	(*WatchSpec)(nil),       // 19: smbcluster.peer.v1.WatchSpec
-	(*WatchRequest)(nil),    // 20: smbcluster.peer.v1.WatchRequest
-	(*WatchResponse)(nil),   // 21: smbcluster.peer.v1.WatchResponse
-	(*Change)(nil),          // 22: smbcluster.peer.v1.Change
-	(*NotifyRequest)(nil),   // 23: smbcluster.peer.v1.NotifyRequest
-	(*NotifyResponse)(nil),  // 24: smbcluster.peer.v1.NotifyResponse
-	(*Envelope)(nil),        // 25: smbcluster.peer.v1.Envelope
-	(*RPCStatus)(nil),       // 26: smbcluster.peer.v1.RPCStatus
+	(Error)(0),                       // 0: smbcluster.peer.v1.Error
+	(Op)(0),                          // 1: smbcluster.peer.v1.Op
+	(*OpenRef)(nil),                  // 2: smbcluster.peer.v1.OpenRef
+	(*FileKey)(nil),                  // 3: smbcluster.peer.v1.FileKey
+	(*Route)(nil),                    // 4: smbcluster.peer.v1.Route
+	(*LeaseRequest)(nil),             // 5: smbcluster.peer.v1.LeaseRequest
+	(*Caching)(nil),                  // 6: smbcluster.peer.v1.Caching
+	(*OpenDesc)(nil),                 // 7: smbcluster.peer.v1.OpenDesc
+	(*AdmitRequest)(nil),             // 8: smbcluster.peer.v1.AdmitRequest
+	(*AdmitEvent)(nil),               // 9: smbcluster.peer.v1.AdmitEvent
+	(*Lock)(nil),                     // 10: smbcluster.peer.v1.Lock
+	(*CallRequest)(nil),              // 11: smbcluster.peer.v1.CallRequest
+	(*CallResponse)(nil),             // 12: smbcluster.peer.v1.CallResponse
+	(*DeliverRequest)(nil),           // 13: smbcluster.peer.v1.DeliverRequest
+	(*LeaseBreak)(nil),               // 14: smbcluster.peer.v1.LeaseBreak
+	(*DeliverResponse)(nil),          // 15: smbcluster.peer.v1.DeliverResponse
+	(*HeldRequest)(nil),              // 16: smbcluster.peer.v1.HeldRequest
+	(*HeldOpen)(nil),                 // 17: smbcluster.peer.v1.HeldOpen
+	(*HeldResponse)(nil),             // 18: smbcluster.peer.v1.HeldResponse
+	(*WatchSpec)(nil),                // 19: smbcluster.peer.v1.WatchSpec
+	(*WatchRequest)(nil),             // 20: smbcluster.peer.v1.WatchRequest
+	(*WatchResponse)(nil),            // 21: smbcluster.peer.v1.WatchResponse
+	(*Change)(nil),                   // 22: smbcluster.peer.v1.Change
+	(*NotifyRequest)(nil),            // 23: smbcluster.peer.v1.NotifyRequest
+	(*NotifyResponse)(nil),           // 24: smbcluster.peer.v1.NotifyResponse
+	(*Envelope)(nil),                 // 25: smbcluster.peer.v1.Envelope
+	(*RPCStatus)(nil),                // 26: smbcluster.peer.v1.RPCStatus
+	(*TakeDurableRequest)(nil),       // 27: smbcluster.peer.v1.TakeDurableRequest
+	(*TakeDurableResponse)(nil),      // 28: smbcluster.peer.v1.TakeDurableResponse
+	(*CloseAppInstanceRequest)(nil),  // 29: smbcluster.peer.v1.CloseAppInstanceRequest
+	(*CloseAppInstanceResponse)(nil), // 30: smbcluster.peer.v1.CloseAppInstanceResponse
 }
 var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	2,  // 0: smbcluster.peer.v1.OpenDesc.ref:type_name -> smbcluster.peer.v1.OpenRef
@@ -2459,45 +2968,55 @@ var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	3,  // 10: smbcluster.peer.v1.CallRequest.key:type_name -> smbcluster.peer.v1.FileKey
 	5,  // 11: smbcluster.peer.v1.CallRequest.lease:type_name -> smbcluster.peer.v1.LeaseRequest
 	10, // 12: smbcluster.peer.v1.CallRequest.locks:type_name -> smbcluster.peer.v1.Lock
-	0,  // 13: smbcluster.peer.v1.CallResponse.error:type_name -> smbcluster.peer.v1.Error
-	6,  // 14: smbcluster.peer.v1.CallResponse.caching:type_name -> smbcluster.peer.v1.Caching
-	2,  // 15: smbcluster.peer.v1.DeliverRequest.ref:type_name -> smbcluster.peer.v1.OpenRef
-	14, // 16: smbcluster.peer.v1.DeliverRequest.lease:type_name -> smbcluster.peer.v1.LeaseBreak
-	3,  // 17: smbcluster.peer.v1.DeliverRequest.locks_present:type_name -> smbcluster.peer.v1.FileKey
-	3,  // 18: smbcluster.peer.v1.DeliverRequest.read_present:type_name -> smbcluster.peer.v1.FileKey
-	7,  // 19: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
-	6,  // 20: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 21: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
-	17, // 22: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
-	19, // 23: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
-	22, // 24: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
-	8,  // 25: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
-	11, // 26: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
-	11, // 27: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
-	9,  // 28: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
-	12, // 29: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
-	26, // 30: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
-	8,  // 31: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
-	11, // 32: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
-	11, // 33: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
-	25, // 34: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
-	13, // 35: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
-	16, // 36: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
-	20, // 37: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
-	23, // 38: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
-	9,  // 39: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 40: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 41: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	25, // 42: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
-	15, // 43: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 44: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	21, // 45: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
-	24, // 46: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
-	39, // [39:47] is the sub-list for method output_type
-	31, // [31:39] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	2,  // 13: smbcluster.peer.v1.CallRequest.to:type_name -> smbcluster.peer.v1.OpenRef
+	0,  // 14: smbcluster.peer.v1.CallResponse.error:type_name -> smbcluster.peer.v1.Error
+	6,  // 15: smbcluster.peer.v1.CallResponse.caching:type_name -> smbcluster.peer.v1.Caching
+	10, // 16: smbcluster.peer.v1.CallResponse.locks:type_name -> smbcluster.peer.v1.Lock
+	2,  // 17: smbcluster.peer.v1.DeliverRequest.ref:type_name -> smbcluster.peer.v1.OpenRef
+	14, // 18: smbcluster.peer.v1.DeliverRequest.lease:type_name -> smbcluster.peer.v1.LeaseBreak
+	3,  // 19: smbcluster.peer.v1.DeliverRequest.locks_present:type_name -> smbcluster.peer.v1.FileKey
+	3,  // 20: smbcluster.peer.v1.DeliverRequest.read_present:type_name -> smbcluster.peer.v1.FileKey
+	7,  // 21: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
+	6,  // 22: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
+	10, // 23: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
+	17, // 24: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
+	19, // 25: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
+	22, // 26: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
+	8,  // 27: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
+	11, // 28: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
+	11, // 29: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
+	9,  // 30: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
+	12, // 31: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
+	26, // 32: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
+	2,  // 33: smbcluster.peer.v1.TakeDurableRequest.to:type_name -> smbcluster.peer.v1.OpenRef
+	3,  // 34: smbcluster.peer.v1.TakeDurableResponse.key:type_name -> smbcluster.peer.v1.FileKey
+	6,  // 35: smbcluster.peer.v1.TakeDurableResponse.caching:type_name -> smbcluster.peer.v1.Caching
+	10, // 36: smbcluster.peer.v1.TakeDurableResponse.locks:type_name -> smbcluster.peer.v1.Lock
+	8,  // 37: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
+	11, // 38: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
+	11, // 39: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
+	25, // 40: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
+	13, // 41: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
+	16, // 42: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
+	20, // 43: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
+	23, // 44: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
+	27, // 45: smbcluster.peer.v1.PeerService.TakeDurable:input_type -> smbcluster.peer.v1.TakeDurableRequest
+	29, // 46: smbcluster.peer.v1.PeerService.CloseAppInstance:input_type -> smbcluster.peer.v1.CloseAppInstanceRequest
+	9,  // 47: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	12, // 48: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	9,  // 49: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	25, // 50: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
+	15, // 51: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	18, // 52: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	21, // 53: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
+	24, // 54: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
+	28, // 55: smbcluster.peer.v1.PeerService.TakeDurable:output_type -> smbcluster.peer.v1.TakeDurableResponse
+	30, // 56: smbcluster.peer.v1.PeerService.CloseAppInstance:output_type -> smbcluster.peer.v1.CloseAppInstanceResponse
+	47, // [47:57] is the sub-list for method output_type
+	37, // [37:47] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_peer_service_proto_init() }
@@ -2520,7 +3039,7 @@ func file_smbcluster_peer_v1_peer_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_peer_service_proto_rawDesc), len(file_smbcluster_peer_v1_peer_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   25,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,14 +29,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PeerService_Admit_FullMethodName    = "/smbcluster.peer.v1.PeerService/Admit"
-	PeerService_Call_FullMethodName     = "/smbcluster.peer.v1.PeerService/Call"
-	PeerService_Wait_FullMethodName     = "/smbcluster.peer.v1.PeerService/Wait"
-	PeerService_Exchange_FullMethodName = "/smbcluster.peer.v1.PeerService/Exchange"
-	PeerService_Deliver_FullMethodName  = "/smbcluster.peer.v1.PeerService/Deliver"
-	PeerService_Held_FullMethodName     = "/smbcluster.peer.v1.PeerService/Held"
-	PeerService_Watch_FullMethodName    = "/smbcluster.peer.v1.PeerService/Watch"
-	PeerService_Notify_FullMethodName   = "/smbcluster.peer.v1.PeerService/Notify"
+	PeerService_Admit_FullMethodName            = "/smbcluster.peer.v1.PeerService/Admit"
+	PeerService_Call_FullMethodName             = "/smbcluster.peer.v1.PeerService/Call"
+	PeerService_Wait_FullMethodName             = "/smbcluster.peer.v1.PeerService/Wait"
+	PeerService_Exchange_FullMethodName         = "/smbcluster.peer.v1.PeerService/Exchange"
+	PeerService_Deliver_FullMethodName          = "/smbcluster.peer.v1.PeerService/Deliver"
+	PeerService_Held_FullMethodName             = "/smbcluster.peer.v1.PeerService/Held"
+	PeerService_Watch_FullMethodName            = "/smbcluster.peer.v1.PeerService/Watch"
+	PeerService_Notify_FullMethodName           = "/smbcluster.peer.v1.PeerService/Notify"
+	PeerService_TakeDurable_FullMethodName      = "/smbcluster.peer.v1.PeerService/TakeDurable"
+	PeerService_CloseAppInstance_FullMethodName = "/smbcluster.peer.v1.PeerService/CloseAppInstance"
 )
 
 // PeerServiceClient is the client API for PeerService service.
@@ -70,6 +72,16 @@ type PeerServiceClient interface {
 	// Notify delivers changes made through the caller to the callee's
 	// watches.
 	Notify(ctx context.Context, in *NotifyRequest, opts ...grpc.CallOption) (*NotifyResponse, error)
+	// TakeDurable asks the callee for a detached durable open it holds
+	// that a client reconnects through the caller: the callee checks the
+	// reconnect, hands the open's entry at its file's owner over to the
+	// caller's open `to` (share modes, caching and byte-range locks stay in
+	// force) and forgets the open without closing it.
+	TakeDurable(ctx context.Context, in *TakeDurableRequest, opts ...grpc.CallOption) (*TakeDurableResponse, error)
+	// CloseAppInstance closes the callee's opens of an application
+	// instance that a new open through the caller replaces ([MS-SMB2]
+	// 3.3.5.9.13), before the caller's open is admitted.
+	CloseAppInstance(ctx context.Context, in *CloseAppInstanceRequest, opts ...grpc.CallOption) (*CloseAppInstanceResponse, error)
 }
 
 type peerServiceClient struct {
@@ -181,6 +193,26 @@ func (c *peerServiceClient) Notify(ctx context.Context, in *NotifyRequest, opts 
 	return out, nil
 }
 
+func (c *peerServiceClient) TakeDurable(ctx context.Context, in *TakeDurableRequest, opts ...grpc.CallOption) (*TakeDurableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TakeDurableResponse)
+	err := c.cc.Invoke(ctx, PeerService_TakeDurable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peerServiceClient) CloseAppInstance(ctx context.Context, in *CloseAppInstanceRequest, opts ...grpc.CallOption) (*CloseAppInstanceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CloseAppInstanceResponse)
+	err := c.cc.Invoke(ctx, PeerService_CloseAppInstance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PeerServiceServer is the server API for PeerService service.
 // All implementations must embed UnimplementedPeerServiceServer
 // for forward compatibility.
@@ -212,6 +244,16 @@ type PeerServiceServer interface {
 	// Notify delivers changes made through the caller to the callee's
 	// watches.
 	Notify(context.Context, *NotifyRequest) (*NotifyResponse, error)
+	// TakeDurable asks the callee for a detached durable open it holds
+	// that a client reconnects through the caller: the callee checks the
+	// reconnect, hands the open's entry at its file's owner over to the
+	// caller's open `to` (share modes, caching and byte-range locks stay in
+	// force) and forgets the open without closing it.
+	TakeDurable(context.Context, *TakeDurableRequest) (*TakeDurableResponse, error)
+	// CloseAppInstance closes the callee's opens of an application
+	// instance that a new open through the caller replaces ([MS-SMB2]
+	// 3.3.5.9.13), before the caller's open is admitted.
+	CloseAppInstance(context.Context, *CloseAppInstanceRequest) (*CloseAppInstanceResponse, error)
 	mustEmbedUnimplementedPeerServiceServer()
 }
 
@@ -245,6 +287,12 @@ func (UnimplementedPeerServiceServer) Watch(context.Context, *WatchRequest) (*Wa
 }
 func (UnimplementedPeerServiceServer) Notify(context.Context, *NotifyRequest) (*NotifyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Notify not implemented")
+}
+func (UnimplementedPeerServiceServer) TakeDurable(context.Context, *TakeDurableRequest) (*TakeDurableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TakeDurable not implemented")
+}
+func (UnimplementedPeerServiceServer) CloseAppInstance(context.Context, *CloseAppInstanceRequest) (*CloseAppInstanceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CloseAppInstance not implemented")
 }
 func (UnimplementedPeerServiceServer) mustEmbedUnimplementedPeerServiceServer() {}
 func (UnimplementedPeerServiceServer) testEmbeddedByValue()                     {}
@@ -386,6 +434,42 @@ func _PeerService_Notify_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PeerService_TakeDurable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TakeDurableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeerServiceServer).TakeDurable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeerService_TakeDurable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeerServiceServer).TakeDurable(ctx, req.(*TakeDurableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeerService_CloseAppInstance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CloseAppInstanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeerServiceServer).CloseAppInstance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeerService_CloseAppInstance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeerServiceServer).CloseAppInstance(ctx, req.(*CloseAppInstanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PeerService_ServiceDesc is the grpc.ServiceDesc for PeerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -412,6 +496,14 @@ var PeerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Notify",
 			Handler:    _PeerService_Notify_Handler,
+		},
+		{
+			MethodName: "TakeDurable",
+			Handler:    _PeerService_TakeDurable_Handler,
+		},
+		{
+			MethodName: "CloseAppInstance",
+			Handler:    _PeerService_CloseAppInstance_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

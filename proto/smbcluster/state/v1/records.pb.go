@@ -1031,7 +1031,11 @@ type OpenRecord struct {
 	OwnerNode string `protobuf:"bytes,18,opt,name=owner_node,json=ownerNode,proto3" json:"owner_node,omitempty"`
 	// locks are the byte-range locks the open holds, in the order granted,
 	// as of the holder's last publication (at most a second old).
-	Locks         []*ByteRangeLock `protobuf:"bytes,19,rep,name=locks,proto3" json:"locks,omitempty"`
+	Locks []*ByteRangeLock `protobuf:"bytes,19,rep,name=locks,proto3" json:"locks,omitempty"`
+	// durable_open is set for a durable or persistent open: what another
+	// node needs to take the open over when its client reconnects there
+	// after this node died (node/peer durable.go).
+	DurableOpen   *DurableOpen `protobuf:"bytes,20,opt,name=durable_open,json=durableOpen,proto3" json:"durable_open,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1199,6 +1203,158 @@ func (x *OpenRecord) GetLocks() []*ByteRangeLock {
 	return nil
 }
 
+func (x *OpenRecord) GetDurableOpen() *DurableOpen {
+	if x != nil {
+		return x.DurableOpen
+	}
+	return nil
+}
+
+// DurableOpen is the part of a durable open's record that lets another
+// node take it over ([MS-SMB2] 3.3.1.10): the open's entry at its file's
+// owner (named by node, node_epoch and ref) and the checks of a reconnect.
+type DurableOpen struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	NodeEpoch uint64                 `protobuf:"varint,1,opt,name=node_epoch,json=nodeEpoch,proto3" json:"node_epoch,omitempty"`
+	// ref is the holder's id of the open at the file's owner (node/peer).
+	Ref    uint64 `protobuf:"varint,2,opt,name=ref,proto3" json:"ref,omitempty"`
+	Volume uint64 `protobuf:"varint,3,opt,name=volume,proto3" json:"volume,omitempty"`
+	FileId uint64 `protobuf:"varint,4,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"`
+	Stream string `protobuf:"bytes,5,opt,name=stream,proto3" json:"stream,omitempty"`
+	// version is 1 for DHnQ, 2 for DH2Q.
+	Version       int32  `protobuf:"varint,6,opt,name=version,proto3" json:"version,omitempty"`
+	TimeoutMs     uint64 `protobuf:"varint,7,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	AppInstanceId []byte `protobuf:"bytes,8,opt,name=app_instance_id,json=appInstanceId,proto3" json:"app_instance_id,omitempty"`
+	Domain        string `protobuf:"bytes,9,opt,name=domain,proto3" json:"domain,omitempty"`
+	GrantedAccess uint32 `protobuf:"varint,10,opt,name=granted_access,json=grantedAccess,proto3" json:"granted_access,omitempty"`
+	Lease         bool   `protobuf:"varint,11,opt,name=lease,proto3" json:"lease,omitempty"`
+	LeaseVersion  int32  `protobuf:"varint,12,opt,name=lease_version,json=leaseVersion,proto3" json:"lease_version,omitempty"`
+	LeaseEpoch    uint32 `protobuf:"varint,13,opt,name=lease_epoch,json=leaseEpoch,proto3" json:"lease_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DurableOpen) Reset() {
+	*x = DurableOpen{}
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DurableOpen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DurableOpen) ProtoMessage() {}
+
+func (x *DurableOpen) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DurableOpen.ProtoReflect.Descriptor instead.
+func (*DurableOpen) Descriptor() ([]byte, []int) {
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DurableOpen) GetNodeEpoch() uint64 {
+	if x != nil {
+		return x.NodeEpoch
+	}
+	return 0
+}
+
+func (x *DurableOpen) GetRef() uint64 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
+func (x *DurableOpen) GetVolume() uint64 {
+	if x != nil {
+		return x.Volume
+	}
+	return 0
+}
+
+func (x *DurableOpen) GetFileId() uint64 {
+	if x != nil {
+		return x.FileId
+	}
+	return 0
+}
+
+func (x *DurableOpen) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *DurableOpen) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *DurableOpen) GetTimeoutMs() uint64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *DurableOpen) GetAppInstanceId() []byte {
+	if x != nil {
+		return x.AppInstanceId
+	}
+	return nil
+}
+
+func (x *DurableOpen) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *DurableOpen) GetGrantedAccess() uint32 {
+	if x != nil {
+		return x.GrantedAccess
+	}
+	return 0
+}
+
+func (x *DurableOpen) GetLease() bool {
+	if x != nil {
+		return x.Lease
+	}
+	return false
+}
+
+func (x *DurableOpen) GetLeaseVersion() int32 {
+	if x != nil {
+		return x.LeaseVersion
+	}
+	return 0
+}
+
+func (x *DurableOpen) GetLeaseEpoch() uint32 {
+	if x != nil {
+		return x.LeaseEpoch
+	}
+	return 0
+}
+
 // ByteRangeLock is a byte-range lock of an open ([MS-SMB2] 2.2.26.1).
 type ByteRangeLock struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1212,7 +1368,7 @@ type ByteRangeLock struct {
 
 func (x *ByteRangeLock) Reset() {
 	*x = ByteRangeLock{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1380,7 @@ func (x *ByteRangeLock) String() string {
 func (*ByteRangeLock) ProtoMessage() {}
 
 func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1393,7 @@ func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ByteRangeLock.ProtoReflect.Descriptor instead.
 func (*ByteRangeLock) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ByteRangeLock) GetOffset() uint64 {
@@ -1276,7 +1432,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1444,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1457,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CloseRequest) GetRequestTime() *timestamppb.Timestamp {
@@ -1340,7 +1496,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1508,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1521,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Settings) GetRequireSigning() bool {
@@ -1515,7 +1671,7 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12)\n" +
 	"\x10client_addresses\x18\x03 \x03(\tR\x0fclientAddresses\x127\n" +
-	"\tbind_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bbindTime\"\x8e\x05\n" +
+	"\tbind_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bbindTime\"\xd3\x05\n" +
 	"\n" +
 	"OpenRecord\x12,\n" +
 	"\x12persistent_file_id\x18\x01 \x01(\x04R\x10persistentFileId\x12(\n" +
@@ -1544,7 +1700,26 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\topen_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\bopenTime\x12\x1d\n" +
 	"\n" +
 	"owner_node\x18\x12 \x01(\tR\townerNode\x128\n" +
-	"\x05locks\x18\x13 \x03(\v2\".smbcluster.state.v1.ByteRangeLockR\x05locks\"]\n" +
+	"\x05locks\x18\x13 \x03(\v2\".smbcluster.state.v1.ByteRangeLockR\x05locks\x12C\n" +
+	"\fdurable_open\x18\x14 \x01(\v2 .smbcluster.state.v1.DurableOpenR\vdurableOpen\"\x83\x03\n" +
+	"\vDurableOpen\x12\x1d\n" +
+	"\n" +
+	"node_epoch\x18\x01 \x01(\x04R\tnodeEpoch\x12\x10\n" +
+	"\x03ref\x18\x02 \x01(\x04R\x03ref\x12\x16\n" +
+	"\x06volume\x18\x03 \x01(\x04R\x06volume\x12\x17\n" +
+	"\afile_id\x18\x04 \x01(\x04R\x06fileId\x12\x16\n" +
+	"\x06stream\x18\x05 \x01(\tR\x06stream\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\x05R\aversion\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\a \x01(\x04R\ttimeoutMs\x12&\n" +
+	"\x0fapp_instance_id\x18\b \x01(\fR\rappInstanceId\x12\x16\n" +
+	"\x06domain\x18\t \x01(\tR\x06domain\x12%\n" +
+	"\x0egranted_access\x18\n" +
+	" \x01(\rR\rgrantedAccess\x12\x14\n" +
+	"\x05lease\x18\v \x01(\bR\x05lease\x12#\n" +
+	"\rlease_version\x18\f \x01(\x05R\fleaseVersion\x12\x1f\n" +
+	"\vlease_epoch\x18\r \x01(\rR\n" +
+	"leaseEpoch\"]\n" +
 	"\rByteRangeLock\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x1c\n" +
@@ -1577,7 +1752,7 @@ func file_smbcluster_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_smbcluster_state_v1_records_proto_rawDescData
 }
 
-var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*Sealed)(nil),                // 0: smbcluster.state.v1.Sealed
 	(*NodeRecord)(nil),            // 1: smbcluster.state.v1.NodeRecord
@@ -1590,34 +1765,36 @@ var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*SessionRecord)(nil),         // 8: smbcluster.state.v1.SessionRecord
 	(*ChannelRecord)(nil),         // 9: smbcluster.state.v1.ChannelRecord
 	(*OpenRecord)(nil),            // 10: smbcluster.state.v1.OpenRecord
-	(*ByteRangeLock)(nil),         // 11: smbcluster.state.v1.ByteRangeLock
-	(*CloseRequest)(nil),          // 12: smbcluster.state.v1.CloseRequest
-	(*Settings)(nil),              // 13: smbcluster.state.v1.Settings
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*DurableOpen)(nil),           // 11: smbcluster.state.v1.DurableOpen
+	(*ByteRangeLock)(nil),         // 12: smbcluster.state.v1.ByteRangeLock
+	(*CloseRequest)(nil),          // 13: smbcluster.state.v1.CloseRequest
+	(*Settings)(nil),              // 14: smbcluster.state.v1.Settings
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
 }
 var file_smbcluster_state_v1_records_proto_depIdxs = []int32{
-	14, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
-	14, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
-	14, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
-	14, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
-	14, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
+	15, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
+	15, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
+	15, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
+	15, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
+	15, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 5: smbcluster.state.v1.UserRecord.nt_hash:type_name -> smbcluster.state.v1.Sealed
-	14, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
-	14, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
+	15, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
+	15, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
 	0,  // 8: smbcluster.state.v1.KerberosRecord.keytab:type_name -> smbcluster.state.v1.Sealed
-	14, // 9: smbcluster.state.v1.KerberosRecord.update_time:type_name -> google.protobuf.Timestamp
+	15, // 9: smbcluster.state.v1.KerberosRecord.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 10: smbcluster.state.v1.SessionRecord.session_key:type_name -> smbcluster.state.v1.Sealed
-	14, // 11: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
-	14, // 12: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
-	14, // 13: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
-	11, // 14: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
-	14, // 15: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
-	14, // 16: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	15, // 11: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
+	15, // 12: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
+	15, // 13: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
+	12, // 14: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
+	11, // 15: smbcluster.state.v1.OpenRecord.durable_open:type_name -> smbcluster.state.v1.DurableOpen
+	15, // 16: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
+	15, // 17: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_state_v1_records_proto_init() }
@@ -1631,7 +1808,7 @@ func file_smbcluster_state_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_state_v1_records_proto_rawDesc), len(file_smbcluster_state_v1_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,390 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Durable opens across nodes (state.DurableFiles). A client reconnects a
+// durable open through whatever node it reaches; that node asks the
+// others which holds it (TakeDurable). The holder checks the reconnect
+// as it would its own and gives the open up (GiveUp): at the file's
+// owner the open's entry, with its share modes, caching and byte-range
+// locks, is re-keyed to the new node's open (OP_HANDOVER), so nothing a
+// conflicting client could slip through is ever released; the holder
+// then forgets the open without closing it.
+
+var _ state.DurableFiles = (*Router)(nil)
+
+// DurableHolder is the holder side of TakeDurable: it finds the detached
+// durable open q names among the node's opens, checks the reconnect, and
+// hands it over to to (through GiveUp). It returns state.ErrNoDurable
+// when the node does not hold the open, or the NTSTATUS error that
+// refuses the reconnect (status reports its code).
+type DurableHolder func(ctx context.Context, q state.DurableQuery, to state.HolderRef) (state.Handover, error)
+
+// AppInstances closes the node's opens of an application instance
+// (server.Server.CloseAppInstance) for CloseAppInstance.
+type AppInstances func(id [16]byte, share, user string) int
+
+// SetDurableHolder sets the holder side of TakeDurable and
+// CloseAppInstance; call it before the peer service serves.
+func (r *Router) SetDurableHolder(h DurableHolder, status func(error) (uint32, bool), apps AppInstances) {
+	r.mu.Lock()
+	r.durHolder, r.durStatus, r.appClose = h, status, apps
+	r.mu.Unlock()
+}
+
+// CloseAppInstance implements state.DurableFiles: every other live node
+// is asked, and answers once it closed its opens of the instance.
+func (r *Router) CloseAppInstance(ctx context.Context, id [16]byte, share, user string) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	req := &peerv1.CloseAppInstanceRequest{AppInstanceId: id[:], Share: share, User: user}
+	for node, addr := range r.routes.Peers() {
+		if node == r.routes.Self() {
+			continue
+		}
+		cli, err := r.client(addr)
+		if err != nil {
+			continue
+		}
+		r.stats.Delivers.Add(1)
+		if _, err := cli.CloseAppInstance(ctx, req); err != nil {
+			r.log.Warn("asking a node to close an application instance's opens", "peer", node, "err", err)
+		}
+	}
+}
+
+// CloseAppInstance implements peerv1.PeerServiceServer.
+func (sv *Service) CloseAppInstance(ctx context.Context, req *peerv1.CloseAppInstanceRequest) (*peerv1.CloseAppInstanceResponse, error) {
+	sv.r.mu.Lock()
+	apps := sv.r.appClose
+	sv.r.mu.Unlock()
+	if apps == nil {
+		return &peerv1.CloseAppInstanceResponse{}, nil
+	}
+	n := apps(guid(req.AppInstanceId), req.Share, req.User)
+	return &peerv1.CloseAppInstanceResponse{Closed: uint32(n)}, nil
+}
+
+// refusedError is a holder's refusal of a reconnect: an NTSTATUS.
+type refusedError uint32
+
+func (e refusedError) Error() string {
+	return fmt.Sprintf("peer: reconnect refused (NTSTATUS %#08x)", uint32(e))
+}
+
+// Status is the NTSTATUS of the refusal.
+func (e refusedError) Status() uint32 { return uint32(e) }
+
+// TakeDurable implements state.DurableFiles: every other live node is
+// asked in turn; the one holding the open hands it over.
+func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.Open, state.Handover, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	to := state.HolderRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), ID: r.next.Add(1)}
+	req := &peerv1.TakeDurableRequest{
+		FileId: q.FileID, V2: q.V2, CreateGuid: q.CreateGUID[:], ClientGuid: q.ClientGUID[:],
+		User: q.User, Domain: q.Domain, Share: q.Share, Name: q.Name,
+		HasLease: q.HasLease, LeaseKey: q.LeaseKey[:], To: refPB(to),
+	}
+	found, silent := r.askHolders(ctx, req)
+	if found != nil {
+		if found.resp.Status != 0 {
+			return nil, state.Handover{}, refusedError(found.resp.Status)
+		}
+		h := handoverOf(found.resp)
+		o := r.adopt(to, keyOf(found.resp.Key), h)
+		r.log.Debug("took a durable open over", "from", found.node, "file", h.Name, "ref", to.ID)
+		return o, h, nil
+	}
+	if rec, ok := r.findOrphan(ctx, q, silent); ok { // orphans.go: its holder died
+		return r.takeOrphan(ctx, rec, q, to)
+	}
+	return nil, state.Handover{}, state.ErrNoDurable
+}
+
+// takeAnswer is a node's answer to TakeDurable.
+type takeAnswer struct {
+	node string
+	resp *peerv1.TakeDurableResponse
+	err  error
+}
+
+// askHolders asks every other live node at once for the open req names,
+// each for at most holderTimeout (a stopped node must not hold the
+// reconnect up for long), and returns the answer of the node that holds
+// it, or nil and the nodes that did not answer.
+func (r *Router) askHolders(ctx context.Context, req *peerv1.TakeDurableRequest) (*takeAnswer, map[string]bool) {
+	answers := make(chan takeAnswer)
+	n := 0
+	for node, addr := range r.routes.Peers() {
+		if node == r.routes.Self() {
+			continue
+		}
+		n++
+		go func() {
+			cli, err := r.client(addr)
+			if err != nil {
+				answers <- takeAnswer{node: node, err: err}
+				return
+			}
+			r.stats.Delivers.Add(1)
+			cctx, cancel := context.WithTimeout(ctx, holderTimeout)
+			defer cancel()
+			resp, err := cli.TakeDurable(cctx, req)
+			answers <- takeAnswer{node, resp, err}
+		}()
+	}
+	silent := map[string]bool{}
+	var found *takeAnswer
+	for range n {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			r.log.Warn("asking a node for a durable open", "peer", a.node, "err", a.err)
+			silent[a.node] = true
+		case a.resp.Found:
+			found = &a
+		}
+	}
+	return found, silent
+}
+
+// holderTimeout bounds a TakeDurable call: the holder waits at most
+// server's peer detach wait (1.5 s) for a dead connection's teardown.
+const holderTimeout = 3 * time.Second
+
+// adopt makes the open handed over to to this node's: the owner's own
+// entry when this node owns the file (handed over by OP_HANDOVER), else a
+// new open with this node's copy of its caching and locks.
+func (r *Router) adopt(to state.HolderRef, key state.FileKey, h state.Handover) *state.Open {
+	r.mu.Lock()
+	o := r.adopted[to.ID]
+	if o != nil {
+		delete(r.adopted, to.ID)
+		r.perShard[ShardOf(o.Key)]-- // hold counts it again
+	}
+	r.mu.Unlock()
+	remote := o == nil
+	if remote {
+		o = &state.Open{Key: key, Name: h.Name, Stream: h.Stream, Access: h.Access, ShareAccess: h.ShareAccess}
+	}
+	o.Ref = to.ID
+	r.hold(o)
+	r.admitted(o)
+	r.mu.Lock()
+	if remote {
+		r.mirrorCache[o.Ref] = heldState{caching: h.Caching}
+	}
+	if h.Caching.Lease {
+		r.leaseOf[o.Ref] = h.Caching.ID
+		r.leaseFiles[h.Caching.ID] = leaseFile{o.Key, o.Stream}
+	}
+	if len(h.Locks) > 0 {
+		r.locked[o.Ref] = true
+		if remote {
+			r.hint[key] = true
+		}
+	}
+	r.mu.Unlock()
+	if remote && len(h.Locks) > 0 {
+		r.mirror.Lock(o, h.Locks)
+	}
+	return o
+}
+
+// GiveUp implements state.DurableFiles.
+func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock, error) {
+	var c state.Caching
+	var locks []state.Lock
+	resp, err := r.call(o.Key, func() { c, locks = r.handoverLocal(o, to) },
+		&peerv1.CallRequest{Op: peerv1.Op_OP_HANDOVER, Ref: r.ref(o), Key: keyPB(o.Key), To: refPB(to)})
+	switch {
+	case err != nil:
+		return c, nil, err
+	case resp != nil:
+		if resp.Error != peerv1.Error_ERROR_UNSPECIFIED {
+			return c, nil, codeErr(resp.Error, resp.Message)
+		}
+		c, locks = cachingOf(resp.Caching), locksOf(resp.Locks)
+		r.mirror.Release(o)
+		r.unhold(o)
+	}
+	r.mu.Lock()
+	delete(r.locked, o.Ref)
+	r.mu.Unlock()
+	return c, locks, nil
+}
+
+// handoverLocal re-keys o, an open this node holds of a file it owns, to
+// another node's open to: it becomes a proxy with to's breaker.
+func (r *Router) handoverLocal(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock) {
+	c, locks := r.table.CachingOf(o), r.locks.Locks(o)
+	r.unhold(o)
+	k := refKey{to.Node, to.Epoch, to.ID}
+	r.mu.Lock()
+	r.proxies[k] = o
+	r.proxyRef[o] = k
+	r.in[o] = true
+	r.perShard[ShardOf(o.Key)]++
+	if r.byKey[o.Key] == nil {
+		r.byKey[o.Key] = map[refKey]bool{}
+	}
+	r.byKey[o.Key][k] = true
+	r.mu.Unlock()
+	r.table.Reattach(o, remoteBreaker{r, refPB(to)})
+	return c, locks
+}
+
+// handoverProxy re-keys the proxy o of another node's open to to: a third
+// node's open (a new proxy key and breaker), or this node's own, waiting
+// in adopted for TakeDurable.
+func (r *Router) handoverProxy(o *state.Open, to *peerv1.OpenRef) (*peerv1.CallResponse, error) {
+	if to.GetNode() == "" || to.GetId() == 0 {
+		return nil, status.Error(codes.InvalidArgument, "a handover needs the open that takes it")
+	}
+	resp := &peerv1.CallResponse{Caching: cachingPB(r.table.CachingOf(o)), Locks: locksPB(r.locks.Locks(o))}
+	r.unorphan(o) // orphans.go
+	if !r.unproxy(o) {
+		return nil, status.Error(codes.NotFound, "the open is gone")
+	}
+	if to.Node == r.routes.Self() {
+		r.mu.Lock()
+		r.perShard[ShardOf(o.Key)]++ // until adopt holds it
+		r.adopted[to.Id] = o
+		r.mu.Unlock()
+		r.table.Reattach(o, pendingBreaker{})
+		go r.expireAdopted(to.Id, o)
+		return resp, nil
+	}
+	k := refKey{to.Node, to.Epoch, to.Id}
+	r.mu.Lock()
+	r.proxies[k] = o
+	r.proxyRef[o] = k
+	r.in[o] = true
+	r.perShard[ShardOf(o.Key)]++
+	if r.byKey[o.Key] == nil {
+		r.byKey[o.Key] = map[refKey]bool{}
+	}
+	r.byKey[o.Key][k] = true
+	r.mu.Unlock()
+	r.table.Reattach(o, remoteBreaker{r, to})
+	return resp, nil
+}
+
+// expireAdopted removes an open handed over to this node that its
+// TakeDurable never took (its answer was lost): nobody can use it.
+func (r *Router) expireAdopted(id uint64, o *state.Open) {
+	t := time.NewTimer(2 * callTimeout)
+	defer t.Stop()
+	<-t.C
+	r.mu.Lock()
+	left := r.adopted[id] == o
+	if left {
+		delete(r.adopted, id)
+		r.perShard[ShardOf(o.Key)]--
+	}
+	r.mu.Unlock()
+	if left {
+		r.locks.Release(o)
+		r.table.Remove(o)
+	}
+}
+
+// pendingBreaker takes the breaks of an open between its handover and
+// its adoption: they are acknowledged by the client once it has the open
+// again, or time out.
+type pendingBreaker struct{}
+
+func (pendingBreaker) BreakOplock(uint8) error           { return nil }
+func (pendingBreaker) BreakLease(state.LeaseBreak) error { return nil }
+
+// TakeDurable implements peerv1.PeerServiceServer: the holder side.
+func (sv *Service) TakeDurable(ctx context.Context, req *peerv1.TakeDurableRequest) (*peerv1.TakeDurableResponse, error) {
+	r := sv.r
+	r.mu.Lock()
+	h, st := r.durHolder, r.durStatus
+	r.mu.Unlock()
+	if h == nil {
+		return &peerv1.TakeDurableResponse{}, nil
+	}
+	q := state.DurableQuery{
+		FileID: req.FileId, V2: req.V2, CreateGUID: guid(req.CreateGuid), ClientGUID: guid(req.ClientGuid),
+		User: req.User, Domain: req.Domain, Share: req.Share, Name: req.Name,
+		HasLease: req.HasLease, LeaseKey: guid(req.LeaseKey),
+	}
+	to := req.GetTo()
+	ho, err := h(ctx, q, state.HolderRef{Node: to.GetNode(), Epoch: to.GetEpoch(), ID: to.GetId()})
+	switch {
+	case err == state.ErrNoDurable:
+		return &peerv1.TakeDurableResponse{}, nil
+	case err != nil:
+		code, ok := st(err)
+		if !ok {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &peerv1.TakeDurableResponse{Found: true, Status: code}, nil
+	}
+	return handoverPB(ho), nil
+}
+
+func handoverPB(h state.Handover) *peerv1.TakeDurableResponse {
+	rec := h.Rec
+	return &peerv1.TakeDurableResponse{
+		Found: true, Key: keyPB(rec.Key), Name: h.Name, Stream: h.Stream, Access: h.Access, ShareAccess: h.ShareAccess,
+		DeleteOnClose: h.DeleteOnClose, Position: h.Position, Caching: cachingPB(h.Caching), Locks: locksPB(h.Locks),
+		Allocation: h.Allocation, Version: int32(rec.Version), CreateGuid: rec.CreateGUID[:], AppInstanceId: rec.AppInstanceID[:],
+		TimeoutMs: uint64(rec.Timeout / time.Millisecond), User: rec.User, Domain: rec.Domain, Share: rec.Share,
+		Persistent: rec.Persistent,
+	}
+}
+
+func handoverOf(p *peerv1.TakeDurableResponse) state.Handover {
+	h := state.Handover{
+		Name: p.Name, Stream: p.Stream, Access: p.Access, ShareAccess: p.ShareAccess,
+		DeleteOnClose: p.DeleteOnClose, Position: p.Position, Caching: cachingOf(p.Caching), Locks: locksOf(p.Locks),
+		Allocation: p.Allocation,
+	}
+	h.Rec = state.DurableRecord{
+		Key: keyOf(p.Key), Share: p.Share, Name: p.Name, Version: int(p.Version), CreateGUID: guid(p.CreateGuid),
+		AppInstanceID: guid(p.AppInstanceId), User: p.User, Domain: p.Domain,
+		Timeout:  time.Duration(p.TimeoutMs) * time.Millisecond,
+		LeaseKey: h.Caching.ID.Key, HasLease: h.Caching.Lease, Persistent: p.Persistent,
+	}
+	return h
+}
+
+func refPB(to state.HolderRef) *peerv1.OpenRef {
+	return &peerv1.OpenRef{Node: to.Node, Epoch: to.Epoch, Id: to.ID}
+}
+
+// HeldEntry returns o's entry at its file's owner as this node knows it
+// (for the record of a durable open that another node takes over should
+// this one die): the owner's caching when this node owns the file, its
+// copy of it otherwise.
+func (r *Router) HeldEntry(o *state.Open) state.HeldEntry {
+	e := state.HeldEntry{Ref: o.Ref, Epoch: r.routes.Epoch(), Key: o.Key, Stream: o.Stream, Access: o.Access, ShareAccess: o.ShareAccess}
+	r.mu.Lock()
+	hs, remote := r.mirrorCache[o.Ref]
+	r.mu.Unlock()
+	if remote {
+		e.Caching = hs.caching
+	} else {
+		e.Caching = r.table.CachingOf(o)
+	}
+	return e
+}
+
+// Forget implements state.DurableFiles.
+func (r *Router) Forget(o *state.Open) {
+	r.mirror.Release(o)
+	r.unhold(o)
+}

@@ -1,0 +1,285 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Durable opens of a node that died. Each node publishes a record of
+// each of its durable opens (an OpenRecord in etcd without the node's
+// lease: cluster.Agent, at once on a grant and then when its locks or
+// caching change). When the node dies, the owner of each such open's file
+// keeps the open's entry — share modes, caching, byte-range locks — in
+// force (DropNode spares it; a new owner rebuilds it from the record,
+// Recover) until its client reconnects through another node
+// (TakeDurable, then OP_HANDOVER re-keys the entry) or its durable
+// timeout passes. A break of such an orphan's caching closes it, as it
+// closes a detached open on its own node.
+
+// Orphan is a durable open of a node that died, as its record has it.
+type Orphan struct {
+	Node    string
+	Epoch   uint64
+	Ref     uint64 // the dead node's id of the open at the owner
+	FileID  uint64 // FileId.Persistent
+	Path    string // the name the open was made with, as on the wire
+	Stream  string
+	Key     state.FileKey
+	Access  uint32
+	Share   uint32 // share access
+	Caching state.Caching
+	Locks   []state.Lock
+	Rec     state.DurableRecord // Share names the share
+}
+
+// DurableRecords reads and forgets the durable open records in etcd.
+type DurableRecords interface {
+	// Orphans lists the durable open records that node published (every
+	// node's when node is "").
+	Orphans(ctx context.Context, node string) ([]Orphan, error)
+	// Forget deletes a record, once its open was taken over or closed.
+	Forget(node string, fileID uint64)
+}
+
+// SetDurableRecords sets where the durable open records are read; call
+// it before the router serves.
+func (r *Router) SetDurableRecords(d DurableRecords) {
+	r.mu.Lock()
+	r.records = d
+	r.mu.Unlock()
+}
+
+// orphan is an owner's note of a proxy kept for a dead holder.
+type orphan struct {
+	node   string
+	fileID uint64
+	stop   func() bool
+}
+
+func (r *Router) durableRecords() DurableRecords {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.records
+}
+
+// orphansOf lists the records of node's durable opens at an epoch other
+// than keep, by the proxy key they name.
+func (r *Router) orphansOf(node string, keep uint64) map[refKey]Orphan {
+	d := r.durableRecords()
+	if d == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	recs, err := d.Orphans(ctx, node)
+	if err != nil {
+		r.log.Warn("reading the durable opens of a node that left", "peer", node, "err", err)
+		return nil
+	}
+	out := map[refKey]Orphan{}
+	for _, o := range recs {
+		if o.Epoch != keep {
+			out[refKey{o.Node, o.Epoch, o.Ref}] = o
+		}
+	}
+	return out
+}
+
+// keepOrphan keeps proxy o of a dead node's durable open until its
+// client reconnects, its timeout passes, or its caching must break.
+func (r *Router) keepOrphan(o *state.Open, rec Orphan) {
+	closeIt := func() {
+		r.mu.Lock()
+		on, ok := r.orphans[o]
+		delete(r.orphans, o)
+		r.mu.Unlock()
+		if !ok {
+			return // taken over meanwhile
+		}
+		on.stop()
+		r.closeProxy(o)
+		if d := r.durableRecords(); d != nil {
+			d.Forget(rec.Node, rec.FileID)
+		}
+		r.log.Info("closed a durable open of a node that left", "peer", rec.Node, "file", rec.Path)
+	}
+	t := time.AfterFunc(rec.Rec.Timeout, closeIt)
+	r.mu.Lock()
+	r.orphans[o] = orphan{node: rec.Node, fileID: rec.FileID, stop: t.Stop}
+	r.mu.Unlock()
+	r.table.Reattach(o, orphanBreaker(closeIt))
+}
+
+// unorphan forgets that proxy o is an orphan (it was handed over).
+func (r *Router) unorphan(o *state.Open) (orphan, bool) {
+	r.mu.Lock()
+	on, ok := r.orphans[o]
+	delete(r.orphans, o)
+	r.mu.Unlock()
+	if ok {
+		on.stop()
+	}
+	return on, ok
+}
+
+// orphanBreaker closes an orphan whose caching must break: nobody can
+// acknowledge the break.
+type orphanBreaker func()
+
+func (b orphanBreaker) BreakOplock(uint8) error           { go b(); return nil }
+func (b orphanBreaker) BreakLease(state.LeaseBreak) error { go b(); return nil }
+
+// restoreOrphans rebuilds, at a new owner of shard, the durable opens of
+// dead nodes (not among the live peers) whose files are in shard.
+func (r *Router) restoreOrphans(ctx context.Context, shard uint32) int {
+	d := r.durableRecords()
+	if d == nil {
+		return 0
+	}
+	recs, err := d.Orphans(ctx, "")
+	if err != nil {
+		r.log.Warn("reading durable open records", "err", err)
+		return 0
+	}
+	live := r.routes.Peers()
+	n := 0
+	for _, rec := range recs {
+		if !r.orphaned(rec, live, nil) || ShardOf(rec.Key) != shard {
+			continue
+		}
+		o, existed, err := r.proxy(&peerv1.OpenDesc{
+			Ref: &peerv1.OpenRef{Node: rec.Node, Epoch: rec.Epoch, Id: rec.Ref}, Key: keyPB(rec.Key),
+			Name: rec.Path, Stream: rec.Stream, Access: rec.Access, ShareAccess: rec.Share,
+		})
+		if err != nil || existed {
+			continue
+		}
+		r.table.Restore(o, rec.Caching, false, false)
+		r.setIn(o)
+		if len(rec.Locks) > 0 {
+			r.locks.Lock(o, rec.Locks)
+		}
+		r.keepOrphan(o, rec)
+		n++
+	}
+	return n
+}
+
+// findOrphan finds the record of a durable open q names whose holder is
+// not live (or did not answer).
+func (r *Router) findOrphan(ctx context.Context, q state.DurableQuery, silent map[string]bool) (Orphan, bool) {
+	d := r.durableRecords()
+	if d == nil {
+		return Orphan{}, false
+	}
+	recs, err := d.Orphans(ctx, "")
+	if err != nil {
+		return Orphan{}, false
+	}
+	live := r.routes.Peers()
+	for _, rec := range recs {
+		if !r.orphaned(rec, live, silent) {
+			continue
+		}
+		if rec.FileID == q.FileID && (!q.V2 || rec.Rec.CreateGUID == q.CreateGUID) {
+			return rec, true
+		}
+	}
+	return Orphan{}, false
+}
+
+// orphaned reports whether rec is a durable open whose holder is gone:
+// its node is not live, or lives under another epoch, or did not answer.
+func (r *Router) orphaned(rec Orphan, live map[string]string, silent map[string]bool) bool {
+	if rec.Node == r.routes.Self() {
+		return rec.Epoch != r.routes.Epoch()
+	}
+	if _, ok := live[rec.Node]; !ok || silent[rec.Node] {
+		return true
+	}
+	if pe, ok := r.routes.(interface{ PeerEpoch(string) (uint64, bool) }); ok {
+		if e, ok := pe.PeerEpoch(rec.Node); ok && e != rec.Epoch {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOrphan checks a reconnect of an orphan as its holder would have
+// (server claimDetached, share Reattach).
+func checkOrphan(rec Orphan, q state.DurableQuery) error {
+	c := rec.Caching
+	switch {
+	case rec.Rec.Share != q.Share:
+		return state.ErrNoDurable
+	case !strings.EqualFold(rec.Rec.User, q.User) || !strings.EqualFold(rec.Rec.Domain, q.Domain):
+		return refusedError(statusAccessDenied)
+	case c.Lease && (!q.HasLease || q.LeaseKey != c.ID.Key || c.ID.Client != q.ClientGUID):
+		return refusedError(statusObjectNameNotFound)
+	case !c.Lease && q.HasLease:
+		return refusedError(statusObjectNameNotFound)
+	case c.Lease && !strings.EqualFold(q.Name, rec.Path):
+		return refusedError(statusInvalidParameter)
+	}
+	return nil
+}
+
+// NTSTATUS values a refused reconnect answers ([MS-ERREF] 2.3.1).
+const (
+	statusAccessDenied       = 0xC0000022
+	statusObjectNameNotFound = 0xC0000034
+	statusInvalidParameter   = 0xC000000D
+)
+
+// takeOrphan takes over, at its file's owner, the orphan rec for this
+// node's open to.
+func (r *Router) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuery, to state.HolderRef) (*state.Open, state.Handover, error) {
+	if err := checkOrphan(rec, q); err != nil {
+		return nil, state.Handover{}, err
+	}
+	req := &peerv1.CallRequest{Op: peerv1.Op_OP_HANDOVER, Ref: &peerv1.OpenRef{Node: rec.Node, Epoch: rec.Epoch, Id: rec.Ref},
+		Key: keyPB(rec.Key), To: refPB(to)}
+	var local *peerv1.CallResponse
+	var lerr error
+	resp, err := r.call(rec.Key, func() {
+		o := r.lookup(req.Ref)
+		if o == nil {
+			lerr = state.ErrNoDurable
+			return
+		}
+		local, lerr = r.handoverProxy(o, req.To)
+	}, req)
+	if status.Code(err) == codes.NotFound || errors.Is(lerr, state.ErrNoDurable) {
+		// The owner no longer keeps it (its timeout passed, or a break
+		// closed it): the record is stale.
+		if d := r.durableRecords(); d != nil {
+			d.Forget(rec.Node, rec.FileID)
+		}
+		return nil, state.Handover{}, state.ErrNoDurable
+	}
+	switch {
+	case err != nil:
+		return nil, state.Handover{}, err
+	case resp == nil && lerr != nil:
+		return nil, state.Handover{}, lerr
+	case resp == nil:
+		resp = local
+	}
+	h := state.Handover{
+		Rec: rec.Rec, Name: rec.Path, WirePath: true, Stream: rec.Stream, Access: rec.Access, ShareAccess: rec.Share,
+		Caching: cachingOf(resp.Caching), Locks: locksOf(resp.Locks),
+	}
+	o := r.adopt(to, rec.Key, h)
+	if d := r.durableRecords(); d != nil {
+		d.Forget(rec.Node, rec.FileID)
+	}
+	r.log.Info("took over a durable open of a node that left", "peer", rec.Node, "file", rec.Path)
+	return o, h, nil
+}
