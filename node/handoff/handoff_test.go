@@ -199,3 +199,53 @@ func TestWritesKeptOnArrivalNode(t *testing.T) {
 	}
 	first.CloseFile(mfid)
 }
+
+// TestConnectionMovesWithItsSession: a connection that authenticated a
+// session of its own on the arrival node (a tree, no open) binds a channel
+// of the home node's session (smbtorture's smb2.session.bind1 does so):
+// its session moves with it to the home node, which serves both on it;
+// a session with an open stays, and the binding is refused.
+func TestConnectionMovesWithItsSession(t *testing.T) {
+	p := newPair(t, servertest.Options{})
+	first := servertest.Connect(t, p.home.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName, smb2.Dialect311)
+	second := servertest.Connect(t, p.arrival.Addr, servertest.Bob, servertest.BobPassword, servertest.DiskShareName, smb2.Dialect311)
+	own, ownTree := second.Session, second.TreeID
+	if err := second.Bind(first.Session, servertest.Alice, servertest.AlicePassword); err != nil {
+		t.Fatalf("bind through the arrival node from a connection with a session of its own: %v", err)
+	}
+	if !p.home.HoldsSession(own.ID) || p.arrival.HoldsSession(own.ID) {
+		t.Fatalf("the connection's own session is held by home %v, arrival %v; want it moved home", p.home.HoldsSession(own.ID), p.arrival.HoldsSession(own.ID))
+	}
+	// The bound channel works...
+	second.TreeID = first.TreeID
+	if err := second.Echo(); err != nil {
+		t.Fatal(err)
+	}
+	// ...and so does the connection's own session, with its own key.
+	second.Session, second.TreeID = own, ownTree
+	if err := second.UseSigningKey(own.Keys.Signing); err != nil {
+		t.Fatal(err)
+	}
+	fid, err := second.Create("moved.txt")
+	if err != nil {
+		t.Fatalf("create through the moved session: %v", err)
+	}
+	if _, err := second.Write(fid, 0, []byte("moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.CloseFile(fid); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(p.dir, "moved.txt")); err != nil || string(got) != "moved" {
+		t.Fatalf("moved.txt: %q, %v", got, err)
+	}
+
+	// A session with an open does not move: the binding is refused.
+	third := servertest.Connect(t, p.arrival.Addr, servertest.Bob, servertest.BobPassword, servertest.DiskShareName, smb2.Dialect311)
+	if _, err := third.Create("held.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := third.Bind(first.Session, servertest.Alice, servertest.AlicePassword); !errors.Is(err, smb2.StatusUserSessionDeleted) {
+		t.Fatalf("bind from a connection whose session holds an open: %v, want STATUS_USER_SESSION_DELETED", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/server"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -207,6 +208,20 @@ func handoffProto(st *server.HandoffState) *peerv1.Handoff {
 	for _, d := range st.ClientDialects {
 		h.ClientDialects = append(h.ClientDialects, uint32(d))
 	}
+	for _, m := range st.Sessions {
+		ms := &peerv1.MovedSession{
+			SessionId: m.ID, User: m.User, Domain: m.Domain, Guest: m.Guest, Anonymous: m.Anonymous,
+			Dialect: uint32(m.Dialect), ClientGuid: m.ClientGUID[:], Cipher: uint32(m.Cipher),
+			SigningAlgorithm: uint32(m.SigningAlg), SessionKey: m.SessionKey, SigningKey: m.Keys.Signing,
+			ServerInKey: m.Keys.ServerIn, ServerOutKey: m.Keys.ServerOut, ApplicationKey: m.Keys.Application,
+			SigningRequired: m.SigningRequired, EncryptData: m.EncryptData, CreatedUnixNano: m.CreatedAt.UnixNano(),
+			NextTree: m.NextTree, ChannelSigningAlgorithm: uint32(m.ChannelAlg), ChannelSigningKey: m.ChannelKey,
+		}
+		for _, t := range m.Trees {
+			ms.Trees = append(ms.Trees, &peerv1.MovedTree{TreeId: t.ID, Share: t.Share, MaximalAccess: t.MaximalAccess, EncryptData: t.EncryptData})
+		}
+		h.Sessions = append(h.Sessions, ms)
+	}
 	return h
 }
 
@@ -225,6 +240,23 @@ func handoffState(h *peerv1.Handoff) (*server.HandoffState, error) {
 	copy(st.Preauth[:], h.GetPreauthHash())
 	for _, d := range h.GetClientDialects() {
 		st.ClientDialects = append(st.ClientDialects, uint16(d))
+	}
+	for _, ms := range h.GetSessions() {
+		m := server.MovedSession{
+			ID: ms.GetSessionId(), User: ms.GetUser(), Domain: ms.GetDomain(), Guest: ms.GetGuest(), Anonymous: ms.GetAnonymous(),
+			Dialect: uint16(ms.GetDialect()), Cipher: uint16(ms.GetCipher()), SigningAlg: uint16(ms.GetSigningAlgorithm()),
+			SessionKey: ms.GetSessionKey(), SigningRequired: ms.GetSigningRequired(), EncryptData: ms.GetEncryptData(),
+			CreatedAt: time.Unix(0, ms.GetCreatedUnixNano()), NextTree: ms.GetNextTree(),
+			ChannelAlg: uint16(ms.GetChannelSigningAlgorithm()), ChannelKey: ms.GetChannelSigningKey(),
+		}
+		m.Keys.Signing, m.Keys.ServerIn, m.Keys.ServerOut, m.Keys.Application = ms.GetSigningKey(), ms.GetServerInKey(), ms.GetServerOutKey(), ms.GetApplicationKey()
+		if copy(m.ClientGUID[:], ms.GetClientGuid()) != 16 {
+			return nil, errors.New("handoff: malformed moved session")
+		}
+		for _, t := range ms.GetTrees() {
+			m.Trees = append(m.Trees, server.MovedTree{ID: t.GetTreeId(), Share: t.GetShare(), MaximalAccess: t.GetMaximalAccess(), EncryptData: t.GetEncryptData()})
+		}
+		st.Sessions = append(st.Sessions, m)
 	}
 	return st, nil
 }

@@ -92,6 +92,37 @@ type HandoffState struct {
 	ClientAddr, LocalAddr   string
 	// Node is the node the client is connected to; empty on that node.
 	Node string
+	// Sessions the connection authenticated on the arrival node move
+	// with it (none of them has an open or another channel).
+	Sessions []MovedSession
+}
+
+// MovedSession is a session that moves with its connection to the home
+// node of another session the connection binds to.
+type MovedSession struct {
+	ID                 uint64
+	User, Domain       string
+	Guest, Anonymous   bool
+	Dialect            uint16
+	ClientGUID         [16]byte
+	Cipher, SigningAlg uint16
+	SessionKey         []byte
+	Keys               signing.Keys
+	SigningRequired    bool
+	EncryptData        bool
+	CreatedAt          time.Time
+	Trees              []MovedTree
+	NextTree           uint32
+	ChannelAlg         uint16 // the connection's channel: its signing algorithm and key
+	ChannelKey         []byte
+}
+
+// MovedTree is a tree connect of a MovedSession.
+type MovedTree struct {
+	ID            uint32
+	Share         string
+	MaximalAccess uint32
+	EncryptData   bool
 }
 
 // handoffWait bounds how long a binding request waits for the cluster to
@@ -112,25 +143,34 @@ func (errHandedOff) Error() string { return "connection handed to the session's 
 // the message is to be served here (on any doubt: a binding this node
 // cannot place is refused here as on a single node).
 //
-// Only a connection with no session of its own is handed over, as every
-// multichannel client's new channel is: one that already authenticated a
-// session here cannot move, and its binding to another node's session is
-// refused with STATUS_USER_SESSION_DELETED.
+// A connection is handed over with no session of its own, as every
+// multichannel client's new channel is, or with sessions it authenticated
+// here that move with it (movableSessions: no open, no other channel);
+// otherwise its binding to another node's session is refused with
+// STATUS_USER_SESSION_DELETED.
 func (c *conn) maybeHandoff(msg []byte, h *smb2.Header) error {
 	// Whatever the dialect: the home node refuses a binding the
 	// connection's dialect does not allow, with the status a single node
 	// would give.
 	if c.srv.cfg.SessionPeers == nil || !c.negotiated ||
-		h.Command != smb2.CmdSessionSetup || h.SessionID == 0 || h.NextCommand != 0 || c.authed.Load() {
+		h.Command != smb2.CmdSessionSetup || h.SessionID == 0 || h.NextCommand != 0 {
 		return nil
 	}
 	var req smb2.SessionSetupRequest
 	if req.Decode(msg) != nil || req.Flags&smb2.SessionFlagBinding == 0 || c.srv.lookupSession(h.SessionID) != nil {
 		return nil
 	}
+	st := c.handoffState()
+	var moved []*Session
+	if c.authed.Load() {
+		var ok bool
+		if moved, st.Sessions, ok = c.movableSessions(); !ok {
+			return nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
 	defer cancel()
-	rl, err := c.srv.cfg.SessionPeers.Handoff(ctx, h.SessionID, c.handoffState())
+	rl, err := c.srv.cfg.SessionPeers.Handoff(ctx, h.SessionID, st)
 	if err != nil {
 		if !errors.Is(err, ErrNoSession) {
 			c.srv.log.Info("channel bind: the session's node cannot be reached", "remote", c.remote,
@@ -138,6 +178,7 @@ func (c *conn) maybeHandoff(msg []byte, h *smb2.Header) error {
 		}
 		return nil
 	}
+	c.srv.forgetSessions(moved) // they live at the home node now
 	first := make([]byte, 4+len(msg))
 	first[1], first[2], first[3] = byte(len(msg)>>16), byte(len(msg)>>8), byte(len(msg))
 	copy(first[4:], msg)
@@ -305,10 +346,26 @@ func (s *Server) Adopt(st *HandoffState, nc net.Conn) (*Adopted, error) {
 	if err := c.credits.restore(st.CreditsLow, st.CreditsHigh, st.CreditsUsed); err != nil {
 		return nil, err
 	}
+	sessions, err := s.movedSessions(c, st.Sessions)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, ErrServerClosed
+	}
+	for _, ss := range sessions {
+		if s.sessions[ss.ID] != nil {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("server: session %#x moving here exists", ss.ID)
+		}
+	}
+	for _, ss := range sessions {
+		s.sessions[ss.ID] = ss
+	}
+	if len(sessions) > 0 {
+		c.authed.Store(true) // its handshake happened on the arrival node
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
@@ -369,4 +426,100 @@ func leaseBreakResult(n *smb2.LeaseBreakNotification) result {
 		hdr:  smb2.Header{Command: smb2.CmdOplockBreak, Flags: smb2.FlagServerToRedir, MessageID: ^uint64(0)},
 		body: n,
 	}
+}
+
+// movableSessions returns the sessions authenticated on c that can move
+// with it to another node, and their state: every session c is a channel
+// of, each with c as its only channel and no open. It reports false when
+// one cannot move.
+func (c *conn) movableSessions() ([]*Session, []MovedSession, bool) {
+	var sessions []*Session
+	var out []MovedSession
+	for _, ss := range c.srv.allSessions() {
+		ss.mu.Lock()
+		ch, bound := ss.channels[c]
+		if !bound {
+			ss.mu.Unlock()
+			continue
+		}
+		ok := ss.state == sessionValid && len(ss.channels) == 1 && ch.signer != nil == (ch.signKey != nil) && ss.opening == 0
+		m := MovedSession{
+			ID: ss.ID, User: ss.User, Domain: ss.Domain, Guest: ss.Guest, Anonymous: ss.Anonymous, Dialect: ss.Dialect,
+			ClientGUID: ss.ClientGUID, Cipher: ss.Cipher, SigningAlg: ss.SigningAlg, SessionKey: ss.SessionKey, Keys: ss.Keys,
+			SigningRequired: ss.SigningRequired, EncryptData: ss.EncryptData, CreatedAt: ss.CreatedAt, NextTree: ss.nextTree,
+			ChannelAlg: ch.signAlg, ChannelKey: ch.signKey,
+		}
+		for _, t := range ss.trees {
+			t.mu.Lock()
+			ok = ok && len(t.opens) == 0
+			t.mu.Unlock()
+			m.Trees = append(m.Trees, MovedTree{ID: t.ID, Share: t.Share.Name, MaximalAccess: t.MaximalAccess, EncryptData: t.EncryptData})
+		}
+		ss.mu.Unlock()
+		if !ok {
+			return nil, nil, false
+		}
+		sessions, out = append(sessions, ss), append(out, m)
+	}
+	return sessions, out, true
+}
+
+// forgetSessions removes sessions that moved to another node, without
+// ending them: their trees hold no open.
+func (s *Server) forgetSessions(sessions []*Session) {
+	s.mu.Lock()
+	for _, ss := range sessions {
+		delete(s.sessions, ss.ID)
+	}
+	s.mu.Unlock()
+	for _, ss := range sessions {
+		ss.mu.Lock()
+		ss.state = sessionExpired
+		ss.trees = map[uint32]*Tree{}
+		ss.channels = map[*conn]*channel{}
+		ss.mu.Unlock()
+		s.sessionGone(ss)
+	}
+}
+
+// movedSessions rebuilds the sessions a handed-over connection brings, c
+// their channel.
+func (s *Server) movedSessions(c *conn, moved []MovedSession) ([]*Session, error) {
+	var out []*Session
+	for _, m := range moved {
+		ss := &Session{
+			ID: m.ID, User: m.User, Domain: m.Domain, Guest: m.Guest, Anonymous: m.Anonymous, Dialect: m.Dialect,
+			ClientGUID: m.ClientGUID, Cipher: m.Cipher, SigningAlg: m.SigningAlg, SessionKey: m.SessionKey, Keys: m.Keys,
+			SigningRequired: m.SigningRequired, EncryptData: m.EncryptData, CreatedAt: m.CreatedAt,
+			state: sessionValid, trees: map[uint32]*Tree{}, nextTree: m.NextTree, channels: map[*conn]*channel{},
+		}
+		if m.Dialect >= smb2.Dialect300 && m.Cipher != 0 && len(m.Keys.ServerOut) > 0 {
+			var err error
+			if ss.encrypter, err = signing.NewCipher(m.Cipher, m.Keys.ServerOut); err != nil {
+				return nil, err
+			}
+			if ss.decrypter, err = signing.NewCipher(m.Cipher, m.Keys.ServerIn); err != nil {
+				return nil, err
+			}
+			ss.nonces = signing.NewNonceSource()
+		}
+		ch := &channel{seq: channelSeq.Add(1), preauth: c.preauth, signAlg: m.ChannelAlg, signKey: m.ChannelKey}
+		if m.ChannelKey != nil {
+			var err error
+			if ch.signer, err = signing.NewSigner(m.ChannelAlg, m.ChannelKey); err != nil {
+				return nil, err
+			}
+		}
+		ss.channels[c] = ch
+		for _, mt := range m.Trees {
+			sh, ok := s.cfg.Shares.Lookup(mt.Share)
+			if !ok {
+				continue // the client's next request on it is refused
+			}
+			ss.trees[mt.ID] = &Tree{ID: mt.ID, Session: ss, Share: sh, MaximalAccess: mt.MaximalAccess, EncryptData: mt.EncryptData,
+				opens: map[uint64]*Open{}, met: s.cfg.Metrics.Share(sh.Name)}
+		}
+		out = append(out, ss)
+	}
+	return out, nil
 }

@@ -126,13 +126,16 @@ type Handoff struct {
 	PreauthHash        []byte                 `protobuf:"bytes,11,opt,name=preauth_hash,json=preauthHash,proto3" json:"preauth_hash,omitempty"`
 	// The credit window: lowest message id not yet used, one past the
 	// highest granted, and the ring of used ids above low.
-	CreditsLow    uint64   `protobuf:"varint,12,opt,name=credits_low,json=creditsLow,proto3" json:"credits_low,omitempty"`
-	CreditsHigh   uint64   `protobuf:"varint,13,opt,name=credits_high,json=creditsHigh,proto3" json:"credits_high,omitempty"`
-	CreditsUsed   []uint64 `protobuf:"varint,14,rep,packed,name=credits_used,json=creditsUsed,proto3" json:"credits_used,omitempty"`
-	ClientAddr    string   `protobuf:"bytes,15,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
-	LocalAddr     string   `protobuf:"bytes,16,opt,name=local_addr,json=localAddr,proto3" json:"local_addr,omitempty"`
-	Node          string   `protobuf:"bytes,17,opt,name=node,proto3" json:"node,omitempty"`                       // the node the client is connected to
-	RelayId       uint64   `protobuf:"varint,18,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"` // names the relay in RemoteRead
+	CreditsLow  uint64   `protobuf:"varint,12,opt,name=credits_low,json=creditsLow,proto3" json:"credits_low,omitempty"`
+	CreditsHigh uint64   `protobuf:"varint,13,opt,name=credits_high,json=creditsHigh,proto3" json:"credits_high,omitempty"`
+	CreditsUsed []uint64 `protobuf:"varint,14,rep,packed,name=credits_used,json=creditsUsed,proto3" json:"credits_used,omitempty"`
+	ClientAddr  string   `protobuf:"bytes,15,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
+	LocalAddr   string   `protobuf:"bytes,16,opt,name=local_addr,json=localAddr,proto3" json:"local_addr,omitempty"`
+	Node        string   `protobuf:"bytes,17,opt,name=node,proto3" json:"node,omitempty"`                       // the node the client is connected to
+	RelayId     uint64   `protobuf:"varint,18,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"` // names the relay in RemoteRead
+	// Sessions the connection authenticated on the arrival node, which move
+	// with it (none has an open or another channel).
+	Sessions      []*MovedSession `protobuf:"bytes,19,rep,name=sessions,proto3" json:"sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -293,6 +296,287 @@ func (x *Handoff) GetRelayId() uint64 {
 	return 0
 }
 
+func (x *Handoff) GetSessions() []*MovedSession {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+// MovedSession is a session moving with its connection, keys included
+// (the node-to-node API runs under mutual TLS).
+type MovedSession struct {
+	state                   protoimpl.MessageState `protogen:"open.v1"`
+	SessionId               uint64                 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	User                    string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	Domain                  string                 `protobuf:"bytes,3,opt,name=domain,proto3" json:"domain,omitempty"`
+	Guest                   bool                   `protobuf:"varint,4,opt,name=guest,proto3" json:"guest,omitempty"`
+	Anonymous               bool                   `protobuf:"varint,5,opt,name=anonymous,proto3" json:"anonymous,omitempty"`
+	Dialect                 uint32                 `protobuf:"varint,6,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	ClientGuid              []byte                 `protobuf:"bytes,7,opt,name=client_guid,json=clientGuid,proto3" json:"client_guid,omitempty"`
+	Cipher                  uint32                 `protobuf:"varint,8,opt,name=cipher,proto3" json:"cipher,omitempty"`
+	SigningAlgorithm        uint32                 `protobuf:"varint,9,opt,name=signing_algorithm,json=signingAlgorithm,proto3" json:"signing_algorithm,omitempty"`
+	SessionKey              []byte                 `protobuf:"bytes,10,opt,name=session_key,json=sessionKey,proto3" json:"session_key,omitempty"`
+	SigningKey              []byte                 `protobuf:"bytes,11,opt,name=signing_key,json=signingKey,proto3" json:"signing_key,omitempty"`
+	ServerInKey             []byte                 `protobuf:"bytes,12,opt,name=server_in_key,json=serverInKey,proto3" json:"server_in_key,omitempty"`
+	ServerOutKey            []byte                 `protobuf:"bytes,13,opt,name=server_out_key,json=serverOutKey,proto3" json:"server_out_key,omitempty"`
+	ApplicationKey          []byte                 `protobuf:"bytes,14,opt,name=application_key,json=applicationKey,proto3" json:"application_key,omitempty"`
+	SigningRequired         bool                   `protobuf:"varint,15,opt,name=signing_required,json=signingRequired,proto3" json:"signing_required,omitempty"`
+	EncryptData             bool                   `protobuf:"varint,16,opt,name=encrypt_data,json=encryptData,proto3" json:"encrypt_data,omitempty"`
+	CreatedUnixNano         int64                  `protobuf:"varint,17,opt,name=created_unix_nano,json=createdUnixNano,proto3" json:"created_unix_nano,omitempty"`
+	Trees                   []*MovedTree           `protobuf:"bytes,18,rep,name=trees,proto3" json:"trees,omitempty"`
+	NextTree                uint32                 `protobuf:"varint,19,opt,name=next_tree,json=nextTree,proto3" json:"next_tree,omitempty"`
+	ChannelSigningAlgorithm uint32                 `protobuf:"varint,20,opt,name=channel_signing_algorithm,json=channelSigningAlgorithm,proto3" json:"channel_signing_algorithm,omitempty"`
+	ChannelSigningKey       []byte                 `protobuf:"bytes,21,opt,name=channel_signing_key,json=channelSigningKey,proto3" json:"channel_signing_key,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *MovedSession) Reset() {
+	*x = MovedSession{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MovedSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MovedSession) ProtoMessage() {}
+
+func (x *MovedSession) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MovedSession.ProtoReflect.Descriptor instead.
+func (*MovedSession) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *MovedSession) GetSessionId() uint64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *MovedSession) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *MovedSession) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *MovedSession) GetGuest() bool {
+	if x != nil {
+		return x.Guest
+	}
+	return false
+}
+
+func (x *MovedSession) GetAnonymous() bool {
+	if x != nil {
+		return x.Anonymous
+	}
+	return false
+}
+
+func (x *MovedSession) GetDialect() uint32 {
+	if x != nil {
+		return x.Dialect
+	}
+	return 0
+}
+
+func (x *MovedSession) GetClientGuid() []byte {
+	if x != nil {
+		return x.ClientGuid
+	}
+	return nil
+}
+
+func (x *MovedSession) GetCipher() uint32 {
+	if x != nil {
+		return x.Cipher
+	}
+	return 0
+}
+
+func (x *MovedSession) GetSigningAlgorithm() uint32 {
+	if x != nil {
+		return x.SigningAlgorithm
+	}
+	return 0
+}
+
+func (x *MovedSession) GetSessionKey() []byte {
+	if x != nil {
+		return x.SessionKey
+	}
+	return nil
+}
+
+func (x *MovedSession) GetSigningKey() []byte {
+	if x != nil {
+		return x.SigningKey
+	}
+	return nil
+}
+
+func (x *MovedSession) GetServerInKey() []byte {
+	if x != nil {
+		return x.ServerInKey
+	}
+	return nil
+}
+
+func (x *MovedSession) GetServerOutKey() []byte {
+	if x != nil {
+		return x.ServerOutKey
+	}
+	return nil
+}
+
+func (x *MovedSession) GetApplicationKey() []byte {
+	if x != nil {
+		return x.ApplicationKey
+	}
+	return nil
+}
+
+func (x *MovedSession) GetSigningRequired() bool {
+	if x != nil {
+		return x.SigningRequired
+	}
+	return false
+}
+
+func (x *MovedSession) GetEncryptData() bool {
+	if x != nil {
+		return x.EncryptData
+	}
+	return false
+}
+
+func (x *MovedSession) GetCreatedUnixNano() int64 {
+	if x != nil {
+		return x.CreatedUnixNano
+	}
+	return 0
+}
+
+func (x *MovedSession) GetTrees() []*MovedTree {
+	if x != nil {
+		return x.Trees
+	}
+	return nil
+}
+
+func (x *MovedSession) GetNextTree() uint32 {
+	if x != nil {
+		return x.NextTree
+	}
+	return 0
+}
+
+func (x *MovedSession) GetChannelSigningAlgorithm() uint32 {
+	if x != nil {
+		return x.ChannelSigningAlgorithm
+	}
+	return 0
+}
+
+func (x *MovedSession) GetChannelSigningKey() []byte {
+	if x != nil {
+		return x.ChannelSigningKey
+	}
+	return nil
+}
+
+type MovedTree struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TreeId        uint32                 `protobuf:"varint,1,opt,name=tree_id,json=treeId,proto3" json:"tree_id,omitempty"`
+	Share         string                 `protobuf:"bytes,2,opt,name=share,proto3" json:"share,omitempty"`
+	MaximalAccess uint32                 `protobuf:"varint,3,opt,name=maximal_access,json=maximalAccess,proto3" json:"maximal_access,omitempty"`
+	EncryptData   bool                   `protobuf:"varint,4,opt,name=encrypt_data,json=encryptData,proto3" json:"encrypt_data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MovedTree) Reset() {
+	*x = MovedTree{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MovedTree) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MovedTree) ProtoMessage() {}
+
+func (x *MovedTree) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MovedTree.ProtoReflect.Descriptor instead.
+func (*MovedTree) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *MovedTree) GetTreeId() uint32 {
+	if x != nil {
+		return x.TreeId
+	}
+	return 0
+}
+
+func (x *MovedTree) GetShare() string {
+	if x != nil {
+		return x.Share
+	}
+	return ""
+}
+
+func (x *MovedTree) GetMaximalAccess() uint32 {
+	if x != nil {
+		return x.MaximalAccess
+	}
+	return 0
+}
+
+func (x *MovedTree) GetEncryptData() bool {
+	if x != nil {
+		return x.EncryptData
+	}
+	return false
+}
+
 type RelayMessage struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Handoff *Handoff               `protobuf:"bytes,1,opt,name=handoff,proto3" json:"handoff,omitempty"` // the first message only
@@ -306,7 +590,7 @@ type RelayMessage struct {
 
 func (x *RelayMessage) Reset() {
 	*x = RelayMessage{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[3]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -318,7 +602,7 @@ func (x *RelayMessage) String() string {
 func (*RelayMessage) ProtoMessage() {}
 
 func (x *RelayMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[3]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -331,7 +615,7 @@ func (x *RelayMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayMessage.ProtoReflect.Descriptor instead.
 func (*RelayMessage) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{3}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RelayMessage) GetHandoff() *Handoff {
@@ -366,7 +650,7 @@ type EndPreviousRequest struct {
 
 func (x *EndPreviousRequest) Reset() {
 	*x = EndPreviousRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[4]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +662,7 @@ func (x *EndPreviousRequest) String() string {
 func (*EndPreviousRequest) ProtoMessage() {}
 
 func (x *EndPreviousRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[4]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +675,7 @@ func (x *EndPreviousRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndPreviousRequest.ProtoReflect.Descriptor instead.
 func (*EndPreviousRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{4}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EndPreviousRequest) GetSessionId() uint64 {
@@ -424,7 +708,7 @@ type EndPreviousResponse struct {
 
 func (x *EndPreviousResponse) Reset() {
 	*x = EndPreviousResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[5]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +720,7 @@ func (x *EndPreviousResponse) String() string {
 func (*EndPreviousResponse) ProtoMessage() {}
 
 func (x *EndPreviousResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[5]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +733,7 @@ func (x *EndPreviousResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndPreviousResponse.ProtoReflect.Descriptor instead.
 func (*EndPreviousResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{5}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EndPreviousResponse) GetEnded() bool {
@@ -468,7 +752,7 @@ type OldestConnectionRequest struct {
 
 func (x *OldestConnectionRequest) Reset() {
 	*x = OldestConnectionRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +764,7 @@ func (x *OldestConnectionRequest) String() string {
 func (*OldestConnectionRequest) ProtoMessage() {}
 
 func (x *OldestConnectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +777,7 @@ func (x *OldestConnectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OldestConnectionRequest.ProtoReflect.Descriptor instead.
 func (*OldestConnectionRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{6}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *OldestConnectionRequest) GetClientGuid() []byte {
@@ -513,7 +797,7 @@ type OldestConnectionResponse struct {
 
 func (x *OldestConnectionResponse) Reset() {
 	*x = OldestConnectionResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +809,7 @@ func (x *OldestConnectionResponse) String() string {
 func (*OldestConnectionResponse) ProtoMessage() {}
 
 func (x *OldestConnectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +822,7 @@ func (x *OldestConnectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OldestConnectionResponse.ProtoReflect.Descriptor instead.
 func (*OldestConnectionResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{7}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OldestConnectionResponse) GetHeld() bool {
@@ -571,7 +855,7 @@ type SendLeaseBreakRequest struct {
 
 func (x *SendLeaseBreakRequest) Reset() {
 	*x = SendLeaseBreakRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +867,7 @@ func (x *SendLeaseBreakRequest) String() string {
 func (*SendLeaseBreakRequest) ProtoMessage() {}
 
 func (x *SendLeaseBreakRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +880,7 @@ func (x *SendLeaseBreakRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendLeaseBreakRequest.ProtoReflect.Descriptor instead.
 func (*SendLeaseBreakRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{8}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SendLeaseBreakRequest) GetClientGuid() []byte {
@@ -650,7 +934,7 @@ type SendLeaseBreakResponse struct {
 
 func (x *SendLeaseBreakResponse) Reset() {
 	*x = SendLeaseBreakResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -662,7 +946,7 @@ func (x *SendLeaseBreakResponse) String() string {
 func (*SendLeaseBreakResponse) ProtoMessage() {}
 
 func (x *SendLeaseBreakResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -675,7 +959,7 @@ func (x *SendLeaseBreakResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendLeaseBreakResponse.ProtoReflect.Descriptor instead.
 func (*SendLeaseBreakResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{9}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SendLeaseBreakResponse) GetSent() bool {
@@ -696,7 +980,7 @@ type RemoteReadRequest struct {
 
 func (x *RemoteReadRequest) Reset() {
 	*x = RemoteReadRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +992,7 @@ func (x *RemoteReadRequest) String() string {
 func (*RemoteReadRequest) ProtoMessage() {}
 
 func (x *RemoteReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +1005,7 @@ func (x *RemoteReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReadRequest.ProtoReflect.Descriptor instead.
 func (*RemoteReadRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{10}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RemoteReadRequest) GetRelayId() uint64 {
@@ -767,7 +1051,7 @@ type RemoteReadResponse struct {
 
 func (x *RemoteReadResponse) Reset() {
 	*x = RemoteReadResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +1063,7 @@ func (x *RemoteReadResponse) String() string {
 func (*RemoteReadResponse) ProtoMessage() {}
 
 func (x *RemoteReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +1076,7 @@ func (x *RemoteReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReadResponse.ProtoReflect.Descriptor instead.
 func (*RemoteReadResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{11}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RemoteReadResponse) GetForward() bool {
@@ -890,7 +1174,7 @@ type RemoteWriteMessage struct {
 
 func (x *RemoteWriteMessage) Reset() {
 	*x = RemoteWriteMessage{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1186,7 @@ func (x *RemoteWriteMessage) String() string {
 func (*RemoteWriteMessage) ProtoMessage() {}
 
 func (x *RemoteWriteMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1199,7 @@ func (x *RemoteWriteMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteWriteMessage.ProtoReflect.Descriptor instead.
 func (*RemoteWriteMessage) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{12}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RemoteWriteMessage) GetRelayId() uint64 {
@@ -1032,7 +1316,7 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\")\n" +
 	"\x13FindSessionResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held\"\x98\x05\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held\"\xd6\x05\n" +
 	"\aHandoff\x12\x18\n" +
 	"\adialect\x18\x01 \x01(\rR\adialect\x12\x1f\n" +
 	"\vclient_guid\x18\x02 \x01(\fR\n" +
@@ -1056,7 +1340,40 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\n" +
 	"local_addr\x18\x10 \x01(\tR\tlocalAddr\x12\x12\n" +
 	"\x04node\x18\x11 \x01(\tR\x04node\x12\x19\n" +
-	"\brelay_id\x18\x12 \x01(\x04R\arelayId\"m\n" +
+	"\brelay_id\x18\x12 \x01(\x04R\arelayId\x12<\n" +
+	"\bsessions\x18\x13 \x03(\v2 .smbcluster.peer.v1.MovedSessionR\bsessions\"\xfa\x05\n" +
+	"\fMovedSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +
+	"\x04user\x18\x02 \x01(\tR\x04user\x12\x16\n" +
+	"\x06domain\x18\x03 \x01(\tR\x06domain\x12\x14\n" +
+	"\x05guest\x18\x04 \x01(\bR\x05guest\x12\x1c\n" +
+	"\tanonymous\x18\x05 \x01(\bR\tanonymous\x12\x18\n" +
+	"\adialect\x18\x06 \x01(\rR\adialect\x12\x1f\n" +
+	"\vclient_guid\x18\a \x01(\fR\n" +
+	"clientGuid\x12\x16\n" +
+	"\x06cipher\x18\b \x01(\rR\x06cipher\x12+\n" +
+	"\x11signing_algorithm\x18\t \x01(\rR\x10signingAlgorithm\x12\x1f\n" +
+	"\vsession_key\x18\n" +
+	" \x01(\fR\n" +
+	"sessionKey\x12\x1f\n" +
+	"\vsigning_key\x18\v \x01(\fR\n" +
+	"signingKey\x12\"\n" +
+	"\rserver_in_key\x18\f \x01(\fR\vserverInKey\x12$\n" +
+	"\x0eserver_out_key\x18\r \x01(\fR\fserverOutKey\x12'\n" +
+	"\x0fapplication_key\x18\x0e \x01(\fR\x0eapplicationKey\x12)\n" +
+	"\x10signing_required\x18\x0f \x01(\bR\x0fsigningRequired\x12!\n" +
+	"\fencrypt_data\x18\x10 \x01(\bR\vencryptData\x12*\n" +
+	"\x11created_unix_nano\x18\x11 \x01(\x03R\x0fcreatedUnixNano\x123\n" +
+	"\x05trees\x18\x12 \x03(\v2\x1d.smbcluster.peer.v1.MovedTreeR\x05trees\x12\x1b\n" +
+	"\tnext_tree\x18\x13 \x01(\rR\bnextTree\x12:\n" +
+	"\x19channel_signing_algorithm\x18\x14 \x01(\rR\x17channelSigningAlgorithm\x12.\n" +
+	"\x13channel_signing_key\x18\x15 \x01(\fR\x11channelSigningKey\"\x84\x01\n" +
+	"\tMovedTree\x12\x17\n" +
+	"\atree_id\x18\x01 \x01(\rR\x06treeId\x12\x14\n" +
+	"\x05share\x18\x02 \x01(\tR\x05share\x12%\n" +
+	"\x0emaximal_access\x18\x03 \x01(\rR\rmaximalAccess\x12!\n" +
+	"\fencrypt_data\x18\x04 \x01(\bR\vencryptData\"m\n" +
 	"\fRelayMessage\x125\n" +
 	"\ahandoff\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.HandoffR\ahandoff\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
@@ -1139,43 +1456,47 @@ func file_smbcluster_peer_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_peer_v1_session_service_proto_rawDescData
 }
 
-var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*FindSessionRequest)(nil),       // 0: smbcluster.peer.v1.FindSessionRequest
 	(*FindSessionResponse)(nil),      // 1: smbcluster.peer.v1.FindSessionResponse
 	(*Handoff)(nil),                  // 2: smbcluster.peer.v1.Handoff
-	(*RelayMessage)(nil),             // 3: smbcluster.peer.v1.RelayMessage
-	(*EndPreviousRequest)(nil),       // 4: smbcluster.peer.v1.EndPreviousRequest
-	(*EndPreviousResponse)(nil),      // 5: smbcluster.peer.v1.EndPreviousResponse
-	(*OldestConnectionRequest)(nil),  // 6: smbcluster.peer.v1.OldestConnectionRequest
-	(*OldestConnectionResponse)(nil), // 7: smbcluster.peer.v1.OldestConnectionResponse
-	(*SendLeaseBreakRequest)(nil),    // 8: smbcluster.peer.v1.SendLeaseBreakRequest
-	(*SendLeaseBreakResponse)(nil),   // 9: smbcluster.peer.v1.SendLeaseBreakResponse
-	(*RemoteReadRequest)(nil),        // 10: smbcluster.peer.v1.RemoteReadRequest
-	(*RemoteReadResponse)(nil),       // 11: smbcluster.peer.v1.RemoteReadResponse
-	(*RemoteWriteMessage)(nil),       // 12: smbcluster.peer.v1.RemoteWriteMessage
+	(*MovedSession)(nil),             // 3: smbcluster.peer.v1.MovedSession
+	(*MovedTree)(nil),                // 4: smbcluster.peer.v1.MovedTree
+	(*RelayMessage)(nil),             // 5: smbcluster.peer.v1.RelayMessage
+	(*EndPreviousRequest)(nil),       // 6: smbcluster.peer.v1.EndPreviousRequest
+	(*EndPreviousResponse)(nil),      // 7: smbcluster.peer.v1.EndPreviousResponse
+	(*OldestConnectionRequest)(nil),  // 8: smbcluster.peer.v1.OldestConnectionRequest
+	(*OldestConnectionResponse)(nil), // 9: smbcluster.peer.v1.OldestConnectionResponse
+	(*SendLeaseBreakRequest)(nil),    // 10: smbcluster.peer.v1.SendLeaseBreakRequest
+	(*SendLeaseBreakResponse)(nil),   // 11: smbcluster.peer.v1.SendLeaseBreakResponse
+	(*RemoteReadRequest)(nil),        // 12: smbcluster.peer.v1.RemoteReadRequest
+	(*RemoteReadResponse)(nil),       // 13: smbcluster.peer.v1.RemoteReadResponse
+	(*RemoteWriteMessage)(nil),       // 14: smbcluster.peer.v1.RemoteWriteMessage
 }
 var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
-	2,  // 0: smbcluster.peer.v1.RelayMessage.handoff:type_name -> smbcluster.peer.v1.Handoff
-	0,  // 1: smbcluster.peer.v1.SessionService.Find:input_type -> smbcluster.peer.v1.FindSessionRequest
-	3,  // 2: smbcluster.peer.v1.SessionService.Relay:input_type -> smbcluster.peer.v1.RelayMessage
-	4,  // 3: smbcluster.peer.v1.SessionService.EndPrevious:input_type -> smbcluster.peer.v1.EndPreviousRequest
-	6,  // 4: smbcluster.peer.v1.SessionService.OldestConnection:input_type -> smbcluster.peer.v1.OldestConnectionRequest
-	8,  // 5: smbcluster.peer.v1.SessionService.SendLeaseBreak:input_type -> smbcluster.peer.v1.SendLeaseBreakRequest
-	10, // 6: smbcluster.peer.v1.SessionService.RemoteRead:input_type -> smbcluster.peer.v1.RemoteReadRequest
-	12, // 7: smbcluster.peer.v1.SessionService.RemoteWrite:input_type -> smbcluster.peer.v1.RemoteWriteMessage
-	1,  // 8: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
-	3,  // 9: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
-	5,  // 10: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
-	7,  // 11: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
-	9,  // 12: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
-	11, // 13: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
-	12, // 14: smbcluster.peer.v1.SessionService.RemoteWrite:output_type -> smbcluster.peer.v1.RemoteWriteMessage
-	8,  // [8:15] is the sub-list for method output_type
-	1,  // [1:8] is the sub-list for method input_type
-	1,  // [1:1] is the sub-list for extension type_name
-	1,  // [1:1] is the sub-list for extension extendee
-	0,  // [0:1] is the sub-list for field type_name
+	3,  // 0: smbcluster.peer.v1.Handoff.sessions:type_name -> smbcluster.peer.v1.MovedSession
+	4,  // 1: smbcluster.peer.v1.MovedSession.trees:type_name -> smbcluster.peer.v1.MovedTree
+	2,  // 2: smbcluster.peer.v1.RelayMessage.handoff:type_name -> smbcluster.peer.v1.Handoff
+	0,  // 3: smbcluster.peer.v1.SessionService.Find:input_type -> smbcluster.peer.v1.FindSessionRequest
+	5,  // 4: smbcluster.peer.v1.SessionService.Relay:input_type -> smbcluster.peer.v1.RelayMessage
+	6,  // 5: smbcluster.peer.v1.SessionService.EndPrevious:input_type -> smbcluster.peer.v1.EndPreviousRequest
+	8,  // 6: smbcluster.peer.v1.SessionService.OldestConnection:input_type -> smbcluster.peer.v1.OldestConnectionRequest
+	10, // 7: smbcluster.peer.v1.SessionService.SendLeaseBreak:input_type -> smbcluster.peer.v1.SendLeaseBreakRequest
+	12, // 8: smbcluster.peer.v1.SessionService.RemoteRead:input_type -> smbcluster.peer.v1.RemoteReadRequest
+	14, // 9: smbcluster.peer.v1.SessionService.RemoteWrite:input_type -> smbcluster.peer.v1.RemoteWriteMessage
+	1,  // 10: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
+	5,  // 11: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
+	7,  // 12: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
+	9,  // 13: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
+	11, // 14: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
+	13, // 15: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
+	14, // 16: smbcluster.peer.v1.SessionService.RemoteWrite:output_type -> smbcluster.peer.v1.RemoteWriteMessage
+	10, // [10:17] is the sub-list for method output_type
+	3,  // [3:10] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_session_service_proto_init() }
@@ -1189,7 +1510,7 @@ func file_smbcluster_peer_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_session_service_proto_rawDesc), len(file_smbcluster_peer_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
