@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/signing"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -247,5 +249,75 @@ func TestConnectionMovesWithItsSession(t *testing.T) {
 	}
 	if err := third.Bind(first.Session, servertest.Alice, servertest.AlicePassword); !errors.Is(err, smb2.StatusUserSessionDeleted) {
 		t.Fatalf("bind from a connection whose session holds an open: %v, want STATUS_USER_SESSION_DELETED", err)
+	}
+}
+
+// TestBindAlgorithmsAcrossNodes: a channel bound through another node
+// signs with every signing algorithm and seals with every cipher, as one
+// bound on the same node: a 3.1.1 session of each signing algorithm
+// (HMAC-SHA256, AES-CMAC, AES-GMAC) and 3.0.2's AES-CMAC, signed; every
+// cipher on an encrypting server. The data written through the bound
+// channel reads back through the first.
+func TestBindAlgorithmsAcrossNodes(t *testing.T) {
+	type variant struct {
+		name    string
+		dialect uint16
+		algs    []uint16
+		ciphers []uint16
+		enc     server.EncryptionMode
+	}
+	var vs []variant
+	for _, alg := range []uint16{signing.HMACSHA256, signing.AESCMAC, signing.AESGMAC} {
+		vs = append(vs, variant{name: fmt.Sprintf("311-sign%d", alg), dialect: smb2.Dialect311, algs: []uint16{alg}})
+	}
+	vs = append(vs, variant{name: "302-cmac", dialect: smb2.Dialect302})
+	for _, c := range []uint16{signing.AES128CCM, signing.AES128GCM, signing.AES256CCM, signing.AES256GCM} {
+		vs = append(vs, variant{name: fmt.Sprintf("311-cipher%d", c), dialect: smb2.Dialect311, ciphers: []uint16{c}, enc: server.EncryptRequired})
+	}
+	for _, v := range vs {
+		t.Run(v.name, func(t *testing.T) {
+			p := newPair(t, servertest.Options{Encryption: v.enc})
+			first := servertest.Dial(t, p.home.Addr)
+			first.SigningAlgs, first.Ciphers = v.algs, v.ciphers
+			if err := first.Negotiate(v.dialect); err != nil {
+				t.Fatal(err)
+			}
+			if err := first.SessionSetup(servertest.Alice, servertest.AlicePassword); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := first.TreeConnect(servertest.DiskShareName); err != nil {
+				t.Fatal(err)
+			}
+			second := servertest.Dial(t, p.arrival.Addr)
+			second.ClientGUID, second.SigningAlgs, second.Ciphers = first.ClientGUID, v.algs, v.ciphers
+			if err := second.Negotiate(v.dialect); err != nil {
+				t.Fatal(err)
+			}
+			if err := second.Bind(first.Session, servertest.Alice, servertest.AlicePassword); err != nil {
+				t.Fatalf("bind through the arrival node: %v", err)
+			}
+			second.TreeID = first.TreeID
+			if v.enc == server.EncryptOff {
+				first.Sign, second.Sign = true, true
+			}
+			fid, err := first.Create("algs.dat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := make([]byte, 64<<10)
+			rand.Read(data)
+			if _, err := second.Write(fid, 0, data); err != nil {
+				t.Fatalf("WRITE through the bound channel: %v", err)
+			}
+			if got, err := second.Read(fid, 0, len(data)); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("READ through the bound channel: %v", err)
+			}
+			if got, err := first.Read(fid, 0, len(data)); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("READ through the first channel: %v", err)
+			}
+			if err := second.CloseFile(fid); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
