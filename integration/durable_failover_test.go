@@ -52,6 +52,13 @@ func TestDurableFailoverStop(t *testing.T) {
 	durableFailover(t, failoverStop, false)
 }
 
+// TestDurableFailoverAddress: the client reconnects to the address it
+// used, node 1's, which a survivor serves once node 1 is dead (public
+// addresses move), and resumes its durable open there.
+func TestDurableFailoverAddress(t *testing.T) {
+	durableFailoverThrough(t, failoverKill, false, 0)
+}
+
 type failoverMode int
 
 const (
@@ -60,6 +67,12 @@ const (
 )
 
 func durableFailover(t *testing.T, mode failoverMode, persistent bool) {
+	durableFailoverThrough(t, mode, persistent, 1)
+}
+
+// durableFailoverThrough runs the scenario, the client reconnecting
+// through the address of node number via (0: node 1's own, moved).
+func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, via int) {
 	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
 	dir := t.TempDir()
 	if persistent {
@@ -178,11 +191,12 @@ func durableFailover(t *testing.T, mode failoverMode, persistent bool) {
 		return st == "down"
 	})
 	refused("node1 down, before the reconnect")
-	// The client reconnects through node 2 until the open is found there.
-	a2 := dial(c.Nodes[1])
+	// The client reconnects (through node 2, or through node 1's address
+	// now that a survivor serves it) until the open is found there.
+	a2 := dial(c.Nodes[via])
 	go ackBreaks(a2, &leaseNow)
 	var f2 *smbc.File
-	framework.WaitFor(t, clusterDeadline, "the durable open reconnected through node2", func() bool {
+	framework.WaitFor(t, clusterDeadline, "the durable open reconnected through "+c.Nodes[via].Addr, func() bool {
 		f2, err = a2.Reconnect(d)
 		return err == nil
 	})
