@@ -371,15 +371,7 @@ func (s *Server) Adopt(st *HandoffState, nc net.Conn) (*Adopted, error) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.addClientConn(c)
-	s.nConns.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer s.nConns.Add(-1)
-		c.serve()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}()
+	s.run(c)
 	return &Adopted{c: c}, nil
 }
 

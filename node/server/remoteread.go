@@ -109,27 +109,13 @@ func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath bool) RemoteRead {
 		c.ctx.Err() != nil {
 		return RemoteRead{Forward: true}
 	}
-	s := c.srv.lookupSession(h.SessionID)
-	if s == nil || s.EncryptData {
-		return RemoteRead{Forward: true}
+	m, s, ok := c.remoteRequest(&h, pdu, false)
+	if m == nil {
+		return RemoteRead{Forward: !ok, Answered: ok}
 	}
-	if t := s.tree(h.TreeID); t == nil || t.EncryptData {
-		return RemoteRead{Forward: true}
-	}
-	charge := h.CreditCharge
-	if c.dialect == smb2.Dialect202 {
-		charge = 1
-	}
-	if err := c.credits.consume(h.MessageID, charge); err != nil {
-		c.srv.log.Info("dropping connection", "remote", c.remote, "err", fmt.Errorf("%w: mid %d charge %d", err, h.MessageID, charge))
-		c.close()
-		return RemoteRead{Answered: true}
-	}
-	c.arrive([]smb2.Header{h})
-	m := new(message)
 	rr := &remoteRead{wantPath: wantPath}
 	r := &m.req
-	*r = Request{Header: h, Msg: pdu, conn: c, single: true, last: true, lone: true, remote: rr}
+	r.single, r.remote = true, rr
 	res, err := c.serveOne(r, &m.st, nil)
 	if err != nil {
 		c.close()
@@ -153,6 +139,36 @@ func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath bool) RemoteRead {
 	res.body.Encode(out.Head[smb2.HeaderSize:])
 	releaseBody(res.body)
 	return out
+}
+
+// remoteRequest prepares a request another node read from a handed-over
+// connection, as the read loop would have: it counts its credits and its
+// arrival. It returns nil and false when the request is to go through
+// the relay instead (an encrypted session or tree; with unsigned, a
+// session that requires signing, since the signature cannot be checked
+// without the payload — nothing is counted then), nil and true when the
+// connection ended over it.
+func (c *conn) remoteRequest(h *smb2.Header, msg []byte, unsigned bool) (*message, *Session, bool) {
+	s := c.srv.lookupSession(h.SessionID)
+	if s == nil || s.EncryptData || unsigned && s.SigningRequired {
+		return nil, nil, false
+	}
+	if t := s.tree(h.TreeID); t == nil || t.EncryptData {
+		return nil, nil, false
+	}
+	charge := h.CreditCharge
+	if c.dialect == smb2.Dialect202 {
+		charge = 1
+	}
+	if err := c.credits.consume(h.MessageID, charge); err != nil {
+		c.srv.log.Info("dropping connection", "remote", c.remote, "err", fmt.Errorf("%w: mid %d charge %d", err, h.MessageID, charge))
+		c.close()
+		return nil, nil, true
+	}
+	c.arrive([]smb2.Header{*h})
+	m := new(message)
+	m.req = Request{Header: *h, Msg: msg, conn: c, last: true, lone: true}
+	return m, s, true
 }
 
 // remoteFiles are the arrival node's descriptors of the files its

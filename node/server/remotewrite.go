@@ -97,31 +97,15 @@ func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath bool, p RemotePa
 		h.Flags&(smb2.FlagRelatedOperations|smb2.FlagSigned) != 0 || c.ctx.Err() != nil {
 		return false
 	}
-	s := c.srv.lookupSession(h.SessionID)
-	if s == nil || s.EncryptData || s.SigningRequired {
+	if req, err := smb2.DecodeWriteHeader(head[smb2.HeaderSize:]); err != nil || int(req.Length) != n {
 		return false
 	}
-	if t := s.tree(h.TreeID); t == nil || t.EncryptData {
-		return false
+	m, _, ok := c.remoteRequest(&h, head, true)
+	if m == nil {
+		return ok
 	}
-	req, err := smb2.DecodeWriteHeader(head[smb2.HeaderSize:])
-	if err != nil || int(req.Length) != n {
-		return false
-	}
-	charge := h.CreditCharge
-	if c.dialect == smb2.Dialect202 {
-		charge = 1
-	}
-	if err := c.credits.consume(h.MessageID, charge); err != nil {
-		c.srv.log.Info("dropping connection", "remote", c.remote, "err", fmt.Errorf("%w: mid %d charge %d", err, h.MessageID, charge))
-		c.close()
-		return true
-	}
-	c.arrive([]smb2.Header{h})
-	m := new(message)
 	r := &m.req
-	*r = Request{Header: h, Msg: head, conn: c, last: true, lone: true,
-		remoteWrite: &remoteWrite{n: n, wantPath: wantPath, p: p}}
+	r.remoteWrite = &remoteWrite{n: n, wantPath: wantPath, p: p}
 	res, err := c.serveOne(r, &m.st, nil)
 	if err != nil {
 		c.close()

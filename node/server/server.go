@@ -164,16 +164,22 @@ func (s *Server) Serve(l net.Listener) error {
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		s.nConns.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer s.nConns.Add(-1)
-			c.serve()
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-		}()
+		s.run(c)
 	}
+}
+
+// run serves c, registered in s.conns with s.wg counted, on its own
+// goroutine.
+func (s *Server) run(c *conn) {
+	s.nConns.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.nConns.Add(-1)
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
 }
 
 func (s *Server) isClosed() bool {
