@@ -288,11 +288,15 @@ func (s *Server) removeOpen(o *Open) bool {
 	s.mu.Lock()
 	_, ok := s.opens[o.ID]
 	delete(s.opens, o.ID)
+	durable := ok && o.dur != nil
 	s.forgetDurable(o)
 	s.forgetCreate(o)
 	s.mu.Unlock()
 	if !ok {
 		return false
+	}
+	if durable {
+		s.durableChanged() // its record goes at once (durable.go)
 	}
 	o.Tree.mu.Lock()
 	delete(o.Tree.opens, o.ID)
