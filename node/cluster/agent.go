@@ -327,8 +327,16 @@ func (a *Agent) revoke(ctx context.Context, lease clientv3.LeaseID) {
 
 // Leave ends the node's incarnation (it serves nothing from then on) and
 // revokes its lease, so that the node shows down at once and its
-// sessions, channels and opens go, and closes the etcd client.
+// sessions, channels and opens go, and closes the etcd client. The
+// records of its durable opens, which outlive the lease, are deleted
+// first: a node leaves after its server closed them (server.Shutdown), and
+// no other node must keep them as a dead node's.
 func (a *Agent) Leave(ctx context.Context) {
+	if a.inc().fencing.Valid() {
+		if err := a.guarded(ctx, clientv3.OpDelete(statev1.NodeOpensPrefix(a.cfg.Name), clientv3.WithPrefix())); err != nil {
+			a.log.Warn("deleting the open records on leaving", "err", err)
+		}
+	}
 	a.endLife()
 	inc := a.inc()
 	inc.fencing.end(errLeft)

@@ -204,3 +204,41 @@ func TestOrphanTakeover(t *testing.T) {
 		t.Errorf("after the new holder closed it: a writer's open: %v", err)
 	}
 }
+
+// TestOrphanKeepsOnReadBreak: a dead holder's durable open whose lease
+// was broken to read caching loses it to another client's write — a
+// break that needs no acknowledgment — and stays for its client.
+func TestOrphanKeepsOnReadBreak(t *testing.T) {
+	rs := nodes(t, "a", "a", "b", "c")
+	owner, holder, taker := rs["a"], rs["b"], rs["c"]
+	recs := &fakeRecords{}
+	for _, r := range rs {
+		r.SetDurableRecords(recs)
+	}
+	ctx := context.Background()
+	key := state.FileKey{Volume: 1, FileID: 8}
+	lease := state.LeaseID{Client: [16]byte{1}, Key: [16]byte{2}}
+	od := open(key, rw, shareAll, newBreaks())
+	if _, err := holder.Admit(ctx, od, state.Request{Lease: &state.LeaseRequest{ID: lease, State: state.LeaseRead, Version: 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs.recs = []Orphan{{Node: "b", Epoch: 1, Ref: od.Ref, FileID: 88, Path: "x.txt", Key: key, Access: rw, Share: shareAll,
+		Caching: state.Caching{State: state.LeaseRead, Lease: true, ID: lease, Version: 2},
+		Rec:     state.DurableRecord{Share: "s", User: "u", Timeout: time.Minute}}}
+	peers := holder.routes.(*staticRoutes)
+	peers.mu.Lock()
+	delete(peers.peers, "b")
+	peers.mu.Unlock()
+	owner.DropNode("b", 0)
+
+	w := open(key, rw, shareAll, newBreaks())
+	if _, err := taker.Admit(ctx, w, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	taker.BreakRead(key, w) // a write through c
+	taker.Remove(w)
+	if _, _, err := taker.TakeDurable(ctx, state.DurableQuery{FileID: 88, Share: "s", User: "u", Name: "x.txt",
+		HasLease: true, LeaseKey: lease.Key, ClientGUID: lease.Client}); err != nil {
+		t.Errorf("reconnect after a write revoked the orphan's read caching: %v", err)
+	}
+}

@@ -129,12 +129,19 @@ func (r *Router) unorphan(o *state.Open) (orphan, bool) {
 	return on, ok
 }
 
-// orphanBreaker closes an orphan whose caching must break: nobody can
-// acknowledge the break.
+// orphanBreaker closes an orphan whose caching must break with an
+// acknowledgment nobody can send. A break that needs none (read caching
+// revoked by another client's write, [MS-SMB2] 3.3.1.4) takes effect at
+// once and leaves the orphan for its client.
 type orphanBreaker func()
 
-func (b orphanBreaker) BreakOplock(uint8) error           { go b(); return nil }
-func (b orphanBreaker) BreakLease(state.LeaseBreak) error { go b(); return nil }
+func (b orphanBreaker) BreakOplock(uint8) error { go b(); return nil }
+func (b orphanBreaker) BreakLease(l state.LeaseBreak) error {
+	if l.AckRequired {
+		go b()
+	}
+	return nil
+}
 
 // restoreOrphans rebuilds, at a new owner of shard, the durable opens of
 // dead nodes (not among the live peers) whose files are in shard.

@@ -113,8 +113,11 @@ func (s *Server) startTimer(d time.Duration, fire func()) func() bool {
 	return time.AfterFunc(d, fire).Stop
 }
 
-// OnDurableChange sets f to be called whenever a durable open is granted
-// or taken over from another node. Call it before serving.
+// OnDurableChange sets f to be called whenever a durable open is granted,
+// taken over from another node or closed (a cluster agent publishes or
+// deletes its record at once: a node that dies a moment after must not
+// leave the record of a closed open for other nodes to keep in force).
+// Call it before serving.
 func (s *Server) OnDurableChange(f func()) { s.dur.changed = f }
 
 // durableChanged calls the OnDurableChange function.

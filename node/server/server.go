@@ -305,6 +305,7 @@ func (s *Server) removeOpen(o *Open) bool {
 	s.mu.Lock()
 	_, ok := s.opens[o.ID]
 	delete(s.opens, o.ID)
+	durable := ok && o.dur != nil
 	s.forgetDurable(o)
 	s.forgetCreate(o)
 	s.mu.Unlock()
@@ -312,6 +313,9 @@ func (s *Server) removeOpen(o *Open) bool {
 		return false
 	}
 	s.openGone(o) // metrics.go
+	if durable {
+		s.durableChanged() // its record goes at once (durable.go)
+	}
 	o.Tree.mu.Lock()
 	delete(o.Tree.opens, o.ID)
 	o.Tree.mu.Unlock()
