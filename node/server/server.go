@@ -109,7 +109,11 @@ func New(cfg Config) *Server {
 	// Session ids start at a random point so that ids from a restarted node
 	// do not collide with stale ones a client may still hold.
 	s.nextSession.Store(binary.LittleEndian.Uint64(seed[:]) >> 16)
-	s.nextOpen.Store(uint64(seed[0]) << 32)
+	// FileIds too: the nodes of a cluster each draw their own, and a
+	// durable open moving between nodes keeps its FileId when the new
+	// node has not handed it out (8 random bits made that a gamble).
+	rand.Read(seed[:])
+	s.nextOpen.Store(binary.LittleEndian.Uint64(seed[:]) >> 16)
 	cfg.Metrics.SetSource(s) // metrics.go
 	return s
 }
