@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -174,6 +175,68 @@ func TestKerberosNode(t *testing.T) {
 	}
 }
 
+// checkKerberosBind: a session made with Kerberos through node 1 gets a
+// channel bound through node 2 with an AP-REQ of its own (the connection
+// is handed to node 1, node/handoff); both channels sign with keys derived
+// from their own authenticator's subkey, and data written through the
+// bound channel reads back through both.
+func checkKerberosBind(t *testing.T, kdc *framework.KDC, ccache string, c *framework.Cluster) {
+	cl := krbClient(t, kdc, ccache)
+	tkt, key, err := cl.GetServiceTicket(krbSPN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An AP-REQ whose authenticator carries a fresh subkey: without mutual
+	// authentication the session key is the subkey ([MS-KILE] 3.1.1.2).
+	token := func() ([]byte, []byte) {
+		sub := types.EncryptionKey{KeyType: key.KeyType, KeyValue: make([]byte, len(key.KeyValue))}
+		rand.Read(sub.KeyValue)
+		tok := apReqToken(t, cl, tkt, key, func(a *types.Authenticator) { a.SubKey = sub })
+		k := make([]byte, 16)
+		copy(k, sub.KeyValue)
+		return tok, k
+	}
+	first := servertest.Dial(t, c.Nodes[0].Addr)
+	if err := first.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	tok, k := token()
+	if err := first.SessionSetupToken(tok, k); err != nil {
+		t.Fatalf("Kerberos session through %s: %v", c.Nodes[0].Name, err)
+	}
+	if _, err := first.TreeConnect(shareNm); err != nil {
+		t.Fatal(err)
+	}
+	second := servertest.Dial(t, c.Nodes[1].Addr)
+	second.ClientGUID = first.ClientGUID
+	if err := second.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	tok, k = token()
+	if err := second.BindToken(first.Session, tok, k); err != nil {
+		t.Fatalf("Kerberos binding through %s of a session of %s: %v", c.Nodes[1].Name, c.Nodes[0].Name, err)
+	}
+	second.TreeID = first.TreeID
+	first.Sign, second.Sign = true, true
+	fid, err := first.Create("krb-bind.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 64<<10)
+	rand.Read(data)
+	if _, err := second.Write(fid, 0, data); err != nil {
+		t.Fatalf("WRITE through the bound channel: %v", err)
+	}
+	for i, ch := range []*servertest.Conn{first, second} {
+		if got, err := ch.Read(fid, 0, len(data)); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("READ through channel %d: %v", i+1, err)
+		}
+	}
+	if err := second.CloseFile(fid); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // servertestNTLM logs on with NTLMv2 and returns the status.
 func servertestNTLM(t *testing.T, addr string) smb2.Status {
 	c := servertest.Dial(t, addr)
@@ -229,6 +292,7 @@ func TestKerberosCluster(t *testing.T) {
 			}
 		}
 	})
+	t.Run("BindAcrossNodes", func(t *testing.T) { checkKerberosBind(t, kdc, ccache, c) })
 	t.Run("PrincipalMapping", func(t *testing.T) { checkPrincipalMapping(t, kdc, c) })
 	t.Run("Refused", func(t *testing.T) { checkKerberosRefusals(t, kdc, ccache, c) })
 	t.Run("KeytabRemoved", func(t *testing.T) {

@@ -130,21 +130,9 @@ func (c *Conn) Bind(s *Session, user, password string) error {
 func (c *Conn) authenticate(user, password string, bind *Session) (*Session, signing.Signer, error) {
 	c.tb.Helper()
 	preauth := c.preauth
-	hdr := c.Header(smb2.CmdSessionSetup)
 	req := &smb2.SessionSetupRequest{SecurityMode: uint8(c.SecurityMode), SecurityBuffer: auth.NTLMNegotiate(true)}
-	prevSigner, prevSign, prevEnc := c.signer, c.Sign, c.Encrypt
-	defer func() { c.Sign, c.Encrypt = prevSign, prevEnc }()
-	c.Encrypt = false
-	if bind != nil {
-		hdr.SessionID = bind.ID
-		req.Flags = smb2.SessionFlagBinding
-		c.signer = sessionSigner(bind)
-		c.Sign = true
-		defer func() { c.signer = prevSigner }()
-	} else {
-		hdr.SessionID = 0
-		c.Sign = false
-	}
+	hdr, restore := c.startSetup(req, bind)
+	defer restore()
 	h, pdu, err := c.setupStep(hdr, req, &preauth)
 	if err != nil {
 		return nil, nil, err
@@ -167,6 +155,78 @@ func (c *Conn) authenticate(user, password string, bind *Session) (*Session, sig
 	h, pdu, err = c.setupStep(hdr, req, &preauth)
 	if err != nil {
 		return nil, nil, err
+	}
+	return c.finishSetup(h, pdu, key, preauth, bind)
+}
+
+// SessionSetupToken authenticates with one SESSION_SETUP carrying token,
+// a security buffer that completes in one round trip (a Kerberos AP-REQ
+// in SPNEGO without mutual authentication), key being the session key
+// the mechanism agreed on; the session becomes current.
+func (c *Conn) SessionSetupToken(token, key []byte) error {
+	c.tb.Helper()
+	s, signer, err := c.authenticateToken(token, key, nil)
+	if err != nil {
+		return err
+	}
+	c.Session, c.signer, c.TreeID = s, signer, 0
+	c.sessions[s.ID] = s
+	c.Encrypt = s.Flags&smb2.SessionFlagEncryptData != 0
+	return nil
+}
+
+// BindToken is Bind with a one-round-trip token (SessionSetupToken).
+func (c *Conn) BindToken(s *Session, token, key []byte) error {
+	c.tb.Helper()
+	_, signer, err := c.authenticateToken(token, key, s)
+	if err != nil {
+		return err
+	}
+	c.Session, c.signer, c.TreeID = s, signer, 0
+	c.sessions[s.ID] = s
+	c.Sign = true
+	c.Encrypt = s.Flags&smb2.SessionFlagEncryptData != 0
+	return nil
+}
+
+// startSetup makes the first SESSION_SETUP request's header: a new
+// session's, unsigned, or a binding of bind, signed with its session key
+// ([MS-SMB2] 3.2.4.1.7). restore puts the connection's signing and
+// encryption back as they were.
+func (c *Conn) startSetup(req *smb2.SessionSetupRequest, bind *Session) (hdr smb2.Header, restore func()) {
+	hdr = c.Header(smb2.CmdSessionSetup)
+	prevSigner, prevSign, prevEnc := c.signer, c.Sign, c.Encrypt
+	c.Encrypt = false
+	if bind != nil {
+		hdr.SessionID = bind.ID
+		req.Flags = smb2.SessionFlagBinding
+		c.signer = sessionSigner(bind)
+		c.Sign = true
+	} else {
+		hdr.SessionID = 0
+		c.Sign = false
+	}
+	return hdr, func() {
+		c.Sign, c.Encrypt = prevSign, prevEnc
+		if bind != nil {
+			c.signer = prevSigner
+		}
+	}
+}
+
+// authenticateToken runs a one-round-trip SESSION_SETUP.
+func (c *Conn) authenticateToken(token, key []byte, bind *Session) (*Session, signing.Signer, error) {
+	c.tb.Helper()
+	preauth := c.preauth
+	req := &smb2.SessionSetupRequest{SecurityMode: uint8(c.SecurityMode), SecurityBuffer: token}
+	hdr, restore := c.startSetup(req, bind)
+	defer restore()
+	h, pdu, err := c.setupStep(hdr, req, &preauth)
+	if err != nil {
+		return nil, nil, err
+	}
+	if smb2.Status(h.Status) != smb2.StatusSuccess {
+		return nil, nil, smb2.Status(h.Status)
 	}
 	return c.finishSetup(h, pdu, key, preauth, bind)
 }
