@@ -19,7 +19,8 @@ import (
 // a CLOSE through node 3 ends it for every channel; a wrong password's
 // bind is refused on another node as on one; smbctl session ls shows the
 // channels with their nodes; when node 2 dies the session goes on over the
-// two other channels.
+// two other channels; when node 1, the session's, dies, the channel through
+// node 3 is closed.
 func TestSessionChannelsOnEveryNode(t *testing.T) {
 	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
 	c.MustSMBCtl(t, "share", "add", "mc", t.TempDir())
@@ -113,5 +114,14 @@ func TestSessionChannelsOnEveryNode(t *testing.T) {
 	}
 	if err := first.CloseFile(fid); err != nil {
 		t.Fatal(err)
+	}
+
+	// The session's node dies: the session ends with it, and the channel
+	// handed over from node 3 is closed rather than left hanging (the
+	// client reconnects, its durable opens waiting for it).
+	c.Nodes[0].Kill(t)
+	chans[2].Timeout = clusterDeadline
+	if err := chans[2].WaitClosed(); err != nil {
+		t.Fatalf("the channel through %s once the session's node died: %v", c.Nodes[2].Name, err)
 	}
 }
