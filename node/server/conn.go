@@ -418,7 +418,11 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 		defer sp.finish()
 		return c.serveCompound(pdus, hdrs, encSession, true, sp)
 	}
-	if hdrs[0].Command == smb2.CmdNegotiate || sp == nil && len(pdus) == 1 && c.inline(&hdrs[0], pdus[0]) {
+	// Off the read loop (a large sealed message opened on its own
+	// goroutine) nothing is served as the reader's: its responses must not
+	// wait in conn.out, which only the reader may batch (batchable reads
+	// the reader's buffer).
+	if loop && (hdrs[0].Command == smb2.CmdNegotiate || sp == nil && len(pdus) == 1 && c.inline(&hdrs[0], pdus[0])) {
 		// NEGOTIATE changes connection state everything else reads, and
 		// READs and small WRITEs never wait on anything but the disk:
 		// serving them in the reader saves a goroutine and a wake-up each.
