@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -80,7 +81,7 @@ type durable struct {
 type durables struct {
 	once  sync.Once
 	store state.DurableStore
-	timer DurableTimer // nil: time.AfterFunc
+	timer atomic.Pointer[DurableTimer] // nil: time.AfterFunc
 	// changed is called when a durable open is granted or taken over
 	// (a cluster agent publishes its record at once).
 	changed func()
@@ -103,12 +104,13 @@ func (s *Server) detachedChanged() {
 // first. Tests replace it to run the timeout without waiting for it.
 type DurableTimer func(d time.Duration, fire func()) (stop func() bool)
 
-// SetDurableTimer replaces the scavenger timer. Call it before serving.
-func (s *Server) SetDurableTimer(t DurableTimer) { s.dur.timer = t }
+// SetDurableTimer replaces the scavenger timer (tests); safe while the
+// server runs.
+func (s *Server) SetDurableTimer(t DurableTimer) { s.dur.timer.Store(&t) }
 
 func (s *Server) startTimer(d time.Duration, fire func()) func() bool {
-	if s.dur.timer != nil {
-		return s.dur.timer(d, fire)
+	if t := s.dur.timer.Load(); t != nil {
+		return (*t)(d, fire)
 	}
 	return time.AfterFunc(d, fire).Stop
 }
