@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -113,6 +114,23 @@ func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, vi
 	leaseNow.Store(d.Lease)
 	if ca := a.ShareCapabilities()&smb2.ShareCapContinuousAvailability != 0; ca != persistent || d.Persistent != persistent {
 		t.Fatalf("share with continuous availability %v, persistent handle granted %v; want %v", ca, d.Persistent, persistent)
+	}
+	if persistent {
+		// A persistent handle's record is in etcd before its CREATE is
+		// answered: a node dying right after the answer loses nothing.
+		var opens []struct {
+			Node    string `json:"node"`
+			Durable bool   `json:"durable"`
+		}
+		c.SMBCtlJSON(t, &opens, "open", "ls")
+		if !slices.ContainsFunc(opens, func(o struct {
+			Node    string `json:"node"`
+			Durable bool   `json:"durable"`
+		}) bool {
+			return o.Node == "node1" && o.Durable
+		}) {
+			t.Fatalf("the persistent open is not in the cluster's records once its CREATE was answered: %+v", opens)
+		}
 	}
 	if err := f.Lock(lockedOff, lockedLen, true); err != nil {
 		t.Fatal(err)

@@ -164,6 +164,12 @@ type Agent struct {
 	pub     pubState
 	addrs   addrState
 	kick    chan struct{}
+	// Publication requests (Publish) and the highest one a completed
+	// sweep covered; done is closed and replaced after every sweep.
+	pubReq  atomic.Uint64
+	pubMu   sync.Mutex
+	pubDone uint64
+	pubTick chan struct{}
 }
 
 // New connects to etcd (lazily: nothing is sent before Join).
@@ -192,7 +198,7 @@ func New(cfg Config, node Node) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd %v: %w", cfg.Endpoints, err)
 	}
-	a := &Agent{cfg: cfg, node: node, log: log.With("node", cfg.Name), cli: cli, kick: make(chan struct{}, 1)}
+	a := &Agent{cfg: cfg, node: node, log: log.With("node", cfg.Name), cli: cli, kick: make(chan struct{}, 1), pubTick: make(chan struct{})}
 	a.life, a.endLife = context.WithCancel(context.Background())
 	a.conf.init()
 	a.offer.init()
@@ -453,4 +459,45 @@ func (a *Agent) Kick() {
 	case a.kick <- struct{}{}:
 	default:
 	}
+}
+
+// Publish asks Run to publish sessions and opens now and waits until a
+// sweep that began after the call has written them to etcd, or ctx ends:
+// a persistent handle's record is in etcd before its CREATE is answered.
+func (a *Agent) Publish(ctx context.Context) error {
+	want := a.pubReq.Add(1)
+	a.Kick()
+	for {
+		a.pubMu.Lock()
+		done, tick := a.pubDone, a.pubTick
+		a.pubMu.Unlock()
+		if done >= want {
+			return nil
+		}
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// publish sweeps and then tells the Publish calls made before it began.
+func (a *Agent) publish(ctx context.Context) error {
+	req := a.pubReq.Load()
+	if err := a.sweep(ctx); err != nil {
+		return err
+	}
+	a.swept(req)
+	return nil
+}
+
+// swept records that a sweep begun when req publication requests were
+// made has written everything.
+func (a *Agent) swept(req uint64) {
+	a.pubMu.Lock()
+	a.pubDone = max(a.pubDone, req)
+	close(a.pubTick)
+	a.pubTick = make(chan struct{})
+	a.pubMu.Unlock()
 }

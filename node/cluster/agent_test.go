@@ -608,3 +608,30 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// TestPublishWaitsForTheRecords: Publish returns once what the node holds
+// at the call is in etcd (a persistent handle's CREATE waits on it), not
+// at the next sweep; several at once all return.
+func TestPublishWaitsForTheRecords(t *testing.T) {
+	e := newEnv(t, "publish")
+	e.addShare("data")
+	e.addUser("alice", "Alice-1")
+	a, _ := e.start()
+	for i := range 5 {
+		c := servertest.Connect(t, e.addr, "alice", "Alice-1", "data", smb2.Dialect311)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() { errs <- a.Publish(ctx) }()
+		}
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Fatalf("Publish %d: %v", i, err)
+			}
+		}
+		cancel()
+		if !e.exists(statev1.SessionKey(c.Session.ID)) {
+			t.Fatalf("after Publish returned, session %d is not in etcd", i)
+		}
+	}
+}

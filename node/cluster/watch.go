@@ -125,9 +125,9 @@ func (a *Agent) watch(ctx context.Context) error {
 			a.addressesChanged(ctx)
 		case <-tick.C:
 			a.addressesChanged(ctx)
-			err = a.sweep(ctx)
+			err = a.publish(ctx)
 		case <-a.kick:
-			err = a.sweep(ctx)
+			err = a.publish(ctx)
 		}
 		if err != nil {
 			return err

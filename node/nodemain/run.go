@@ -163,7 +163,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		valid = func() bool { return agent.Fence().Valid() }
 		if coh.shards != nil {
 			coh.shards.SetValid(valid)
-			srv.OnDurableChange(agent.Kick) // a durable open's record is in etcd at once (durable.go)
+			srv.OnDurableChange(agent.Kick)      // a durable open's record is in etcd at once (durable.go)
+			srv.OnPersistentGrant(agent.Publish) // a persistent one's before its CREATE is answered
 		}
 		control.SetValid(valid) // the engine answers nothing while fenced
 		pub.valid = valid

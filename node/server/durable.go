@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,9 +80,10 @@ type durable struct {
 
 // durables is the server's durable bookkeeping.
 type durables struct {
-	once  sync.Once
-	store state.DurableStore
-	timer atomic.Pointer[DurableTimer] // nil: time.AfterFunc
+	once    sync.Once
+	store   state.DurableStore
+	timer   atomic.Pointer[DurableTimer]    // nil: time.AfterFunc
+	persist func(ctx context.Context) error // OnPersistentGrant
 	// changed is called when a durable open is granted or taken over
 	// (a cluster agent publishes its record at once).
 	changed func()
@@ -121,6 +123,16 @@ func (s *Server) startTimer(d time.Duration, fire func()) func() bool {
 // leave the record of a closed open for other nodes to keep in force).
 // Call it before serving.
 func (s *Server) OnDurableChange(f func()) { s.dur.changed = f }
+
+// OnPersistentGrant sets f to be called when a persistent handle is
+// granted, before its CREATE is answered: a cluster agent writes the
+// open's record to etcd (waiting at most until the context ends), so that
+// no node's death after the answer loses the handle. Call it before
+// serving.
+func (s *Server) OnPersistentGrant(f func(ctx context.Context) error) { s.dur.persist = f }
+
+// persistentWait bounds how long a persistent grant waits for its record.
+const persistentWait = 5 * time.Second
 
 // durableChanged calls the OnDurableChange function.
 func (s *Server) durableChanged() {
@@ -281,6 +293,13 @@ func (c *conn) grantDurable(r *Request, o *Open, d *durableCtx, resp *smb2.Creat
 	}
 	s.mu.Unlock()
 	s.durableChanged()
+	if f := s.dur.persist; rec.Persistent && f != nil {
+		ctx, cancel := context.WithTimeout(r.Ctx, persistentWait)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			s.log.Warn("a persistent handle's record is not in the cluster yet", "remote", c.remote, "file", o.Name, "err", err)
+		}
+	}
 }
 
 // forgetDurable drops o's durable record as it closes. The caller holds s.mu.
