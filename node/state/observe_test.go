@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,14 +14,22 @@ import (
 func TestBreakObservers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tb := NewTable()
+		// The observers run on the table's timer goroutines.
+		var mu sync.Mutex
 		var acked []time.Duration
 		var timedOut []time.Duration
 		var holders []Breaker
-		tb.BreakAcked = func(lease bool, d time.Duration) { acked = append(acked, d) }
+		tb.BreakAcked = func(lease bool, d time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			acked = append(acked, d)
+		}
 		tb.BreakTimedOut = func(lease bool, d time.Duration, hs []Breaker) {
 			if !lease {
 				t.Error("a lease break reported as an oplock's")
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			timedOut, holders = append(timedOut, d), hs
 		}
 		// Acknowledged after 2 s.
@@ -36,15 +45,19 @@ func TestBreakObservers(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
+		mu.Lock()
 		if len(acked) != 1 || acked[0] != 2*time.Second || len(timedOut) != 0 {
 			t.Fatalf("acked %v timed out %v, want one ack after 2s", acked, timedOut)
 		}
+		mu.Unlock()
 		// Never acknowledged: the timeout.
 		other, conflicting := open(accessReadData|accessWriteData, 7), open(accessReadData, 7)
 		other.Key, conflicting.Key = FileKey{FileID: 99}, FileKey{FileID: 99}
 		other.Breaker = newLeaseBreaker()
 		admitLease(t, tb, other, lease(3, 3, rwh), nil)
 		admitLease(t, tb, conflicting, lease(4, 4, rwh), nil)
+		mu.Lock()
+		defer mu.Unlock()
 		if len(timedOut) != 1 || timedOut[0] != tb.BreakTimeout || len(holders) != 1 || holders[0] != other.Breaker {
 			t.Fatalf("timed out %v holders %v, want one after %v", timedOut, holders, tb.BreakTimeout)
 		}
