@@ -19,7 +19,10 @@ import (
 type mux struct {
 	cli peerv1.PeerServiceClient
 
-	sendMu sync.Mutex // serialises Send
+	sendMu sync.Mutex                        // serialises Send, and guards what follows
+	sentOn peerv1.PeerService_ExchangeClient // the stream of the last send
+	seq    uint64                            // messages sent
+	unsure []posted                          // closes sent without an answer, not known served
 
 	mu      sync.Mutex
 	stream  peerv1.PeerService_ExchangeClient // nil until the first call, and after a failure
@@ -27,6 +30,18 @@ type mux struct {
 	next    uint64
 	pending map[uint64]chan *peerv1.Envelope
 }
+
+// posted is a message sent without waiting for an answer (an Envelope
+// with id 0): seq is when it was last sent.
+type posted struct {
+	seq uint64
+	env *peerv1.Envelope
+}
+
+// maxUnsure bounds the closes a node sends to one peer without knowing
+// they were served: beyond it, a close waits for its answer (which
+// confirms every one sent before it).
+const maxUnsure = 512
 
 func newMux(cli peerv1.PeerServiceClient) *mux {
 	return &mux{cli: cli, pending: map[uint64]chan *peerv1.Envelope{}}
@@ -41,20 +56,29 @@ var errMuxBroken = status.Error(codes.Unavailable, "peer: exchange stream ended"
 func (m *mux) start() (uint64, chan *peerv1.Envelope, peerv1.PeerService_ExchangeClient, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stream == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		s, err := m.cli.Exchange(ctx)
-		if err != nil {
-			cancel()
-			return 0, nil, nil, err
-		}
-		m.stream, m.cancel = s, cancel
-		go m.receive(s)
+	if err := m.open(); err != nil {
+		return 0, nil, nil, err
 	}
 	m.next++
 	ch := make(chan *peerv1.Envelope, 4)
 	m.pending[m.next] = ch
 	return m.next, ch, m.stream, nil
+}
+
+// open opens the stream if there is none. The caller holds m.mu.
+func (m *mux) open() error {
+	if m.stream != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := m.cli.Exchange(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	m.stream, m.cancel = s, cancel
+	go m.receive(s)
+	return nil
 }
 
 // receive routes the answers of stream s to their requests until it fails.
@@ -95,14 +119,97 @@ func (m *mux) done(id uint64) {
 	m.mu.Unlock()
 }
 
-func (m *mux) send(s peerv1.PeerService_ExchangeClient, env *peerv1.Envelope) error {
+// send sends env on stream s and returns its sequence number. The
+// first message on a new stream follows the closes sent on the stream
+// before it that were not known to be served (they are idempotent).
+func (m *mux) send(s peerv1.PeerService_ExchangeClient, env *peerv1.Envelope) (uint64, error) {
 	m.sendMu.Lock()
 	defer m.sendMu.Unlock()
+	if err := m.resend(s); err != nil {
+		return 0, err
+	}
+	m.seq++
 	if err := s.Send(env); err != nil {
 		m.fail(s)
-		return errMuxBroken
+		return 0, errMuxBroken
+	}
+	return m.seq, nil
+}
+
+// resend sends the unsure closes again when s is not the stream they
+// went on. The caller holds m.sendMu.
+func (m *mux) resend(s peerv1.PeerService_ExchangeClient) error {
+	if m.sentOn == s {
+		return nil
+	}
+	m.sentOn = s
+	for i := range m.unsure {
+		m.seq++
+		m.unsure[i].seq = m.seq
+		if err := s.Send(m.unsure[i].env); err != nil {
+			m.fail(s)
+			return errMuxBroken
+		}
 	}
 	return nil
+}
+
+// post sends env as a message that wants no answer, ordered before every
+// message sent after it on the stream, and keeps it until an answer to a
+// later message shows it served. It reports false, having sent nothing,
+// when too many are unsure already.
+func (m *mux) post(env *peerv1.Envelope) bool {
+	m.mu.Lock()
+	err := m.open()
+	s := m.stream
+	m.mu.Unlock()
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	if len(m.unsure) >= maxUnsure {
+		return false
+	}
+	env.Id = 0
+	m.seq++
+	m.unsure = append(m.unsure, posted{m.seq, env})
+	if err != nil || m.resend(s) != nil {
+		return true // kept: sent again on the next stream
+	}
+	if s.Send(env) != nil {
+		m.fail(s)
+	}
+	return true
+}
+
+// confirm forgets the closes sent before message seq, which was
+// answered: the peer serves them before it reads the next message.
+func (m *mux) confirm(seq uint64) {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	n := 0
+	for n < len(m.unsure) && m.unsure[n].seq < seq {
+		n++
+	}
+	if n > 0 {
+		m.unsure = append(m.unsure[:0], m.unsure[n:]...)
+	}
+}
+
+// hasUnsure reports whether closes are on their way, not known served.
+func (m *mux) hasUnsure() bool {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	return len(m.unsure) > 0
+}
+
+// flush waits until every close sent on the stream before is served
+// (sending them again on a new stream if the old one failed); it reports
+// whether there were any.
+func (m *mux) flush(ctx context.Context) bool {
+	if !m.hasUnsure() {
+		return false
+	}
+	m.call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_FLUSH})
+	return true
 }
 
 // roundTrip sends env and passes its answers to answer until answer
@@ -115,14 +222,19 @@ func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*
 	}
 	defer m.done(id)
 	env.Id = id
-	if err := m.send(s, env); err != nil {
+	seq, err := m.send(s, env)
+	if err != nil {
 		return err
 	}
-	for {
+	for confirmed := false; ; {
 		select {
 		case a, ok := <-ch:
 			if !ok {
 				return errMuxBroken
+			}
+			if !confirmed {
+				m.confirm(seq)
+				confirmed = true
 			}
 			if st := a.GetStatus(); st != nil {
 				return status.Error(codes.Code(st.Code), st.Message)
@@ -192,6 +304,12 @@ func (sv *Service) Exchange(stream peerv1.PeerService_ExchangeServer) error {
 		}
 		if env.GetCancel() {
 			x.cancelOne(env.Id)
+			continue
+		}
+		if env.Id == 0 {
+			// Wants no answer: served before the next message is read,
+			// so that an OP_FLUSH after it answers after it was served.
+			x.sv.post(stream.Context(), env)
 			continue
 		}
 		ctx, cancel := context.WithCancel(stream.Context())

@@ -145,6 +145,10 @@ const (
 	Op_OP_RELEASE_LOCKS       Op = 27 // ref
 	Op_OP_CHECK_IO            Op = 28 // ref, offset, length, write → error
 	Op_OP_LOCK_COUNT          Op = 29 // ref → count
+	// OP_FLUSH (no route) answers once every message its caller sent
+	// before it on the same Exchange stream was served: the callee serves
+	// the messages that want no answer (id 0) in order as they arrive.
+	Op_OP_FLUSH Op = 30
 )
 
 // Enum value maps for Op.
@@ -180,6 +184,7 @@ var (
 		27: "OP_RELEASE_LOCKS",
 		28: "OP_CHECK_IO",
 		29: "OP_LOCK_COUNT",
+		30: "OP_FLUSH",
 	}
 	Op_value = map[string]int32{
 		"OP_UNSPECIFIED":         0,
@@ -212,6 +217,7 @@ var (
 		"OP_RELEASE_LOCKS":       27,
 		"OP_CHECK_IO":            28,
 		"OP_LOCK_COUNT":          29,
+		"OP_FLUSH":               30,
 	}
 )
 
@@ -801,7 +807,11 @@ type AdmitEvent struct {
 	// read_present: after the grant some open of the file caches reads (a
 	// lease with R, a level II or stronger oplock), so a write through the
 	// holder must break it (OP_BREAK_READ).
-	ReadPresent   bool `protobuf:"varint,8,opt,name=read_present,json=readPresent,proto3" json:"read_present,omitempty"`
+	ReadPresent bool `protobuf:"varint,8,opt,name=read_present,json=readPresent,proto3" json:"read_present,omitempty"`
+	// delete_pending: a delete is (or is being made) pending on the file
+	// or one of its streams, so the holder's closes of it wait for the
+	// owner's answer (OP_DROP on an Envelope with id 0 does not).
+	DeletePending bool `protobuf:"varint,9,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -888,6 +898,13 @@ func (x *AdmitEvent) GetLocksPresent() bool {
 func (x *AdmitEvent) GetReadPresent() bool {
 	if x != nil {
 		return x.ReadPresent
+	}
+	return false
+}
+
+func (x *AdmitEvent) GetDeletePending() bool {
+	if x != nil {
+		return x.DeletePending
 	}
 	return false
 }
@@ -1221,7 +1238,18 @@ type DeliverRequest struct {
 	LocksPresent *FileKey    `protobuf:"bytes,4,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
 	// read_present (ref unset): an open of the file now caches reads, so
 	// the callee's writes of it must ask the owner to break it again.
-	ReadPresent   *FileKey `protobuf:"bytes,5,opt,name=read_present,json=readPresent,proto3" json:"read_present,omitempty"`
+	ReadPresent *FileKey `protobuf:"bytes,5,opt,name=read_present,json=readPresent,proto3" json:"read_present,omitempty"`
+	// flush (ref unset) names the owner node that asks: the callee sends
+	// it an OP_FLUSH on its Exchange stream to that node if it sent it
+	// closes it did not wait for whose serving it has not seen confirmed,
+	// and answers once that flush is answered (flushed: there were some).
+	// The owner asks before it refuses something because of an open of
+	// the callee's, which may be closed already, its close on its way.
+	Flush string `protobuf:"bytes,6,opt,name=flush,proto3" json:"flush,omitempty"`
+	// delete_pending (ref unset, with flush): a delete is being made
+	// pending on the file; the callee's closes of it wait for the owner's
+	// answer from now on.
+	DeletePending *FileKey `protobuf:"bytes,7,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1287,6 +1315,20 @@ func (x *DeliverRequest) GetLocksPresent() *FileKey {
 func (x *DeliverRequest) GetReadPresent() *FileKey {
 	if x != nil {
 		return x.ReadPresent
+	}
+	return nil
+}
+
+func (x *DeliverRequest) GetFlush() string {
+	if x != nil {
+		return x.Flush
+	}
+	return ""
+}
+
+func (x *DeliverRequest) GetDeletePending() *FileKey {
+	if x != nil {
+		return x.DeletePending
 	}
 	return nil
 }
@@ -1386,7 +1428,9 @@ func (x *LeaseBreak) GetAckRequired() bool {
 type DeliverResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// gone is set when the callee no longer holds the open.
-	Gone          bool `protobuf:"varint,1,opt,name=gone,proto3" json:"gone,omitempty"`
+	Gone bool `protobuf:"varint,1,opt,name=gone,proto3" json:"gone,omitempty"`
+	// flushed: the callee had closes on their way and flushed them.
+	Flushed       bool `protobuf:"varint,2,opt,name=flushed,proto3" json:"flushed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1424,6 +1468,13 @@ func (*DeliverResponse) Descriptor() ([]byte, []int) {
 func (x *DeliverResponse) GetGone() bool {
 	if x != nil {
 		return x.Gone
+	}
+	return false
+}
+
+func (x *DeliverResponse) GetFlushed() bool {
+	if x != nil {
+		return x.Flushed
 	}
 	return false
 }
@@ -1956,7 +2007,9 @@ func (*NotifyResponse) Descriptor() ([]byte, []int) {
 	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{22}
 }
 
-// Envelope is one message of Exchange.
+// Envelope is one message of Exchange. A request with id 0 wants no
+// answer (a close that does not wait, OP_DROP): the callee serves it
+// before it reads the next message of the stream.
 type Envelope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2236,7 +2289,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\toverwrite\x18\x05 \x01(\bR\toverwrite\x12\x1d\n" +
 	"\n" +
 	"no_caching\x18\x06 \x01(\bR\tnoCaching\x12\x1c\n" +
-	"\tdirectory\x18\a \x01(\bR\tdirectory\"\xb0\x02\n" +
+	"\tdirectory\x18\a \x01(\bR\tdirectory\"\xd7\x02\n" +
 	"\n" +
 	"AdmitEvent\x12\x18\n" +
 	"\awaiting\x18\x01 \x01(\bR\awaiting\x12/\n" +
@@ -2246,7 +2299,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x11break_in_progress\x18\x05 \x01(\bR\x0fbreakInProgress\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12#\n" +
 	"\rlocks_present\x18\a \x01(\bR\flocksPresent\x12!\n" +
-	"\fread_present\x18\b \x01(\bR\vreadPresent\"T\n" +
+	"\fread_present\x18\b \x01(\bR\vreadPresent\x12%\n" +
+	"\x0edelete_pending\x18\t \x01(\bR\rdeletePending\"T\n" +
 	"\x04Lock\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x1c\n" +
@@ -2276,13 +2330,15 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\acaching\x18\x06 \x01(\v2\x1b.smbcluster.peer.v1.CachingR\acaching\x12\x14\n" +
 	"\x05count\x18\a \x01(\rR\x05count\x12#\n" +
 	"\rlocks_present\x18\b \x01(\bR\flocksPresent\x12\x18\n" +
-	"\amessage\x18\t \x01(\tR\amessage\"\x8f\x02\n" +
+	"\amessage\x18\t \x01(\tR\amessage\"\xe9\x02\n" +
 	"\x0eDeliverRequest\x12-\n" +
 	"\x03ref\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x03ref\x12\x16\n" +
 	"\x06oplock\x18\x02 \x01(\rR\x06oplock\x124\n" +
 	"\x05lease\x18\x03 \x01(\v2\x1e.smbcluster.peer.v1.LeaseBreakR\x05lease\x12@\n" +
 	"\rlocks_present\x18\x04 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\flocksPresent\x12>\n" +
-	"\fread_present\x18\x05 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\vreadPresent\"\xb6\x01\n" +
+	"\fread_present\x18\x05 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\vreadPresent\x12\x14\n" +
+	"\x05flush\x18\x06 \x01(\tR\x05flush\x12B\n" +
+	"\x0edelete_pending\x18\a \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\rdeletePending\"\xb6\x01\n" +
 	"\n" +
 	"LeaseBreak\x12\x1f\n" +
 	"\vclient_guid\x18\x01 \x01(\fR\n" +
@@ -2292,9 +2348,10 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x02to\x18\x04 \x01(\rR\x02to\x12\x14\n" +
 	"\x05epoch\x18\x05 \x01(\rR\x05epoch\x12\x18\n" +
 	"\aversion\x18\x06 \x01(\x05R\aversion\x12!\n" +
-	"\fack_required\x18\a \x01(\bR\vackRequired\"%\n" +
+	"\fack_required\x18\a \x01(\bR\vackRequired\"?\n" +
 	"\x0fDeliverResponse\x12\x12\n" +
-	"\x04gone\x18\x01 \x01(\bR\x04gone\"%\n" +
+	"\x04gone\x18\x01 \x01(\bR\x04gone\x12\x18\n" +
+	"\aflushed\x18\x02 \x01(\bR\aflushed\"%\n" +
 	"\vHeldRequest\x12\x16\n" +
 	"\x06shards\x18\x01 \x03(\rR\x06shards\"\xe8\x01\n" +
 	"\bHeldOpen\x120\n" +
@@ -2356,7 +2413,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x13ERROR_INVALID_RANGE\x10\n" +
 	"\x12\x13\n" +
 	"\x0fERROR_CANCELLED\x10\v\x12\x0f\n" +
-	"\vERROR_OTHER\x10\f*\xbd\x04\n" +
+	"\vERROR_OTHER\x10\f*\xcb\x04\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tOP_REMOVE\x10\x01\x12\v\n" +
@@ -2391,7 +2448,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\tOP_UNLOCK\x10\x1a\x12\x14\n" +
 	"\x10OP_RELEASE_LOCKS\x10\x1b\x12\x0f\n" +
 	"\vOP_CHECK_IO\x10\x1c\x12\x11\n" +
-	"\rOP_LOCK_COUNT\x10\x1d2\xfa\x04\n" +
+	"\rOP_LOCK_COUNT\x10\x1d\x12\f\n" +
+	"\bOP_FLUSH\x10\x1e2\xfa\x04\n" +
 	"\vPeerService\x12K\n" +
 	"\x05Admit\x12 .smbcluster.peer.v1.AdmitRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12I\n" +
 	"\x04Call\x12\x1f.smbcluster.peer.v1.CallRequest\x1a .smbcluster.peer.v1.CallResponse\x12I\n" +
@@ -2465,39 +2523,40 @@ var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	14, // 16: smbcluster.peer.v1.DeliverRequest.lease:type_name -> smbcluster.peer.v1.LeaseBreak
 	3,  // 17: smbcluster.peer.v1.DeliverRequest.locks_present:type_name -> smbcluster.peer.v1.FileKey
 	3,  // 18: smbcluster.peer.v1.DeliverRequest.read_present:type_name -> smbcluster.peer.v1.FileKey
-	7,  // 19: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
-	6,  // 20: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 21: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
-	17, // 22: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
-	19, // 23: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
-	22, // 24: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
-	8,  // 25: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
-	11, // 26: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
-	11, // 27: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
-	9,  // 28: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
-	12, // 29: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
-	26, // 30: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
-	8,  // 31: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
-	11, // 32: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
-	11, // 33: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
-	25, // 34: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
-	13, // 35: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
-	16, // 36: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
-	20, // 37: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
-	23, // 38: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
-	9,  // 39: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 40: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 41: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	25, // 42: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
-	15, // 43: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 44: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	21, // 45: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
-	24, // 46: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
-	39, // [39:47] is the sub-list for method output_type
-	31, // [31:39] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	3,  // 19: smbcluster.peer.v1.DeliverRequest.delete_pending:type_name -> smbcluster.peer.v1.FileKey
+	7,  // 20: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
+	6,  // 21: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
+	10, // 22: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
+	17, // 23: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
+	19, // 24: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
+	22, // 25: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
+	8,  // 26: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
+	11, // 27: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
+	11, // 28: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
+	9,  // 29: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
+	12, // 30: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
+	26, // 31: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
+	8,  // 32: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
+	11, // 33: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
+	11, // 34: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
+	25, // 35: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
+	13, // 36: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
+	16, // 37: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
+	20, // 38: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
+	23, // 39: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
+	9,  // 40: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	12, // 41: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	9,  // 42: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	25, // 43: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
+	15, // 44: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	18, // 45: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	21, // 46: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
+	24, // 47: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
+	40, // [40:48] is the sub-list for method output_type
+	32, // [32:40] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_peer_service_proto_init() }
