@@ -208,7 +208,13 @@ func (m *mux) flush(ctx context.Context) bool {
 	if !m.hasUnsure() {
 		return false
 	}
-	m.call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_FLUSH})
+	// A stream that broke lost what it carried: the next one carries it
+	// again, before the flush.
+	for m.hasUnsure() && ctx.Err() == nil {
+		if _, err := m.call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_FLUSH}); err != errMuxBroken {
+			break
+		}
+	}
 	return true
 }
 
