@@ -4,7 +4,9 @@
 # (deploy/localcluster: embedded etcd, coordinator and nodes in one
 # process, in a temp dir, on free ports), every client on node 1 and then
 # spread over the nodes, in one run. Writes bench/results/cluster-latest.md
-# (and cluster-cells.json, the raw records). See bench/README.md.
+# (and cluster-cells.json, the raw records). Then 4 KiB and 64 KiB
+# writes to one file another node owns, all connections on node 1 and
+# spread, beside a file node 1 owns. See bench/README.md.
 #
 # Settings (environment):
 #   BENCH_RUNTIME=3s BENCH_WARMUP=1s  per open/close cell
@@ -130,17 +132,78 @@ cell() {
 	log "done $name $place"
 }
 
+# owner ARGS...: "one" when node 1 owns the file a bench with ARGS opens
+# (a second run through node 1, the file laid out, makes no peer RPC),
+# "other" when another node does, nothing when the counter is missing.
+owner() {
+	local p0 p1
+	[ -n "$PEER_VARS" ] || return 0
+	bench --server "$ONE" "$@" >/dev/null 2>&1 || return 0
+	p0=$(peer_rpcs)
+	bench --server "$ONE" "$@" >/dev/null 2>&1 || return 0
+	p1=$(peer_rpcs)
+	if [ "$p0" = null ] || [ "$p1" = null ]; then return 0; fi
+	if [ $((p1 - p0)) -lt 2 ]; then echo one; else echo other; fi
+}
+# pick PREFIX ARGS...: sets PICK_ONE and PICK_OTHER to names PREFIXi.dat
+# of files node 1 owns and another node owns (files kept for the cells).
+pick() {
+	local prefix=$1 i o
+	shift
+	PICK_ONE="" PICK_OTHER=""
+	for i in $(seq 16); do
+		[ -n "$PICK_ONE" ] && [ -n "$PICK_OTHER" ] && break
+		o=$(owner "$@" --keep --file "$prefix$i.dat")
+		case $o in
+		one) [ -n "$PICK_ONE" ] || PICK_ONE=$prefix$i.dat ;;
+		other) [ -n "$PICK_OTHER" ] || PICK_OTHER=$prefix$i.dat ;;
+		esac
+	done
+}
+
 open_args=(--rw open --conns "$CONNS" --iodepth 1 --files "$FILES" --runtime "$RUNTIME" --warmup "$WARMUP")
+# The hot file's owner decides what the one-node clients pay: none of
+# their opens crosses nodes when node 1 owns it, all do otherwise. Both
+# placements are measured, on files picked by their owner.
+pick hot --rw open --hot-file --conns 1 --iodepth 1 --runtime 300ms --warmup 0s
+hot_one=$PICK_ONE hot_other=$PICK_OTHER
+log "hot files: owned by node 1: ${hot_one:-none found}; by another node: ${hot_other:-none found}"
 # Each workload on one node and then spread, back to back, so that the
 # ratio compares runs under the same load of the (shared) machine.
-for wl in files files-read hot; do
+for wl in files files-read hot-own hot-other; do
 	extra=()
 	case $wl in
 	files-read) extra=(--open-read) ;;
-	hot) extra=(--hot-file) ;;
+	hot-own)
+		[ -n "$hot_one" ] || continue
+		extra=(--hot-file --keep --file "$hot_one")
+		;;
+	hot-other)
+		[ -n "$hot_other" ] || continue
+		extra=(--hot-file --keep --file "$hot_other")
+		;;
 	esac
 	cell "$wl" one --server "$ONE" "${open_args[@]}" "${extra[@]}"
 	cell "$wl" spread --server "$SPREAD" "${open_args[@]}" "${extra[@]}"
+done
+if [ -z "$hot_one$hot_other" ]; then # no counter to tell owners by
+	cell hot one --server "$ONE" "${open_args[@]}" --hot-file
+	cell hot spread --server "$SPREAD" "${open_args[@]}" --hot-file
+fi
+
+# Writes to one file, every connection at iodepth 16: to a file another
+# node owns through node 1 and spread, beside a file node 1 owns.
+write_args=(--rw write --conns "$CONNS" --iodepth 16 --size 64m --runtime "$RUNTIME" --warmup "$WARMUP" --keep)
+pick wfile --rw write --bs 4k --conns 1 --iodepth 1 --size 64m --runtime 200ms --warmup 0s
+log "write files: owned by node 1: ${PICK_ONE:-none found}; by another node: ${PICK_OTHER:-none found}"
+for bs in 4k 64k; do
+	if [ -n "$PICK_ONE" ]; then
+		cell "write-$bs-own" one --server "$ONE" "${write_args[@]}" --bs "$bs" --file "$PICK_ONE"
+	fi
+	if [ -n "$PICK_OTHER" ]; then
+		cell "write-$bs" one --server "$ONE" "${write_args[@]}" --bs "$bs" --file "$PICK_OTHER"
+		cell "write-$bs" spread --server "$SPREAD" "${write_args[@]}" --bs "$bs" --file "$PICK_OTHER"
+	fi
 done
 cell leasebreak one --server "$ONE" --rw leasebreak --breaks "$BREAKS"
 cell leasebreak cross --server "$CROSS" --rw leasebreak --breaks "$BREAKS"
