@@ -60,7 +60,7 @@ func (r *Router) dropLater(o *state.Open) bool {
 	}
 	req := &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_DROP, Ref: r.ref(o), Key: keyPB(o.Key)}
 	r.unhold(o)
-	if !t.mx.post(&peerv1.Envelope{Body: &peerv1.Envelope_Call{Call: req}}) {
+	if !t.mx.post(&peerv1.Envelope{Call: req}) {
 		return false
 	}
 	r.stats.call(peerv1.Op_OP_DROP)

@@ -249,7 +249,7 @@ func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*
 				return nil
 			}
 		case <-ctx.Done():
-			m.send(s, &peerv1.Envelope{Id: id, Body: &peerv1.Envelope_Cancel{Cancel: true}})
+			m.send(s, &peerv1.Envelope{Id: id, Cancel: true})
 			return status.FromContextError(ctx.Err()).Err()
 		}
 	}
@@ -257,12 +257,12 @@ func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*
 
 // admit is Admit over the exchange.
 func (m *mux) admit(ctx context.Context, req *peerv1.AdmitRequest, onWait func()) (*peerv1.AdmitEvent, error) {
-	return m.events(ctx, &peerv1.Envelope{Body: &peerv1.Envelope_Admit{Admit: req}}, onWait)
+	return m.events(ctx, &peerv1.Envelope{Admit: req}, onWait)
 }
 
 // wait is Wait over the exchange.
 func (m *mux) wait(ctx context.Context, req *peerv1.CallRequest, onWait func()) (*peerv1.AdmitEvent, error) {
-	return m.events(ctx, &peerv1.Envelope{Body: &peerv1.Envelope_Wait{Wait: req}}, onWait)
+	return m.events(ctx, &peerv1.Envelope{Wait: req}, onWait)
 }
 
 func (m *mux) events(ctx context.Context, env *peerv1.Envelope, onWait func()) (*peerv1.AdmitEvent, error) {
@@ -288,7 +288,7 @@ func (m *mux) events(ctx context.Context, env *peerv1.Envelope, onWait func()) (
 // call is Call over the exchange.
 func (m *mux) call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
 	var resp *peerv1.CallResponse
-	err := m.roundTrip(ctx, &peerv1.Envelope{Body: &peerv1.Envelope_Call{Call: req}}, func(a *peerv1.Envelope) bool {
+	err := m.roundTrip(ctx, &peerv1.Envelope{Call: req}, func(a *peerv1.Envelope) bool {
 		resp = a.GetResponse()
 		return resp != nil
 	})
@@ -370,23 +370,23 @@ func (x *exchange) send(env *peerv1.Envelope) error {
 func (x *exchange) serve(ctx context.Context, env *peerv1.Envelope) {
 	id := env.Id
 	var err error
-	switch b := env.Body.(type) {
-	case *peerv1.Envelope_Admit:
-		err = x.sv.admit(b.Admit, &envEvents{x, id, ctx})
-	case *peerv1.Envelope_Wait:
-		err = x.sv.wait(b.Wait, &envEvents{x, id, ctx})
-	case *peerv1.Envelope_Call:
+	switch {
+	case env.Admit != nil:
+		err = x.sv.admit(env.Admit, &envEvents{x, id, ctx})
+	case env.Wait != nil:
+		err = x.sv.wait(env.Wait, &envEvents{x, id, ctx})
+	case env.Call != nil:
 		var resp *peerv1.CallResponse
-		resp, err = x.sv.Call(ctx, b.Call)
+		resp, err = x.sv.Call(ctx, env.Call)
 		if err == nil {
-			err = x.send(&peerv1.Envelope{Id: id, Body: &peerv1.Envelope_Response{Response: resp}})
+			err = x.send(&peerv1.Envelope{Id: id, Response: resp})
 		}
 	default:
 		err = status.Error(codes.InvalidArgument, "peer: an envelope with no request")
 	}
 	if err != nil {
 		st := status.Convert(err)
-		x.send(&peerv1.Envelope{Id: id, Body: &peerv1.Envelope_Status{Status: &peerv1.RPCStatus{Code: int32(st.Code()), Message: st.Message()}}})
+		x.send(&peerv1.Envelope{Id: id, Status: &peerv1.RPCStatus{Code: int32(st.Code()), Message: st.Message()}})
 	}
 }
 
@@ -398,7 +398,7 @@ type envEvents struct {
 }
 
 func (e *envEvents) Send(ev *peerv1.AdmitEvent) error {
-	return e.x.send(&peerv1.Envelope{Id: e.id, Body: &peerv1.Envelope_Event{Event: ev}})
+	return e.x.send(&peerv1.Envelope{Id: e.id, Event: ev})
 }
 
 func (e *envEvents) Context() context.Context { return e.ctx }
