@@ -29,12 +29,13 @@ func (r *Router) owns(rt *peerv1.Route, key state.FileKey) error {
 // shards the node owns, and the holder side of the opens it holds.
 type Service struct {
 	peerv1.UnimplementedPeerServiceServer
-	r *Router
+	r       *Router
+	workers workers // mux.go
 }
 
 // Service returns the router's peer service, to register on the node's
 // gRPC server.
-func (r *Router) Service() *Service { return &Service{r: r} }
+func (r *Router) Service() *Service { return &Service{r: r, workers: workers{work: make(chan func())}} }
 
 // remoteBreaker is a proxy open's Breaker: it hands the break to the node
 // that holds the open.
