@@ -161,6 +161,19 @@ pick() {
 	done
 }
 
+# A node takes free shards at once and gives idle ones to better-ranked
+# nodes as they join: let the shard map settle (every shard owned, no
+# change for 3 s) before files are picked by their owner.
+log "waiting for the shard map to settle"
+last="" same=0
+for _ in $(seq 120); do
+	now=$("$STAT" shards -etcd "$ETCD")
+	if [ "$now" = "$last" ] && [ "${now%% *}" = 64 ]; then same=$((same + 1)); else same=0; fi
+	[ "$same" -ge 6 ] && break
+	last=$now
+	sleep 0.5
+done
+
 open_args=(--rw open --conns "$CONNS" --iodepth 1 --files "$FILES" --runtime "$RUNTIME" --warmup "$WARMUP")
 # The hot file's owner decides what the one-node clients pay: none of
 # their opens crosses nodes when node 1 owns it, all do otherwise. Both
