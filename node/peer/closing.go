@@ -10,10 +10,11 @@ import (
 
 // Closes that do not wait. The close of an open of a remote file that
 // caches nothing, has no byte-range locks and no delete pending can learn
-// nothing from the owner's answer (it deletes nothing): its Drop goes on
-// the Exchange stream to the owner before the CLOSE is answered, as a
-// message that wants no answer (mux.post), and the holder forgets the
-// open at once. The owner serves such messages in order as they arrive.
+// nothing from the owner's answer (it deletes nothing): the holder
+// forgets the open at once and its Drop, wanting no answer, rides on the
+// next message of the Exchange stream to the owner — usually the next
+// open's Admit — or goes on its own after postDelay (mux.post). The
+// owner serves these closes in order, before the message's request.
 //
 // Until it is served, the owner still counts the open. What must hold
 // is that once the CLOSE is answered no other client meets the open; so
@@ -25,7 +26,7 @@ import (
 // way, if it has any, and answers once it is answered), then checks
 // again. The asking node's own closes precede its request on the same
 // stream, and a new stream first carries again the closes not known
-// served (mux.resend; Drop is idempotent), so a broken stream loses none.
+// served (mux.carry; Drop is idempotent), so a broken stream loses none.
 // A new owner rebuilds from the opens holders still hold (Held), which
 // no longer include them.
 //
@@ -60,7 +61,7 @@ func (r *Router) dropLater(o *state.Open) bool {
 	}
 	req := &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_DROP, Ref: r.ref(o), Key: keyPB(o.Key)}
 	r.unhold(o)
-	if !t.mx.post(&peerv1.Envelope{Call: req}) {
+	if !t.mx.post(req) {
 		return false
 	}
 	r.stats.call(peerv1.Op_OP_DROP)
@@ -90,9 +91,8 @@ func (r *Router) dropped(key state.FileKey) {
 	r.mu.Unlock()
 }
 
-// post serves an Exchange message that wants no answer: a Drop.
-func (sv *Service) post(ctx context.Context, env *peerv1.Envelope) {
-	req := env.GetCall()
+// post serves a close that wants no answer (Envelope.drops).
+func (sv *Service) post(ctx context.Context, req *peerv1.CallRequest) {
 	if req.GetOp() != peerv1.Op_OP_DROP {
 		return
 	}

@@ -24,10 +24,11 @@ type gate struct {
 	kill chan struct{} // closed to end the waiting streams
 
 	asked chan struct{} // a flush the owner asked of the holder
+	held  chan struct{} // a message held at the shut gate
 }
 
 func newGate() *gate {
-	g := &gate{open: make(chan struct{}), kill: make(chan struct{}), asked: make(chan struct{}, 16)}
+	g := &gate{open: make(chan struct{}), kill: make(chan struct{}), asked: make(chan struct{}, 16), held: make(chan struct{}, 16)}
 	close(g.open)
 	return g
 }
@@ -57,6 +58,12 @@ func (g *gate) wait() error {
 	g.mu.Lock()
 	open, kill := g.open, g.kill
 	g.mu.Unlock()
+	select {
+	case <-open:
+		return nil
+	default:
+		g.held <- struct{}{}
+	}
 	select {
 	case <-open:
 		return nil
@@ -172,6 +179,7 @@ func TestCloseOnItsWayIsNotSeen(t *testing.T) {
 			case err := <-done:
 				t.Fatalf("the owner answered the open (%v) without asking the holder to flush", err)
 			}
+			<-g.held // the close, on its own or with the flush, reached the owner
 			if broken {
 				g.end()
 			} else {

@@ -23,7 +23,9 @@ type mux struct {
 	sendMu sync.Mutex                        // serialises Send, and guards what follows
 	sentOn peerv1.PeerService_ExchangeClient // the stream of the last send
 	seq    uint64                            // messages sent
-	unsure []posted                          // closes sent without an answer, not known served
+	unsure []posted                          // closes posted, not known served
+	timer  *time.Timer                       // sends the closes posted when no message took them
+	armed  bool                              // timer is set
 
 	mu      sync.Mutex
 	stream  peerv1.PeerService_ExchangeClient // nil until the first call, and after a failure
@@ -32,12 +34,16 @@ type mux struct {
 	pending map[uint64]chan *peerv1.Envelope
 }
 
-// posted is a message sent without waiting for an answer (an Envelope
-// with id 0): seq is when it was last sent.
+// posted is a close sent without waiting for an answer: seq is the
+// message that last carried it, 0 when none on the current stream did.
 type posted struct {
 	seq uint64
-	env *peerv1.Envelope
+	req *peerv1.CallRequest
 }
+
+// postDelay is how long a posted close waits for a message to the same
+// peer to ride on (the next open, usually) before it goes on its own.
+const postDelay = 2 * time.Millisecond
 
 // maxUnsure bounds the closes a node sends to one peer without knowing
 // they were served: beyond it, a close waits for its answer (which
@@ -120,16 +126,12 @@ func (m *mux) done(id uint64) {
 	m.mu.Unlock()
 }
 
-// send sends env on stream s and returns its sequence number. The
-// first message on a new stream follows the closes sent on the stream
-// before it that were not known to be served (they are idempotent).
+// send sends env on stream s, with the closes posted and not yet sent
+// on s before its request, and returns its sequence number.
 func (m *mux) send(s peerv1.PeerService_ExchangeClient, env *peerv1.Envelope) (uint64, error) {
 	m.sendMu.Lock()
 	defer m.sendMu.Unlock()
-	if err := m.resend(s); err != nil {
-		return 0, err
-	}
-	m.seq++
+	m.carry(s, env)
 	if err := s.Send(env); err != nil {
 		m.fail(s)
 		return 0, errMuxBroken
@@ -137,57 +139,78 @@ func (m *mux) send(s peerv1.PeerService_ExchangeClient, env *peerv1.Envelope) (u
 	return m.seq, nil
 }
 
-// resend sends the unsure closes again when s is not the stream they
-// went on. The caller holds m.sendMu.
-func (m *mux) resend(s peerv1.PeerService_ExchangeClient) error {
-	if m.sentOn == s {
-		return nil
-	}
-	m.sentOn = s
-	for i := range m.unsure {
-		m.seq++
-		m.unsure[i].seq = m.seq
-		if err := s.Send(m.unsure[i].env); err != nil {
-			m.fail(s)
-			return errMuxBroken
+// carry numbers the next message on s and puts in env the posted closes
+// that s has not carried: after a stream broke, all of them (they are
+// idempotent). The caller holds m.sendMu.
+func (m *mux) carry(s peerv1.PeerService_ExchangeClient, env *peerv1.Envelope) {
+	if m.sentOn != s {
+		m.sentOn = s
+		for i := range m.unsure {
+			m.unsure[i].seq = 0
 		}
 	}
-	return nil
+	m.seq++
+	for i := range m.unsure {
+		if m.unsure[i].seq == 0 {
+			m.unsure[i].seq = m.seq
+			env.Drops = append(env.Drops, m.unsure[i].req)
+		}
+	}
+	if len(env.Drops) > 0 && m.armed {
+		m.timer.Stop()
+		m.armed = false
+	}
 }
 
-// post sends env as a message that wants no answer, ordered before every
-// message sent after it on the stream, and keeps it until an answer to a
-// later message shows it served. It reports false, having sent nothing,
-// when too many are unsure already.
-func (m *mux) post(env *peerv1.Envelope) bool {
+// post queues a close that wants no answer: the next message to the peer
+// carries it (or a message of its own after postDelay), ordered before
+// everything sent after it; it is kept until an answer to a later
+// message shows it served. It reports false when too many are unsure
+// already.
+func (m *mux) post(req *peerv1.CallRequest) bool {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	if len(m.unsure) >= maxUnsure {
+		return false
+	}
+	m.unsure = append(m.unsure, posted{req: req})
+	if !m.armed {
+		m.armed = true
+		if m.timer == nil {
+			m.timer = time.AfterFunc(postDelay, m.sendPosted)
+		} else {
+			m.timer.Reset(postDelay)
+		}
+	}
+	return true
+}
+
+// sendPosted sends the posted closes no message carried.
+func (m *mux) sendPosted() {
 	m.mu.Lock()
 	err := m.open()
 	s := m.stream
 	m.mu.Unlock()
 	m.sendMu.Lock()
 	defer m.sendMu.Unlock()
-	if len(m.unsure) >= maxUnsure {
-		return false
+	m.armed = false
+	if err != nil {
+		return // kept: the next message, or a flush, carries them
 	}
-	env.Id = 0
-	m.seq++
-	m.unsure = append(m.unsure, posted{m.seq, env})
-	if err != nil || m.resend(s) != nil {
-		return true // kept: sent again on the next stream
-	}
-	if s.Send(env) != nil {
+	env := &peerv1.Envelope{}
+	m.carry(s, env)
+	if len(env.Drops) > 0 && s.Send(env) != nil {
 		m.fail(s)
 	}
-	return true
 }
 
-// confirm forgets the closes sent before message seq, which was
-// answered: the peer serves them before it reads the next message.
+// confirm forgets the closes carried by message seq, which was
+// answered, and before it: the peer serves them before its request.
 func (m *mux) confirm(seq uint64) {
 	m.sendMu.Lock()
 	defer m.sendMu.Unlock()
 	n := 0
-	for n < len(m.unsure) && m.unsure[n].seq < seq {
+	for n < len(m.unsure) && m.unsure[n].seq != 0 && m.unsure[n].seq <= seq {
 		n++
 	}
 	if n > 0 {
@@ -309,15 +332,17 @@ func (sv *Service) Exchange(stream peerv1.PeerService_ExchangeServer) error {
 		if err != nil {
 			return nil
 		}
+		for _, d := range env.Drops {
+			// Served before the next message is read, so that an
+			// OP_FLUSH after them answers after they were served.
+			x.sv.post(stream.Context(), d)
+		}
 		if env.GetCancel() {
 			x.cancelOne(env.Id)
 			continue
 		}
 		if env.Id == 0 {
-			// Wants no answer: served before the next message is read,
-			// so that an OP_FLUSH after it answers after it was served.
-			x.sv.post(stream.Context(), env)
-			continue
+			continue // closes alone
 		}
 		ctx, cancel := context.WithCancel(stream.Context())
 		x.mu.Lock()

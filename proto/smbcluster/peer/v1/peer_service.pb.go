@@ -2007,9 +2007,10 @@ func (*NotifyResponse) Descriptor() ([]byte, []int) {
 	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{22}
 }
 
-// Envelope is one message of Exchange. A request with id 0 wants no
-// answer (a close that does not wait, OP_DROP): the callee serves it
-// before it reads the next message of the stream.
+// Envelope is one message of Exchange. drops are closes that do not
+// wait (OP_DROP, no answer): the callee serves them, in order, before
+// the envelope's request and before it reads the next message; an
+// envelope with id 0 carries nothing else.
 //
 // One of the fields after id is set. They are not a oneof, to the same
 // effect on the wire: protobuf-go marshals a oneof through reflection,
@@ -2026,7 +2027,8 @@ type Envelope struct {
 	// status ends a request with an error (a gRPC status code).
 	Status *RPCStatus `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
 	// cancel: the caller gave up on request id.
-	Cancel        bool `protobuf:"varint,8,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	Cancel        bool           `protobuf:"varint,8,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	Drops         []*CallRequest `protobuf:"bytes,9,rep,name=drops,proto3" json:"drops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2115,6 +2117,13 @@ func (x *Envelope) GetCancel() bool {
 		return x.Cancel
 	}
 	return false
+}
+
+func (x *Envelope) GetDrops() []*CallRequest {
+	if x != nil {
+		return x.Drops
+	}
+	return nil
 }
 
 type RPCStatus struct {
@@ -2319,7 +2328,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x0edelete_pending\x18\x05 \x01(\bR\rdeletePending\"E\n" +
 	"\rNotifyRequest\x124\n" +
 	"\achanges\x18\x01 \x03(\v2\x1a.smbcluster.peer.v1.ChangeR\achanges\"\x10\n" +
-	"\x0eNotifyResponse\"\xff\x02\n" +
+	"\x0eNotifyResponse\"\xb6\x03\n" +
 	"\bEnvelope\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x126\n" +
 	"\x05admit\x18\x02 \x01(\v2 .smbcluster.peer.v1.AdmitRequestR\x05admit\x123\n" +
@@ -2328,7 +2337,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x05event\x18\x05 \x01(\v2\x1e.smbcluster.peer.v1.AdmitEventR\x05event\x12<\n" +
 	"\bresponse\x18\x06 \x01(\v2 .smbcluster.peer.v1.CallResponseR\bresponse\x125\n" +
 	"\x06status\x18\a \x01(\v2\x1d.smbcluster.peer.v1.RPCStatusR\x06status\x12\x16\n" +
-	"\x06cancel\x18\b \x01(\bR\x06cancel\"9\n" +
+	"\x06cancel\x18\b \x01(\bR\x06cancel\x125\n" +
+	"\x05drops\x18\t \x03(\v2\x1f.smbcluster.peer.v1.CallRequestR\x05drops\"9\n" +
 	"\tRPCStatus\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage*\xc9\x02\n" +
@@ -2469,27 +2479,28 @@ var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	9,  // 29: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
 	12, // 30: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
 	26, // 31: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
-	8,  // 32: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
-	11, // 33: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
-	11, // 34: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
-	25, // 35: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
-	13, // 36: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
-	16, // 37: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
-	20, // 38: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
-	23, // 39: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
-	9,  // 40: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 41: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 42: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	25, // 43: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
-	15, // 44: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 45: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	21, // 46: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
-	24, // 47: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
-	40, // [40:48] is the sub-list for method output_type
-	32, // [32:40] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	11, // 32: smbcluster.peer.v1.Envelope.drops:type_name -> smbcluster.peer.v1.CallRequest
+	8,  // 33: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
+	11, // 34: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
+	11, // 35: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
+	25, // 36: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
+	13, // 37: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
+	16, // 38: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
+	20, // 39: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
+	23, // 40: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
+	9,  // 41: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	12, // 42: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	9,  // 43: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	25, // 44: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
+	15, // 45: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	18, // 46: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	21, // 47: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
+	24, // 48: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
+	41, // [41:49] is the sub-list for method output_type
+	33, // [33:41] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_peer_service_proto_init() }
