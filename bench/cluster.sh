@@ -19,12 +19,12 @@
 #   BENCH_PEER_RPC_VARS               comma-separated /debug/vars URLs whose
 #                                     smbcluster_peer_rpcs counters sum to
 #                                     the peer RPCs (see below)
-# Peer RPCs: the nodes have none yet and export no counter; the report says
-# 0. The hook: when the nodes publish an expvar integer
-# `smbcluster_peer_rpcs` (every peer RPC a node sends), and
-# bin/localcluster grows a `--debug-addr ADDR` flag serving /debug/vars,
-# this script passes a free address and reads it before and after each
-# cell (or give the URLs in BENCH_PEER_RPC_VARS).
+# Peer RPCs: the nodes publish an expvar integer `smbcluster_peer_rpcs`
+# (every call and delivery a node sends) on /debug/vars at localcluster's
+# `--debug-addr`; this script passes a free address and reads it before
+# and after each cell (or give the URLs in BENCH_PEER_RPC_VARS). Files
+# are picked by their owner with it; without it the hot file is one file
+# of unknown owner and the write cells are left out.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,7 +74,10 @@ PORT=$("$STAT" freeport)
 COORD=$("$STAT" freeport)
 args=(--dir "$WORK/cluster" --port "$PORT" --coordinator "127.0.0.1:$COORD" --nodes 3)
 PEER_NOTE="the nodes have no peer RPC yet and export no counter of them (the hook: an expvar \`smbcluster_peer_rpcs\` read from \`/debug/vars\`, see bench/cluster.sh)"
-if [ -z "$PEER_VARS" ] && "$WORK/bench-cluster-nodes" -h 2>&1 | grep -q -- '-debug-addr'; then
+# (The help into a variable: grep -q would close the pipe early, and
+# pipefail turn the writer's SIGPIPE into a failed test.)
+nodes_help=$("$WORK/bench-cluster-nodes" -h 2>&1 || true)
+if [ -z "$PEER_VARS" ] && grep -q -- '-debug-addr' <<<"$nodes_help"; then
 	DEBUG_PORT=$("$STAT" freeport)
 	args+=(--debug-addr "127.0.0.1:$DEBUG_PORT")
 	PEER_VARS="http://127.0.0.1:$DEBUG_PORT/debug/vars"
