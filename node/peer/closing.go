@@ -20,7 +20,8 @@ import (
 // is that once the CLOSE is answered no other client meets the open; so
 // before the owner refuses anything that an open of another node's
 // could be the cause of — an open (sharing violation), a grant of less
-// caching than asked, a rename, an access check, "sole open", "stream
+// caching than asked (the open leaves the table and is admitted again), a
+// rename, an access check, "sole open", "stream
 // open", "open below" — it asks the nodes that hold opens of the file to
 // flush (Deliver flush: each sends an OP_FLUSH after its closes on their
 // way, if it has any, and answers once it is answered), then checks
@@ -130,15 +131,12 @@ func (r *Router) flushAll() bool {
 }
 
 // admitTable is the owner's table.Admit of o, for a request from node
-// from: a request for caching first has the other holders flush (a
-// close on its way would cost it caching), and a sharing violation is
-// checked again after they did.
+// from (whose own closes came before it). An open refused for a sharing
+// violation, or granted less caching than it asked, while other nodes
+// hold opens of the file is tried again once they flushed closes on
+// their way — if they had any — and, when granted, after leaving the
+// table again (the client has not seen that grant).
 func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Request, from string, onWait func()) (state.Grant, error) {
-	flushed := false
-	if req.Oplock != state.OplockNone || req.Lease != nil {
-		r.flushHolders(o.Key, from)
-		flushed = true
-	}
 	if onWait != nil {
 		once := onWait
 		onWait = func() {
@@ -149,10 +147,27 @@ func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Reques
 		}
 	}
 	g, err := r.table.Admit(ctx, o, req, onWait)
-	if errors.Is(err, state.ErrSharingViolation) && !flushed && r.flushHolders(o.Key, from) {
+	switch {
+	case errors.Is(err, state.ErrSharingViolation) && r.flushHolders(o.Key, from):
+		g, err = r.table.Admit(ctx, o, req, onWait)
+	case err == nil && lessCaching(req, g) && r.flushHolders(o.Key, from):
+		r.table.Remove(o)
 		g, err = r.table.Admit(ctx, o, req, onWait)
 	}
 	return g, err
+}
+
+// lessCaching reports whether g grants less caching than req asked for
+// (another open of the file, say, kept it from write caching). A
+// directory's lease never caches writes: that is no less.
+func lessCaching(req state.Request, g state.Grant) bool {
+	switch {
+	case req.NoCaching || req.Directory:
+		return false
+	case req.Lease != nil:
+		return g.Lease != nil && g.Lease.State&req.Lease.State != req.Lease.State
+	}
+	return g.Oplock < req.Oplock
 }
 
 // markPending makes a delete pending on key by set (on), first telling

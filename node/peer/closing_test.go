@@ -218,3 +218,39 @@ func TestCloseWaitsOnceDeleteIsPending(t *testing.T) {
 		t.Fatalf("closes sent without waiting: %d, want 0", n)
 	}
 }
+
+// TestCloseOnItsWayCostsNoCaching: an open asking for a batch oplock
+// right after another node's open of the file closed gets it, though the
+// close is still on its way: the owner, about to grant less, has the
+// holder flush and admits the open again.
+func TestCloseOnItsWayCostsNoCaching(t *testing.T) {
+	g := newGate()
+	a, b := gatedNodes(t, g)
+	key := state.FileKey{Volume: 5, FileID: 4}
+	ctx := context.Background()
+	ob := open(key, rw, shareAll, newBreaks())
+	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	g.shut()
+	within(t, "the close", func() { b.Release(ob); b.Drop(ob) })
+	type result struct {
+		g   state.Grant
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		gr, err := a.Admit(ctx, open(key, rw, shareAll, newBreaks()), state.Request{Oplock: state.OplockBatch}, nil)
+		done <- result{gr, err}
+	}()
+	select {
+	case <-g.asked:
+	case r := <-done:
+		t.Fatalf("the owner granted %#x (%v) without asking the holder to flush", r.g.Oplock, r.err)
+	}
+	<-g.held
+	g.release()
+	if r := <-done; r.err != nil || r.g.Oplock != state.OplockBatch {
+		t.Fatalf("open after the other node's close returned: oplock %#x, %v; want a batch oplock", r.g.Oplock, r.err)
+	}
+}
