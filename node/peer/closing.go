@@ -20,12 +20,11 @@ import (
 // is that once the CLOSE is answered no other client meets the open; so
 // before the owner refuses anything that an open of another node's
 // could be the cause of — an open (sharing violation), a grant of less
-// caching than asked (the open leaves the table and is admitted again), a
-// rename, an access check, "sole open", "stream
-// open", "open below" — it asks the nodes that hold opens of the file to
-// flush (Deliver flush: each sends an OP_FLUSH after its closes on their
-// way, if it has any, and answers once it is answered), then checks
-// again. The asking node's own closes precede its request on the same
+// caching than asked (the open leaves the table and is admitted again),
+// a rename, an access check, "sole open", "stream open", "open below" —
+// it asks the nodes that hold opens of the file to flush (Deliver flush:
+// each sends an OP_FLUSH after its closes on their way, if it has any,
+// and answers once it is answered), then checks again. The asking node's own closes precede its request on the same
 // stream, and a new stream first carries again the closes not known
 // served (mux.carry; Drop is idempotent), so a broken stream loses none.
 // A new owner rebuilds from the opens holders still hold (Held), which
