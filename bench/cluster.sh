@@ -4,7 +4,9 @@
 # (deploy/localcluster: embedded etcd, coordinator and nodes in one
 # process, in a temp dir, on free ports), every client on node 1 and then
 # spread over the nodes, in one run. Writes bench/results/cluster-latest.md
-# (and cluster-cells.json, the raw records). See bench/README.md.
+# (and cluster-cells.json, the raw records). Then 4 KiB and 64 KiB
+# writes to one file another node owns, all connections on node 1 and
+# spread, beside a file node 1 owns. See bench/README.md.
 #
 # Settings (environment):
 #   BENCH_RUNTIME=3s BENCH_WARMUP=1s  per open/close cell
@@ -17,12 +19,12 @@
 #   BENCH_PEER_RPC_VARS               comma-separated /debug/vars URLs whose
 #                                     smbcluster_peer_rpcs counters sum to
 #                                     the peer RPCs (see below)
-# Peer RPCs: the nodes have none yet and export no counter; the report says
-# 0. The hook: when the nodes publish an expvar integer
-# `smbcluster_peer_rpcs` (every peer RPC a node sends), and
-# bin/localcluster grows a `--debug-addr ADDR` flag serving /debug/vars,
-# this script passes a free address and reads it before and after each
-# cell (or give the URLs in BENCH_PEER_RPC_VARS).
+# Peer RPCs: the nodes publish an expvar integer `smbcluster_peer_rpcs`
+# (every call and delivery a node sends) on /debug/vars at localcluster's
+# `--debug-addr`; this script passes a free address and reads it before
+# and after each cell (or give the URLs in BENCH_PEER_RPC_VARS). Files
+# are picked by their owner with it; without it the hot file is one file
+# of unknown owner and the write cells are left out.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -72,7 +74,10 @@ PORT=$("$STAT" freeport)
 COORD=$("$STAT" freeport)
 args=(--dir "$WORK/cluster" --port "$PORT" --coordinator "127.0.0.1:$COORD" --nodes 3)
 PEER_NOTE="the nodes have no peer RPC yet and export no counter of them (the hook: an expvar \`smbcluster_peer_rpcs\` read from \`/debug/vars\`, see bench/cluster.sh)"
-if [ -z "$PEER_VARS" ] && "$WORK/bench-cluster-nodes" -h 2>&1 | grep -q -- '-debug-addr'; then
+# (The help into a variable: grep -q would close the pipe early, and
+# pipefail turn the writer's SIGPIPE into a failed test.)
+nodes_help=$("$WORK/bench-cluster-nodes" -h 2>&1 || true)
+if [ -z "$PEER_VARS" ] && grep -q -- '-debug-addr' <<<"$nodes_help"; then
 	DEBUG_PORT=$("$STAT" freeport)
 	args+=(--debug-addr "127.0.0.1:$DEBUG_PORT")
 	PEER_VARS="http://127.0.0.1:$DEBUG_PORT/debug/vars"
@@ -130,17 +135,98 @@ cell() {
 	log "done $name $place"
 }
 
+# owner LIMIT ARGS...: "one" when node 1 owns the file a bench with ARGS
+# opens — a second run through node 1, the file laid out, makes fewer
+# than LIMIT peer RPCs (the directory's owner may be another node) —
+# "other" when another node does, nothing when the counter is missing.
+owner() {
+	local p0 p1 limit=$1
+	shift
+	[ -n "$PEER_VARS" ] || return 0
+	bench --server "$ONE" "$@" >/dev/null 2>&1 || return 0
+	p0=$(peer_rpcs)
+	bench --server "$ONE" "$@" >/dev/null 2>&1 || return 0
+	p1=$(peer_rpcs)
+	if [ "$p0" = null ] || [ "$p1" = null ]; then return 0; fi
+	if [ $((p1 - p0)) -lt "$limit" ]; then echo one; else echo other; fi
+}
+# pick PREFIX LIMIT ARGS...: sets PICK_ONE and PICK_OTHER to names
+# PREFIXi.dat of files node 1 owns and another node owns (see owner; the
+# files are kept for the cells).
+pick() {
+	local prefix=$1 limit=$2 i o
+	shift 2
+	PICK_ONE="" PICK_OTHER=""
+	for i in $(seq 16); do
+		[ -n "$PICK_ONE" ] && [ -n "$PICK_OTHER" ] && break
+		o=$(owner "$limit" "$@" --keep --file "$prefix$i.dat")
+		case $o in
+		one) [ -n "$PICK_ONE" ] || PICK_ONE=$prefix$i.dat ;;
+		other) [ -n "$PICK_OTHER" ] || PICK_OTHER=$prefix$i.dat ;;
+		esac
+	done
+}
+
+# A node takes free shards at once and gives idle ones to better-ranked
+# nodes as they join: let the shard map settle (every shard owned, no
+# change for 3 s) before files are picked by their owner.
+log "waiting for the shard map to settle"
+last="" same=0
+for _ in $(seq 120); do
+	now=$("$STAT" shards -etcd "$ETCD")
+	if [ "$now" = "$last" ] && [ "${now%% *}" = 64 ]; then same=$((same + 1)); else same=0; fi
+	[ "$same" -ge 6 ] && break
+	last=$now
+	sleep 0.5
+done
+
 open_args=(--rw open --conns "$CONNS" --iodepth 1 --files "$FILES" --runtime "$RUNTIME" --warmup "$WARMUP")
+# The hot file's owner decides what the one-node clients pay: none of
+# their opens crosses nodes when node 1 owns it, all do otherwise. Both
+# placements are measured, on files picked by their owner.
+# 300 ms of opens of a remote file make thousands of calls; the open of
+# the directory a few.
+pick hot 50 --rw open --hot-file --conns 1 --iodepth 1 --runtime 300ms --warmup 0s
+hot_one=$PICK_ONE hot_other=$PICK_OTHER
+log "hot files: owned by node 1: ${hot_one:-none found}; by another node: ${hot_other:-none found}"
 # Each workload on one node and then spread, back to back, so that the
 # ratio compares runs under the same load of the (shared) machine.
-for wl in files files-read hot; do
+for wl in files files-read hot-own hot-other; do
 	extra=()
 	case $wl in
 	files-read) extra=(--open-read) ;;
-	hot) extra=(--hot-file) ;;
+	hot-own)
+		[ -n "$hot_one" ] || continue
+		extra=(--hot-file --keep --file "$hot_one")
+		;;
+	hot-other)
+		[ -n "$hot_other" ] || continue
+		extra=(--hot-file --keep --file "$hot_other")
+		;;
 	esac
 	cell "$wl" one --server "$ONE" "${open_args[@]}" "${extra[@]}"
 	cell "$wl" spread --server "$SPREAD" "${open_args[@]}" "${extra[@]}"
+done
+if [ -z "$hot_one$hot_other" ]; then # no counter to tell owners by
+	cell hot one --server "$ONE" "${open_args[@]}" --hot-file
+	cell hot spread --server "$SPREAD" "${open_args[@]}" --hot-file
+fi
+
+# Writes to one file, every connection at iodepth 16: to a file another
+# node owns through node 1 and spread, beside a file node 1 owns.
+write_args=(--rw write --conns "$CONNS" --iodepth 16 --size 64m --runtime "$RUNTIME" --warmup "$WARMUP" --keep)
+# One open of a remote file: its Admit and Drop (and a read-caching
+# break); of a local one none, or one to the share root's owner.
+pick wfile 2 --rw write --bs 4k --conns 1 --iodepth 1 --size 64m --runtime 200ms --warmup 0s
+log "write files: owned by node 1: ${PICK_ONE:-none found}; by another node: ${PICK_OTHER:-none found}"
+for bs in 4k 64k; do
+	if [ -n "$PICK_ONE" ]; then
+		cell "write-$bs-own" one --server "$ONE" "${write_args[@]}" --bs "$bs" --file "$PICK_ONE"
+	fi
+	if [ -n "$PICK_OTHER" ]; then
+		cell "write-$bs" one --server "$ONE" "${write_args[@]}" --bs "$bs" --file "$PICK_OTHER"
+		cell "write-$bs" spread --server "$SPREAD" "${write_args[@]}" --bs "$bs" --file "$PICK_OTHER"
+	fi
 done
 cell leasebreak one --server "$ONE" --rw leasebreak --breaks "$BREAKS"
 cell leasebreak cross --server "$CROSS" --rw leasebreak --breaks "$BREAKS"

@@ -14,19 +14,20 @@ import (
 	"strings"
 	"time"
 
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: clusterstat freeport|rev|writes|counter|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: clusterstat freeport|rev|writes|shards|counter|report [flags]")
 		os.Exit(2)
 	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "freeport":
 		err = freePort(os.Stdout)
-	case "rev", "writes":
+	case "rev", "writes", "shards":
 		err = etcdCmd(cmd, args, os.Stdout)
 	case "counter":
 		err = counterCmd(args, os.Stdout)
@@ -95,6 +96,9 @@ func etcdCmd(cmd string, args []string, w io.Writer) error {
 		return err
 	}
 	rev := resp.Header.Revision
+	if cmd == "shards" {
+		return shardsCmd(ctx, cli, w)
+	}
 	if cmd == "rev" {
 		_, err := fmt.Fprintln(w, rev)
 		return err
@@ -106,6 +110,22 @@ func etcdCmd(cmd string, args []string, w io.Writer) error {
 		}
 	}
 	return json.NewEncoder(w).Encode(out)
+}
+
+// shardsCmd prints how many shards have an owner and the latest
+// revision any of their records changed at: a shard map that settled
+// prints the same line again.
+func shardsCmd(ctx context.Context, cli *clientv3.Client, w io.Writer) error {
+	resp, err := cli.Get(ctx, statev1.ShardsPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return err
+	}
+	var last int64
+	for _, kv := range resp.Kvs {
+		last = max(last, kv.ModRevision)
+	}
+	_, err = fmt.Fprintf(w, "%d %d\n", len(resp.Kvs), last)
+	return err
 }
 
 // countWrites watches every key from revision from+1 through to.

@@ -65,10 +65,14 @@ func TestReport(t *testing.T) {
 	open := func(rate float64) json.RawMessage {
 		return json.RawMessage(`{"ops_s":` + jsonNum(rate) + `,"total_ops":1000,"lat_us":{"p50":200,"p99":900}}`)
 	}
+	peer, two := int64(5), int64(2000)
 	cells := []cell{
 		{Cell: "files", Place: "one", Result: open(1000), Etcd: &writes{Keys: 4, Revisions: 2, ByPrefix: map[string]int64{"opens": 2}}},
 		{Cell: "files", Place: "spread", Result: open(850), Etcd: &writes{Keys: 10, Revisions: 5, ByPrefix: map[string]int64{"opens": 6}}},
 		{Cell: "leasebreak", Place: "cross", Result: json.RawMessage(`{"holder_server":"a","other_server":"b","tries":5,"granted":"RWH","missing":5}`)},
+		{Cell: "hot-own", Place: "one", Result: open(2000), PeerRPCs: &two}, // picked as node 1's, measured remote
+		{Cell: "hot-own", Place: "spread", Result: open(1700)},
+		{Cell: "write-4k", Place: "spread", PeerRPCs: &peer, Result: json.RawMessage(`{"bs":4096,"write":{"ops":1000,"mib_s":3.9,"iops":1000,"lat_us":{"p50":300,"p99":900}}}`)},
 	}
 	var b bytes.Buffer
 	writeReport(&b, meta{Nodes: 3, Conns: 4}, cells)
@@ -77,10 +81,15 @@ func TestReport(t *testing.T) {
 		"| zero etcd writes per uncontended open (own files, spread) | 0.0100 keys/op (10 over 1000 ops; 6 under opens/) |",
 		"**no break arrived** (5 of 5 conflicting opens",
 		"| a → b | 5 | RWH | 0 | 0 | 5 | - | - | - |",
+		"| spread ≥ 80 % of one node: open+close, one hot file another node owns | 85 % (1700 / 2000 ops/s) |",
+		"| 4 KiB, file another node owns, spread | 1000 | 4 | 300 µs | 900 µs | 0.0050 (5) |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
+	}
+	if strings.Contains(b.String(), "one hot file |") {
+		t.Errorf("report has a row for a workload not run:\n%s", b.String())
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // cell is one line of the cells file bench/cluster.sh writes.
 type cell struct {
-	Cell     string          `json:"cell"`  // files, files-read, hot, leasebreak
+	Cell     string          `json:"cell"`  // files, files-read, hot(-own, -other), write-BS(-own), leasebreak
 	Place    string          `json:"place"` // one, spread (open/close); one, cross (leasebreak)
 	Exit     int             `json:"exit"`  // smbctl's exit code
 	Result   json.RawMessage `json:"result"`
@@ -109,6 +109,49 @@ var workloads = []struct{ name, label string }{
 	{"files", "open+close, own files"},
 	{"files-read", "open+4 KiB read+close, own files"},
 	{"hot", "open+close, one hot file"},
+	{"hot-own", "open+close, one hot file node 1 owns"},
+	{"hot-other", "open+close, one hot file another node owns"},
+}
+
+// ownLabel is the label of workload wl, with its hot file's owner as
+// the cells measured it: the one-node run of a file node 1 owns makes
+// (next to) no peer RPC. The script picked the file by its owner; this
+// shows a shard that moved in between.
+func ownLabel(cells []cell, wl struct{ name, label string }) string {
+	if wl.name != "hot-own" && wl.name != "hot-other" {
+		return wl.label
+	}
+	c := find(cells, wl.name, "one")
+	o, ok := openOf(c)
+	if !ok || c.PeerRPCs == nil {
+		return wl.label
+	}
+	if float64(*c.PeerRPCs)/float64(o.Total) < 0.5 {
+		return "open+close, one hot file node 1 owns"
+	}
+	return "open+close, one hot file another node owns"
+}
+
+// ioOut is the part of smbctl bench --rw write -o json the report uses.
+type ioOut struct {
+	Write struct {
+		Ops     int64   `json:"ops"`
+		MiBps   float64 `json:"mib_s"`
+		IOPS    float64 `json:"iops"`
+		Latency lat     `json:"lat_us"`
+	} `json:"write"`
+	BlockSize int `json:"bs"`
+	Conns     int `json:"conns"`
+}
+
+// writeCells are the write cells in report order, with their labels.
+var writeCells = []struct{ name, place, label string }{
+	{"write-4k-own", "one", "4 KiB, file node 1 owns, all on node 1"},
+	{"write-4k", "one", "4 KiB, file another node owns, all on node 1"},
+	{"write-4k", "spread", "4 KiB, file another node owns, spread"},
+	{"write-64k-own", "one", "64 KiB, file node 1 owns, all on node 1"},
+	{"write-64k", "one", "64 KiB, file another node owns, all on node 1"},
+	{"write-64k", "spread", "64 KiB, file another node owns, spread"},
 }
 
 func writeReport(w io.Writer, m meta, cells []cell) {
@@ -118,6 +161,7 @@ func writeReport(w io.Writer, m meta, cells []cell) {
 		"iodepth 1, %s measured after %s warmup per cell; %d files per worker.\n\n",
 		m.Date, m.Commit, m.CPUs, m.CPUModel, m.Nodes, m.Nodes, m.Conns, m.Runtime, m.Warmup, m.Files)
 	writeOpens(w, m, cells)
+	writeWrites(w, m, cells)
 	writeBreaks(w, cells)
 	writeTargets(w, cells)
 }
@@ -148,6 +192,7 @@ func writeOpens(w io.Writer, m meta, cells []cell) {
 	fmt.Fprintln(w, "| workload | clients | ops/s | p50 | p99 | p99.9 | etcd keys/op | of them opens/ | etcd txns | peer RPCs/op |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, wl := range workloads {
+		wl.label = ownLabel(cells, wl)
 		for _, place := range []string{"one", "spread"} {
 			c := find(cells, wl.name, place)
 			if c == nil {
@@ -174,6 +219,45 @@ func writeOpens(w io.Writer, m meta, cells []cell) {
 		}
 	}
 	fmt.Fprintf(w, "\n† %s\n\n", m.PeerRPCSource)
+}
+
+func writeWrites(w io.Writer, m meta, cells []cell) {
+	var rows []string
+	for _, wc := range writeCells {
+		c := find(cells, wc.name, wc.place)
+		if c == nil {
+			continue
+		}
+		var o ioOut
+		if c.Exit != 0 || json.Unmarshal(c.Result, &o) != nil || o.Write.Ops == 0 {
+			rows = append(rows, fmt.Sprintf("| %s | failed (exit %d) | | | | |", wc.label, c.Exit))
+			continue
+		}
+		peer, label := "-", wc.label
+		if c.PeerRPCs != nil {
+			peer = fmt.Sprintf("%.4f (%d)", float64(*c.PeerRPCs)/float64(o.Write.Ops), *c.PeerRPCs)
+			// An open of a remote file costs 2–3 calls, of a local one
+			// at most one (to the share root's owner).
+			if wc.place == "one" && (*c.PeerRPCs < 2*int64(o.Conns)) != strings.Contains(wc.label, "node 1 owns") {
+				label += " (**measured otherwise**: the shard moved)"
+			}
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %.0f | %.0f | %s | %s | %s |", label, o.Write.IOPS, o.Write.MiBps,
+			us(o.Write.Latency.P50), us(o.Write.Latency.P99), peer))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## Writes across nodes\n\n%d connections at iodepth 16 write one file (`smbctl bench --rw write`), "+
+		"opened once per connection: through node 1 to a file node 1 owns, through node 1 to a file another "+
+		"node owns, and spread (connection i on node i mod %d) over the latter. Peer RPCs are counted "+
+		"over the whole run, warmup included, per measured WRITE.\n\n", m.Conns, m.Nodes)
+	fmt.Fprintln(w, "| writes | IOPS | MiB/s | p50 | p99 | peer RPCs/WRITE |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		fmt.Fprintln(w, r)
+	}
+	fmt.Fprintln(w)
 }
 
 func writeBreaks(w io.Writer, cells []cell) {
@@ -217,11 +301,15 @@ func writeTargets(w io.Writer, cells []cell) {
 	fmt.Fprintln(w, "| target | measured |")
 	fmt.Fprintln(w, "|---|---|")
 	for _, wl := range workloads {
+		wl.label = ownLabel(cells, wl)
 		one, ok1 := openOf(find(cells, wl.name, "one"))
 		sp, ok2 := openOf(find(cells, wl.name, "spread"))
 		m := "not measured"
 		if ok1 && ok2 && one.Rate > 0 {
 			m = fmt.Sprintf("%.0f %% (%.0f / %.0f ops/s)", 100*sp.Rate/one.Rate, sp.Rate, one.Rate)
+		}
+		if !ok1 && !ok2 && find(cells, wl.name, "one") == nil {
+			continue // not run
 		}
 		fmt.Fprintf(w, "| spread ≥ 80 %% of one node: %s | %s |\n", wl.label, m)
 	}

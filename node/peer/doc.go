@@ -22,11 +22,19 @@
 // open's entry (OP_HANDOVER) without releasing its share modes, caching
 // or locks.
 //
+// A close whose answer cannot matter does not wait for it: the owner
+// serves it in order with what the holder sends after it, and has the
+// holders flush such closes before it refuses anything an open could
+// cause (closing.go).
+//
 // Invariants: an open is admitted at most once cluster-wide (a holder
 // whose Admit failed after it was sent removes it again, so a cancelled
-// CREATE leaves no phantom open behind); a node answers for a shard only
+// CREATE leaves no phantom open behind); once a CLOSE is answered no other
+// client meets its open (a close on its way is flushed before the owner
+// refuses anything for it); a node answers for a shard only
 // while Routes says it owns it at the revision the caller routed with; no
 // mutex is held across an RPC.
 //
-// Lock order: Router.mu and Service.mu are leaves.
+// Lock order: Router.dropMu before Router.mu; Router.mu and Service.mu
+// are leaves.
 package peer

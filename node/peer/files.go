@@ -52,7 +52,7 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 		}
 		if t.local {
 			r.stats.Local.Add(1)
-			g, err := r.table.Admit(ctx, o, req, onWait)
+			g, err := r.admitTable(ctx, o, req, r.routes.Self(), onWait)
 			if err == nil && cachesReads(g) {
 				r.announceRead(o.Key, "")
 			}
@@ -66,6 +66,9 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 			}
 			if ev.ReadPresent {
 				r.readAgain(o.Key)
+			}
+			if ev.DeletePending {
+				r.setDelHint(o.Key)
 			}
 			g, gerr := grantOf(ev), codeErr(ev.Error, ev.Message)
 			if gerr == nil {
@@ -115,12 +118,17 @@ func (r *Router) Remove(o *state.Open) (last, deletePending bool) {
 	return last, deletePending
 }
 
-// Drop implements state.Files.
+// Drop implements state.Files. A close whose answer cannot matter does
+// not wait for it (closing.go).
 func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
+	if r.dropLater(o) {
+		return false, false
+	}
 	resp, err := r.call(o.Key, func() { deleteStream, deleteFile = r.table.Drop(o) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_DROP, Ref: r.ref(o), Key: keyPB(o.Key)})
 	r.unhold(o)
 	if resp != nil {
+		r.dropped(o.Key)
 		return resp.On, resp.DeletePending
 	}
 	if err != nil {
@@ -408,7 +416,9 @@ func (r *Router) Reattach(o *state.Open, b state.Breaker) {
 
 // Sole implements state.Files.
 func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
-	resp, _ := r.call(o.Key, func() { sole, deletePending = r.table.Sole(o) },
+	resp, _ := r.call(o.Key, func() {
+		r.flushFor(o.Key, r.routes.Self(), func() bool { sole, deletePending = r.table.Sole(o); return !sole })
+	},
 		&peerv1.CallRequest{Op: peerv1.Op_OP_SOLE, Ref: r.ref(o), Key: keyPB(o.Key)})
 	if resp != nil {
 		return resp.On, resp.DeletePending
@@ -418,7 +428,7 @@ func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
 
 // MarkDeletePending implements state.Files.
 func (r *Router) MarkDeletePending(o *state.Open, on bool) {
-	resp, _ := r.call(o.Key, func() { r.table.MarkDeletePending(o, on) },
+	resp, _ := r.call(o.Key, func() { r.markPending(o.Key, on, func() { r.table.MarkDeletePending(o, on) }) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_MARK_DELETE_PENDING, Ref: r.ref(o), Key: keyPB(o.Key), On: on})
 	if resp != nil {
 		r.noteCaching(o, func(h *heldState) { h.deletePending = on })
@@ -427,7 +437,7 @@ func (r *Router) MarkDeletePending(o *state.Open, on bool) {
 
 // SetDeletePending implements state.Files.
 func (r *Router) SetDeletePending(key state.FileKey, on bool) {
-	r.call(key, func() { r.table.SetDeletePending(key, on) },
+	r.call(key, func() { r.markPending(key, on, func() { r.table.SetDeletePending(key, on) }) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_SET_DELETE_PENDING, Key: keyPB(key), On: on})
 }
 
@@ -443,7 +453,9 @@ func (r *Router) DeletePending(key state.FileKey) (on bool) {
 
 // CheckRename implements state.Files.
 func (r *Router) CheckRename(o *state.Open) (err error) {
-	resp, cerr := r.call(o.Key, func() { err = r.table.CheckRename(o) },
+	resp, cerr := r.call(o.Key, func() {
+		r.flushFor(o.Key, r.routes.Self(), func() bool { err = r.table.CheckRename(o); return err != nil })
+	},
 		&peerv1.CallRequest{Op: peerv1.Op_OP_CHECK_RENAME, Ref: r.ref(o), Key: keyPB(o.Key)})
 	if cerr != nil {
 		return cerr
@@ -490,7 +502,7 @@ func (r *Router) NameOf(o *state.Open) (name string) {
 // HasOpenBelow implements state.Files: every node owns some files, so
 // every node is asked.
 func (r *Router) HasOpenBelow(dir string) bool {
-	if r.table.HasOpenBelow(dir) {
+	if r.hasOpenBelow(dir) {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -514,7 +526,9 @@ func (r *Router) HasOpenBelow(dir string) bool {
 
 // CheckAccess implements state.Files.
 func (r *Router) CheckAccess(key state.FileKey, access, share uint32) (err error) {
-	resp, cerr := r.call(key, func() { err = r.table.CheckAccess(key, access, share) },
+	resp, cerr := r.call(key, func() {
+		r.flushFor(key, r.routes.Self(), func() bool { err = r.table.CheckAccess(key, access, share); return err != nil })
+	},
 		&peerv1.CallRequest{Op: peerv1.Op_OP_CHECK_ACCESS, Key: keyPB(key), Access: access, ShareAccess: share})
 	if cerr != nil {
 		return cerr
@@ -531,7 +545,9 @@ func (r *Router) StreamOpen(key state.FileKey, stream string, except *state.Open
 	if except != nil {
 		req.Ref = r.ref(except)
 	}
-	resp, _ := r.call(key, func() { on = r.table.StreamOpen(key, stream, except) }, req)
+	resp, _ := r.call(key, func() {
+		r.flushFor(key, r.routes.Self(), func() bool { on = r.table.StreamOpen(key, stream, except); return on })
+	}, req)
 	if resp != nil {
 		return resp.On
 	}

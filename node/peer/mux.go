@@ -21,7 +21,12 @@ type mux struct {
 	cli     peerv1.PeerServiceClient
 	observe func(method string, d time.Duration, err error) // may be nil (Router.Observe)
 
-	sendMu sync.Mutex // serialises Send
+	sendMu sync.Mutex                        // serialises Send, and guards what follows
+	sentOn peerv1.PeerService_ExchangeClient // the stream of the last send
+	seq    uint64                            // messages sent
+	unsure []posted                          // closes posted, not known served
+	timer  *time.Timer                       // sends the closes posted when no message took them
+	armed  bool                              // timer is set
 
 	mu      sync.Mutex
 	stream  peerv1.PeerService_ExchangeClient // nil until the first call, and after a failure
@@ -29,6 +34,22 @@ type mux struct {
 	next    uint64
 	pending map[uint64]chan *peerv1.Envelope
 }
+
+// posted is a close sent without waiting for an answer: seq is the
+// message that last carried it, 0 when none on the current stream did.
+type posted struct {
+	seq uint64
+	req *peerv1.CallRequest
+}
+
+// postDelay is how long a posted close waits for a message to the same
+// peer to ride on (the next open, usually) before it goes on its own.
+const postDelay = 2 * time.Millisecond
+
+// maxUnsure bounds the closes a node sends to one peer without knowing
+// they were served: beyond it, a close waits for its answer (which
+// confirms every one sent before it).
+const maxUnsure = 512
 
 func newMux(cli peerv1.PeerServiceClient) *mux {
 	return &mux{cli: cli, pending: map[uint64]chan *peerv1.Envelope{}}
@@ -43,20 +64,29 @@ var errMuxBroken = status.Error(codes.Unavailable, "peer: exchange stream ended"
 func (m *mux) start() (uint64, chan *peerv1.Envelope, peerv1.PeerService_ExchangeClient, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stream == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		s, err := m.cli.Exchange(ctx)
-		if err != nil {
-			cancel()
-			return 0, nil, nil, err
-		}
-		m.stream, m.cancel = s, cancel
-		go m.receive(s)
+	if err := m.open(); err != nil {
+		return 0, nil, nil, err
 	}
 	m.next++
 	ch := make(chan *peerv1.Envelope, 4)
 	m.pending[m.next] = ch
 	return m.next, ch, m.stream, nil
+}
+
+// open opens the stream if there is none. The caller holds m.mu.
+func (m *mux) open() error {
+	if m.stream != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := m.cli.Exchange(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	m.stream, m.cancel = s, cancel
+	go m.receive(s)
+	return nil
 }
 
 // receive routes the answers of stream s to their requests until it fails.
@@ -97,14 +127,120 @@ func (m *mux) done(id uint64) {
 	m.mu.Unlock()
 }
 
-func (m *mux) send(s peerv1.PeerService_ExchangeClient, env *peerv1.Envelope) error {
+// send sends env on stream s, with the closes posted and not yet sent
+// on s before its request, and returns its sequence number.
+func (m *mux) send(s peerv1.PeerService_ExchangeClient, env *peerv1.Envelope) (uint64, error) {
 	m.sendMu.Lock()
 	defer m.sendMu.Unlock()
+	m.carry(s, env)
 	if err := s.Send(env); err != nil {
 		m.fail(s)
-		return errMuxBroken
+		return 0, errMuxBroken
 	}
-	return nil
+	return m.seq, nil
+}
+
+// carry numbers the next message on s and puts in env the posted closes
+// that s has not carried: after a stream broke, all of them (they are
+// idempotent). The caller holds m.sendMu.
+func (m *mux) carry(s peerv1.PeerService_ExchangeClient, env *peerv1.Envelope) {
+	if m.sentOn != s {
+		m.sentOn = s
+		for i := range m.unsure {
+			m.unsure[i].seq = 0
+		}
+	}
+	m.seq++
+	for i := range m.unsure {
+		if m.unsure[i].seq == 0 {
+			m.unsure[i].seq = m.seq
+			env.Drops = append(env.Drops, m.unsure[i].req)
+		}
+	}
+	if len(env.Drops) > 0 && m.armed {
+		m.timer.Stop()
+		m.armed = false
+	}
+}
+
+// post queues a close that wants no answer: the next message to the peer
+// carries it (or a message of its own after postDelay), ordered before
+// everything sent after it; it is kept until an answer to a later
+// message shows it served. It reports false when too many are unsure
+// already.
+func (m *mux) post(req *peerv1.CallRequest) bool {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	if len(m.unsure) >= maxUnsure {
+		return false
+	}
+	m.unsure = append(m.unsure, posted{req: req})
+	if !m.armed {
+		m.armed = true
+		if m.timer == nil {
+			m.timer = time.AfterFunc(postDelay, m.sendPosted)
+		} else {
+			m.timer.Reset(postDelay)
+		}
+	}
+	return true
+}
+
+// sendPosted sends the posted closes no message carried.
+func (m *mux) sendPosted() {
+	m.mu.Lock()
+	err := m.open()
+	s := m.stream
+	m.mu.Unlock()
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	m.armed = false
+	if err != nil {
+		return // kept: the next message, or a flush, carries them
+	}
+	env := &peerv1.Envelope{}
+	m.carry(s, env)
+	if len(env.Drops) > 0 && s.Send(env) != nil {
+		m.fail(s)
+	}
+}
+
+// confirm forgets the closes carried by message seq, which was
+// answered, and before it: the peer serves them before its request.
+func (m *mux) confirm(seq uint64) {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	n := 0
+	for n < len(m.unsure) && m.unsure[n].seq != 0 && m.unsure[n].seq <= seq {
+		n++
+	}
+	if n > 0 {
+		m.unsure = append(m.unsure[:0], m.unsure[n:]...)
+	}
+}
+
+// hasUnsure reports whether closes are on their way, not known served.
+func (m *mux) hasUnsure() bool {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	return len(m.unsure) > 0
+}
+
+// flush waits until every close sent on the stream before is served
+// (sending them again on a new stream if the old one failed); it reports
+// whether there were any.
+func (m *mux) flush(ctx context.Context) bool {
+	if !m.hasUnsure() {
+		return false
+	}
+	// A stream that broke lost what it carried: the next one carries it
+	// again, before the flush.
+	for m.hasUnsure() && ctx.Err() == nil {
+		if _, err := m.call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_FLUSH}); err != errMuxBroken {
+			break
+		}
+	}
+	return true
 }
 
 // roundTrip sends env and passes its answers to answer until answer
@@ -121,14 +257,19 @@ func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*
 	}
 	defer m.done(id)
 	env.Id = id
-	if err := m.send(s, env); err != nil {
+	seq, err := m.send(s, env)
+	if err != nil {
 		return err
 	}
-	for {
+	for confirmed := false; ; {
 		select {
 		case a, ok := <-ch:
 			if !ok {
 				return errMuxBroken
+			}
+			if !confirmed {
+				m.confirm(seq)
+				confirmed = true
 			}
 			if st := a.GetStatus(); st != nil {
 				return status.Error(codes.Code(st.Code), st.Message)
@@ -137,7 +278,7 @@ func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*
 				return nil
 			}
 		case <-ctx.Done():
-			m.send(s, &peerv1.Envelope{Id: id, Body: &peerv1.Envelope_Cancel{Cancel: true}})
+			m.send(s, &peerv1.Envelope{Id: id, Cancel: true})
 			return status.FromContextError(ctx.Err()).Err()
 		}
 	}
@@ -145,23 +286,23 @@ func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*
 
 // envMethod names env's call for metrics: Admit, Call/OP_… or Wait/OP_….
 func envMethod(env *peerv1.Envelope) string {
-	switch b := env.Body.(type) {
-	case *peerv1.Envelope_Call:
-		return "Call/" + b.Call.GetOp().String()
-	case *peerv1.Envelope_Wait:
-		return "Wait/" + b.Wait.GetOp().String()
+	switch {
+	case env.Call != nil:
+		return "Call/" + env.Call.GetOp().String()
+	case env.Wait != nil:
+		return "Wait/" + env.Wait.GetOp().String()
 	}
 	return "Admit"
 }
 
 // admit is Admit over the exchange.
 func (m *mux) admit(ctx context.Context, req *peerv1.AdmitRequest, onWait func()) (*peerv1.AdmitEvent, error) {
-	return m.events(ctx, &peerv1.Envelope{Body: &peerv1.Envelope_Admit{Admit: req}}, onWait)
+	return m.events(ctx, &peerv1.Envelope{Admit: req}, onWait)
 }
 
 // wait is Wait over the exchange.
 func (m *mux) wait(ctx context.Context, req *peerv1.CallRequest, onWait func()) (*peerv1.AdmitEvent, error) {
-	return m.events(ctx, &peerv1.Envelope{Body: &peerv1.Envelope_Wait{Wait: req}}, onWait)
+	return m.events(ctx, &peerv1.Envelope{Wait: req}, onWait)
 }
 
 func (m *mux) events(ctx context.Context, env *peerv1.Envelope, onWait func()) (*peerv1.AdmitEvent, error) {
@@ -187,7 +328,7 @@ func (m *mux) events(ctx context.Context, env *peerv1.Envelope, onWait func()) (
 // call is Call over the exchange.
 func (m *mux) call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
 	var resp *peerv1.CallResponse
-	err := m.roundTrip(ctx, &peerv1.Envelope{Body: &peerv1.Envelope_Call{Call: req}}, func(a *peerv1.Envelope) bool {
+	err := m.roundTrip(ctx, &peerv1.Envelope{Call: req}, func(a *peerv1.Envelope) bool {
 		resp = a.GetResponse()
 		return resp != nil
 	})
@@ -207,18 +348,62 @@ func (sv *Service) Exchange(stream peerv1.PeerService_ExchangeServer) error {
 		if err != nil {
 			return nil
 		}
+		for _, d := range env.Drops {
+			// Served before the next message is read, so that an
+			// OP_FLUSH after them answers after they were served.
+			x.sv.post(stream.Context(), d)
+		}
 		if env.GetCancel() {
 			x.cancelOne(env.Id)
 			continue
+		}
+		if env.Id == 0 {
+			continue // closes alone
 		}
 		ctx, cancel := context.WithCancel(stream.Context())
 		x.mu.Lock()
 		x.cancels[env.Id] = cancel
 		x.mu.Unlock()
-		x.wg.Go(func() {
+		x.wg.Add(1)
+		x.sv.workers.run(func() {
+			defer x.wg.Done()
 			defer x.cancelOne(env.Id)
 			x.serve(ctx, env)
 		})
+	}
+}
+
+// workers runs the requests of Exchange streams on goroutines that wait
+// a while for the next one after each: a new goroutine per request grew
+// its stack serving an Admit every time (runtime.copystack, 9 % of a
+// remote open's CPU in BenchmarkRemoteOpenClose).
+type workers struct {
+	work chan func()
+}
+
+// workerIdle is how long an idle worker waits for a request.
+const workerIdle = 10 * time.Second
+
+// run runs f on an idle worker, or on a new one.
+func (w *workers) run(f func()) {
+	select {
+	case w.work <- f:
+	default:
+		go w.loop(f)
+	}
+}
+
+func (w *workers) loop(f func()) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		f()
+		t.Reset(workerIdle)
+		select {
+		case f = <-w.work:
+		case <-t.C:
+			return
+		}
 	}
 }
 
@@ -263,23 +448,23 @@ func (x *exchange) send(env *peerv1.Envelope) error {
 func (x *exchange) serve(ctx context.Context, env *peerv1.Envelope) {
 	id := env.Id
 	var err error
-	switch b := env.Body.(type) {
-	case *peerv1.Envelope_Admit:
-		err = x.sv.admit(b.Admit, &envEvents{x, id, ctx})
-	case *peerv1.Envelope_Wait:
-		err = x.sv.wait(b.Wait, &envEvents{x, id, ctx})
-	case *peerv1.Envelope_Call:
+	switch {
+	case env.Admit != nil:
+		err = x.sv.admit(env.Admit, &envEvents{x, id, ctx})
+	case env.Wait != nil:
+		err = x.sv.wait(env.Wait, &envEvents{x, id, ctx})
+	case env.Call != nil:
 		var resp *peerv1.CallResponse
-		resp, err = x.sv.Call(ctx, b.Call)
+		resp, err = x.sv.Call(ctx, env.Call)
 		if err == nil {
-			err = x.send(&peerv1.Envelope{Id: id, Body: &peerv1.Envelope_Response{Response: resp}})
+			err = x.send(&peerv1.Envelope{Id: id, Response: resp})
 		}
 	default:
 		err = status.Error(codes.InvalidArgument, "peer: an envelope with no request")
 	}
 	if err != nil {
 		st := status.Convert(err)
-		x.send(&peerv1.Envelope{Id: id, Body: &peerv1.Envelope_Status{Status: &peerv1.RPCStatus{Code: int32(st.Code()), Message: st.Message()}}})
+		x.send(&peerv1.Envelope{Id: id, Status: &peerv1.RPCStatus{Code: int32(st.Code()), Message: st.Message()}})
 	}
 }
 
@@ -291,7 +476,7 @@ type envEvents struct {
 }
 
 func (e *envEvents) Send(ev *peerv1.AdmitEvent) error {
-	return e.x.send(&peerv1.Envelope{Id: e.id, Body: &peerv1.Envelope_Event{Event: ev}})
+	return e.x.send(&peerv1.Envelope{Id: e.id, Event: ev})
 }
 
 func (e *envEvents) Context() context.Context { return e.ctx }

@@ -63,6 +63,7 @@ func (r *Router) noteLease(id state.LeaseID, f func(*heldState)) {
 // the files of the given shards, as far as it knows their state.
 func (sv *Service) Held(ctx context.Context, req *peerv1.HeldRequest) (*peerv1.HeldResponse, error) {
 	r := sv.r
+	r.noteHeld(req.Shards) // closing.go
 	self := &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch()}
 	resp := &peerv1.HeldResponse{}
 	for _, h := range r.heldIn(req.Shards) {

@@ -44,11 +44,13 @@ type Router struct {
 	nTheirs atomic.Int64 // other nodes' change-notify watches (notify.go)
 
 	observe func(method string, d time.Duration, err error) // nil: nothing (Observe)
+	dropMu sync.RWMutex // closes that do not wait (read) against delete pending notices (closing.go)
 
 	mu          sync.Mutex
 	held        map[uint64]*state.Open      // opens this node holds, by Ref
 	nheld       map[state.FileKey]int       // how many of them are of each file
 	perShard    [NumShards]int              // held opens and proxies, by shard
+	rebuilt     [NumShards]bool             // shards asked for their held opens: closes wait (closing.go)
 	hint        map[state.FileKey]bool      // remote files known to have byte-range locks
 	leaseOf     map[uint64]state.LeaseID    // the lease of each held open that has one
 	leaseFiles  map[state.LeaseID]leaseFile // the file of each lease of a held open
@@ -69,6 +71,8 @@ type Router struct {
 	appClose    AppInstances
 	records     DurableRecords         // durable open records in etcd (orphans.go)
 	orphans     map[*state.Open]orphan // proxies kept for dead holders' durable opens (orphans.go)
+	delHint     map[state.FileKey]bool            // remote files with a delete pending: closes wait (closing.go)
+	pendings    map[state.FileKey]pending         // owned files a delete is made pending on (closing.go)
 }
 
 // refKey is an OpenRef as a map key.
@@ -83,6 +87,7 @@ type Stats struct {
 	Calls    atomic.Uint64 // RPCs to owners (Admit, Call, Wait)
 	Delivers atomic.Uint64 // breaks, lock notices, watches and changes sent to other nodes
 	Local    atomic.Uint64 // operations served by the local tables
+	Posted   atomic.Uint64 // of the Calls, closes sent without waiting (closing.go)
 	// ByOp counts the calls to owners by operation (OP_UNSPECIFIED
 	// counts Admit).
 	ByOp [numOps]atomic.Uint64
@@ -112,6 +117,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), dial: dial, log: log,
 		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{}, done: map[uint64]bool{},
 		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
+		delHint: map[state.FileKey]bool{}, pendings: map[state.FileKey]pending{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
@@ -287,6 +293,7 @@ func (r *Router) unhold(o *state.Open) {
 		if r.nheld[o.Key]--; r.nheld[o.Key] <= 0 {
 			delete(r.nheld, o.Key)
 			delete(r.hint, o.Key)
+			delete(r.delHint, o.Key)
 			delete(r.readClear, o.Key)
 		}
 	}

@@ -29,12 +29,13 @@ func (r *Router) owns(rt *peerv1.Route, key state.FileKey) error {
 // shards the node owns, and the holder side of the opens it holds.
 type Service struct {
 	peerv1.UnimplementedPeerServiceServer
-	r *Router
+	r       *Router
+	workers workers // mux.go
 }
 
 // Service returns the router's peer service, to register on the node's
 // gRPC server.
-func (r *Router) Service() *Service { return &Service{r: r} }
+func (r *Router) Service() *Service { return &Service{r: r, workers: workers{work: make(chan func())}} }
 
 // remoteBreaker is a proxy open's Breaker: it hands the break to the node
 // that holds the open.
@@ -142,6 +143,12 @@ func (r *Router) unproxy(o *state.Open) bool {
 		delete(m, k)
 		if len(m) == 0 {
 			delete(r.byKey, o.Key)
+			if p, ok := r.pendings[o.Key]; ok && p.active == 0 {
+				delete(r.pendings, o.Key)
+			} else if ok {
+				p.sticky = false
+				r.pendings[o.Key] = p
+			}
 		}
 	}
 	return true
@@ -193,10 +200,10 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 		return err
 	}
 	ctx := stream.Context()
-	g, err := r.table.Admit(ctx, o, state.Request{
+	g, err := r.admitTable(ctx, o, state.Request{
 		Oplock: uint8(req.Oplock), Lease: leaseReqOf(req.Lease), Overwrite: req.Overwrite,
 		NoCaching: req.NoCaching, Directory: req.Directory,
-	}, func() { stream.Send(&peerv1.AdmitEvent{Waiting: true}) })
+	}, req.Open.Ref.Node, func() { stream.Send(&peerv1.AdmitEvent{Waiting: true}) })
 	if err != nil {
 		r.unproxy(o)
 		code, msg := errCode(err)
@@ -209,6 +216,9 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 	ev := grantEvent(g)
 	ev.LocksPresent = r.locks.HasLocks(key)
 	ev.ReadPresent = cachesReads(g)
+	r.mu.Lock()
+	ev.DeletePending = r.deletePendingFor(key)
+	r.mu.Unlock()
 	if ctx.Err() != nil || stream.Send(ev) != nil {
 		r.closeProxy(o) // the holder gave up: it will not know of this open
 		return status.FromContextError(ctx.Err()).Err()
@@ -220,8 +230,10 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 func (sv *Service) Call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
 	r := sv.r
 	switch {
+	case req.Op == peerv1.Op_OP_FLUSH:
+		return &peerv1.CallResponse{}, nil // served after what the stream carried before (closing.go)
 	case req.Op == peerv1.Op_OP_HAS_OPEN_BELOW:
-		return &peerv1.CallResponse{On: r.table.HasOpenBelow(req.Name)}, nil
+		return &peerv1.CallResponse{On: r.hasOpenBelow(req.Name)}, nil
 	case req.Op == peerv1.Op_OP_ACK_LEASE && req.Route == nil:
 		// An acknowledgment looking for its lease (ackAnywhere): only the
 		// table that knows the lease takes it, whatever shard.
@@ -268,6 +280,7 @@ func needsOpen(op peerv1.Op) bool {
 func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.FileKey, o *state.Open) (*peerv1.CallResponse, error) {
 	resp := &peerv1.CallResponse{}
 	var err error
+	from := req.GetRef().GetNode() // its closes came before this on its stream
 	switch req.Op {
 	case peerv1.Op_OP_REMOVE:
 		resp.On, resp.DeletePending = r.closeProxy(o)
@@ -285,21 +298,21 @@ func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.Fil
 	case peerv1.Op_OP_BREAK_READ:
 		r.table.BreakRead(key, r.except(req, key))
 	case peerv1.Op_OP_MARK_DELETE_PENDING:
-		r.table.MarkDeletePending(o, req.On)
+		r.markPending(key, req.On, func() { r.table.MarkDeletePending(o, req.On) })
 	case peerv1.Op_OP_SET_DELETE_PENDING:
-		r.table.SetDeletePending(key, req.On)
+		r.markPending(key, req.On, func() { r.table.SetDeletePending(key, req.On) })
 	case peerv1.Op_OP_DELETE_PENDING:
 		resp.On = r.table.DeletePending(key)
 	case peerv1.Op_OP_CHECK_RENAME:
-		err = r.table.CheckRename(o)
+		r.flushFor(key, from, func() bool { err = r.table.CheckRename(o); return err != nil })
 	case peerv1.Op_OP_RENAMED:
 		r.table.Renamed(key, req.Name)
 	case peerv1.Op_OP_NAME_OF:
 		resp.Name = r.table.NameOf(o)
 	case peerv1.Op_OP_CHECK_ACCESS:
-		err = r.table.CheckAccess(key, req.Access, req.ShareAccess)
+		r.flushFor(key, from, func() bool { err = r.table.CheckAccess(key, req.Access, req.ShareAccess); return err != nil })
 	case peerv1.Op_OP_STREAM_OPEN:
-		resp.On = r.table.StreamOpen(key, req.Stream, r.lookup(req.Ref))
+		r.flushFor(key, from, func() bool { resp.On = r.table.StreamOpen(key, req.Stream, r.lookup(req.Ref)); return resp.On })
 	case peerv1.Op_OP_STREAM_OF:
 		resp.Name = r.table.StreamOf(o)
 	case peerv1.Op_OP_RENAMED_STREAM:
@@ -309,7 +322,7 @@ func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.Fil
 	case peerv1.Op_OP_OPLOCK:
 		resp.Level = uint32(r.table.Oplock(o))
 	case peerv1.Op_OP_SOLE:
-		resp.On, resp.DeletePending = r.table.Sole(o)
+		r.flushFor(key, from, func() bool { resp.On, resp.DeletePending = r.table.Sole(o); return !resp.On })
 	case peerv1.Op_OP_DETACH:
 		// The holder delivers the breaks of a detached open itself; the
 		// owner only refuses while a break waits for an acknowledgment.
@@ -382,6 +395,9 @@ func (sv *Service) wait(req *peerv1.CallRequest, stream events) error {
 // Deliver implements peerv1.PeerServiceServer: the holder side.
 func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*peerv1.DeliverResponse, error) {
 	r := sv.r
+	if req.Flush != "" {
+		return &peerv1.DeliverResponse{Flushed: r.flushTo(ctx, req.Flush, req.DeletePending)}, nil
+	}
 	if k := req.LocksPresent; k != nil {
 		r.setHint(keyOf(k))
 		return &peerv1.DeliverResponse{}, nil
@@ -504,7 +520,7 @@ func (r *Router) announceRead(key state.FileKey, skip string) {
 // tellHolders sends notice to every node but skip that holds an open of
 // key (as this node, its owner, knows from its proxies), and waits for
 // their answers; what names the notice in the log.
-func (r *Router) tellHolders(key state.FileKey, skip string, notice *peerv1.DeliverRequest, what string) {
+func (r *Router) tellHolders(key state.FileKey, skip string, notice *peerv1.DeliverRequest, what string) (flushed bool) {
 	r.mu.Lock()
 	nodes := map[string]bool{}
 	for ref := range r.byKey[key] {
@@ -513,8 +529,14 @@ func (r *Router) tellHolders(key state.FileKey, skip string, notice *peerv1.Deli
 		}
 	}
 	r.mu.Unlock()
+	return r.tellNodes(nodes, notice, what)
+}
+
+// tellNodes sends notice to nodes and waits for their answers; it
+// reports whether one flushed closes on their way (closing.go).
+func (r *Router) tellNodes(nodes map[string]bool, notice *peerv1.DeliverRequest, what string) (flushed bool) {
 	if len(nodes) == 0 {
-		return
+		return false
 	}
 	peers := r.routes.Peers()
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
@@ -529,8 +551,12 @@ func (r *Router) tellHolders(key state.FileKey, skip string, notice *peerv1.Deli
 			continue
 		}
 		r.stats.Delivers.Add(1)
-		if _, err := cli.Deliver(ctx, notice); err != nil {
+		resp, err := cli.Deliver(ctx, notice)
+		if err != nil {
 			r.log.Warn("telling a node of "+what, "peer", node, "err", err)
+			continue
 		}
+		flushed = flushed || resp.Flushed
 	}
+	return flushed
 }

@@ -1,0 +1,252 @@
+package peer
+
+import (
+	"context"
+	"errors"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+)
+
+// Closes that do not wait. The close of an open of a remote file that
+// caches nothing, has no byte-range locks and no delete pending can learn
+// nothing from the owner's answer (it deletes nothing): the holder
+// forgets the open at once and its Drop, wanting no answer, rides on the
+// next message of the Exchange stream to the owner — usually the next
+// open's Admit — or goes on its own after postDelay (mux.post). The
+// owner serves these closes in order, before the message's request.
+//
+// Until it is served, the owner still counts the open. What must hold
+// is that once the CLOSE is answered no other client meets the open; so
+// before the owner refuses anything that an open of another node's
+// could be the cause of — an open (sharing violation), a grant of less
+// caching than asked (the open leaves the table and is admitted again),
+// a rename, an access check, "sole open", "stream open", "open below" —
+// it asks the nodes that hold opens of the file to flush (Deliver flush:
+// each sends an OP_FLUSH after its closes on their way, if it has any,
+// and answers once it is answered), then checks again. The asking node's own closes precede its request on the same
+// stream, and a new stream first carries again the closes not known
+// served (mux.carry; Drop is idempotent), so a broken stream loses none.
+// A new owner rebuilds from the opens holders still hold (Held), which
+// no longer include them.
+//
+// A close deletes when it is the last of a file (or stream) with a delete
+// pending; the holder must then know the answer. So before a delete is
+// made pending on a file, the owner tells every node with opens of it
+// (Deliver delete_pending, with flush): each flushes, and its closes of
+// the file wait for their answer from then on (delHint); an Admit served
+// meanwhile says so in its answer (AdmitEvent.delete_pending).
+
+// dropLater forgets o and sends its Drop to its remote owner without
+// waiting, when the answer cannot matter; it reports whether it did.
+//
+// A node taking the shard over asks for the held opens (Held) after its
+// assignment, which this node's routes may not show yet: o is forgotten
+// before its Drop goes, and after a Held for its shard closes wait (and
+// are routed again until they reach the owner) until one of them did.
+func (r *Router) dropLater(o *state.Open) bool {
+	t, err := r.at(context.Background(), o.Key)
+	if err != nil || t.local {
+		return false
+	}
+	r.dropMu.RLock()
+	defer r.dropMu.RUnlock()
+	r.mu.Lock()
+	hs, remote := r.mirrorCache[o.Ref]
+	ok := remote && r.held[o.Ref] == o && r.done[o.Ref] && hs == (heldState{}) &&
+		!r.hint[o.Key] && !r.delHint[o.Key] && !r.rebuilt[ShardOf(o.Key)]
+	r.mu.Unlock()
+	if !ok {
+		return false
+	}
+	req := &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_DROP, Ref: r.ref(o), Key: keyPB(o.Key)}
+	r.unhold(o)
+	if !t.mx.post(req) {
+		return false
+	}
+	r.stats.call(peerv1.Op_OP_DROP)
+	r.stats.Posted.Add(1)
+	return true
+}
+
+// noteHeld records that a node asked for the held opens of shards: it
+// is taking them over (dropLater).
+func (r *Router) noteHeld(shards []uint32) {
+	r.dropMu.Lock()
+	r.mu.Lock()
+	for _, s := range shards {
+		if s < NumShards {
+			r.rebuilt[s] = true
+		}
+	}
+	r.mu.Unlock()
+	r.dropMu.Unlock()
+}
+
+// dropped records that a close waited for its answer: it reached the
+// shard's current owner.
+func (r *Router) dropped(key state.FileKey) {
+	r.mu.Lock()
+	r.rebuilt[ShardOf(key)] = false
+	r.mu.Unlock()
+}
+
+// post serves a close that wants no answer (Envelope.drops).
+func (sv *Service) post(ctx context.Context, req *peerv1.CallRequest) {
+	if req.GetOp() != peerv1.Op_OP_DROP {
+		return
+	}
+	resp, err := sv.Call(ctx, req)
+	if err == nil && resp != nil && (resp.On || resp.DeletePending) {
+		// Cannot happen while delete pending notices hold (closing.go).
+		sv.r.log.Error("a close that did not wait deleted something", "file", keyString(keyOf(req.Key)))
+	}
+}
+
+// flushFor runs check, and — when its outcome was negative and other
+// nodes than from hold opens of key — once more after they flushed the
+// closes on their way.
+func (r *Router) flushFor(key state.FileKey, from string, check func() (negative bool)) {
+	if check() && r.flushHolders(key, from) {
+		check()
+	}
+}
+
+// flushHolders asks every node but from that holds opens of key here to
+// flush; it reports whether one had closes on their way.
+func (r *Router) flushHolders(key state.FileKey, from string) bool {
+	return r.tellHolders(key, from, &peerv1.DeliverRequest{Flush: r.routes.Self()}, "a flush")
+}
+
+// flushAll asks every node that holds opens of files owned here to flush.
+func (r *Router) flushAll() bool {
+	r.mu.Lock()
+	nodes := map[string]bool{}
+	for k := range r.proxies {
+		nodes[k.node] = true
+	}
+	r.mu.Unlock()
+	return r.tellNodes(nodes, &peerv1.DeliverRequest{Flush: r.routes.Self()}, "a flush")
+}
+
+// admitTable is the owner's table.Admit of o, for a request from node
+// from (whose own closes came before it). An open refused for a sharing
+// violation, or granted less caching than it asked, while other nodes
+// hold opens of the file is tried again once they flushed closes on
+// their way — if they had any — and, when granted, after leaving the
+// table again (the client has not seen that grant).
+func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Request, from string, onWait func()) (state.Grant, error) {
+	if onWait != nil {
+		once := onWait
+		onWait = func() {
+			if once != nil {
+				once()
+				once = nil
+			}
+		}
+	}
+	g, err := r.table.Admit(ctx, o, req, onWait)
+	switch {
+	case errors.Is(err, state.ErrSharingViolation) && r.flushHolders(o.Key, from):
+		g, err = r.table.Admit(ctx, o, req, onWait)
+	case err == nil && lessCaching(req, g) && r.flushHolders(o.Key, from):
+		r.table.Remove(o)
+		g, err = r.table.Admit(ctx, o, req, onWait)
+	}
+	return g, err
+}
+
+// lessCaching reports whether g grants less caching than req asked for
+// (another open of the file, say, kept it from write caching). A
+// directory's lease never caches writes: that is no less.
+func lessCaching(req state.Request, g state.Grant) bool {
+	switch {
+	case req.NoCaching || req.Directory:
+		return false
+	case req.Lease != nil:
+		return g.Lease != nil && g.Lease.State&req.Lease.State != req.Lease.State
+	}
+	return g.Oplock < req.Oplock
+}
+
+// markPending makes a delete pending on key by set (on), first telling
+// the nodes with opens of it, so that none of their closes of it goes
+// without waiting any more (see above).
+func (r *Router) markPending(key state.FileKey, on bool, set func()) {
+	if !on {
+		set()
+		return
+	}
+	r.mu.Lock()
+	p := r.pendings[key]
+	p.active++
+	r.pendings[key] = p
+	r.mu.Unlock()
+	r.tellHolders(key, "", &peerv1.DeliverRequest{Flush: r.routes.Self(), DeletePending: keyPB(key)}, "a delete pending")
+	set()
+	r.mu.Lock()
+	p = r.pendings[key]
+	p.active--
+	p.sticky = p.sticky || len(r.byKey[key]) > 0
+	if p.active == 0 && !p.sticky {
+		delete(r.pendings, key)
+	} else {
+		r.pendings[key] = p
+	}
+	r.mu.Unlock()
+}
+
+// pending tracks, at an owner, a file on which a delete is being or was
+// made pending while other nodes hold opens of it: an Admit's answer
+// tells the holder (active: notices on their way; sticky: until no
+// other node holds an open of the file).
+type pending struct {
+	active int
+	sticky bool
+}
+
+// deletePendingFor reports whether an Admit of key must tell its holder
+// that a delete is pending. The caller holds r.mu.
+func (r *Router) deletePendingFor(key state.FileKey) bool {
+	p, ok := r.pendings[key]
+	return ok && (p.active > 0 || p.sticky)
+}
+
+// flushTo is the holder's side of a flush asked by owner node; a
+// delete pending notice for key (when not nil) first makes this node's
+// closes of it wait.
+func (r *Router) flushTo(ctx context.Context, node string, key *peerv1.FileKey) bool {
+	if key != nil {
+		r.setDelHint(keyOf(key))
+	}
+	addr := r.routes.Peers()[node]
+	r.mu.Lock()
+	mx := r.muxes[addr]
+	r.mu.Unlock()
+	if addr == "" || mx == nil {
+		return false
+	}
+	return mx.flush(ctx)
+}
+
+// setDelHint records that a delete is pending on key, which this node
+// holds opens of.
+func (r *Router) setDelHint(key state.FileKey) {
+	r.dropMu.Lock()
+	r.mu.Lock()
+	if r.nheld[key] > 0 {
+		r.delHint[key] = true
+	}
+	r.mu.Unlock()
+	r.dropMu.Unlock()
+}
+
+// hasOpenBelow is HasOpenBelow on the files owned here, checked again
+// after a flush when it finds one.
+func (r *Router) hasOpenBelow(dir string) bool {
+	on := r.table.HasOpenBelow(dir)
+	if on && r.flushAll() {
+		on = r.table.HasOpenBelow(dir)
+	}
+	return on
+}

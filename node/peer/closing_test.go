@@ -1,0 +1,256 @@
+package peer
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// gate holds up the owner's reading of Exchange streams: while shut, a
+// message sent to the owner stays in flight; end ends the streams
+// waiting at it, their message unserved.
+type gate struct {
+	mu   sync.Mutex
+	open chan struct{} // closed while the gate is open
+	kill chan struct{} // closed to end the waiting streams
+
+	asked chan struct{} // a flush the owner asked of the holder
+	held  chan struct{} // a message held at the shut gate
+}
+
+func newGate() *gate {
+	g := &gate{open: make(chan struct{}), kill: make(chan struct{}), asked: make(chan struct{}, 16), held: make(chan struct{}, 16)}
+	close(g.open)
+	return g
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	g.open, g.kill = make(chan struct{}), make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gate) release() {
+	g.mu.Lock()
+	close(g.open)
+	g.mu.Unlock()
+}
+
+// end ends the streams waiting at the gate and opens it for new ones.
+func (g *gate) end() {
+	g.mu.Lock()
+	close(g.kill)
+	g.open, g.kill = make(chan struct{}), make(chan struct{})
+	close(g.open)
+	g.mu.Unlock()
+}
+
+func (g *gate) wait() error {
+	g.mu.Lock()
+	open, kill := g.open, g.kill
+	g.mu.Unlock()
+	select {
+	case <-open:
+		return nil
+	default:
+		g.held <- struct{}{}
+	}
+	select {
+	case <-open:
+		return nil
+	case <-kill:
+		return status.Error(codes.Unavailable, "test: stream ended")
+	}
+}
+
+type gatedStream struct {
+	grpc.ServerStream
+	g *gate
+}
+
+// RecvMsg hands a message on only through the gate.
+func (s gatedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return s.g.wait()
+}
+
+// gatedNodes is twoNodes with the owner a's Exchange streams behind g;
+// the holder b reports the flushes asked of it on g.asked.
+func gatedNodes(t *testing.T, g *gate) (a, b *Router) {
+	t.Helper()
+	peers := map[string]string{}
+	var routers []*Router
+	for _, name := range []string{"a", "b"} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers[name] = l.Addr().String()
+		rt := &staticRoutes{self: name, owner: "a", peers: peers}
+		r := New(rt, state.NewTable(), state.NewLockTable(), func(addr string) (*grpc.ClientConn, error) {
+			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		}, nil)
+		var opts []grpc.ServerOption
+		if name == "a" {
+			opts = append(opts, grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+				if info.FullMethod == peerv1.PeerService_Exchange_FullMethodName {
+					ss = gatedStream{ss, g}
+				}
+				return h(srv, ss)
+			}))
+		} else {
+			opts = append(opts, grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if d, ok := req.(*peerv1.DeliverRequest); ok && d.Flush != "" {
+					g.asked <- struct{}{}
+				}
+				return h(ctx, req)
+			}))
+		}
+		srv := grpc.NewServer(opts...)
+		peerv1.RegisterPeerServiceServer(srv, r.Service())
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Stop(); r.Close() })
+		routers = append(routers, r)
+	}
+	return routers[0], routers[1]
+}
+
+// within runs f and fails the test if it does not return within the
+// deadline (it must not wait on the gate).
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s waited for the owner", what)
+	}
+}
+
+// TestCloseOnItsWayIsNotSeen: a close of a remote file does not wait for
+// the owner, and yet once it returned no open sees the closed one — the
+// owner, about to refuse an open for a sharing violation, has the holder
+// flush its closes first. Also when the stream that carried the close
+// broke before the owner read it: the holder sends it again.
+func TestCloseOnItsWayIsNotSeen(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		name := "in flight"
+		if broken {
+			name = "stream broke"
+		}
+		t.Run(name, func(t *testing.T) {
+			g := newGate()
+			a, b := gatedNodes(t, g)
+			key := state.FileKey{Volume: 5, FileID: 1}
+			ctx := context.Background()
+			ob := open(key, rw, 0, newBreaks())
+			if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			g.shut()
+			within(t, "the close", func() { b.Release(ob); b.Drop(ob) })
+			if b.Stats().Posted.Load() != 1 {
+				t.Fatalf("closes sent without waiting: %d, want 1", b.Stats().Posted.Load())
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := a.Admit(ctx, open(key, rw, 0, newBreaks()), state.Request{}, nil)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				t.Fatalf("the owner answered the open (%v) before the holder's close arrived", err)
+			default:
+			}
+			select {
+			case <-g.asked:
+			case err := <-done:
+				t.Fatalf("the owner answered the open (%v) without asking the holder to flush", err)
+			}
+			<-g.held // the close, on its own or with the flush, reached the owner
+			if broken {
+				g.end()
+			} else {
+				g.release()
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("open after the other node's close returned: %v", err)
+			}
+		})
+	}
+}
+
+// TestCloseWaitsOnceDeleteIsPending: once a delete is pending on a file,
+// a close through another node waits for the owner's answer, which says
+// whether the close deletes the file.
+func TestCloseWaitsOnceDeleteIsPending(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 5, FileID: 2}
+	ctx := context.Background()
+	ob := open(key, rw, shareAll, newBreaks())
+	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	oa := open(key, rw|0x10000, shareAll, newBreaks())
+	if _, err := a.Admit(ctx, oa, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	a.MarkDeletePending(oa, true)
+	if _, del := a.Drop(oa); del {
+		t.Fatal("the first close deleted the file, another open remains")
+	}
+	if _, del := b.Drop(ob); !del {
+		t.Fatal("the last close, through the other node, did not delete the file with a delete pending")
+	}
+	if n := b.Stats().Posted.Load(); n != 0 {
+		t.Fatalf("closes sent without waiting: %d, want 0", n)
+	}
+}
+
+// TestCloseOnItsWayCostsNoCaching: an open asking for a batch oplock
+// right after another node's open of the file closed gets it, though the
+// close is still on its way: the owner, about to grant less, has the
+// holder flush and admits the open again.
+func TestCloseOnItsWayCostsNoCaching(t *testing.T) {
+	g := newGate()
+	a, b := gatedNodes(t, g)
+	key := state.FileKey{Volume: 5, FileID: 4}
+	ctx := context.Background()
+	ob := open(key, rw, shareAll, newBreaks())
+	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	g.shut()
+	within(t, "the close", func() { b.Release(ob); b.Drop(ob) })
+	type result struct {
+		g   state.Grant
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		gr, err := a.Admit(ctx, open(key, rw, shareAll, newBreaks()), state.Request{Oplock: state.OplockBatch}, nil)
+		done <- result{gr, err}
+	}()
+	select {
+	case <-g.asked:
+	case r := <-done:
+		t.Fatalf("the owner granted %#x (%v) without asking the holder to flush", r.g.Oplock, r.err)
+	}
+	<-g.held
+	g.release()
+	if r := <-done; r.err != nil || r.g.Oplock != state.OplockBatch {
+		t.Fatalf("open after the other node's close returned: oplock %#x, %v; want a batch oplock", r.g.Oplock, r.err)
+	}
+}
