@@ -229,7 +229,14 @@ func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []sta
 func (r *Router) handoverLocal(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock) {
 	c, locks := r.table.CachingOf(o), r.locks.Locks(o)
 	r.unhold(o)
-	k := refKey{to.Node, to.Epoch, to.ID}
+	r.proxyFor(o, refPB(to))
+	return c, locks
+}
+
+// proxyFor makes o, in the table already, the proxy of another node's
+// open to: breaks go to that node.
+func (r *Router) proxyFor(o *state.Open, to *peerv1.OpenRef) {
+	k := refKey{to.Node, to.Epoch, to.Id}
 	r.mu.Lock()
 	r.proxies[k] = o
 	r.proxyRef[o] = k
@@ -240,8 +247,7 @@ func (r *Router) handoverLocal(o *state.Open, to state.HolderRef) (state.Caching
 	}
 	r.byKey[o.Key][k] = true
 	r.mu.Unlock()
-	r.table.Reattach(o, remoteBreaker{r, refPB(to)})
-	return c, locks
+	r.table.Reattach(o, remoteBreaker{r, to})
 }
 
 // handoverProxy re-keys the proxy o of another node's open to to: a third
@@ -265,18 +271,7 @@ func (r *Router) handoverProxy(o *state.Open, to *peerv1.OpenRef) (*peerv1.CallR
 		go r.expireAdopted(to.Id, o)
 		return resp, nil
 	}
-	k := refKey{to.Node, to.Epoch, to.Id}
-	r.mu.Lock()
-	r.proxies[k] = o
-	r.proxyRef[o] = k
-	r.in[o] = true
-	r.perShard[ShardOf(o.Key)]++
-	if r.byKey[o.Key] == nil {
-		r.byKey[o.Key] = map[refKey]bool{}
-	}
-	r.byKey[o.Key][k] = true
-	r.mu.Unlock()
-	r.table.Reattach(o, remoteBreaker{r, to})
+	r.proxyFor(o, to)
 	return resp, nil
 }
 
