@@ -44,7 +44,7 @@ type Router struct {
 	nTheirs atomic.Int64 // other nodes' change-notify watches (notify.go)
 
 	observe func(method string, d time.Duration, err error) // nil: nothing (Observe)
-	dropMu sync.RWMutex // closes that do not wait (read) against delete pending notices (closing.go)
+	dropMu  sync.RWMutex                                    // closes that do not wait (read) against delete pending notices (closing.go)
 
 	mu          sync.Mutex
 	held        map[uint64]*state.Open      // opens this node holds, by Ref
@@ -69,10 +69,10 @@ type Router struct {
 	durHolder   DurableHolder                     // the holder side of TakeDurable (durable.go)
 	durStatus   func(error) (uint32, bool)
 	appClose    AppInstances
-	records     DurableRecords         // durable open records in etcd (orphans.go)
-	orphans     map[*state.Open]orphan // proxies kept for dead holders' durable opens (orphans.go)
-	delHint     map[state.FileKey]bool            // remote files with a delete pending: closes wait (closing.go)
-	pendings    map[state.FileKey]pending         // owned files a delete is made pending on (closing.go)
+	records     DurableRecords            // durable open records in etcd (orphans.go)
+	orphans     map[*state.Open]orphan    // proxies kept for dead holders' durable opens (orphans.go)
+	delHint     map[state.FileKey]bool    // remote files with a delete pending: closes wait (closing.go)
+	pendings    map[state.FileKey]pending // owned files a delete is made pending on (closing.go)
 }
 
 // refKey is an OpenRef as a map key.
