@@ -257,7 +257,8 @@ func TestConnectionMovesWithItsSession(t *testing.T) {
 // bound on the same node: a 3.1.1 session of each signing algorithm
 // (HMAC-SHA256, AES-CMAC, AES-GMAC) and 3.0.2's AES-CMAC, signed; every
 // cipher on an encrypting server. The data written through the bound
-// channel reads back through the first.
+// channel reads back through the first; the arrival node sends the READ's
+// bytes (signed or sealed) and writes the sealed WRITE's.
 func TestBindAlgorithmsAcrossNodes(t *testing.T) {
 	type variant struct {
 		name    string
@@ -314,6 +315,15 @@ func TestBindAlgorithmsAcrossNodes(t *testing.T) {
 			}
 			if got, err := first.Read(fid, 0, len(data)); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("READ through the first channel: %v", err)
+			}
+			// The bytes moved through the arrival node: the READ, signed or
+			// sealed, and the sealed WRITE (a signed WRITE's signature
+			// covers its payload: it goes through the relay).
+			if p.arrival.RemoteReads() == 0 {
+				t.Errorf("the READ through the bound channel was not sent by the arrival node")
+			}
+			if sealed := v.enc != server.EncryptOff; sealed != (p.arrival.RemoteWrites() > 0) {
+				t.Errorf("WRITEs written by the arrival node: %d (sealed session: %v)", p.arrival.RemoteWrites(), sealed)
 			}
 			if err := second.CloseFile(fid); err != nil {
 				t.Fatal(err)

@@ -181,16 +181,25 @@ func (r *clientRelay) Recv() ([]byte, bool, error) {
 	return m.GetData(), m.GetMore(), nil
 }
 
-func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, wantPath bool) (server.RemoteRead, error) {
-	resp, err := r.cli.RemoteRead(ctx, &peerv1.RemoteReadRequest{RelayId: r.id, Pdu: pdu, WantPath: wantPath})
+func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, wantPath, sealed bool) (server.RemoteRead, error) {
+	resp, err := r.cli.RemoteRead(ctx, &peerv1.RemoteReadRequest{RelayId: r.id, Pdu: pdu, WantPath: wantPath, Sealed: sealed})
 	if err != nil {
 		return server.RemoteRead{}, err
 	}
 	return server.RemoteRead{
 		Forward: resp.GetForward(), Answered: resp.GetAnswered(), Head: resp.GetHead(), Path: resp.GetPath(),
 		Inode: resp.GetInode(), Off: resp.GetOffset(), N: int(resp.GetLength()),
-		SignAlg: uint16(resp.GetSigningAlgorithm()), SignKey: resp.GetSigningKey(),
+		SignAlg: uint16(resp.GetSigningAlgorithm()), SignKey: resp.GetSigningKey(), Seal: resp.GetSeal(),
 	}, nil
+}
+
+func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.SessionKeys, error) {
+	resp, err := r.cli.SessionKeys(ctx, &peerv1.SessionKeysRequest{RelayId: r.id, SessionId: sid})
+	if err != nil {
+		return server.SessionKeys{}, err
+	}
+	return server.SessionKeys{OK: resp.GetOk(), Dialect: uint16(resp.GetDialect()), Cipher: uint16(resp.GetCipher()),
+		ServerIn: resp.GetServerInKey(), ServerOut: resp.GetServerOutKey()}, nil
 }
 
 func (r *clientRelay) CloseSend() error { return r.stream.CloseSend() }
@@ -261,14 +270,14 @@ func handoffState(h *peerv1.Handoff) (*server.HandoffState, error) {
 	return st, nil
 }
 
-func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, wantPath bool) (server.WriteExchange, error) {
+func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, wantPath, sealed bool) (server.WriteExchange, error) {
 	ctx, cancel := context.WithCancel(ctx) // ends the stream, however the exchange ends
 	stream, err := r.cli.RemoteWrite(ctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	if err := stream.Send(&peerv1.RemoteWriteMessage{RelayId: r.id, Head: head, DataLength: uint32(n), WantPath: wantPath}); err != nil {
+	if err := stream.Send(&peerv1.RemoteWriteMessage{RelayId: r.id, Head: head, DataLength: uint32(n), WantPath: wantPath, Sealed: sealed}); err != nil {
 		cancel()
 		return nil, err
 	}

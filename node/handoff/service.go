@@ -48,11 +48,24 @@ func (sv *Service) RemoteRead(ctx context.Context, req *peerv1.RemoteReadRequest
 	if a == nil {
 		return &peerv1.RemoteReadResponse{Forward: true}, nil
 	}
-	rr := a.ServeRemoteRead(req.GetPdu(), req.GetWantPath())
+	rr := a.ServeRemoteRead(req.GetPdu(), req.GetWantPath(), req.GetSealed())
 	return &peerv1.RemoteReadResponse{
 		Forward: rr.Forward, Answered: rr.Answered, Head: rr.Head, Path: rr.Path, Inode: rr.Inode,
-		Offset: rr.Off, Length: uint32(rr.N), SigningAlgorithm: uint32(rr.SignAlg), SigningKey: rr.SignKey,
+		Offset: rr.Off, Length: uint32(rr.N), SigningAlgorithm: uint32(rr.SignAlg), SigningKey: rr.SignKey, Seal: rr.Seal,
 	}, nil
+}
+
+// SessionKeys implements peerv1.SessionServiceServer (server.Adopted.SessionKeys).
+func (sv *Service) SessionKeys(ctx context.Context, req *peerv1.SessionKeysRequest) (*peerv1.SessionKeysResponse, error) {
+	sv.p.mu.Lock()
+	a := sv.p.adopted[req.GetRelayId()]
+	sv.p.mu.Unlock()
+	if a == nil {
+		return &peerv1.SessionKeysResponse{}, nil
+	}
+	k := a.SessionKeys(req.GetSessionId())
+	return &peerv1.SessionKeysResponse{Ok: k.OK, Dialect: uint32(k.Dialect), Cipher: uint32(k.Cipher),
+		ServerInKey: k.ServerIn, ServerOutKey: k.ServerOut}, nil
 }
 
 // Relay implements peerv1.SessionServiceServer: the handed-over
@@ -296,6 +309,6 @@ func (sv *Service) RemoteWrite(stream peerv1.SessionService_RemoteWriteServer) e
 			return nil
 		},
 	}
-	answered := a.ServeRemoteWrite(first.GetHead(), int(first.GetDataLength()), first.GetWantPath(), payload)
+	answered := a.ServeRemoteWrite(first.GetHead(), int(first.GetDataLength()), first.GetWantPath(), first.GetSealed(), payload)
 	return stream.Send(&peerv1.RemoteWriteMessage{Answered: answered, Forward: !answered})
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -62,10 +63,15 @@ type Relay interface {
 	Recv() (p []byte, more bool, err error)
 	// RemoteRead offers the home node to serve a READ from this node
 	// (remoteread.go).
-	RemoteRead(ctx context.Context, pdu []byte, wantPath bool) (RemoteRead, error)
+	// (remoteread.go); sealed: the client sent it encrypted (pdu is
+	// opened).
+	RemoteRead(ctx context.Context, pdu []byte, wantPath, sealed bool) (RemoteRead, error)
 	// RemoteWrite sends the home node a WRITE whose payload (n bytes)
 	// stays here (remotewrite.go).
-	RemoteWrite(ctx context.Context, head []byte, n int, wantPath bool) (WriteExchange, error)
+	RemoteWrite(ctx context.Context, head []byte, n int, wantPath, sealed bool) (WriteExchange, error)
+	// SessionKeys asks the home node for the encryption keys of a session
+	// the connection is a channel of.
+	SessionKeys(ctx context.Context, sid uint64) (SessionKeys, error)
 	// CloseSend tells the home node that the client closed.
 	CloseSend() error
 	// Close abandons the relay.
@@ -216,7 +222,7 @@ func (c *conn) relayBytes(rl Relay) error {
 	c.out = c.out[:0]
 	c.wmu.Unlock()
 	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
-	rf := &remoteFiles{files: map[remoteFile]*os.File{}}
+	rf := &remoteFiles{files: map[remoteFile]*os.File{}, seal: map[uint64]*sealKeys{}}
 	defer rf.close()
 	toClient := make(chan error, 1)
 	go func() { toClient <- c.relayToClient(rl) }()
@@ -243,22 +249,26 @@ func (c *conn) relayBytes(rl Relay) error {
 			rl.CloseSend()
 			break
 		}
-		if dataOff, fid, ok := remoteWritable(frame[4:]); ok {
+		msg, sk := frame[4:], (*sealKeys)(nil)
+		if binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
+			msg, sk = c.openSealed(rl, rf, msg)
+		}
+		if dataOff, fid, ok := remoteWritable(msg); ok {
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()
-				if err := c.serveRemoteWrite(rl, rf, frame, dataOff, fid, forward); err != nil {
+				if err := c.serveRemoteWrite(rl, rf, frame, msg, dataOff, fid, sk != nil, forward); err != nil {
 					c.srv.log.Info("dropping a handed-over connection", "remote", c.remote, "err", err)
 					c.nc.Close()
 				}
 			}()
 			continue
 		}
-		if fid, ok := remoteReadable(frame[4:]); ok {
+		if fid, ok := remoteReadable(msg); ok {
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()
-				if err := c.serveRemoteRead(rl, rf, frame, fid, forward); err != nil {
+				if err := c.serveRemoteRead(rl, rf, frame, msg, fid, sk, forward); err != nil {
 					c.srv.log.Info("dropping a handed-over connection", "remote", c.remote, "err", err)
 					c.nc.Close()
 				}

@@ -2,6 +2,8 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"crypto/cipher"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -53,6 +55,17 @@ type RemoteRead struct {
 	N       int
 	SignAlg uint16
 	SignKey []byte
+	// Seal: the response is encrypted with the session's key (the
+	// request came sealed).
+	Seal bool
+}
+
+// SessionKeys are a session's encryption keys, for the node a channel's
+// client is connected to (Relay.SessionKeys).
+type SessionKeys struct {
+	OK                  bool // the session encrypts on this connection
+	Dialect, Cipher     uint16
+	ServerIn, ServerOut []byte
 }
 
 // remoteRead is what the READ handler leaves for ServeRemoteRead.
@@ -102,31 +115,36 @@ type Adopted struct{ c *conn }
 
 // ServeRemoteRead runs a READ the arrival node offers to serve from its
 // own descriptor (see above). pdu is the request as the client sent it.
-func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath bool) RemoteRead {
+func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath, sealed bool) RemoteRead {
 	c := a.c
 	var h smb2.Header
 	if h.Decode(pdu) != nil || h.Command != smb2.CmdRead || h.NextCommand != 0 || h.Flags&smb2.FlagRelatedOperations != 0 ||
 		c.ctx.Err() != nil {
 		return RemoteRead{Forward: true}
 	}
-	m, s, ok := c.remoteRequest(&h, pdu, false)
+	m, s, ok := c.remoteRequest(&h, pdu, false, sealed)
 	if m == nil {
 		return RemoteRead{Forward: !ok, Answered: ok}
 	}
+	var enc *Session
+	if sealed {
+		enc = s
+	}
 	rr := &remoteRead{wantPath: wantPath}
 	r := &m.req
-	r.single, r.remote = true, rr
-	res, err := c.serveOne(r, &m.st, nil)
+	r.single, r.encrypted, r.remote = !sealed, sealed, rr
+	res, err := c.serveOne(r, &m.st, enc)
 	if err != nil {
 		c.close()
 		return RemoteRead{Answered: true}
 	}
-	if !rr.taken || res.hdr.Status != 0 || res.encrypt != nil || res.onEncoded != nil {
+	if !rr.taken || res.hdr.Status != 0 || res.encrypt != nil && res.encrypt != enc || res.onEncoded != nil {
 		c.writeResults([]result{res})
 		return RemoteRead{Answered: true}
 	}
-	out := RemoteRead{Head: make([]byte, smb2.HeaderSize+res.body.Size()), Path: rr.path, Inode: rr.inode, Off: rr.off, N: rr.n}
-	if res.signer != nil {
+	out := RemoteRead{Head: make([]byte, smb2.HeaderSize+res.body.Size()), Path: rr.path, Inode: rr.inode, Off: rr.off, N: rr.n,
+		Seal: res.encrypt != nil}
+	if res.signer != nil && !out.Seal {
 		res.hdr.Flags |= smb2.FlagSigned
 		ch := s.channelFor(c)
 		if ch == nil || ch.signKey == nil {
@@ -141,19 +159,38 @@ func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath bool) RemoteRead {
 	return out
 }
 
+// SessionKeys returns the encryption keys of session sid for the node the
+// connection's client is connected to: only of a session the connection
+// is a channel of, and that encrypts.
+func (a *Adopted) SessionKeys(sid uint64) SessionKeys {
+	s := a.c.srv.lookupSession(sid)
+	if s == nil || !s.valid() || s.channelFor(a.c) == nil || s.encrypter == nil || len(s.Keys.ServerIn) == 0 {
+		return SessionKeys{}
+	}
+	return SessionKeys{OK: true, Dialect: s.Dialect, Cipher: s.Cipher, ServerIn: s.Keys.ServerIn, ServerOut: s.Keys.ServerOut}
+}
+
 // remoteRequest prepares a request another node read from a handed-over
 // connection, as the read loop would have: it counts its credits and its
 // arrival. It returns nil and false when the request is to go through
-// the relay instead (an encrypted session or tree; with unsigned, a
-// session that requires signing, since the signature cannot be checked
-// without the payload — nothing is counted then), nil and true when the
-// connection ended over it.
-func (c *conn) remoteRequest(h *smb2.Header, msg []byte, unsigned bool) (*message, *Session, bool) {
+// the relay instead (an encrypted session or tree when the request came
+// in plain; with unsigned, a plain request of a session that requires
+// signing, since the signature cannot be checked without the payload —
+// nothing is counted then), nil and true when the connection ended over
+// it. sealed: the arrival node opened the request with the session's key.
+func (c *conn) remoteRequest(h *smb2.Header, msg []byte, unsigned, sealed bool) (*message, *Session, bool) {
 	s := c.srv.lookupSession(h.SessionID)
-	if s == nil || s.EncryptData || unsigned && s.SigningRequired {
+	switch {
+	case s == nil, !sealed && unsigned && s.SigningRequired:
+		return nil, nil, false
+	case sealed:
+		if ch := s.channelFor(c); ch == nil || s.encrypter == nil {
+			return nil, nil, false
+		}
+	case s.EncryptData:
 		return nil, nil, false
 	}
-	if t := s.tree(h.TreeID); t == nil || t.EncryptData {
+	if t := s.tree(h.TreeID); t == nil || t.EncryptData && !sealed {
 		return nil, nil, false
 	}
 	charge := h.CreditCharge
@@ -175,9 +212,67 @@ func (c *conn) remoteRequest(h *smb2.Header, msg []byte, unsigned bool) (*messag
 // handed-over channel reads, by FileId.Persistent.
 type remoteFiles struct {
 	mu     sync.Mutex
+	seal   map[uint64]*sealKeys // by session id; nil: the session does not encrypt here
 	files  map[remoteFile]*os.File
 	signer signing.Signer
 	key    []byte
+}
+
+// sealKeys are what the arrival node needs of an encrypting session: open
+// its sealed requests, seal the READ responses it sends (with nonces of
+// its own: both nodes draw random ones).
+type sealKeys struct {
+	id       uint64
+	enc, dec cipher.AEAD
+	nonces   *signing.NonceSource
+}
+
+// sealKeysFor returns session sid's keys, asked of the home node once; nil
+// when the session does not encrypt on this connection.
+func (rf *remoteFiles) sealKeysFor(ctx context.Context, rl Relay, sid uint64) *sealKeys {
+	rf.mu.Lock()
+	sk, known := rf.seal[sid]
+	rf.mu.Unlock()
+	if known {
+		return sk
+	}
+	k, err := rl.SessionKeys(ctx, sid)
+	if err != nil {
+		return nil // asked again next time
+	}
+	if k.OK {
+		enc, err1 := signing.NewCipher(k.Cipher, k.ServerOut)
+		dec, err2 := signing.NewCipher(k.Cipher, k.ServerIn)
+		if err1 == nil && err2 == nil {
+			sk = &sealKeys{id: sid, enc: enc, dec: dec, nonces: signing.NewNonceSource()}
+		}
+	}
+	rf.mu.Lock()
+	rf.seal[sid] = sk
+	rf.mu.Unlock()
+	return sk
+}
+
+// openSealed opens msg, a sealed message of a handed-over channel, when it
+// may be a READ or WRITE to serve here (a READ request is small, a WRITE
+// large); it returns the plain message and the session's keys, or nil.
+func (c *conn) openSealed(rl Relay, rf *remoteFiles, msg []byte) ([]byte, *sealKeys) {
+	if len(msg) > 512 && len(msg) < remoteWriteMin {
+		return nil, nil
+	}
+	sid, err := signing.ParseTransformHeader(msg)
+	if err != nil {
+		return nil, nil
+	}
+	sk := rf.sealKeysFor(c.ctx, rl, sid)
+	if sk == nil {
+		return nil, nil
+	}
+	plain, err := signing.Open(nil, sk.dec, msg)
+	if err != nil {
+		return nil, nil // the home node refuses it
+	}
+	return plain, sk
 }
 
 // remoteFile names a descriptor remoteFiles keeps: one to read and one to
@@ -223,9 +318,9 @@ func plainClose(msg []byte) (uint64, bool) {
 // serveRemoteRead offers the home node the READ in frame and sends what
 // it answers; forward sends a frame through the relay. An error ends the
 // connection.
-func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame []byte, fid uint64, forward func([]byte) error) error {
+func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame, msg []byte, fid uint64, sk *sealKeys, forward func([]byte) error) error {
 	f := rf.get(fid, false)
-	rr, err := rl.RemoteRead(c.ctx, frame[4:], f == nil)
+	rr, err := rl.RemoteRead(c.ctx, msg, f == nil, sk != nil)
 	switch {
 	case err != nil:
 		return err
@@ -235,10 +330,12 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame []byte, fid uint
 		return nil
 	case len(rr.Head) < smb2.HeaderSize+16:
 		return errors.New("handoff: short READ response header")
+	case rr.Seal && sk == nil:
+		return errors.New("handoff: a sealed response to a plain request")
 	}
 	if f == nil {
 		if f, err = rf.open(fid, false, rr.Path, rr.Inode); err != nil {
-			return c.sendRemoteError(rf, rr, smb2.StatusUnexpectedIOError)
+			return c.sendRemoteError(rf, rr, sk, smb2.StatusUnexpectedIOError)
 		}
 	}
 	signed := binary.LittleEndian.Uint32(rr.Head[16:])&smb2.FlagSigned != 0
@@ -255,17 +352,17 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame []byte, fid uint
 	data := make([]byte, rr.N)
 	n, err := f.ReadAt(data, rr.Off)
 	if n < rr.N && err != nil && !errors.Is(err, io.EOF) {
-		return c.sendRemoteError(rf, rr, smb2.StatusUnexpectedIOError)
+		return c.sendRemoteError(rf, rr, sk, smb2.StatusUnexpectedIOError)
 	}
 	data = data[:n]
 	binary.LittleEndian.PutUint32(rr.Head[smb2.HeaderSize+4:], uint32(n)) // DataLength
 	c.srv.remoteReads.Add(1)
-	return c.sendRemoteResponse(rf, rr, rr.Head, data)
+	return c.sendRemoteResponse(rf, rr, sk, rr.Head, data)
 }
 
 // sendRemoteError answers a READ the home node let this node serve with
 // an error, as the home node would have.
-func (c *conn) sendRemoteError(rf *remoteFiles, rr RemoteRead, st smb2.Status) error {
+func (c *conn) sendRemoteError(rf *remoteFiles, rr RemoteRead, sk *sealKeys, st smb2.Status) error {
 	var h smb2.Header
 	if err := h.Decode(rr.Head); err != nil {
 		return err
@@ -274,12 +371,19 @@ func (c *conn) sendRemoteError(rf *remoteFiles, rr RemoteRead, st smb2.Status) e
 	b := make([]byte, smb2.HeaderSize+errorBody.Size())
 	h.Encode(b)
 	errorBody.Encode(b[smb2.HeaderSize:])
-	return c.sendRemoteResponse(rf, rr, b, nil)
+	return c.sendRemoteResponse(rf, rr, sk, b, nil)
 }
 
-// sendRemoteResponse signs (when the home node said so) and sends a
+// sendRemoteResponse seals or signs (as the home node said) and sends a
 // response made here.
-func (c *conn) sendRemoteResponse(rf *remoteFiles, rr RemoteRead, msg, data []byte) error {
+func (c *conn) sendRemoteResponse(rf *remoteFiles, rr RemoteRead, sk *sealKeys, msg, data []byte) error {
+	if rr.Seal {
+		out := signing.Seal(make([]byte, 4, 4+signing.TransformHeaderSize+len(msg)+len(data)+16), sk.enc, sk.nonces, sk.id, msg, data)
+		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		return c.bw.Write(out)
+	}
 	if binary.LittleEndian.Uint32(msg[16:])&smb2.FlagSigned != 0 {
 		sg, err := rf.signerFor(rr.SignAlg, rr.SignKey)
 		if err != nil {

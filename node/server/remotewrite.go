@@ -90,7 +90,7 @@ func remoteWritable(msg []byte) (dataOff int, fid uint64, ok bool) {
 // whether the home node answered it through the relay, or whether the
 // arrival node is to send it through the relay (forward: nothing was
 // counted).
-func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath bool, p RemotePayload) (answered bool) {
+func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath, sealed bool, p RemotePayload) (answered bool) {
 	c := a.c
 	var h smb2.Header
 	if h.Decode(head) != nil || h.Command != smb2.CmdWrite || h.NextCommand != 0 ||
@@ -100,13 +100,18 @@ func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath bool, p RemotePa
 	if req, err := smb2.DecodeWriteHeader(head[smb2.HeaderSize:]); err != nil || int(req.Length) != n {
 		return false
 	}
-	m, _, ok := c.remoteRequest(&h, head, true)
+	m, s, ok := c.remoteRequest(&h, head, true, sealed)
 	if m == nil {
 		return ok
 	}
+	var enc *Session
+	if sealed {
+		enc = s
+	}
 	r := &m.req
+	r.encrypted = sealed
 	r.remoteWrite = &remoteWrite{n: n, wantPath: wantPath, p: p}
-	res, err := c.serveOne(r, &m.st, nil)
+	res, err := c.serveOne(r, &m.st, enc)
 	if err != nil {
 		c.close()
 		return true
@@ -145,11 +150,10 @@ type WriteStep struct {
 // serveRemoteWrite sends the home node the WRITE in frame (its payload at
 // dataOff) and does what it asks; forward sends a frame through the
 // relay. An error ends the connection.
-func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame []byte, dataOff int, fid uint64, forward func([]byte) error) error {
-	msg := frame[4:]
+func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame, msg []byte, dataOff int, fid uint64, sealed bool, forward func([]byte) error) error {
 	data := msg[dataOff:]
 	f := rf.get(fid, true)
-	x, err := rl.RemoteWrite(c.ctx, msg[:dataOff], len(data), f == nil)
+	x, err := rl.RemoteWrite(c.ctx, msg[:dataOff], len(data), f == nil, sealed)
 	if err != nil {
 		return err
 	}

@@ -972,8 +972,9 @@ func (x *SendLeaseBreakResponse) GetSent() bool {
 type RemoteReadRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RelayId       uint64                 `protobuf:"varint,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
-	Pdu           []byte                 `protobuf:"bytes,2,opt,name=pdu,proto3" json:"pdu,omitempty"` // the READ request, as the client sent it
+	Pdu           []byte                 `protobuf:"bytes,2,opt,name=pdu,proto3" json:"pdu,omitempty"` // the READ request, as the client sent it (opened, when sealed)
 	WantPath      bool                   `protobuf:"varint,3,opt,name=want_path,json=wantPath,proto3" json:"want_path,omitempty"`
+	Sealed        bool                   `protobuf:"varint,4,opt,name=sealed,proto3" json:"sealed,omitempty"` // the client sent it encrypted
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1029,6 +1030,13 @@ func (x *RemoteReadRequest) GetWantPath() bool {
 	return false
 }
 
+func (x *RemoteReadRequest) GetSealed() bool {
+	if x != nil {
+		return x.Sealed
+	}
+	return false
+}
+
 type RemoteReadResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// forward: send the request through the relay (nothing was counted).
@@ -1045,6 +1053,7 @@ type RemoteReadResponse struct {
 	Length           uint32 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`
 	SigningAlgorithm uint32 `protobuf:"varint,8,opt,name=signing_algorithm,json=signingAlgorithm,proto3" json:"signing_algorithm,omitempty"`
 	SigningKey       []byte `protobuf:"bytes,9,opt,name=signing_key,json=signingKey,proto3" json:"signing_key,omitempty"` // the channel's, when the response is signed
+	Seal             bool   `protobuf:"varint,10,opt,name=seal,proto3" json:"seal,omitempty"`                             // the response is to be encrypted with the session's key
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1142,6 +1151,13 @@ func (x *RemoteReadResponse) GetSigningKey() []byte {
 	return nil
 }
 
+func (x *RemoteReadResponse) GetSeal() bool {
+	if x != nil {
+		return x.Seal
+	}
+	return false
+}
+
 type RemoteWriteMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Caller → home, first: the WRITE request without its payload, and the
@@ -1166,8 +1182,11 @@ type RemoteWriteMessage struct {
 	// Home → caller, last: the home node answered the request through the
 	// relay, or the caller is to send it through the relay (nothing was
 	// counted).
-	Answered      bool `protobuf:"varint,14,opt,name=answered,proto3" json:"answered,omitempty"`
-	Forward       bool `protobuf:"varint,15,opt,name=forward,proto3" json:"forward,omitempty"`
+	Answered bool `protobuf:"varint,14,opt,name=answered,proto3" json:"answered,omitempty"`
+	Forward  bool `protobuf:"varint,15,opt,name=forward,proto3" json:"forward,omitempty"`
+	// Caller → home, first: the client sent the WRITE encrypted (head is
+	// opened).
+	Sealed        bool `protobuf:"varint,16,opt,name=sealed,proto3" json:"sealed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1307,6 +1326,141 @@ func (x *RemoteWriteMessage) GetForward() bool {
 	return false
 }
 
+func (x *RemoteWriteMessage) GetSealed() bool {
+	if x != nil {
+		return x.Sealed
+	}
+	return false
+}
+
+type SessionKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RelayId       uint64                 `protobuf:"varint,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
+	SessionId     uint64                 `protobuf:"varint,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionKeysRequest) Reset() {
+	*x = SessionKeysRequest{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionKeysRequest) ProtoMessage() {}
+
+func (x *SessionKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionKeysRequest.ProtoReflect.Descriptor instead.
+func (*SessionKeysRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SessionKeysRequest) GetRelayId() uint64 {
+	if x != nil {
+		return x.RelayId
+	}
+	return 0
+}
+
+func (x *SessionKeysRequest) GetSessionId() uint64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+type SessionKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"` // false: the session does not encrypt on this connection
+	Dialect       uint32                 `protobuf:"varint,2,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	Cipher        uint32                 `protobuf:"varint,3,opt,name=cipher,proto3" json:"cipher,omitempty"`
+	ServerInKey   []byte                 `protobuf:"bytes,4,opt,name=server_in_key,json=serverInKey,proto3" json:"server_in_key,omitempty"`    // the client encrypts with it
+	ServerOutKey  []byte                 `protobuf:"bytes,5,opt,name=server_out_key,json=serverOutKey,proto3" json:"server_out_key,omitempty"` // the server encrypts with it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionKeysResponse) Reset() {
+	*x = SessionKeysResponse{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionKeysResponse) ProtoMessage() {}
+
+func (x *SessionKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionKeysResponse.ProtoReflect.Descriptor instead.
+func (*SessionKeysResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SessionKeysResponse) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *SessionKeysResponse) GetDialect() uint32 {
+	if x != nil {
+		return x.Dialect
+	}
+	return 0
+}
+
+func (x *SessionKeysResponse) GetCipher() uint32 {
+	if x != nil {
+		return x.Cipher
+	}
+	return 0
+}
+
+func (x *SessionKeysResponse) GetServerInKey() []byte {
+	if x != nil {
+		return x.ServerInKey
+	}
+	return nil
+}
+
+func (x *SessionKeysResponse) GetServerOutKey() []byte {
+	if x != nil {
+		return x.ServerOutKey
+	}
+	return nil
+}
+
 var File_smbcluster_peer_v1_session_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
@@ -1400,11 +1554,12 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\tnew_state\x18\x05 \x01(\rR\bnewState\x12\x1b\n" +
 	"\tnew_epoch\x18\x06 \x01(\rR\bnewEpoch\",\n" +
 	"\x16SendLeaseBreakResponse\x12\x12\n" +
-	"\x04sent\x18\x01 \x01(\bR\x04sent\"]\n" +
+	"\x04sent\x18\x01 \x01(\bR\x04sent\"u\n" +
 	"\x11RemoteReadRequest\x12\x19\n" +
 	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x10\n" +
 	"\x03pdu\x18\x02 \x01(\fR\x03pdu\x12\x1b\n" +
-	"\twant_path\x18\x03 \x01(\bR\bwantPath\"\x86\x02\n" +
+	"\twant_path\x18\x03 \x01(\bR\bwantPath\x12\x16\n" +
+	"\x06sealed\x18\x04 \x01(\bR\x06sealed\"\x9a\x02\n" +
 	"\x12RemoteReadResponse\x12\x18\n" +
 	"\aforward\x18\x01 \x01(\bR\aforward\x12\x1a\n" +
 	"\banswered\x18\x02 \x01(\bR\banswered\x12\x12\n" +
@@ -1415,7 +1570,9 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\x06length\x18\a \x01(\rR\x06length\x12+\n" +
 	"\x11signing_algorithm\x18\b \x01(\rR\x10signingAlgorithm\x12\x1f\n" +
 	"\vsigning_key\x18\t \x01(\fR\n" +
-	"signingKey\"\x88\x03\n" +
+	"signingKey\x12\x12\n" +
+	"\x04seal\x18\n" +
+	" \x01(\bR\x04seal\"\xa0\x03\n" +
 	"\x12RemoteWriteMessage\x12\x19\n" +
 	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x12\n" +
 	"\x04head\x18\x02 \x01(\fR\x04head\x12\x1f\n" +
@@ -1433,7 +1590,18 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\x05error\x18\f \x01(\tR\x05error\x12\x12\n" +
 	"\x04data\x18\r \x01(\fR\x04data\x12\x1a\n" +
 	"\banswered\x18\x0e \x01(\bR\banswered\x12\x18\n" +
-	"\aforward\x18\x0f \x01(\bR\aforward2\xb2\x05\n" +
+	"\aforward\x18\x0f \x01(\bR\aforward\x12\x16\n" +
+	"\x06sealed\x18\x10 \x01(\bR\x06sealed\"N\n" +
+	"\x12SessionKeysRequest\x12\x19\n" +
+	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\x04R\tsessionId\"\xa1\x01\n" +
+	"\x13SessionKeysResponse\x12\x0e\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x18\n" +
+	"\adialect\x18\x02 \x01(\rR\adialect\x12\x16\n" +
+	"\x06cipher\x18\x03 \x01(\rR\x06cipher\x12\"\n" +
+	"\rserver_in_key\x18\x04 \x01(\fR\vserverInKey\x12$\n" +
+	"\x0eserver_out_key\x18\x05 \x01(\fR\fserverOutKey2\x92\x06\n" +
 	"\x0eSessionService\x12W\n" +
 	"\x04Find\x12&.smbcluster.peer.v1.FindSessionRequest\x1a'.smbcluster.peer.v1.FindSessionResponse\x12O\n" +
 	"\x05Relay\x12 .smbcluster.peer.v1.RelayMessage\x1a .smbcluster.peer.v1.RelayMessage(\x010\x01\x12^\n" +
@@ -1442,7 +1610,8 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\x0eSendLeaseBreak\x12).smbcluster.peer.v1.SendLeaseBreakRequest\x1a*.smbcluster.peer.v1.SendLeaseBreakResponse\x12[\n" +
 	"\n" +
 	"RemoteRead\x12%.smbcluster.peer.v1.RemoteReadRequest\x1a&.smbcluster.peer.v1.RemoteReadResponse\x12a\n" +
-	"\vRemoteWrite\x12&.smbcluster.peer.v1.RemoteWriteMessage\x1a&.smbcluster.peer.v1.RemoteWriteMessage(\x010\x01BBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
+	"\vRemoteWrite\x12&.smbcluster.peer.v1.RemoteWriteMessage\x1a&.smbcluster.peer.v1.RemoteWriteMessage(\x010\x01\x12^\n" +
+	"\vSessionKeys\x12&.smbcluster.peer.v1.SessionKeysRequest\x1a'.smbcluster.peer.v1.SessionKeysResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
 
 var (
 	file_smbcluster_peer_v1_session_service_proto_rawDescOnce sync.Once
@@ -1456,7 +1625,7 @@ func file_smbcluster_peer_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_peer_v1_session_service_proto_rawDescData
 }
 
-var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*FindSessionRequest)(nil),       // 0: smbcluster.peer.v1.FindSessionRequest
 	(*FindSessionResponse)(nil),      // 1: smbcluster.peer.v1.FindSessionResponse
@@ -1473,6 +1642,8 @@ var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*RemoteReadRequest)(nil),        // 12: smbcluster.peer.v1.RemoteReadRequest
 	(*RemoteReadResponse)(nil),       // 13: smbcluster.peer.v1.RemoteReadResponse
 	(*RemoteWriteMessage)(nil),       // 14: smbcluster.peer.v1.RemoteWriteMessage
+	(*SessionKeysRequest)(nil),       // 15: smbcluster.peer.v1.SessionKeysRequest
+	(*SessionKeysResponse)(nil),      // 16: smbcluster.peer.v1.SessionKeysResponse
 }
 var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
 	3,  // 0: smbcluster.peer.v1.Handoff.sessions:type_name -> smbcluster.peer.v1.MovedSession
@@ -1485,15 +1656,17 @@ var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
 	10, // 7: smbcluster.peer.v1.SessionService.SendLeaseBreak:input_type -> smbcluster.peer.v1.SendLeaseBreakRequest
 	12, // 8: smbcluster.peer.v1.SessionService.RemoteRead:input_type -> smbcluster.peer.v1.RemoteReadRequest
 	14, // 9: smbcluster.peer.v1.SessionService.RemoteWrite:input_type -> smbcluster.peer.v1.RemoteWriteMessage
-	1,  // 10: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
-	5,  // 11: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
-	7,  // 12: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
-	9,  // 13: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
-	11, // 14: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
-	13, // 15: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
-	14, // 16: smbcluster.peer.v1.SessionService.RemoteWrite:output_type -> smbcluster.peer.v1.RemoteWriteMessage
-	10, // [10:17] is the sub-list for method output_type
-	3,  // [3:10] is the sub-list for method input_type
+	15, // 10: smbcluster.peer.v1.SessionService.SessionKeys:input_type -> smbcluster.peer.v1.SessionKeysRequest
+	1,  // 11: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
+	5,  // 12: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
+	7,  // 13: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
+	9,  // 14: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
+	11, // 15: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
+	13, // 16: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
+	14, // 17: smbcluster.peer.v1.SessionService.RemoteWrite:output_type -> smbcluster.peer.v1.RemoteWriteMessage
+	16, // 18: smbcluster.peer.v1.SessionService.SessionKeys:output_type -> smbcluster.peer.v1.SessionKeysResponse
+	11, // [11:19] is the sub-list for method output_type
+	3,  // [3:11] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -1510,7 +1683,7 @@ func file_smbcluster_peer_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_session_service_proto_rawDesc), len(file_smbcluster_peer_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

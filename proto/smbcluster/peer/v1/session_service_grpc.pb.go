@@ -26,6 +26,7 @@ const (
 	SessionService_SendLeaseBreak_FullMethodName   = "/smbcluster.peer.v1.SessionService/SendLeaseBreak"
 	SessionService_RemoteRead_FullMethodName       = "/smbcluster.peer.v1.SessionService/RemoteRead"
 	SessionService_RemoteWrite_FullMethodName      = "/smbcluster.peer.v1.SessionService/RemoteWrite"
+	SessionService_SessionKeys_FullMethodName      = "/smbcluster.peer.v1.SessionService/SessionKeys"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -71,6 +72,11 @@ type SessionServiceClient interface {
 	// file (or, for a file without one, to send it), then finishes the
 	// request and answers it through the relay.
 	RemoteWrite(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RemoteWriteMessage, RemoteWriteMessage], error)
+	// SessionKeys gives the caller the encryption keys of a session its
+	// handed-over connection is a channel of, so that it opens the sealed
+	// READs and WRITEs it offers (RemoteRead, RemoteWrite with sealed) and
+	// seals the READ responses it sends.
+	SessionKeys(ctx context.Context, in *SessionKeysRequest, opts ...grpc.CallOption) (*SessionKeysResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -157,6 +163,16 @@ func (c *sessionServiceClient) RemoteWrite(ctx context.Context, opts ...grpc.Cal
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_RemoteWriteClient = grpc.BidiStreamingClient[RemoteWriteMessage, RemoteWriteMessage]
 
+func (c *sessionServiceClient) SessionKeys(ctx context.Context, in *SessionKeysRequest, opts ...grpc.CallOption) (*SessionKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SessionKeysResponse)
+	err := c.cc.Invoke(ctx, SessionService_SessionKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -200,6 +216,11 @@ type SessionServiceServer interface {
 	// file (or, for a file without one, to send it), then finishes the
 	// request and answers it through the relay.
 	RemoteWrite(grpc.BidiStreamingServer[RemoteWriteMessage, RemoteWriteMessage]) error
+	// SessionKeys gives the caller the encryption keys of a session its
+	// handed-over connection is a channel of, so that it opens the sealed
+	// READs and WRITEs it offers (RemoteRead, RemoteWrite with sealed) and
+	// seals the READ responses it sends.
+	SessionKeys(context.Context, *SessionKeysRequest) (*SessionKeysResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -230,6 +251,9 @@ func (UnimplementedSessionServiceServer) RemoteRead(context.Context, *RemoteRead
 }
 func (UnimplementedSessionServiceServer) RemoteWrite(grpc.BidiStreamingServer[RemoteWriteMessage, RemoteWriteMessage]) error {
 	return status.Error(codes.Unimplemented, "method RemoteWrite not implemented")
+}
+func (UnimplementedSessionServiceServer) SessionKeys(context.Context, *SessionKeysRequest) (*SessionKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SessionKeys not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -356,6 +380,24 @@ func _SessionService_RemoteWrite_Handler(srv interface{}, stream grpc.ServerStre
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_RemoteWriteServer = grpc.BidiStreamingServer[RemoteWriteMessage, RemoteWriteMessage]
 
+func _SessionService_SessionKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SessionKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).SessionKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_SessionKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).SessionKeys(ctx, req.(*SessionKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -382,6 +424,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoteRead",
 			Handler:    _SessionService_RemoteRead_Handler,
+		},
+		{
+			MethodName: "SessionKeys",
+			Handler:    _SessionService_SessionKeys_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
