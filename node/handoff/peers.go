@@ -199,7 +199,8 @@ func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.Sessi
 		return server.SessionKeys{}, err
 	}
 	return server.SessionKeys{OK: resp.GetOk(), Dialect: uint16(resp.GetDialect()), Cipher: uint16(resp.GetCipher()),
-		ServerIn: resp.GetServerInKey(), ServerOut: resp.GetServerOutKey()}, nil
+		ServerIn: resp.GetServerInKey(), ServerOut: resp.GetServerOutKey(),
+		ChannelAlg: uint16(resp.GetChannelSigningAlgorithm()), ChannelKey: resp.GetChannelSigningKey()}, nil
 }
 
 func (r *clientRelay) CloseSend() error { return r.stream.CloseSend() }
@@ -270,14 +271,14 @@ func handoffState(h *peerv1.Handoff) (*server.HandoffState, error) {
 	return st, nil
 }
 
-func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, wantPath, sealed bool) (server.WriteExchange, error) {
+func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, wantPath, sealed, verified bool) (server.WriteExchange, error) {
 	ctx, cancel := context.WithCancel(ctx) // ends the stream, however the exchange ends
 	stream, err := r.cli.RemoteWrite(ctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	if err := stream.Send(&peerv1.RemoteWriteMessage{RelayId: r.id, Head: head, DataLength: uint32(n), WantPath: wantPath, Sealed: sealed}); err != nil {
+	if err := stream.Send(&peerv1.RemoteWriteMessage{RelayId: r.id, Head: head, DataLength: uint32(n), WantPath: wantPath, Sealed: sealed, Verified: verified}); err != nil {
 		cancel()
 		return nil, err
 	}

@@ -65,7 +65,8 @@ func (sv *Service) SessionKeys(ctx context.Context, req *peerv1.SessionKeysReque
 	}
 	k := a.SessionKeys(req.GetSessionId())
 	return &peerv1.SessionKeysResponse{Ok: k.OK, Dialect: uint32(k.Dialect), Cipher: uint32(k.Cipher),
-		ServerInKey: k.ServerIn, ServerOutKey: k.ServerOut}, nil
+		ServerInKey: k.ServerIn, ServerOutKey: k.ServerOut,
+		ChannelSigningAlgorithm: uint32(k.ChannelAlg), ChannelSigningKey: k.ChannelKey}, nil
 }
 
 // Relay implements peerv1.SessionServiceServer: the handed-over
@@ -309,6 +310,6 @@ func (sv *Service) RemoteWrite(stream peerv1.SessionService_RemoteWriteServer) e
 			return nil
 		},
 	}
-	answered := a.ServeRemoteWrite(first.GetHead(), int(first.GetDataLength()), first.GetWantPath(), first.GetSealed(), payload)
+	answered := a.ServeRemoteWrite(first.GetHead(), int(first.GetDataLength()), first.GetWantPath(), first.GetSealed(), first.GetVerified(), payload)
 	return stream.Send(&peerv1.RemoteWriteMessage{Answered: answered, Forward: !answered})
 }

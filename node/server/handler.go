@@ -54,6 +54,9 @@ type Request struct {
 	remote  *remoteRead      // a READ whose bytes another node sends (remoteread.go)
 	// remoteWrite: a WRITE whose payload is on another node (remotewrite.go)
 	remoteWrite *remoteWrite
+	// verified: another node verified the request's signature over the
+	// whole message (remotewrite.go), which this node does not hold
+	verified bool
 	// The open whose outstanding requests count this one (channelseq.go).
 	csnOpen  *Open
 	csnEpoch uint64

@@ -67,10 +67,11 @@ type Relay interface {
 	// opened).
 	RemoteRead(ctx context.Context, pdu []byte, wantPath, sealed bool) (RemoteRead, error)
 	// RemoteWrite sends the home node a WRITE whose payload (n bytes)
-	// stays here (remotewrite.go).
-	RemoteWrite(ctx context.Context, head []byte, n int, wantPath, sealed bool) (WriteExchange, error)
-	// SessionKeys asks the home node for the encryption keys of a session
-	// the connection is a channel of.
+	// stays here (remotewrite.go); verified: it is signed, and its
+	// signature verified here.
+	RemoteWrite(ctx context.Context, head []byte, n int, wantPath, sealed, verified bool) (WriteExchange, error)
+	// SessionKeys asks the home node for the keys of a session the
+	// connection is a channel of.
 	SessionKeys(ctx context.Context, sid uint64) (SessionKeys, error)
 	// CloseSend tells the home node that the client closed.
 	CloseSend() error
@@ -222,7 +223,7 @@ func (c *conn) relayBytes(rl Relay) error {
 	c.out = c.out[:0]
 	c.wmu.Unlock()
 	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
-	rf := &remoteFiles{files: map[remoteFile]*os.File{}, seal: map[uint64]*sealKeys{}}
+	rf := &remoteFiles{files: map[remoteFile]*os.File{}, keys: map[uint64]*sessionKeys{}}
 	defer rf.close()
 	toClient := make(chan error, 1)
 	go func() { toClient <- c.relayToClient(rl) }()
@@ -253,11 +254,11 @@ func (c *conn) relayBytes(rl Relay) error {
 		if binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
 			msg, sk = c.openSealed(rl, rf, msg)
 		}
-		if dataOff, fid, ok := remoteWritable(msg); ok {
+		if dataOff, fid, signed, ok := remoteWritable(msg); ok && (!signed || sk == nil && c.verifySigned(rl, rf, msg)) {
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()
-				if err := c.serveRemoteWrite(rl, rf, frame, msg, dataOff, fid, sk != nil, forward); err != nil {
+				if err := c.serveRemoteWrite(rl, rf, frame, msg, dataOff, fid, sk != nil, signed, forward); err != nil {
 					c.srv.log.Info("dropping a handed-over connection", "remote", c.remote, "err", err)
 					c.nc.Close()
 				}

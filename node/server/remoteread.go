@@ -60,12 +60,14 @@ type RemoteRead struct {
 	Seal bool
 }
 
-// SessionKeys are a session's encryption keys, for the node a channel's
-// client is connected to (Relay.SessionKeys).
+// SessionKeys are a session's keys, for the node a channel's client is
+// connected to (Relay.SessionKeys).
 type SessionKeys struct {
-	OK                  bool // the session encrypts on this connection
+	OK                  bool // the connection is a channel of the session
 	Dialect, Cipher     uint16
-	ServerIn, ServerOut []byte
+	ServerIn, ServerOut []byte // empty: the session does not encrypt
+	ChannelAlg          uint16 // the channel's signing algorithm and key
+	ChannelKey          []byte
 }
 
 // remoteRead is what the READ handler leaves for ServeRemoteRead.
@@ -159,15 +161,27 @@ func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath, sealed bool) RemoteRead 
 	return out
 }
 
-// SessionKeys returns the encryption keys of session sid for the node the
+// SessionKeys returns the keys of session sid for the node the
 // connection's client is connected to: only of a session the connection
-// is a channel of, and that encrypts.
+// is a channel of; its encryption keys when it encrypts, the channel's
+// signing key when it has one.
 func (a *Adopted) SessionKeys(sid uint64) SessionKeys {
 	s := a.c.srv.lookupSession(sid)
-	if s == nil || !s.valid() || s.channelFor(a.c) == nil || s.encrypter == nil || len(s.Keys.ServerIn) == 0 {
+	if s == nil || !s.valid() {
 		return SessionKeys{}
 	}
-	return SessionKeys{OK: true, Dialect: s.Dialect, Cipher: s.Cipher, ServerIn: s.Keys.ServerIn, ServerOut: s.Keys.ServerOut}
+	ch := s.channelFor(a.c)
+	if ch == nil {
+		return SessionKeys{}
+	}
+	k := SessionKeys{OK: true, Dialect: s.Dialect, Cipher: s.Cipher}
+	if s.encrypter != nil && len(s.Keys.ServerIn) > 0 {
+		k.ServerIn, k.ServerOut = s.Keys.ServerIn, s.Keys.ServerOut
+	}
+	if ch.signer != nil && ch.signKey != nil {
+		k.ChannelAlg, k.ChannelKey = ch.signAlg, ch.signKey
+	}
+	return k
 }
 
 // remoteRequest prepares a request another node read from a handed-over
@@ -212,7 +226,7 @@ func (c *conn) remoteRequest(h *smb2.Header, msg []byte, unsigned, sealed bool) 
 // handed-over channel reads, by FileId.Persistent.
 type remoteFiles struct {
 	mu     sync.Mutex
-	seal   map[uint64]*sealKeys // by session id; nil: the session does not encrypt here
+	keys   map[uint64]*sessionKeys // by session id; nil: the connection is no channel of it
 	files  map[remoteFile]*os.File
 	signer signing.Signer
 	key    []byte
@@ -227,11 +241,19 @@ type sealKeys struct {
 	nonces   *signing.NonceSource
 }
 
-// sealKeysFor returns session sid's keys, asked of the home node once; nil
-// when the session does not encrypt on this connection.
-func (rf *remoteFiles) sealKeysFor(ctx context.Context, rl Relay, sid uint64) *sealKeys {
+// sessionKeys are what the arrival node knows of a session its connection
+// is a channel of: its sealing keys (nil unless it encrypts) and the
+// channel's signer (nil unless it has one).
+type sessionKeys struct {
+	seal   *sealKeys
+	signer signing.Signer
+}
+
+// keysFor returns session sid's keys, asked of the home node once; nil
+// when the connection is no channel of it.
+func (rf *remoteFiles) keysFor(ctx context.Context, rl Relay, sid uint64) *sessionKeys {
 	rf.mu.Lock()
-	sk, known := rf.seal[sid]
+	sk, known := rf.keys[sid]
 	rf.mu.Unlock()
 	if known {
 		return sk
@@ -241,16 +263,29 @@ func (rf *remoteFiles) sealKeysFor(ctx context.Context, rl Relay, sid uint64) *s
 		return nil // asked again next time
 	}
 	if k.OK {
-		enc, err1 := signing.NewCipher(k.Cipher, k.ServerOut)
-		dec, err2 := signing.NewCipher(k.Cipher, k.ServerIn)
-		if err1 == nil && err2 == nil {
-			sk = &sealKeys{id: sid, enc: enc, dec: dec, nonces: signing.NewNonceSource()}
+		sk = &sessionKeys{}
+		if len(k.ServerIn) > 0 {
+			enc, err1 := signing.NewCipher(k.Cipher, k.ServerOut)
+			dec, err2 := signing.NewCipher(k.Cipher, k.ServerIn)
+			if err1 == nil && err2 == nil {
+				sk.seal = &sealKeys{id: sid, enc: enc, dec: dec, nonces: signing.NewNonceSource()}
+			}
+		}
+		if len(k.ChannelKey) > 0 {
+			sk.signer, _ = signing.NewSigner(k.ChannelAlg, k.ChannelKey)
 		}
 	}
 	rf.mu.Lock()
-	rf.seal[sid] = sk
+	rf.keys[sid] = sk
 	rf.mu.Unlock()
 	return sk
+}
+
+// verifySigned reports whether msg, a plain signed message, verifies with
+// its session's channel key on this connection.
+func (c *conn) verifySigned(rl Relay, rf *remoteFiles, msg []byte) bool {
+	sk := rf.keysFor(c.ctx, rl, binary.LittleEndian.Uint64(msg[40:]))
+	return sk != nil && sk.signer != nil && sk.signer.Verify(msg)
 }
 
 // openSealed opens msg, a sealed message of a handed-over channel, when it
@@ -264,15 +299,15 @@ func (c *conn) openSealed(rl Relay, rf *remoteFiles, msg []byte) ([]byte, *sealK
 	if err != nil {
 		return nil, nil
 	}
-	sk := rf.sealKeysFor(c.ctx, rl, sid)
-	if sk == nil {
+	keys := rf.keysFor(c.ctx, rl, sid)
+	if keys == nil || keys.seal == nil {
 		return nil, nil
 	}
-	plain, err := signing.Open(nil, sk.dec, msg)
+	plain, err := signing.Open(nil, keys.seal.dec, msg)
 	if err != nil {
 		return nil, nil // the home node refuses it
 	}
-	return plain, sk
+	return plain, keys.seal
 }
 
 // remoteFile names a descriptor remoteFiles keeps: one to read and one to

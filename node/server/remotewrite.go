@@ -18,8 +18,9 @@ import (
 // ChannelSequence — and, where it would write the payload, has the
 // arrival node write it to its own descriptor of the file; then it
 // finishes the WRITE (write-through, position, change notify) and answers
-// through the relay. A signed WRITE goes through the relay (its signature
-// covers the payload), as does anything of an encrypted session or tree.
+// through the relay. A signed WRITE's signature covers its payload: the
+// arrival node verifies it with the channel's key (Relay.SessionKeys)
+// before it offers the WRITE, and the home node takes it as verified.
 
 // remoteWriteMin is the smallest WRITE payload kept on the arrival node.
 const remoteWriteMin = 32 << 10
@@ -66,23 +67,24 @@ func (rw *remoteWrite) writeTo(wr WriteRange) (int, error) {
 }
 
 // remoteWritable reports whether msg, a message a handed-over channel's
-// client sent, is a WRITE whose payload to keep here, where the payload
-// begins, and the FileId it writes.
-func remoteWritable(msg []byte) (dataOff int, fid uint64, ok bool) {
+// client sent (opened, if it came sealed), is a WRITE whose payload to
+// keep here, where the payload begins, the FileId it writes, and whether
+// it is signed (its signature is then verified here first).
+func remoteWritable(msg []byte) (dataOff int, fid uint64, signed, ok bool) {
 	var h smb2.Header
 	if len(msg) < smb2.HeaderSize+48 || binary.LittleEndian.Uint32(msg) != smb2.ProtocolID || h.Decode(msg) != nil ||
-		h.Command != smb2.CmdWrite || h.NextCommand != 0 || h.Flags&(smb2.FlagRelatedOperations|smb2.FlagSigned) != 0 {
-		return 0, 0, false
+		h.Command != smb2.CmdWrite || h.NextCommand != 0 || h.Flags&smb2.FlagRelatedOperations != 0 {
+		return 0, 0, false, false
 	}
 	req, err := smb2.DecodeWriteHeader(msg[smb2.HeaderSize:])
 	if err != nil || req.Length < remoteWriteMin || req.Channel != 0 {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	off := int(binary.LittleEndian.Uint16(msg[smb2.HeaderSize+2:]))
 	if off < smb2.HeaderSize+48 || off+int(req.Length) != len(msg) {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
-	return off, req.FileID.Persistent, true
+	return off, req.FileID.Persistent, h.Flags&smb2.FlagSigned != 0, true
 }
 
 // ServeRemoteWrite runs a WRITE whose payload (n bytes) the arrival node
@@ -90,17 +92,17 @@ func remoteWritable(msg []byte) (dataOff int, fid uint64, ok bool) {
 // whether the home node answered it through the relay, or whether the
 // arrival node is to send it through the relay (forward: nothing was
 // counted).
-func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath, sealed bool, p RemotePayload) (answered bool) {
+func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath, sealed, verified bool, p RemotePayload) (answered bool) {
 	c := a.c
 	var h smb2.Header
 	if h.Decode(head) != nil || h.Command != smb2.CmdWrite || h.NextCommand != 0 ||
-		h.Flags&(smb2.FlagRelatedOperations|smb2.FlagSigned) != 0 || c.ctx.Err() != nil {
+		h.Flags&smb2.FlagRelatedOperations != 0 || h.Flags&smb2.FlagSigned != 0 && !verified || c.ctx.Err() != nil {
 		return false
 	}
 	if req, err := smb2.DecodeWriteHeader(head[smb2.HeaderSize:]); err != nil || int(req.Length) != n {
 		return false
 	}
-	m, s, ok := c.remoteRequest(&h, head, true, sealed)
+	m, s, ok := c.remoteRequest(&h, head, !verified, sealed)
 	if m == nil {
 		return ok
 	}
@@ -109,7 +111,7 @@ func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath, sealed bool, p 
 		enc = s
 	}
 	r := &m.req
-	r.encrypted = sealed
+	r.encrypted, r.verified = sealed, verified
 	r.remoteWrite = &remoteWrite{n: n, wantPath: wantPath, p: p}
 	res, err := c.serveOne(r, &m.st, enc)
 	if err != nil {
@@ -150,10 +152,10 @@ type WriteStep struct {
 // serveRemoteWrite sends the home node the WRITE in frame (its payload at
 // dataOff) and does what it asks; forward sends a frame through the
 // relay. An error ends the connection.
-func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame, msg []byte, dataOff int, fid uint64, sealed bool, forward func([]byte) error) error {
+func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame, msg []byte, dataOff int, fid uint64, sealed, verified bool, forward func([]byte) error) error {
 	data := msg[dataOff:]
 	f := rf.get(fid, true)
-	x, err := rl.RemoteWrite(c.ctx, msg[:dataOff], len(data), f == nil, sealed)
+	x, err := rl.RemoteWrite(c.ctx, msg[:dataOff], len(data), f == nil, sealed, verified)
 	if err != nil {
 		return err
 	}

@@ -285,6 +285,9 @@ func (c *conn) checkProtection(r *Request, enc *Session) error {
 		return smb2.StatusAccessDenied
 	}
 	if r.Header.Flags&smb2.FlagSigned != 0 {
+		if r.verified {
+			return nil
+		}
 		ch := s.channelFor(c)
 		if ch == nil || ch.signer == nil || !ch.signer.Verify(r.Msg) {
 			return smb2.StatusAccessDenied

@@ -1186,7 +1186,10 @@ type RemoteWriteMessage struct {
 	Forward  bool `protobuf:"varint,15,opt,name=forward,proto3" json:"forward,omitempty"`
 	// Caller → home, first: the client sent the WRITE encrypted (head is
 	// opened).
-	Sealed        bool `protobuf:"varint,16,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	Sealed bool `protobuf:"varint,16,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	// Caller → home, first: the WRITE is signed and the caller verified its
+	// signature, over the whole message, with the channel's key.
+	Verified      bool `protobuf:"varint,17,opt,name=verified,proto3" json:"verified,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1333,6 +1336,13 @@ func (x *RemoteWriteMessage) GetSealed() bool {
 	return false
 }
 
+func (x *RemoteWriteMessage) GetVerified() bool {
+	if x != nil {
+		return x.Verified
+	}
+	return false
+}
+
 type SessionKeysRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RelayId       uint64                 `protobuf:"varint,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
@@ -1386,14 +1396,18 @@ func (x *SessionKeysRequest) GetSessionId() uint64 {
 }
 
 type SessionKeysResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"` // false: the session does not encrypt on this connection
-	Dialect       uint32                 `protobuf:"varint,2,opt,name=dialect,proto3" json:"dialect,omitempty"`
-	Cipher        uint32                 `protobuf:"varint,3,opt,name=cipher,proto3" json:"cipher,omitempty"`
-	ServerInKey   []byte                 `protobuf:"bytes,4,opt,name=server_in_key,json=serverInKey,proto3" json:"server_in_key,omitempty"`    // the client encrypts with it
-	ServerOutKey  []byte                 `protobuf:"bytes,5,opt,name=server_out_key,json=serverOutKey,proto3" json:"server_out_key,omitempty"` // the server encrypts with it
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Ok           bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"` // false: the connection is no channel of the session
+	Dialect      uint32                 `protobuf:"varint,2,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	Cipher       uint32                 `protobuf:"varint,3,opt,name=cipher,proto3" json:"cipher,omitempty"`
+	ServerInKey  []byte                 `protobuf:"bytes,4,opt,name=server_in_key,json=serverInKey,proto3" json:"server_in_key,omitempty"`    // the client encrypts with it; empty: the session does not encrypt
+	ServerOutKey []byte                 `protobuf:"bytes,5,opt,name=server_out_key,json=serverOutKey,proto3" json:"server_out_key,omitempty"` // the server encrypts with it
+	// The connection's channel signing key and algorithm (signed WRITEs are
+	// verified by the caller).
+	ChannelSigningAlgorithm uint32 `protobuf:"varint,6,opt,name=channel_signing_algorithm,json=channelSigningAlgorithm,proto3" json:"channel_signing_algorithm,omitempty"`
+	ChannelSigningKey       []byte `protobuf:"bytes,7,opt,name=channel_signing_key,json=channelSigningKey,proto3" json:"channel_signing_key,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *SessionKeysResponse) Reset() {
@@ -1457,6 +1471,20 @@ func (x *SessionKeysResponse) GetServerInKey() []byte {
 func (x *SessionKeysResponse) GetServerOutKey() []byte {
 	if x != nil {
 		return x.ServerOutKey
+	}
+	return nil
+}
+
+func (x *SessionKeysResponse) GetChannelSigningAlgorithm() uint32 {
+	if x != nil {
+		return x.ChannelSigningAlgorithm
+	}
+	return 0
+}
+
+func (x *SessionKeysResponse) GetChannelSigningKey() []byte {
+	if x != nil {
+		return x.ChannelSigningKey
 	}
 	return nil
 }
@@ -1572,7 +1600,7 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\vsigning_key\x18\t \x01(\fR\n" +
 	"signingKey\x12\x12\n" +
 	"\x04seal\x18\n" +
-	" \x01(\bR\x04seal\"\xa0\x03\n" +
+	" \x01(\bR\x04seal\"\xbc\x03\n" +
 	"\x12RemoteWriteMessage\x12\x19\n" +
 	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x12\n" +
 	"\x04head\x18\x02 \x01(\fR\x04head\x12\x1f\n" +
@@ -1591,17 +1619,20 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\x04data\x18\r \x01(\fR\x04data\x12\x1a\n" +
 	"\banswered\x18\x0e \x01(\bR\banswered\x12\x18\n" +
 	"\aforward\x18\x0f \x01(\bR\aforward\x12\x16\n" +
-	"\x06sealed\x18\x10 \x01(\bR\x06sealed\"N\n" +
+	"\x06sealed\x18\x10 \x01(\bR\x06sealed\x12\x1a\n" +
+	"\bverified\x18\x11 \x01(\bR\bverified\"N\n" +
 	"\x12SessionKeysRequest\x12\x19\n" +
 	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x02 \x01(\x04R\tsessionId\"\xa1\x01\n" +
+	"session_id\x18\x02 \x01(\x04R\tsessionId\"\x8d\x02\n" +
 	"\x13SessionKeysResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x18\n" +
 	"\adialect\x18\x02 \x01(\rR\adialect\x12\x16\n" +
 	"\x06cipher\x18\x03 \x01(\rR\x06cipher\x12\"\n" +
 	"\rserver_in_key\x18\x04 \x01(\fR\vserverInKey\x12$\n" +
-	"\x0eserver_out_key\x18\x05 \x01(\fR\fserverOutKey2\x92\x06\n" +
+	"\x0eserver_out_key\x18\x05 \x01(\fR\fserverOutKey\x12:\n" +
+	"\x19channel_signing_algorithm\x18\x06 \x01(\rR\x17channelSigningAlgorithm\x12.\n" +
+	"\x13channel_signing_key\x18\a \x01(\fR\x11channelSigningKey2\x92\x06\n" +
 	"\x0eSessionService\x12W\n" +
 	"\x04Find\x12&.smbcluster.peer.v1.FindSessionRequest\x1a'.smbcluster.peer.v1.FindSessionResponse\x12O\n" +
 	"\x05Relay\x12 .smbcluster.peer.v1.RelayMessage\x1a .smbcluster.peer.v1.RelayMessage(\x010\x01\x12^\n" +

@@ -72,10 +72,11 @@ type SessionServiceClient interface {
 	// file (or, for a file without one, to send it), then finishes the
 	// request and answers it through the relay.
 	RemoteWrite(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RemoteWriteMessage, RemoteWriteMessage], error)
-	// SessionKeys gives the caller the encryption keys of a session its
-	// handed-over connection is a channel of, so that it opens the sealed
-	// READs and WRITEs it offers (RemoteRead, RemoteWrite with sealed) and
-	// seals the READ responses it sends.
+	// SessionKeys gives the caller the keys of a session its handed-over
+	// connection is a channel of: the encryption keys, so that it opens the
+	// sealed READs and WRITEs it offers (RemoteRead, RemoteWrite with
+	// sealed) and seals the READ responses it sends, and the channel's
+	// signing key, so that it verifies the signed WRITEs it offers.
 	SessionKeys(ctx context.Context, in *SessionKeysRequest, opts ...grpc.CallOption) (*SessionKeysResponse, error)
 }
 
@@ -216,10 +217,11 @@ type SessionServiceServer interface {
 	// file (or, for a file without one, to send it), then finishes the
 	// request and answers it through the relay.
 	RemoteWrite(grpc.BidiStreamingServer[RemoteWriteMessage, RemoteWriteMessage]) error
-	// SessionKeys gives the caller the encryption keys of a session its
-	// handed-over connection is a channel of, so that it opens the sealed
-	// READs and WRITEs it offers (RemoteRead, RemoteWrite with sealed) and
-	// seals the READ responses it sends.
+	// SessionKeys gives the caller the keys of a session its handed-over
+	// connection is a channel of: the encryption keys, so that it opens the
+	// sealed READs and WRITEs it offers (RemoteRead, RemoteWrite with
+	// sealed) and seals the READ responses it sends, and the channel's
+	// signing key, so that it verifies the signed WRITEs it offers.
 	SessionKeys(context.Context, *SessionKeysRequest) (*SessionKeysResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
