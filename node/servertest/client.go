@@ -102,10 +102,7 @@ func (c *Conn) SessionSetup(user, password string) error {
 	if err != nil {
 		return err
 	}
-	c.Session, c.signer, c.TreeID = s, signer, 0
-	c.sessions[s.ID] = s
-	c.Sign = true
-	c.Encrypt = s.Flags&smb2.SessionFlagEncryptData != 0
+	c.use(s, signer)
 	return nil
 }
 
@@ -118,10 +115,7 @@ func (c *Conn) Bind(s *Session, user, password string) error {
 	if err != nil {
 		return err
 	}
-	c.Session, c.signer, c.TreeID = s, signer, 0
-	c.sessions[s.ID] = s
-	c.Sign = true
-	c.Encrypt = s.Flags&smb2.SessionFlagEncryptData != 0
+	c.use(s, signer)
 	return nil
 }
 
@@ -162,16 +156,15 @@ func (c *Conn) authenticate(user, password string, bind *Session) (*Session, sig
 // SessionSetupToken authenticates with one SESSION_SETUP carrying token,
 // a security buffer that completes in one round trip (a Kerberos AP-REQ
 // in SPNEGO without mutual authentication), key being the session key
-// the mechanism agreed on; the session becomes current.
+// the mechanism agreed on; the session becomes current, its requests
+// signed.
 func (c *Conn) SessionSetupToken(token, key []byte) error {
 	c.tb.Helper()
 	s, signer, err := c.authenticateToken(token, key, nil)
 	if err != nil {
 		return err
 	}
-	c.Session, c.signer, c.TreeID = s, signer, 0
-	c.sessions[s.ID] = s
-	c.Encrypt = s.Flags&smb2.SessionFlagEncryptData != 0
+	c.use(s, signer)
 	return nil
 }
 
@@ -182,11 +175,17 @@ func (c *Conn) BindToken(s *Session, token, key []byte) error {
 	if err != nil {
 		return err
 	}
+	c.use(s, signer)
+	return nil
+}
+
+// use makes s the connection's current session, its requests signed with
+// signer (and sealed when the server encrypts the session).
+func (c *Conn) use(s *Session, signer signing.Signer) {
 	c.Session, c.signer, c.TreeID = s, signer, 0
 	c.sessions[s.ID] = s
 	c.Sign = true
 	c.Encrypt = s.Flags&smb2.SessionFlagEncryptData != 0
-	return nil
 }
 
 // startSetup makes the first SESSION_SETUP request's header: a new
