@@ -240,32 +240,25 @@ func (m *MultiFile) retry(c *Conn, err error) bool {
 
 // ReadAt reads len(b) bytes at off through one channel, as File.ReadAt.
 func (m *MultiFile) ReadAt(b []byte, off int64) (int, error) {
-	for {
-		c, err := m.pick()
-		if err != nil {
-			return 0, err
-		}
-		f := File{c: c, id: m.id}
-		c.pending.Add(1)
-		n, err := f.ReadAt(b, off)
-		c.pending.Add(-1)
-		if !m.retry(c, err) {
-			return n, err
-		}
-	}
+	return m.on(func(f File) (int, error) { return f.ReadAt(b, off) })
 }
 
 // WriteAt writes b at off through one channel, as File.WriteAt. A WRITE
 // sent again after its channel failed rewrites the same bytes.
 func (m *MultiFile) WriteAt(b []byte, off int64) (int, error) {
+	return m.on(func(f File) (int, error) { return f.WriteAt(b, off) })
+}
+
+// on runs op on the least busy channel, again on another one while the
+// channel it ran on fails.
+func (m *MultiFile) on(op func(File) (int, error)) (int, error) {
 	for {
 		c, err := m.pick()
 		if err != nil {
 			return 0, err
 		}
-		f := File{c: c, id: m.id}
 		c.pending.Add(1)
-		n, err := f.WriteAt(b, off)
+		n, err := op(File{c: c, id: m.id})
 		c.pending.Add(-1)
 		if !m.retry(c, err) {
 			return n, err

@@ -5,7 +5,6 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
-	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 	"github.com/smbcluster/smbcluster/node/state"
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
@@ -79,25 +78,7 @@ func (o *open) Reattach(r *server.Request, req *smb2.CreateRequest) (*smb2.Creat
 		return nil, err
 	}
 	o.d.table.Reattach(o.so, r.Open)
-	resp := &smb2.CreateResponse{
-		OplockLevel:    c.Oplock(),
-		CreateAction:   smb2.FileOpened,
-		CreationTime:   fscc.Filetime(fi.CreationTime),
-		LastAccessTime: fscc.Filetime(fi.LastAccessTime),
-		LastWriteTime:  fscc.Filetime(fi.LastWriteTime),
-		ChangeTime:     fscc.Filetime(fi.ChangeTime),
-		AllocationSize: uint64(o.allocationSize(fi)),
-		EndOfFile:      uint64(fi.Size),
-		FileAttributes: fi.Attributes,
-	}
-	if c.Lease {
-		resp.OplockLevel = smb2.OplockLevelLease
-		resp.Contexts = append(resp.Contexts, leaseContext(&state.LeaseGrant{
-			Key: c.ID.Key, State: c.State, BreakInProgress: c.Breaking,
-			Version: c.Version, Epoch: c.Epoch, ParentKey: c.ParentKey, HasParent: c.HasParent,
-		}))
-	}
-	return resp, nil
+	return reattachResponse(o, fi, c), nil
 }
 
 // reconnectLeaseKey reads the lease key of a reconnect's RqLs context,

@@ -92,7 +92,7 @@ func (d *Disk) AdoptDurable(r *server.Request, req *smb2.CreateRequest, q state.
 		o.writeThrough.Store(true)
 	}
 	d.table.Reattach(so, r.Open)
-	return o, h, adoptedResponse(o, fi, h.Caching), nil
+	return o, h, reattachResponse(o, fi, h.Caching), nil
 }
 
 // reopen opens the file of a handed-over open again on this node; it
@@ -129,9 +129,9 @@ func (d *Disk) reopen(so *state.Open, h state.Handover) (*open, vfs.FileInfo, er
 	return o, fi, nil
 }
 
-// adoptedResponse is the answer to a reconnect of a handed-over open, as
-// Reattach answers one of this node's own.
-func adoptedResponse(o *open, fi vfs.FileInfo, c state.Caching) *smb2.CreateResponse {
+// reattachResponse is the answer to a durable reconnect of o, whether
+// the open was this node's own (Reattach) or handed over by another node.
+func reattachResponse(o *open, fi vfs.FileInfo, c state.Caching) *smb2.CreateResponse {
 	resp := &smb2.CreateResponse{
 		OplockLevel:    c.Oplock(),
 		CreateAction:   smb2.FileOpened,
