@@ -360,3 +360,23 @@ func TestBindAlgorithmsAcrossNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayTakesBadFrames: frames a handed-over channel's client sends
+// that are too short for any header (here 0 to 3 bytes) or are not SMB go
+// to the home node, which drops the connection as it would its own; the
+// arrival node goes on serving.
+func TestRelayTakesBadFrames(t *testing.T) {
+	for n := range 4 {
+		p := newPair(t, servertest.Options{})
+		_, second := p.bind(t, false)
+		frame := append([]byte{0, 0, 0, byte(n)}, make([]byte, n)...)
+		if _, err := second.NetConn().Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		if err := second.WaitClosed(); err != nil {
+			t.Fatalf("a %d-byte frame through the arrival node: %v", n, err)
+		}
+		// The arrival node still serves a new client.
+		servertest.Connect(t, p.arrival.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName)
+	}
+}

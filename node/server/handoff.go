@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -216,8 +217,15 @@ func (c *conn) handoffState() *HandoffState {
 // beyond the binding request, then whatever comes, frame by frame. Large
 // plain READs are offered to the home node to be served from here
 // (remoteread.go); everything else travels as it came.
-func (c *conn) relayBytes(rl Relay) error {
+func (c *conn) relayBytes(rl Relay) (err error) {
 	defer rl.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			c.srv.log.Error("panic relaying a connection", "remote", c.remote, "panic", p, "stack", string(debug.Stack()))
+			c.close()
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
 	c.handedOff.Store(true) // its client's breaks go out at the home node
 	c.wmu.Lock()            // a frame being written ends before the relay writes
 	c.out = c.out[:0]
@@ -251,7 +259,7 @@ func (c *conn) relayBytes(rl Relay) error {
 			break
 		}
 		msg, sk := frame[4:], (*sealKeys)(nil)
-		if binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
+		if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
 			msg, sk = c.openSealed(rl, rf, msg)
 		}
 		if dataOff, fid, signed, ok := remoteWritable(msg); ok && (!signed || sk == nil && c.verifySigned(rl, rf, msg)) {
