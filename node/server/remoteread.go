@@ -378,11 +378,22 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame, msg []byte, fid
 		head := make([]byte, 4+len(rr.Head))
 		copy(head[4:], rr.Head)
 		binary.BigEndian.PutUint32(head, uint32(len(rr.Head)+rr.N))
+		// The descriptor is held for the sendfile: a CLOSE of the open
+		// going by (drop) cannot close it, and so let its number be
+		// reused by another file, while its bytes are being sent.
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return c.sendRemoteError(rf, rr, sk, smb2.StatusUnexpectedIOError)
+		}
 		c.srv.remoteReads.Add(1) // before the client can see the response
+		var serr error
 		c.wmu.Lock()
-		err := c.sendHeaderAndFile(head, fileSegment{f.Fd(), rr.Off, rr.N}, false)
+		cerr := rc.Control(func(fd uintptr) { serr = c.sendHeaderAndFile(head, fileSegment{fd, rr.Off, rr.N}, false) })
 		c.wmu.Unlock()
-		return err
+		if cerr != nil { // closed before anything was sent
+			return c.sendRemoteError(rf, rr, sk, smb2.StatusFileClosed)
+		}
+		return serr
 	}
 	data := make([]byte, rr.N)
 	n, err := f.ReadAt(data, rr.Off)
