@@ -12,8 +12,11 @@ import (
 var errNoChannel = errors.New("server: no connection left to deliver a break on")
 
 // leaseBreakPeerWait bounds how long a lease break waits for the other
-// nodes to say whether they hold an older connection of its client.
-const leaseBreakPeerWait = 2 * time.Second
+// nodes to say whether they hold an older connection of its client (an
+// answer takes well under a millisecond): a node stopped but not yet
+// declared dead must not hold every break, and the CREATE that caused it,
+// for long. Past it the break goes out on this node's oldest connection.
+const leaseBreakPeerWait = 250 * time.Millisecond
 
 // OplockAcker is implemented by handles that hold oplocks: it takes the
 // client's acknowledgment of a break and returns the level now held.
