@@ -272,13 +272,26 @@ func TestConnectionMovesWithItsSession(t *testing.T) {
 		t.Fatalf("moved.txt: %q, %v", got, err)
 	}
 
-	// A session with an open does not move: the binding is refused.
+	// A session with an open does not move: the connection stays, a
+	// channel of both sessions (relayed.go; TestConnectionChannelOfSessionsOnTwoNodes).
 	third := servertest.Connect(t, p.arrival.Addr, servertest.Bob, servertest.BobPassword, servertest.DiskShareName, smb2.Dialect311)
+	held, heldTree := third.Session, third.TreeID
 	if _, err := third.Create("held.txt"); err != nil {
 		t.Fatal(err)
 	}
-	if err := third.Bind(first.Session, servertest.Alice, servertest.AlicePassword); !errors.Is(err, smb2.StatusUserSessionDeleted) {
-		t.Fatalf("bind from a connection whose session holds an open: %v, want STATUS_USER_SESSION_DELETED", err)
+	if err := third.Bind(first.Session, servertest.Alice, servertest.AlicePassword); err != nil {
+		t.Fatalf("bind from a connection whose session holds an open: %v", err)
+	}
+	if !p.arrival.HoldsSession(held.ID) || p.home.HoldsSession(held.ID) {
+		t.Fatalf("the session with an open moved: arrival holds it %v, home %v", p.arrival.HoldsSession(held.ID), p.home.HoldsSession(held.ID))
+	}
+	third.Use(first.Session, first.TreeID)
+	if err := third.Echo(); err != nil {
+		t.Fatal(err)
+	}
+	third.Use(held, heldTree)
+	if _, err := third.Create("still.txt"); err != nil {
+		t.Fatalf("the connection's own session after binding another node's: %v", err)
 	}
 }
 

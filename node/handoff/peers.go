@@ -135,7 +135,9 @@ func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState)
 		cancel()
 		return nil, err
 	}
-	st.Node = p.self
+	if st.Node == "" {
+		st.Node = p.self
+	}
 	h := handoffProto(st)
 	h.RelayId = rand.Uint64()
 	if err := stream.Send(&peerv1.RelayMessage{Handoff: h}); err != nil {
@@ -213,7 +215,7 @@ func handoffProto(st *server.HandoffState) *peerv1.Handoff {
 		ServerCapabilities: st.ServerCaps, Cipher: uint32(st.Cipher), SigningAlgorithm: uint32(st.SigningAlg),
 		SigningChosen: st.SigningChosen, PreauthHash: st.Preauth[:], CreditsLow: st.CreditsLow,
 		CreditsHigh: st.CreditsHigh, CreditsUsed: st.CreditsUsed, ClientAddr: st.ClientAddr,
-		LocalAddr: st.LocalAddr, Node: st.Node,
+		LocalAddr: st.LocalAddr, Node: st.Node, CreditsAtRelay: st.CreditsAtRelay,
 	}
 	for _, d := range st.ClientDialects {
 		h.ClientDialects = append(h.ClientDialects, uint32(d))
@@ -245,6 +247,7 @@ func handoffState(h *peerv1.Handoff) (*server.HandoffState, error) {
 		ServerCaps: h.GetServerCapabilities(), Cipher: uint16(h.GetCipher()), SigningAlg: uint16(h.GetSigningAlgorithm()),
 		SigningChosen: h.GetSigningChosen(), CreditsLow: h.GetCreditsLow(), CreditsHigh: h.GetCreditsHigh(),
 		CreditsUsed: h.GetCreditsUsed(), ClientAddr: h.GetClientAddr(), LocalAddr: h.GetLocalAddr(), Node: h.GetNode(),
+		CreditsAtRelay: h.GetCreditsAtRelay(),
 	}
 	copy(st.ClientGUID[:], h.GetClientGuid())
 	copy(st.Preauth[:], h.GetPreauthHash())

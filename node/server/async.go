@@ -42,7 +42,7 @@ func (r *Request) GoAsync() bool {
 		Flags:        smb2.FlagServerToRedir | smb2.FlagAsyncCommand,
 		MessageID:    h.MessageID,
 		AsyncID:      id,
-		Credits:      c.credits.grant(max(h.Credits, 1)),
+		Credits:      c.grantFor(h),
 	}, body: errorBody}
 	if r.Session != nil {
 		res.hdr.SessionID = r.Session.ID

@@ -72,6 +72,9 @@ type conn struct {
 	smb1Seen       bool
 
 	credits *creditWindow
+	// relayed: the connection stands for one another node serves, which
+	// keeps its credit window and names each response's grant (relayed.go).
+	relayed *relayGrants
 
 	// wmu serializes whole frames onto the socket; whoever holds it writes.
 	wmu sync.Mutex
@@ -92,6 +95,11 @@ type conn struct {
 	arrivals  uint64 // requests handed to goroutines (order.go)
 	closing   bool
 	wg        sync.WaitGroup // request goroutines
+	// relays: the sessions of other nodes the connection is a channel
+	// of, by id (relayed.go); hasRelays once there is one.
+	relays    map[uint64]*sessionRelay
+	hasRelays atomic.Bool
+	relaying  sync.WaitGroup // their goroutines writing to the client
 
 	// unresponsive: the client declared it will not acknowledge what is
 	// sent here (FSCTL_SMBTORTURE_FORCE_UNACKED_TIMEOUT, ioctl_torture.go).
@@ -166,6 +174,7 @@ func (c *conn) close() {
 	if !already {
 		c.cancel()
 		c.nc.Close()
+		c.closeRelays()
 	}
 }
 
@@ -223,7 +232,8 @@ func (c *conn) serve() {
 		err = nil
 	}
 	c.close()
-	c.wg.Wait() // request goroutines finish (their contexts are cancelled)
+	c.wg.Wait()       // request goroutines finish (their contexts are cancelled)
+	c.relaying.Wait() // and the session relays (closed by close)
 	c.srv.beforeTeardown()
 	c.teardown()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -276,15 +286,21 @@ func (c *conn) readLoop() (err error) {
 		if err := c.br.ReadFull(nb[:]); err != nil {
 			return err
 		}
+		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
+		if nb[0] == grantFrameType && c.relayed != nil {
+			if err := c.readGrants(n); err != nil {
+				return err
+			}
+			continue
+		}
 		if nb[0] != 0 {
 			return fmt.Errorf("bad NetBIOS session message type %#x", nb[0])
 		}
-		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
 		if n < 4 || n > maxMessageSize {
 			return fmt.Errorf("bad message length %d", n)
 		}
 		c.br.SetBulk(n >= sockio.BulkMin)
-		if c.spliceable(n) {
+		if c.spliceable(n) && !c.hasRelays.Load() {
 			if head, err := c.br.Peek(spliceHeadSize); err == nil && spliceableWrite(head, n) {
 				ok, err := c.readSplicedWrite(n)
 				if err != nil {
@@ -309,6 +325,10 @@ func (c *conn) readLoop() (err error) {
 // handleMessage takes ownership of buf.
 func (c *conn) handleMessage(buf *[]byte) error {
 	msg := *buf
+	if sr := c.relayedSession(msg); sr != nil {
+		defer putBuf(buf)
+		return c.forwardRelayed(sr, msg)
+	}
 	switch binary.LittleEndian.Uint32(msg) {
 	case smb2.SMB1ProtocolID:
 		defer putBuf(buf)
@@ -373,6 +393,9 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 		if h.Decode(pdus[0]) == nil {
 			if err := c.maybeHandoff(pdus[0], &h); err != nil {
 				putBuf(buf)
+				if err == errRelayed {
+					return nil
+				}
 				return err
 			}
 		}
@@ -400,6 +423,9 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 		charge := hdrs[i].CreditCharge
 		if c.dialect == smb2.Dialect202 || !c.negotiated {
 			charge = 1
+		}
+		if c.relayed != nil {
+			continue // counted by the node relaying it
 		}
 		if err := c.credits.consume(hdrs[i].MessageID, charge); err != nil {
 			putBuf(buf)

@@ -103,6 +103,9 @@ type HandoffState struct {
 	// Sessions the connection authenticated on the arrival node move
 	// with it (none of them has an open or another channel).
 	Sessions []MovedSession
+	// CreditsAtRelay: the node relaying keeps the credit window and
+	// grants the credits (relayed.go); the credit fields are unset.
+	CreditsAtRelay bool
 }
 
 // MovedSession is a session that moves with its connection to the home
@@ -173,7 +176,10 @@ func (c *conn) maybeHandoff(msg []byte, h *smb2.Header) error {
 	if c.authed.Load() {
 		var ok bool
 		if moved, st.Sessions, ok = c.movableSessions(); !ok {
-			return nil
+			// It stays here; the other session's frames go to its node.
+			ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
+			defer cancel()
+			return c.relaySession(ctx, msg, h)
 		}
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
@@ -362,7 +368,12 @@ func (s *Server) Adopt(st *HandoffState, nc net.Conn) (*Adopted, error) {
 	if st.LocalAddr != "" {
 		c.local = st.LocalAddr
 	}
-	if err := c.credits.restore(st.CreditsLow, st.CreditsHigh, st.CreditsUsed); err != nil {
+	if st.CreditsAtRelay {
+		// It stands for a connection another node serves, which
+		// authenticated it and keeps its credit window (relayed.go).
+		c.relayed = &relayGrants{m: map[uint64]uint16{}}
+		c.authed.Store(true)
+	} else if err := c.credits.restore(st.CreditsLow, st.CreditsHigh, st.CreditsUsed); err != nil {
 		return nil, err
 	}
 	sessions, err := s.movedSessions(c, st.Sessions)

@@ -26,6 +26,11 @@ const PreAuthMessageMax = readBufferSize - 4
 // IdleTimeout, as in the read loop). It returns with the next frame
 // unread, for the read loop.
 func (c *conn) handshake() error {
+	if c.authed.Load() {
+		// Adopted with its sessions, or standing for a connection another
+		// node serves (handoff.go): it authenticated there.
+		return nil
+	}
 	whole := c.srv.cfg.HandshakeTimeout
 	if whole > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(whole))

@@ -192,7 +192,7 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		res.hdr.AsyncID = r.asyncID
 		c.untrackAsync(r.asyncID)
 	} else {
-		res.hdr.Credits = c.credits.grant(max(h.Credits, 1))
+		res.hdr.Credits = c.grantFor(h)
 	}
 	if err != nil {
 		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "status", status.String(), "err", err)

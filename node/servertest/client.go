@@ -184,6 +184,15 @@ func (c *Conn) BindToken(s *Session, token, key []byte) error {
 func (c *Conn) use(s *Session, signer signing.Signer) {
 	c.Session, c.signer, c.TreeID = s, signer, 0
 	c.sessions[s.ID] = s
+	c.signers[s.ID] = signer
+	c.Sign = true
+	c.Encrypt = s.Flags&smb2.SessionFlagEncryptData != 0
+}
+
+// Use makes s, a session this connection set up or bound, and tree the
+// ones its requests name, signed with the channel's key of s.
+func (c *Conn) Use(s *Session, tree uint32) {
+	c.Session, c.signer, c.TreeID = s, c.signers[s.ID], tree
 	c.Sign = true
 	c.Encrypt = s.Flags&smb2.SessionFlagEncryptData != 0
 }

@@ -68,6 +68,7 @@ type Conn struct {
 
 	signer   signing.Signer      // Channel.SigningKey of Session on this connection
 	sessions map[uint64]*Session // decryption keys by session id
+	signers  map[uint64]signing.Signer
 	// LastAsyncID is the AsyncId of the last interim response received.
 	LastAsyncID uint64
 }
@@ -101,6 +102,7 @@ func NewConn(tb testing.TB, nc net.Conn) *Conn {
 		tb: tb, nc: nc, SecurityMode: smb2.NegotiateSigningEnabled,
 		Capabilities: smb2.CapLargeMTU | smb2.CapMultiChannel | smb2.CapEncryption | smb2.CapDirectoryLeasing,
 		CreditLimit:  1, CreditRequest: 64, sessions: map[uint64]*Session{},
+		signers: map[uint64]signing.Signer{},
 	}
 	rand.Read(c.ClientGUID[:])
 	tb.Cleanup(func() { nc.Close() })

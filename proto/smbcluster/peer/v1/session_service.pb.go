@@ -135,9 +135,15 @@ type Handoff struct {
 	RelayId     uint64   `protobuf:"varint,18,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"` // names the relay in RemoteRead
 	// Sessions the connection authenticated on the arrival node, which move
 	// with it (none has an open or another channel).
-	Sessions      []*MovedSession `protobuf:"bytes,19,rep,name=sessions,proto3" json:"sessions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Sessions []*MovedSession `protobuf:"bytes,19,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// The node relaying is itself the home node of another session of the
+	// connection and keeps its credit window: it checks every request's
+	// message id and credit charge, and tells this node, in a grant frame
+	// (type 0xFE) before each frame it relays, how many credits each
+	// request's response grants. The credit fields above are then unset.
+	CreditsAtRelay bool `protobuf:"varint,20,opt,name=credits_at_relay,json=creditsAtRelay,proto3" json:"credits_at_relay,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Handoff) Reset() {
@@ -301,6 +307,13 @@ func (x *Handoff) GetSessions() []*MovedSession {
 		return x.Sessions
 	}
 	return nil
+}
+
+func (x *Handoff) GetCreditsAtRelay() bool {
+	if x != nil {
+		return x.CreditsAtRelay
+	}
+	return false
 }
 
 // MovedSession is a session moving with its connection, keys included
@@ -1498,7 +1511,7 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\")\n" +
 	"\x13FindSessionResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held\"\xd6\x05\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held\"\x80\x06\n" +
 	"\aHandoff\x12\x18\n" +
 	"\adialect\x18\x01 \x01(\rR\adialect\x12\x1f\n" +
 	"\vclient_guid\x18\x02 \x01(\fR\n" +
@@ -1523,7 +1536,8 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"local_addr\x18\x10 \x01(\tR\tlocalAddr\x12\x12\n" +
 	"\x04node\x18\x11 \x01(\tR\x04node\x12\x19\n" +
 	"\brelay_id\x18\x12 \x01(\x04R\arelayId\x12<\n" +
-	"\bsessions\x18\x13 \x03(\v2 .smbcluster.peer.v1.MovedSessionR\bsessions\"\xfa\x05\n" +
+	"\bsessions\x18\x13 \x03(\v2 .smbcluster.peer.v1.MovedSessionR\bsessions\x12(\n" +
+	"\x10credits_at_relay\x18\x14 \x01(\bR\x0ecreditsAtRelay\"\xfa\x05\n" +
 	"\fMovedSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +

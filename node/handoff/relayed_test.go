@@ -1,0 +1,235 @@
+package handoff_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/smbcluster/smbcluster/node/handoff"
+	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/servertest"
+	"github.com/smbcluster/smbcluster/node/smb2"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// newNodes starts n nodes over one directory, each able to hand
+// connections to the others over real gRPC.
+func newNodes(t *testing.T, n int, opts servertest.Options) ([]*servertest.Server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	dial := func(addr string) (*grpc.ClientConn, error) {
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
+	addrs := map[string]string{}
+	var ls []net.Listener
+	for i := range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		addrs[fmt.Sprintf("node%d", i+1)] = l.Addr().String()
+	}
+	opts.DiskRoot = dir
+	var nodes []*servertest.Server
+	for i := range n {
+		self := fmt.Sprintf("node%d", i+1)
+		others := map[string]string{}
+		for name, a := range addrs {
+			if name != self {
+				others[name] = a
+			}
+		}
+		peers := handoff.New(self, func() map[string]string { return others }, dial, nil)
+		t.Cleanup(peers.Close)
+		g := grpc.NewServer()
+		peerv1.RegisterSessionServiceServer(g, peers.Service())
+		go g.Serve(ls[i])
+		t.Cleanup(g.Stop)
+		o := opts
+		configure := opts.Configure
+		o.Configure = func(c *server.Config) {
+			if configure != nil {
+				configure(c)
+			}
+			c.SessionPeers = peers
+		}
+		s := servertest.Start(t, o)
+		peers.Attach(s.Server)
+		nodes = append(nodes, s)
+	}
+	return nodes, dir
+}
+
+// TestConnectionChannelOfSessionsOnTwoNodes: one connection, made on a
+// third node, is a channel of two sessions that two other nodes hold,
+// each with an open (so neither can move): it is handed to the first
+// session's node, which relays the second session's frames to its node.
+// Both sessions work on it — signed or sealed, through many times the
+// credits first granted, in compounds — each answered by its own node;
+// the connection's end costs each session that channel only.
+func TestConnectionChannelOfSessionsOnTwoNodes(t *testing.T) {
+	for _, enc := range []server.EncryptionMode{server.EncryptOff, server.EncryptRequired} {
+		t.Run(map[server.EncryptionMode]string{server.EncryptOff: "Signed", server.EncryptRequired: "Sealed"}[enc], func(t *testing.T) {
+			nodes, dir := newNodes(t, 3, servertest.Options{Encryption: enc, Logf: t.Logf})
+			a, b, c := nodes[0], nodes[1], nodes[2]
+			first := servertest.Connect(t, a.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName, smb2.Dialect311)
+			second := servertest.Dial(t, b.Addr)
+			second.ClientGUID = first.ClientGUID
+			if err := second.Negotiate(smb2.Dialect311); err != nil {
+				t.Fatal(err)
+			}
+			if err := second.SessionSetup(servertest.Bob, servertest.BobPassword); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := second.TreeConnect(servertest.DiskShareName); err != nil {
+				t.Fatal(err)
+			}
+			s1, t1, s2, t2 := first.Session, first.TreeID, second.Session, second.TreeID
+			first.Sign, second.Sign = true, true
+			f1, err := first.Create("one.dat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f2, err := second.Create("two.dat")
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			third := servertest.Dial(t, c.Addr)
+			third.ClientGUID = first.ClientGUID
+			if err := third.Negotiate(smb2.Dialect311); err != nil {
+				t.Fatal(err)
+			}
+			if err := third.Bind(s1, servertest.Alice, servertest.AlicePassword); err != nil {
+				t.Fatalf("bind to node 1's session through node 3: %v", err)
+			}
+			// Before the binding, a request of the other session on this
+			// connection is refused as on one node.
+			third.Session, third.TreeID, third.Sign, third.Encrypt, third.SkipVerify = s2, t2, false, false, true
+			if _, err := third.Read(f2, 0, 10); !errors.Is(err, smb2.StatusUserSessionDeleted) {
+				t.Fatalf("a READ of node 2's session on a connection not bound to it: %v, want STATUS_USER_SESSION_DELETED", err)
+			}
+			third.SkipVerify = false
+			third.Use(s1, t1)
+			if err := third.Bind(s2, servertest.Bob, servertest.BobPassword); err != nil {
+				t.Fatalf("bind to node 2's session on the same connection: %v", err)
+			}
+			if !a.HoldsSession(s1.ID) || !b.HoldsSession(s2.ID) || c.HoldsSession(s1.ID) || c.HoldsSession(s2.ID) || a.HoldsSession(s2.ID) {
+				t.Fatalf("sessions moved: node 1 holds s1 %v s2 %v, node 2 holds s2 %v, node 3 holds s1 %v s2 %v",
+					a.HoldsSession(s1.ID), a.HoldsSession(s2.ID), b.HoldsSession(s2.ID), c.HoldsSession(s1.ID), c.HoldsSession(s2.ID))
+			}
+			third.Sign = true
+
+			// Alternate between the sessions for several times the first
+			// grant's credits: each node's answers carry the credits the
+			// connection's window grants.
+			d1, d2 := make([]byte, 64<<10), make([]byte, 64<<10)
+			rand.Read(d1)
+			rand.Read(d2)
+			for i := range 300 {
+				if i%2 == 0 {
+					third.Use(s1, t1)
+					if _, err := third.Write(f1, uint64(i/2%4)*4096, d1[i/2%4*4096:][:4096]); err != nil {
+						t.Fatalf("WRITE %d of node 1's session: %v", i, err)
+					}
+				} else {
+					third.Use(s2, t2)
+					if _, err := third.Write(f2, uint64(i/2%4)*4096, d2[i/2%4*4096:][:4096]); err != nil {
+						t.Fatalf("WRITE %d of node 2's session: %v", i, err)
+					}
+				}
+			}
+			third.Use(s2, t2)
+			if _, err := third.Write(f2, 0, d2); err != nil {
+				t.Fatalf("a 64 KiB WRITE of node 2's session: %v", err)
+			}
+			if got, err := third.Read(f2, 0, len(d2)); err != nil || !bytes.Equal(got, d2) {
+				t.Fatalf("a 64 KiB READ of node 2's session: %v (equal %v)", err, bytes.Equal(got, d2))
+			}
+			// A related compound (CREATE, WRITE, CLOSE) of the relayed
+			// session.
+			req := servertest.CreateRequest("compound.dat")
+			req.CreateDisposition = smb2.FileOverwriteIf
+			hc, hw, hx := third.Header(smb2.CmdCreate), third.Header(smb2.CmdWrite), third.Header(smb2.CmdClose)
+			hw.MessageID, hx.MessageID = hc.MessageID+1, hc.MessageID+2
+			hw.Flags |= smb2.FlagRelatedOperations
+			hx.Flags |= smb2.FlagRelatedOperations
+			related := smb2.FileID{Persistent: ^uint64(0), Volatile: ^uint64(0)}
+			w := &smb2.WriteRequest{DataOffset: 0x70, FileID: related, Data: []byte("compound")}
+			x := &smb2.CloseRequest{FileID: related}
+			hs, _ := third.SendCompound([]smb2.Header{hc, hw, hx}, [][]byte{servertest.Body(req), servertest.Body(w), servertest.Body(x)})
+			for i, h := range hs {
+				if smb2.Status(h.Status) != smb2.StatusSuccess {
+					t.Fatalf("compound element %d: %v", i, smb2.Status(h.Status))
+				}
+			}
+			if got, err := os.ReadFile(filepath.Join(dir, "compound.dat")); err != nil || string(got) != "compound" {
+				t.Fatalf("compound.dat: %q, %v", got, err)
+			}
+
+			// Each session sees what the other channel wrote.
+			first.Use(s1, t1)
+			if got, err := first.Read(f1, 0, 4*4096); err != nil || !bytes.Equal(got, d1[:4*4096]) {
+				t.Fatalf("node 1's session reads what the relayed channel wrote: %v", err)
+			}
+			if got, err := second.Read(f2, 0, len(d2)); err != nil || !bytes.Equal(got, d2) {
+				t.Fatalf("node 2's session reads what the relayed channel wrote: %v", err)
+			}
+
+			// The connection's end costs each session that channel only.
+			third.Close()
+			if _, err := first.Read(f1, 0, 10); err != nil {
+				t.Fatalf("node 1's session after the connection ended: %v", err)
+			}
+			if _, err := second.Read(f2, 0, 10); err != nil {
+				t.Fatalf("node 2's session after the connection ended: %v", err)
+			}
+			if err := second.CloseFile(f2); err != nil {
+				t.Fatal(err)
+			}
+			if err := first.CloseFile(f1); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestRelayedBindRefusals: a binding relayed to another node is refused
+// there as on one node — a wrong password — and the connection goes on
+// serving its own session.
+func TestRelayedBindRefusals(t *testing.T) {
+	nodes, _ := newNodes(t, 2, servertest.Options{})
+	a, b := nodes[0], nodes[1]
+	first := servertest.Connect(t, a.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName, smb2.Dialect311)
+	second := servertest.Dial(t, b.Addr)
+	second.ClientGUID = first.ClientGUID
+	if err := second.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.SessionSetup(servertest.Bob, servertest.BobPassword); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.TreeConnect(servertest.DiskShareName); err != nil {
+		t.Fatal(err)
+	}
+	own, ownTree := second.Session, second.TreeID
+	fid, err := second.Create("held.txt") // the session cannot move
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Bind(first.Session, servertest.Alice, "wrong"); !errors.Is(err, smb2.StatusLogonFailure) {
+		t.Fatalf("bind with a wrong password through a session relay: %v, want STATUS_LOGON_FAILURE", err)
+	}
+	second.Use(own, ownTree)
+	if _, err := second.Write(fid, 0, []byte("still here")); err != nil {
+		t.Fatalf("the connection's own session after a refused relayed bind: %v", err)
+	}
+}

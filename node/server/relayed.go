@@ -1,0 +1,223 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/signing"
+)
+
+// One connection, channels of sessions held by several nodes.
+//
+// A connection is handed over whole to the home node of the session it
+// binds to (handoff.go). Once it is a channel of a session here that
+// cannot move with it (one with opens, or with other channels), a binding
+// to a session another node holds relays that session instead: this node
+// keeps serving the connection — its credit window, its other sessions —
+// and passes the frames of the other session to its home node (a
+// session relay), which serves them on a connection of its own standing
+// for this one (Adopt with CreditsAtRelay), and whose responses this node
+// writes to the client as they come. The credit window stays here: each
+// frame relayed has its message ids checked and its credits charged here,
+// and is preceded on the relay by a grant frame telling the home node how
+// many credits each of its requests' responses grants (the first response,
+// interim or final, as on one node). The home node signs and seals its
+// responses with the session's keys, grants included.
+
+// grantFrameType marks a grant frame on a session relay: the NetBIOS
+// header's type byte, which is 0 for every SMB message.
+const grantFrameType = 0xFE
+
+// grantSize is one grant in a grant frame: message id, credits.
+const grantSize = 10
+
+// errRelayed ends the dispatch of a message passed to a session relay.
+var errRelayed = errors.New("relayed to the session's node")
+
+// sessionRelay is the node end of a session relay: the session's frames
+// go to its home node through rl.
+type sessionRelay struct {
+	id uint64
+	rl Relay
+	mu sync.Mutex // Send is not safe for concurrent use
+	rf *remoteFiles
+}
+
+// relayGrants are the credits a relaying node granted, by message id: a
+// connection adopted with CreditsAtRelay grants them, not its own window.
+type relayGrants struct {
+	mu sync.Mutex
+	m  map[uint64]uint16
+}
+
+// grantFor returns the credits the response to the request h grants.
+func (c *conn) grantFor(h *smb2.Header) uint16 {
+	if g := c.relayed; g != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		n := g.m[h.MessageID]
+		delete(g.m, h.MessageID)
+		return n
+	}
+	return c.credits.grant(max(h.Credits, 1))
+}
+
+// readGrants reads a grant frame's n bytes.
+func (c *conn) readGrants(n int) error {
+	if n%grantSize != 0 || n > 64*grantSize {
+		return fmt.Errorf("bad grant frame of %d bytes", n)
+	}
+	var b [64 * grantSize]byte
+	if err := c.br.ReadFull(b[:n]); err != nil {
+		return err
+	}
+	g := c.relayed
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.m) > 1<<16 {
+		return errors.New("too many credits granted and not answered")
+	}
+	for p := b[:n]; len(p) > 0; p = p[grantSize:] {
+		g.m[binary.LittleEndian.Uint64(p)] = binary.LittleEndian.Uint16(p[8:])
+	}
+	return nil
+}
+
+// relayedSession returns the session relay msg, a message the client
+// sent, goes to, or nil when it is served here.
+func (c *conn) relayedSession(msg []byte) *sessionRelay {
+	if !c.hasRelays.Load() || len(msg) < smb2.HeaderSize {
+		return nil
+	}
+	var sid uint64
+	switch binary.LittleEndian.Uint32(msg) {
+	case smb2.TransformProtocolID:
+		id, err := signing.ParseTransformHeader(msg)
+		if err != nil {
+			return nil
+		}
+		sid = id
+	case smb2.ProtocolID:
+		sid = binary.LittleEndian.Uint64(msg[40:])
+	default:
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.relays[sid]
+}
+
+// relaySession opens a session relay to the node holding session sid,
+// whose binding request h the connection received, and passes it msg.
+// It returns errRelayed, or nil when no other node holds the session (the
+// binding is then refused here, as on one node).
+func (c *conn) relaySession(ctx context.Context, msg []byte, h *smb2.Header) error {
+	st := c.handoffState()
+	st.CreditsLow, st.CreditsHigh, st.CreditsUsed = 0, 0, nil
+	st.CreditsAtRelay, st.Node = true, c.via
+	rl, err := c.srv.cfg.SessionPeers.Handoff(ctx, h.SessionID, st)
+	if err != nil {
+		if !errors.Is(err, ErrNoSession) {
+			c.srv.log.Info("channel bind: the session's node cannot be reached", "remote", c.remote,
+				"session", fmt.Sprintf("%#x", h.SessionID), "err", err)
+		}
+		return nil
+	}
+	sr := &sessionRelay{id: h.SessionID, rl: rl, rf: &remoteFiles{files: nil, keys: map[uint64]*sessionKeys{}}}
+	c.mu.Lock()
+	if c.closing || c.relays[h.SessionID] != nil {
+		c.mu.Unlock()
+		rl.Close()
+		return nil
+	}
+	if c.relays == nil {
+		c.relays = map[uint64]*sessionRelay{}
+	}
+	c.relays[h.SessionID] = sr
+	c.hasRelays.Store(true)
+	c.relaying.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.relaying.Done()
+		if err := c.relayToClient(rl); err != nil {
+			c.srv.log.Info("session relay ended", "remote", c.remote, "session", fmt.Sprintf("%#x", sr.id), "err", err)
+		}
+	}()
+	c.srv.log.Debug("session relayed to its node", "remote", c.remote, "session", fmt.Sprintf("%#x", h.SessionID))
+	if err := c.forwardRelayed(sr, msg); err != nil {
+		return err
+	}
+	return errRelayed
+}
+
+// forwardRelayed passes msg, a message of the session sr relays, to its
+// node, with the credits its requests' responses grant, after charging
+// them here as dispatch does. A sealed message is opened (with the
+// session's keys, asked of its node once) to read its requests' headers.
+func (c *conn) forwardRelayed(sr *sessionRelay, msg []byte) error {
+	plain := msg
+	if binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
+		sk := sr.rf.keysFor(c.ctx, sr.rl, sr.id)
+		if sk == nil || sk.seal == nil {
+			return dropError{errors.New("a sealed message of a relayed session that cannot be opened")}
+		}
+		var err error
+		if plain, err = signing.Open(nil, sk.seal.dec, msg); err != nil {
+			return dropError{fmt.Errorf("opening a relayed session's message: %w", err)}
+		}
+	}
+	pdus, err := smb2.SplitCompound(plain)
+	if err != nil || len(pdus) == 0 || len(pdus) > 64 {
+		return dropError{fmt.Errorf("bad message: %v", err)}
+	}
+	out := make([]byte, 4, 4+len(pdus)*grantSize+4+len(msg))
+	out[0] = grantFrameType
+	for _, p := range pdus {
+		var h smb2.Header
+		if err := h.Decode(p); err != nil {
+			return dropError{err}
+		}
+		if h.Command == smb2.CmdCancel {
+			continue
+		}
+		charge := h.CreditCharge
+		if c.dialect == smb2.Dialect202 {
+			charge = 1
+		}
+		if err := c.credits.consume(h.MessageID, charge); err != nil {
+			return dropError{fmt.Errorf("%w: mid %d charge %d", err, h.MessageID, charge)}
+		}
+		out = binary.LittleEndian.AppendUint64(out, h.MessageID)
+		out = binary.LittleEndian.AppendUint16(out, c.credits.grant(max(h.Credits, 1)))
+	}
+	n := len(out) - 4
+	out[1], out[2], out[3] = byte(n>>16), byte(n>>8), byte(n)
+	out = append(out, 0, byte(len(msg)>>16), byte(len(msg)>>8), byte(len(msg)))
+	out = append(out, msg...)
+	sr.mu.Lock()
+	err = sr.rl.Send(out)
+	sr.mu.Unlock()
+	if err != nil {
+		return dropError{fmt.Errorf("relaying session %#x: %w", sr.id, err)}
+	}
+	return nil
+}
+
+// closeRelays ends the connection's session relays: the home nodes end
+// their connections standing for it.
+func (c *conn) closeRelays() {
+	c.mu.Lock()
+	relays := c.relays
+	c.relays = nil
+	c.mu.Unlock()
+	for _, sr := range relays {
+		sr.mu.Lock()
+		sr.rl.CloseSend()
+		sr.mu.Unlock()
+		sr.rl.Close()
+	}
+}
