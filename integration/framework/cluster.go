@@ -26,8 +26,9 @@ import (
 type ClusterOptions struct {
 	// Nodes is the number of nodes, on 127.0.0.1, 127.0.0.2, ... (default 2).
 	Nodes int
-	// LeaseTTL is the nodes' etcd lease TTL (default 2s): a killed node
-	// shows down within it.
+	// LeaseTTL is the nodes' etcd lease TTL (default 3s, the product's):
+	// a killed node shows down within it. Shorter makes a node on a
+	// loaded machine fence itself (its keep-alives late), as it should.
 	LeaseTTL time.Duration
 	// EtcdProcess runs etcd as a process of its own (StartEtcdProcess),
 	// which the test can stop and continue, instead of embedded.
@@ -84,7 +85,7 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		opts.Nodes = 2
 	}
 	if opts.LeaseTTL == 0 {
-		opts.LeaseTTL = 2 * time.Second
+		opts.LeaseTTL = 3 * time.Second
 	}
 	c := &Cluster{dir: t.TempDir(), LeaseTTL: opts.LeaseTTL, Token: "test-token-" + strconv.Itoa(os.Getpid()) + "-0123456789",
 		nodeArgs: opts.NodeArgs}

@@ -62,6 +62,23 @@ func TestNilNode(t *testing.T) {
 	n.Share("x").Read(PathBuffered, 1)
 	n.Started()
 	n.BreakEnded(true, time.Second, true)
+	n.HandoffMoved(true, 1)
+}
+
+// TestHandoffBytes: bytes moved for handed-over channels count by
+// direction.
+func TestHandoffBytes(t *testing.T) {
+	n := NewNode()
+	n.HandoffMoved(false, 4096)
+	n.HandoffMoved(false, 100)
+	n.HandoffMoved(true, 1<<20)
+	n.HandoffMoved(true, 0)
+	if got := testutil.ToFloat64(n.handoffBytes[0]); got != 4196 {
+		t.Errorf("read bytes %v, want 4196", got)
+	}
+	if got := testutil.ToFloat64(n.handoffBytes[1]); got != 1<<20 {
+		t.Errorf("written bytes %v, want %d", got, 1<<20)
+	}
 }
 
 func TestTopN(t *testing.T) {

@@ -65,6 +65,8 @@ type Node struct {
 
 	lockWait prometheus.Histogram
 
+	handoffBytes [2]prometheus.Counter // read, write
+
 	etcdDur  *prometheus.HistogramVec
 	etcdErr  *prometheus.CounterVec
 	peerDur  *prometheus.HistogramVec
@@ -123,6 +125,8 @@ func NewNode() *Node {
 		n.breaksExpired[i] = expired.WithLabelValues(k)
 		n.breakDur[i] = bdur.WithLabelValues(k)
 	}
+	hb := f.counterVec("smbcluster_handoff_bytes_total", "Bytes of READ and WRITE data this node moved between its clients and its own descriptors for channels handed to another node, the session's home (which counts them in smbcluster_share_bytes_total), by direction.", "op")
+	n.handoffBytes = [2]prometheus.Counter{hb.WithLabelValues("read"), hb.WithLabelValues("write")}
 	n.lockWait = f.histogram("smbcluster_lock_wait_seconds", "Time blocking byte-range lock requests waited for their range, granted or not (the file's owner node).")
 	n.etcdDur = f.histogramVec("smbcluster_etcd_request_duration_seconds", "etcd calls of the node, by method.", "method")
 	n.etcdErr = f.counterVec("smbcluster_etcd_request_errors_total", "etcd calls that failed, by method.", "method")
@@ -234,6 +238,14 @@ func (n *Node) BreakEnded(lease bool, d time.Duration, timedOut bool) {
 	n.breakDur[b2i(lease)].Observe(d.Seconds())
 	if timedOut {
 		n.breaksExpired[b2i(lease)].Inc()
+	}
+}
+
+// HandoffMoved records n bytes of a READ (or WRITE) this node sent (or
+// wrote) for a channel handed to another node.
+func (n *Node) HandoffMoved(write bool, bytes int) {
+	if n != nil && bytes > 0 {
+		n.handoffBytes[b2i(write)].Add(float64(bytes))
 	}
 }
 

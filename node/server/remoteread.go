@@ -386,6 +386,7 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame, msg []byte, fid
 			return c.sendRemoteError(rf, rr, sk, smb2.StatusUnexpectedIOError)
 		}
 		c.srv.remoteReads.Add(1) // before the client can see the response
+		c.srv.cfg.Metrics.HandoffMoved(false, rr.N)
 		var serr error
 		c.wmu.Lock()
 		cerr := rc.Control(func(fd uintptr) { serr = c.sendHeaderAndFile(head, fileSegment{fd, rr.Off, rr.N}, false) })
@@ -403,6 +404,7 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame, msg []byte, fid
 	data = data[:n]
 	binary.LittleEndian.PutUint32(rr.Head[smb2.HeaderSize+4:], uint32(n)) // DataLength
 	c.srv.remoteReads.Add(1)
+	c.srv.cfg.Metrics.HandoffMoved(false, n)
 	return c.sendRemoteResponse(rf, rr, sk, rr.Head, data)
 }
 

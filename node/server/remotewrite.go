@@ -192,6 +192,7 @@ func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame, msg []byte, da
 			n, werr := f.WriteAt(data[:st.N], st.Off)
 			if werr == nil {
 				c.srv.remoteWrites.Add(1)
+				c.srv.cfg.Metrics.HandoffMoved(true, n)
 			}
 			if err := x.Written(n, werr); err != nil {
 				return err
