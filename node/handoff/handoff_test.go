@@ -27,7 +27,7 @@ type pair struct {
 	dir           string
 }
 
-func newPair(t *testing.T, opts servertest.Options) *pair {
+func newPair(t testing.TB, opts servertest.Options) *pair {
 	t.Helper()
 	dir := t.TempDir()
 	dial := func(addr string) (*grpc.ClientConn, error) {

@@ -71,6 +71,12 @@ type Config struct {
 	// reads every payload into memory.
 	SpliceWriteThreshold int
 
+	// HandoffIOMin is the smallest READ or WRITE of a channel handed to
+	// another node that this node, the one its client is connected to,
+	// serves from its own descriptor (remoteread.go, remotewrite.go);
+	// smaller ones go through the relay. Zero: 32 KiB.
+	HandoffIOMin int
+
 	// Interfaces lists the addresses announced by FSCTL_QUERY_NETWORK_INTERFACE_INFO;
 	// nil → the listeners' addresses.
 	Interfaces []Interface

@@ -268,7 +268,7 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 		if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
 			msg, sk = c.openSealed(rl, rf, msg)
 		}
-		if dataOff, fid, signed, ok := remoteWritable(msg); ok && (!signed || sk == nil && c.verifySigned(rl, rf, msg)) {
+		if dataOff, fid, signed, ok := remoteWritable(msg, c.srv.cfg.HandoffIOMin); ok && (!signed || sk == nil && c.verifySigned(rl, rf, msg)) {
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()
@@ -279,7 +279,7 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 			}()
 			continue
 		}
-		if fid, ok := remoteReadable(msg); ok {
+		if fid, ok := remoteReadable(msg, c.srv.cfg.HandoffIOMin); ok {
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()

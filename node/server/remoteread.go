@@ -34,9 +34,16 @@ import (
 // descriptor) it sends through the relay itself; a request of an
 // encrypted session or tree goes through the relay, untouched.
 
-// remoteReadMin is the smallest READ the arrival node offers to serve:
-// below it, the out-of-band call costs more than the bytes.
-const remoteReadMin = 32 << 10
+// remoteIOMin is the default of Config.HandoffIOMin: the smallest READ
+// the arrival node offers to serve, and the smallest WRITE payload it
+// keeps. Below it the out-of-band call costs more time than carrying the
+// bytes through the relay, and saves little bandwidth between nodes
+// (BenchmarkHandedOverIO, one request at a time over loopback: a 4 KiB
+// READ took 120–125 µs through the relay against 168–184 µs out of band,
+// 16 KiB 191–198 against 273–296 µs; a WRITE, a stream of its own, costs
+// more still: 4 KiB 160–174 against 253–300 µs). From 32 KiB on, a node's
+// link carries its own clients' bytes only (make bench-scaleout).
+const remoteIOMin = 32 << 10
 
 // RemoteRead is the home node's answer to a READ the arrival node offers
 // to serve.
@@ -292,7 +299,7 @@ func (c *conn) verifySigned(rl Relay, rf *remoteFiles, msg []byte) bool {
 // may be a READ or WRITE to serve here (a READ request is small, a WRITE
 // large); it returns the plain message and the session's keys, or nil.
 func (c *conn) openSealed(rl Relay, rf *remoteFiles, msg []byte) ([]byte, *sealKeys) {
-	if len(msg) > 512 && len(msg) < remoteWriteMin {
+	if len(msg) > 512 && len(msg) < c.srv.cfg.HandoffIOMin {
 		return nil, nil
 	}
 	sid, err := signing.ParseTransformHeader(msg)
@@ -322,14 +329,14 @@ const remoteFilesMax = 256
 
 // remoteReadable reports whether msg, a message a handed-over channel's
 // client sent, is a READ to offer the home node, and the FileId it reads.
-func remoteReadable(msg []byte) (uint64, bool) {
+func remoteReadable(msg []byte, min int) (uint64, bool) {
 	var h smb2.Header
 	if len(msg) < smb2.HeaderSize || binary.LittleEndian.Uint32(msg) != smb2.ProtocolID || h.Decode(msg) != nil ||
 		h.Command != smb2.CmdRead || h.NextCommand != 0 || h.Flags&smb2.FlagRelatedOperations != 0 {
 		return 0, false
 	}
 	var req smb2.ReadRequest
-	if req.Decode(msg) != nil || req.Length < remoteReadMin || req.Channel != 0 {
+	if req.Decode(msg) != nil || int(req.Length) < min || req.Channel != 0 {
 		return 0, false
 	}
 	return req.FileID.Persistent, true

@@ -22,9 +22,6 @@ import (
 // arrival node verifies it with the channel's key (Relay.SessionKeys)
 // before it offers the WRITE, and the home node takes it as verified.
 
-// remoteWriteMin is the smallest WRITE payload kept on the arrival node.
-const remoteWriteMin = 32 << 10
-
 // RemotePayload is how the home node reaches a WRITE's payload on the
 // arrival node.
 type RemotePayload struct {
@@ -70,14 +67,14 @@ func (rw *remoteWrite) writeTo(wr WriteRange) (int, error) {
 // client sent (opened, if it came sealed), is a WRITE whose payload to
 // keep here, where the payload begins, the FileId it writes, and whether
 // it is signed (its signature is then verified here first).
-func remoteWritable(msg []byte) (dataOff int, fid uint64, signed, ok bool) {
+func remoteWritable(msg []byte, min int) (dataOff int, fid uint64, signed, ok bool) {
 	var h smb2.Header
 	if len(msg) < smb2.HeaderSize+48 || binary.LittleEndian.Uint32(msg) != smb2.ProtocolID || h.Decode(msg) != nil ||
 		h.Command != smb2.CmdWrite || h.NextCommand != 0 || h.Flags&smb2.FlagRelatedOperations != 0 {
 		return 0, 0, false, false
 	}
 	req, err := smb2.DecodeWriteHeader(msg[smb2.HeaderSize:])
-	if err != nil || req.Length < remoteWriteMin || req.Channel != 0 {
+	if err != nil || int(req.Length) < min || req.Channel != 0 {
 		return 0, 0, false, false
 	}
 	off := int(binary.LittleEndian.Uint16(msg[smb2.HeaderSize+2:]))

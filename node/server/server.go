@@ -73,6 +73,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxCredits == 0 {
 		cfg.MaxCredits = 8192
 	}
+	if cfg.HandoffIOMin <= 0 {
+		cfg.HandoffIOMin = remoteIOMin
+	}
 	if cfg.MaxTransact == 0 {
 		cfg.MaxTransact = 8 << 20
 	}
