@@ -22,7 +22,7 @@ import (
 // two other channels; when node 1, the session's, dies, the channel through
 // node 3 is closed.
 func TestSessionChannelsOnEveryNode(t *testing.T) {
-	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3, Metrics: true})
 	c.MustSMBCtl(t, "share", "add", "mc", t.TempDir())
 	c.MustSMBCtl(t, "user", "add", "hana", "--password", "Hana-Pass-1")
 	first := clusterSession(t, c.Nodes[0], "hana", "Hana-Pass-1", "mc")
@@ -67,6 +67,21 @@ func TestSessionChannelsOnEveryNode(t *testing.T) {
 		got, err := chans[(i+1)%3].Read(fid, uint64(i*chunk), chunk)
 		if err != nil || !bytes.Equal(got, data[i*chunk:(i+1)*chunk]) {
 			t.Fatalf("read %d through channel %d: %v (data equal: %v)", i, (i+1)%3, err, bytes.Equal(got, data[i*chunk:(i+1)*chunk]))
+		}
+	}
+
+	// Each arrival node moved its channel's bytes (a third of them, both
+	// ways) and counted them; the home node moved none for others.
+	for i, n := range c.Nodes {
+		m := mustScrape(t, n.MetricsAddr)
+		want := float64(len(data) / 3)
+		if i == 0 {
+			want = 0
+		}
+		for _, op := range []string{"read", "write"} {
+			if got := m.value("smbcluster_handoff_bytes_total", "op", op); got != want {
+				t.Errorf("%s: smbcluster_handoff_bytes_total{op=%q} = %v, want %v", n.Name, op, got, want)
+			}
 		}
 	}
 
