@@ -68,6 +68,24 @@ func newNodes(t *testing.T, n int, opts servertest.Options) ([]*servertest.Serve
 	return nodes, dir
 }
 
+// connectAs connects to addr as another connection of client guid, with a
+// session of user's and a tree of the disk share (SMB 3.1.1).
+func connectAs(t *testing.T, addr string, guid [16]byte, user, password string) *servertest.Conn {
+	t.Helper()
+	c := servertest.Dial(t, addr)
+	c.ClientGUID = guid
+	if err := c.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SessionSetup(user, password); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TreeConnect(servertest.DiskShareName); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestConnectionChannelOfSessionsOnTwoNodes: one connection, made on a
 // third node, is a channel of two sessions that two other nodes hold,
 // each with an open (so neither can move): it is handed to the first
@@ -78,20 +96,10 @@ func newNodes(t *testing.T, n int, opts servertest.Options) ([]*servertest.Serve
 func TestConnectionChannelOfSessionsOnTwoNodes(t *testing.T) {
 	for _, enc := range []server.EncryptionMode{server.EncryptOff, server.EncryptRequired} {
 		t.Run(map[server.EncryptionMode]string{server.EncryptOff: "Signed", server.EncryptRequired: "Sealed"}[enc], func(t *testing.T) {
-			nodes, dir := newNodes(t, 3, servertest.Options{Encryption: enc, Logf: t.Logf})
+			nodes, dir := newNodes(t, 3, servertest.Options{Encryption: enc})
 			a, b, c := nodes[0], nodes[1], nodes[2]
 			first := servertest.Connect(t, a.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName, smb2.Dialect311)
-			second := servertest.Dial(t, b.Addr)
-			second.ClientGUID = first.ClientGUID
-			if err := second.Negotiate(smb2.Dialect311); err != nil {
-				t.Fatal(err)
-			}
-			if err := second.SessionSetup(servertest.Bob, servertest.BobPassword); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := second.TreeConnect(servertest.DiskShareName); err != nil {
-				t.Fatal(err)
-			}
+			second := connectAs(t, b.Addr, first.ClientGUID, servertest.Bob, servertest.BobPassword)
 			s1, t1, s2, t2 := first.Session, first.TreeID, second.Session, second.TreeID
 			first.Sign, second.Sign = true, true
 			f1, err := first.Create("one.dat")
@@ -209,17 +217,7 @@ func TestRelayedBindRefusals(t *testing.T) {
 	nodes, _ := newNodes(t, 2, servertest.Options{})
 	a, b := nodes[0], nodes[1]
 	first := servertest.Connect(t, a.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName, smb2.Dialect311)
-	second := servertest.Dial(t, b.Addr)
-	second.ClientGUID = first.ClientGUID
-	if err := second.Negotiate(smb2.Dialect311); err != nil {
-		t.Fatal(err)
-	}
-	if err := second.SessionSetup(servertest.Bob, servertest.BobPassword); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := second.TreeConnect(servertest.DiskShareName); err != nil {
-		t.Fatal(err)
-	}
+	second := connectAs(t, b.Addr, first.ClientGUID, servertest.Bob, servertest.BobPassword)
 	own, ownTree := second.Session, second.TreeID
 	fid, err := second.Create("held.txt") // the session cannot move
 	if err != nil {

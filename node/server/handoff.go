@@ -177,19 +177,11 @@ func (c *conn) maybeHandoff(msg []byte, h *smb2.Header) error {
 		var ok bool
 		if moved, st.Sessions, ok = c.movableSessions(); !ok {
 			// It stays here; the other session's frames go to its node.
-			ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
-			defer cancel()
-			return c.relaySession(ctx, msg, h)
+			return c.relaySession(msg, h)
 		}
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
-	defer cancel()
-	rl, err := c.srv.cfg.SessionPeers.Handoff(ctx, h.SessionID, st)
-	if err != nil {
-		if !errors.Is(err, ErrNoSession) {
-			c.srv.log.Info("channel bind: the session's node cannot be reached", "remote", c.remote,
-				"session", fmt.Sprintf("%#x", h.SessionID), "err", err)
-		}
+	rl := c.handoff(h.SessionID, st)
+	if rl == nil {
 		return nil
 	}
 	c.srv.forgetSessions(moved) // they live at the home node now
@@ -202,6 +194,22 @@ func (c *conn) maybeHandoff(msg []byte, h *smb2.Header) error {
 	}
 	c.srv.log.Debug("channel handed to the session's node", "remote", c.remote, "session", fmt.Sprintf("%#x", h.SessionID))
 	return errHandedOff{relay: rl}
+}
+
+// handoff hands the connection, whose state is st, to the node holding
+// session id; nil when no other node holds it or can be reached.
+func (c *conn) handoff(id uint64, st *HandoffState) Relay {
+	ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
+	defer cancel()
+	rl, err := c.srv.cfg.SessionPeers.Handoff(ctx, id, st)
+	if err != nil {
+		if !errors.Is(err, ErrNoSession) {
+			c.srv.log.Info("channel bind: the session's node cannot be reached", "remote", c.remote,
+				"session", fmt.Sprintf("%#x", id), "err", err)
+		}
+		return nil
+	}
+	return rl
 }
 
 // handoffState captures the connection's negotiated state. The read loop

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -115,16 +114,12 @@ func (c *conn) relayedSession(msg []byte) *sessionRelay {
 // whose binding request h the connection received, and passes it msg.
 // It returns errRelayed, or nil when no other node holds the session (the
 // binding is then refused here, as on one node).
-func (c *conn) relaySession(ctx context.Context, msg []byte, h *smb2.Header) error {
+func (c *conn) relaySession(msg []byte, h *smb2.Header) error {
 	st := c.handoffState()
 	st.CreditsLow, st.CreditsHigh, st.CreditsUsed = 0, 0, nil
 	st.CreditsAtRelay, st.Node = true, c.via
-	rl, err := c.srv.cfg.SessionPeers.Handoff(ctx, h.SessionID, st)
-	if err != nil {
-		if !errors.Is(err, ErrNoSession) {
-			c.srv.log.Info("channel bind: the session's node cannot be reached", "remote", c.remote,
-				"session", fmt.Sprintf("%#x", h.SessionID), "err", err)
-		}
+	rl := c.handoff(h.SessionID, st)
+	if rl == nil {
 		return nil
 	}
 	sr := &sessionRelay{id: h.SessionID, rl: rl, rf: &remoteFiles{files: nil, keys: map[uint64]*sessionKeys{}}}
