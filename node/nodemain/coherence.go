@@ -82,6 +82,8 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	if m != nil {
 		router.Observe(m.Peer) // Admit, Call and Wait over the exchange
 		m.CountPeerCalls(router.Stats().Sent, router.Stats().Local.Load)
+		st := router.Stats()
+		m.CountDelegations(st.Delegated.Load, st.Granted.Load, st.Recalled.Load, st.Returned.Load)
 		shards.Moved = m.ShardMoved
 	}
 	shards.Busy = router.ShardBusy

@@ -101,6 +101,7 @@ func (r *Router) heldIn(shards []uint32) []heldOpen {
 func (r *Router) Recover(ctx context.Context, shard uint32) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	r.dropDelegs([]uint32{shard}) // deleg.go: its delegated opens become this node's own
 	var restored int
 	for node, addr := range r.routes.Peers() {
 		if node == r.routes.Self() {
