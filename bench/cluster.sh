@@ -135,19 +135,28 @@ cell() {
 	log "done $name $place"
 }
 
+granted() {
+	[ -n "$PEER_VARS" ] || { echo null; return; }
+	"$STAT" counter -name smbcluster_peer_delegations_granted ${PEER_VARS//,/ } 2>/dev/null || echo null
+}
 # owner LIMIT ARGS...: "one" when node 1 owns the file a bench with ARGS
 # opens — a second run through node 1, the file laid out, makes fewer
 # than LIMIT peer RPCs (the directory's owner may be another node) —
-# "other" when another node does, nothing when the counter is missing.
+# "other" when another node does — its opens through node 1 earned node 1
+# an admission delegation of it (node/peer deleg.go), or made LIMIT peer
+# RPCs or more — nothing when the counter is missing.
 owner() {
-	local p0 p1 limit=$1
+	local p0 p1 g0 g1 limit=$1
 	shift
 	[ -n "$PEER_VARS" ] || return 0
+	g0=$(granted)
 	bench --server "$ONE" "$@" >/dev/null 2>&1 || return 0
 	p0=$(peer_rpcs)
 	bench --server "$ONE" "$@" >/dev/null 2>&1 || return 0
 	p1=$(peer_rpcs)
+	g1=$(granted)
 	if [ "$p0" = null ] || [ "$p1" = null ]; then return 0; fi
+	if [ "$g0" != null ] && [ "$g1" != null ] && [ "$g1" -gt "$g0" ]; then echo other; return; fi
 	if [ $((p1 - p0)) -lt "$limit" ]; then echo one; else echo other; fi
 }
 # pick PREFIX LIMIT ARGS...: sets PICK_ONE and PICK_OTHER to names

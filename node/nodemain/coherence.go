@@ -180,6 +180,7 @@ func (s *routerSet) add(r *peer.Router) {
 	s.once.Do(func() {
 		expvar.Publish("smbcluster_peer_rpcs", expvar.Func(func() any { return s.total() }))
 		expvar.Publish("smbcluster_peer_calls_by_op", expvar.Func(func() any { return s.byOp() }))
+		expvar.Publish("smbcluster_peer_delegations_granted", expvar.Func(func() any { return s.granted() }))
 	})
 	s.mu.Lock()
 	if s.set == nil {
@@ -204,6 +205,18 @@ func (s *routerSet) total() uint64 {
 	n := s.gone
 	for r := range s.set {
 		n += r.Stats().Sent()
+	}
+	return n
+}
+
+// granted sums the live routers' admission delegations granted
+// (node/peer deleg.go): bench/cluster.sh tells a file's owner by them.
+func (s *routerSet) granted() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	for r := range s.set {
+		n += r.Stats().Granted.Load()
 	}
 	return n
 }
