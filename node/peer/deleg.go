@@ -123,6 +123,7 @@ func (r *Router) admitDelegated(o *state.Open, req state.Request, t target) bool
 	d.used = time.Now()
 	r.delegated[o.Ref] = d
 	r.mirrorCache[o.Ref] = heldState{}
+	r.done[o.Ref] = true // in one step: a Held listing meets it admitted, or its delegation still here
 	r.mu.Unlock()
 	r.stats.Delegated.Add(1)
 	return true
@@ -175,7 +176,11 @@ func (r *Router) delegAnswered(id uint64, o *state.Open, t target, ev *peerv1.Ad
 	if err != nil || !ev.GetDelegated() || ev.GetError() != peerv1.Error_ERROR_UNSPECIFIED {
 		r.endDeleg(d)
 		r.mu.Unlock()
-		if err != nil && !moved(err) {
+		switch {
+		case err == nil || status.Code(err) == codes.FailedPrecondition: // nothing granted
+		case moved(err): // the exchange broke: the grant, if any, is undone on the side
+			go r.returnAt(t, o.Key, id, nil)
+		default:
 			r.returnAt(t, o.Key, id, nil)
 		}
 		return
@@ -229,9 +234,10 @@ func (r *Router) beginReturn(d *deleg) {
 }
 
 // finishReturn returns d to its owner with the opens it had, which
-// become ordinary opens there, and ends it.
-func (r *Router) finishReturn(d *deleg) {
-	r.returnAt(target{mx: d.mx, route: d.route}, d.key, d.id, d.back)
+// become ordinary opens there, and ends it. It reports whether the owner
+// took them (or no longer owns the file).
+func (r *Router) finishReturn(d *deleg) bool {
+	ok := r.returnAt(target{mx: d.mx, route: d.route}, d.key, d.id, d.back)
 	r.mu.Lock()
 	for _, o := range d.back {
 		if r.converting[o.Ref] == d.done {
@@ -241,13 +247,16 @@ func (r *Router) finishReturn(d *deleg) {
 	r.endDeleg(d)
 	r.mu.Unlock()
 	r.stats.Returned.Add(1)
+	return ok
 }
 
 // returnAt sends OP_RETURN of delegation id of key with opens to the owner at
 // t. An owner that no longer owns the shard at t's assignment has no
 // delegation to take back (the new owner learns the opens from Held);
 // one that cannot be reached is tried again while the assignment holds.
-func (r *Router) returnAt(t target, key state.FileKey, id uint64, opens []*state.Open) {
+// It reports whether the owner took the delegation back (or no longer
+// owns the shard at that assignment).
+func (r *Router) returnAt(t target, key state.FileKey, id uint64, opens []*state.Open) bool {
 	req := &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_RETURN, Key: keyPB(key),
 		Ref: &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), Id: id}}
 	for _, o := range opens {
@@ -260,12 +269,15 @@ func (r *Router) returnAt(t target, key state.FileKey, id uint64, opens []*state
 		_, err := t.mx.call(ctx, req)
 		cancel()
 		if err == nil || status.Code(err) == codes.FailedPrecondition {
-			return
+			return true
 		}
 		rt, ok := r.routes.Owner(t.route.GetShard())
-		if !ok || rt.Revision != t.route.GetRevision() || try >= 5 {
-			r.log.Warn("returning a delegation to its owner", "err", err)
-			return
+		if !ok || rt.Revision != t.route.GetRevision() {
+			return true // the owner changed: the new one learns the opens from Held
+		}
+		if try >= 5 {
+			r.log.Error("returning a delegation to its owner", "file", keyString(key), "err", err)
+			return false
 		}
 		ctx, cancel = context.WithTimeout(context.Background(), callTimeout)
 		r.waitRoutes(ctx, changed)
@@ -288,16 +300,17 @@ func (r *Router) endDeleg(d *deleg) {
 }
 
 // recalled is the holder's side of a recall: d is returned (or, pending,
-// returned once its grant arrives) before the owner is answered.
-func (r *Router) recalled(ctx context.Context, ref *peerv1.OpenRef) {
+// returned once its grant arrives) before the owner is answered. An error
+// says the owner may not have its opens: it keeps the delegation standing.
+func (r *Router) recalled(ctx context.Context, ref *peerv1.OpenRef) error {
 	if ref.GetNode() != r.routes.Self() || ref.GetEpoch() != r.routes.Epoch() {
-		return
+		return nil
 	}
 	r.mu.Lock()
 	d := r.delegIDs[ref.GetId()]
 	if d == nil {
 		r.mu.Unlock()
-		return
+		return nil
 	}
 	start := false
 	switch d.st {
@@ -309,12 +322,16 @@ func (r *Router) recalled(ctx context.Context, ref *peerv1.OpenRef) {
 	}
 	r.mu.Unlock()
 	if start {
-		r.finishReturn(d)
-		return
+		if !r.finishReturn(d) {
+			return status.Error(codes.Unavailable, "peer: the delegation could not be returned")
+		}
+		return nil
 	}
 	select {
 	case <-d.done:
+		return nil
 	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
 	}
 }
 

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -348,4 +349,64 @@ func waitFor(t *testing.T, what string) {
 		t.Fatalf("gave up waiting for %s", what)
 	}
 	time.Sleep(5 * time.Millisecond)
+}
+
+// TestRecallRacesLocalOpens: opens and closes under a delegation go on at
+// the holder while the owner recalls it again and again for no-sharing
+// opens; whatever the interleaving, each conflicting open is refused
+// exactly while the holder has the file open, and once everything is
+// closed nothing of either side stays at the owner.
+func TestRecallRacesLocalOpens(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 10, FileID: 12}
+	delegate(t, a, b, key)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					if n >= 100 {
+						return
+					}
+				default:
+				}
+				o := open(key, readData, shareAll, newBreaks())
+				if _, err := b.Admit(context.Background(), o, state.Request{}, nil); err != nil {
+					if !errors.Is(err, state.ErrSharingViolation) {
+						t.Errorf("holder's open: %v", err)
+					}
+					continue
+				}
+				b.Drop(o)
+			}
+		}()
+	}
+	for range 100 {
+		oa := open(key, rw, shareNone, newBreaks())
+		if _, err := a.Admit(context.Background(), oa, state.Request{}, nil); err == nil {
+			a.Drop(oa)
+		} else if !errors.Is(err, state.ErrSharingViolation) {
+			t.Errorf("owner's open: %v", err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("granted %d, recalled %d, opens under a delegation %d", a.Stats().Granted.Load(), a.Stats().Recalled.Load(), b.Stats().Delegated.Load())
+	oa := open(key, rw, shareNone, newBreaks())
+	if _, err := a.Admit(context.Background(), oa, state.Request{}, nil); err != nil {
+		t.Fatalf("no-sharing open once the holder closed everything: %v", err)
+	}
+	if last, _ := a.Remove(oa); !last {
+		t.Fatal("an open of the holder's stayed at the owner")
+	}
+	b.mu.Lock()
+	held, conv := len(b.held), len(b.converting)
+	b.mu.Unlock()
+	if held != 0 || conv != 0 {
+		t.Fatalf("the holder still holds %d opens (%d converting)", held, conv)
+	}
 }

@@ -433,7 +433,9 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 		return &peerv1.DeliverResponse{}, nil
 	}
 	if req.Recall != nil {
-		r.recalled(ctx, req.Ref) // deleg.go
+		if err := r.recalled(ctx, req.Ref); err != nil { // deleg.go
+			return nil, err
+		}
 		return &peerv1.DeliverResponse{}, nil
 	}
 	ref := req.GetRef()
