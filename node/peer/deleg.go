@@ -58,7 +58,7 @@ import (
 // Delegation tunables.
 const (
 	defaultDelegIdle = 3 * time.Second // a delegation without opens is returned after this
-	maxDelegs        = 1024            // delegations a node holds at most
+	defaultMaxDelegs = 1024            // delegations a node holds at most
 )
 
 // delegState is where a holder's delegation is in its life.
@@ -140,7 +140,7 @@ func (r *Router) askDeleg(o *state.Open, req state.Request) uint64 {
 	if r.delegs[o.Key] != nil {
 		return 0
 	}
-	if len(r.delegs) >= maxDelegs {
+	if len(r.delegs) >= r.maxDelegs {
 		var lru *deleg
 		for _, d := range r.delegs {
 			if d.st == delegActive && len(d.opens) == 0 && (lru == nil || d.used.Before(lru.used)) {

@@ -80,6 +80,7 @@ type Router struct {
 	delegated  map[uint64]*deleg        // held opens admitted under a delegation, by Ref
 	converting map[uint64]chan struct{} // held opens whose delegation is being returned
 	delegIdle  time.Duration            // a delegation without opens is returned after this
+	maxDelegs  int                      // delegations held at most (0: none asked for)
 	// Owner side:
 	grants     map[state.FileKey]map[refKey]*grant // delegations of files owned here
 	recallSeq  uint64                              // counts operations that recall (a grant in between is undone)
@@ -138,7 +139,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
 		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
 		delegs: map[state.FileKey]*deleg{}, delegIDs: map[uint64]*deleg{}, delegated: map[uint64]*deleg{},
-		converting: map[uint64]chan struct{}{}, delegIdle: defaultDelegIdle,
+		converting: map[uint64]chan struct{}{}, delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
 		grants: map[state.FileKey]map[refKey]*grant{}, noGrant: map[state.FileKey]int{},
 		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
