@@ -410,3 +410,20 @@ func TestRecallRacesLocalOpens(t *testing.T) {
 		t.Fatalf("the holder still holds %d opens (%d converting)", held, conv)
 	}
 }
+
+// TestDurableConvertsDelegatedOpen: before a durable open's record is
+// written (HeldEntry), a delegated open becomes an ordinary one at the
+// owner, which keeps a dead holder's durable opens from their records.
+func TestDurableConvertsDelegatedOpen(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 10, FileID: 13}
+	delegate(t, a, b, key)
+	ob := open(key, readData, shareAll, newBreaks())
+	if _, err := b.Admit(context.Background(), ob, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.HeldEntry(ob)
+	if b.isDelegated(ob) || a.lookup(b.ref(ob)) == nil {
+		t.Fatal("a durable open is still delegated once its record is described")
+	}
+}

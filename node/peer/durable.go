@@ -367,11 +367,10 @@ func refPB(to state.HolderRef) *peerv1.OpenRef {
 // this one die): the owner's caching when this node owns the file, its
 // copy of it otherwise.
 func (r *Router) HeldEntry(o *state.Open) state.HeldEntry {
-	if r.isDelegated(o) {
-		// A durable open must be the owner's to keep if this node dies
-		// (orphans.go): it stops being a delegated one (deleg.go).
-		go r.convert(o)
-	}
+	// A durable open must be the owner's to keep if this node dies
+	// (orphans.go): before its record is written, it stops being a
+	// delegated one (deleg.go).
+	r.convert(o)
 	e := state.HeldEntry{Ref: o.Ref, Epoch: r.routes.Epoch(), Key: o.Key, Stream: o.Stream, Access: o.Access, ShareAccess: o.ShareAccess}
 	r.mu.Lock()
 	hs, remote := r.mirrorCache[o.Ref]
