@@ -180,7 +180,7 @@ func (s *routerSet) add(r *peer.Router) {
 	s.once.Do(func() {
 		expvar.Publish("smbcluster_peer_rpcs", expvar.Func(func() any { return s.total() }))
 		expvar.Publish("smbcluster_peer_calls_by_op", expvar.Func(func() any { return s.byOp() }))
-		expvar.Publish("smbcluster_peer_delegations_granted", expvar.Func(func() any { return s.granted() }))
+		expvar.Publish("smbcluster_peer_delegated_opens", expvar.Func(func() any { return s.delegated() }))
 	})
 	s.mu.Lock()
 	if s.set == nil {
@@ -209,14 +209,15 @@ func (s *routerSet) total() uint64 {
 	return n
 }
 
-// granted sums the live routers' admission delegations granted
-// (node/peer deleg.go): bench/cluster.sh tells a file's owner by them.
-func (s *routerSet) granted() uint64 {
+// delegated sums the opens the live routers admitted under an admission
+// delegation (node/peer deleg.go), all of files another node owns:
+// bench/cluster.sh tells a file's owner by them.
+func (s *routerSet) delegated() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n uint64
 	for r := range s.set {
-		n += r.Stats().Granted.Load()
+		n += r.Stats().Delegated.Load()
 	}
 	return n
 }
