@@ -21,12 +21,19 @@ type cell struct {
 	// Delegated counts the opens the nodes admitted under an admission
 	// delegation (node/peer deleg.go): only opens of remote files are.
 	Delegated *int64 `json:"delegated"`
+	// Returns counts the peer RPCs among PeerRPCs that gave an idle
+	// delegation back, seconds after the opens (of earlier cells,
+	// perhaps) that earned it.
+	Returns int64 `json:"returns"`
 }
+
+// calls is the cell's peer RPCs but the returns of delegations.
+func (c cell) calls() int64 { return *c.PeerRPCs - c.Returns }
 
 // remoteOpens is how many of a cell's operations reached another node's
 // file: the peer RPCs, and the opens admitted under a delegation.
 func (c cell) remoteOpens() int64 {
-	n := *c.PeerRPCs
+	n := c.calls()
 	if c.Delegated != nil {
 		n += *c.Delegated
 	}
@@ -253,7 +260,7 @@ func writeWrites(w io.Writer, m meta, cells []cell) {
 			// An open of a remote file costs 2–3 calls or none under a
 			// delegation, of a local one at most one (to the share
 			// root's owner).
-			remote := *c.PeerRPCs >= 2*int64(o.Conns) || c.Delegated != nil && *c.Delegated > 0
+			remote := c.calls() >= 2*int64(o.Conns) || c.Delegated != nil && *c.Delegated > 0
 			if wc.place == "one" && remote == strings.Contains(wc.label, "node 1 owns") {
 				label += " (**measured otherwise**: the shard moved)"
 			}

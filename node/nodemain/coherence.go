@@ -181,6 +181,7 @@ func (s *routerSet) add(r *peer.Router) {
 		expvar.Publish("smbcluster_peer_rpcs", expvar.Func(func() any { return s.total() }))
 		expvar.Publish("smbcluster_peer_calls_by_op", expvar.Func(func() any { return s.byOp() }))
 		expvar.Publish("smbcluster_peer_delegated_opens", expvar.Func(func() any { return s.delegated() }))
+		expvar.Publish("smbcluster_peer_returns", expvar.Func(func() any { return s.returns() }))
 	})
 	s.mu.Lock()
 	if s.set == nil {
@@ -218,6 +219,20 @@ func (s *routerSet) delegated() uint64 {
 	var n uint64
 	for r := range s.set {
 		n += r.Stats().Delegated.Load()
+	}
+	return n
+}
+
+// returns sums the live routers' calls returning a delegation
+// (OP_RETURN, among smbcluster_peer_rpcs): an idle delegation goes back
+// seconds after the opens that earned it, so bench/cluster.sh takes them
+// out of a run's calls when it tells a file's owner.
+func (s *routerSet) returns() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	for r := range s.set {
+		n += r.Stats().ByOp[peerv1.Op_OP_RETURN].Load()
 	}
 	return n
 }
