@@ -160,6 +160,11 @@ func (r *Router) Close() {
 	conns := r.conns
 	r.conns = map[string]*grpc.ClientConn{}
 	r.muxes = map[string]*mux{}
+	for _, d := range r.delegs {
+		if d.timer != nil {
+			d.timer.Stop() // no return after the node stopped (deleg.go)
+		}
+	}
 	r.mu.Unlock()
 	for _, c := range conns {
 		c.Close()
