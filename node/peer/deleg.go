@@ -43,10 +43,13 @@ import (
 // stream check, an open below a directory, a delete made pending, a
 // rename, the first byte-range lock. During such an operation no
 // delegation of the file is granted (noGrant, recallSeq), and none is
-// granted while the file has caching, locks or a delete pending, so a
-// delegated open never misses an oplock or lease break, and READ and
-// WRITE through it need no lock check (the holder's lock hint does not
-// apply to it).
+// granted while the file has caching, locks or a delete pending. Caching
+// granted later beside a delegation is what an open beside it allows (no
+// write caching, no exclusive or batch oplock): an open that conflicts
+// with nothing breaks none of it, and a write through a delegated open
+// breaks read caching as any write does (BreakRead). So a delegated open
+// never misses a break, and READ and WRITE through it need no lock check
+// (the holder's lock hint does not apply to it).
 //
 // A new owner rebuilds a shard from the opens the live nodes hold
 // (Held), which include the delegated ones; a holder asked for them
