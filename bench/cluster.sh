@@ -119,36 +119,54 @@ CELLS=$WORK/cells.json
 # cell NAME PLACE ARGS...: one smbctl bench run, with the etcd writes and
 # peer RPCs it caused, appended to the cells file.
 cell() {
-	local name=$1 place=$2 rev0 peer0 peer1 res rc=0 etcd peer=null
+	local name=$1 place=$2 rev0 peer0 peer1 del0 del1 ret0 ret1 res rc=0 etcd peer=null del=null
 	shift 2
 	rev0=$("$STAT" rev -etcd "$ETCD")
 	peer0=$(peer_rpcs)
+	del0=$(delegated) ret0=$(returns)
 	res=$(bench "$@" 2>"$WORK/err") || rc=$?
 	sleep "$SETTLE"
 	etcd=$("$STAT" writes -etcd "$ETCD" -from "$rev0")
 	peer1=$(peer_rpcs)
+	del1=$(delegated) ret1=$(returns)
 	if [ "$peer0" != null ] && [ "$peer1" != null ]; then peer=$((peer1 - peer0)); fi
+	if [ "$del0" != null ] && [ "$del1" != null ]; then del=$((del1 - del0)); fi
 	[ -n "$res" ] || res=null
 	if [ "$rc" != 0 ]; then log "$name $place failed (exit $rc): $(head -c 400 "$WORK/err")"; fi
-	printf '{"cell":"%s","place":"%s","exit":%s,"result":%s,"etcd":%s,"peer_rpcs":%s}\n' \
-		"$name" "$place" "$rc" "$(tr -d '\n' <<<"$res")" "$etcd" "$peer" >>"$CELLS"
+	printf '{"cell":"%s","place":"%s","exit":%s,"result":%s,"etcd":%s,"peer_rpcs":%s,"delegated":%s,"returns":%s}\n' \
+		"$name" "$place" "$rc" "$(tr -d '\n' <<<"$res")" "$etcd" "$peer" "$del" "$((ret1 - ret0))" >>"$CELLS"
 	log "done $name $place"
 }
 
+delegated() {
+	[ -n "$PEER_VARS" ] || { echo null; return; }
+	"$STAT" counter -name smbcluster_peer_delegated_opens ${PEER_VARS//,/ } 2>/dev/null || echo null
+}
+# returns: the peer RPCs that gave an idle delegation back, seconds after
+# the opens that earned it (node/peer deleg.go).
+returns() {
+	[ -n "$PEER_VARS" ] || { echo 0; return; }
+	"$STAT" counter -name smbcluster_peer_returns ${PEER_VARS//,/ } 2>/dev/null || echo 0
+}
 # owner LIMIT ARGS...: "one" when node 1 owns the file a bench with ARGS
 # opens — a second run through node 1, the file laid out, makes fewer
 # than LIMIT peer RPCs (the directory's owner may be another node) —
-# "other" when another node does, nothing when the counter is missing.
+# "other" when another node does — node 1 admitted opens of it under an
+# admission delegation (node/peer deleg.go; only a remote file's are), or
+# they made LIMIT peer RPCs or more — nothing when the counter is missing.
 owner() {
-	local p0 p1 limit=$1
+	local p0 p1 g0 g1 r0 r1 limit=$1
 	shift
 	[ -n "$PEER_VARS" ] || return 0
+	g0=$(delegated)
 	bench --server "$ONE" "$@" >/dev/null 2>&1 || return 0
-	p0=$(peer_rpcs)
+	p0=$(peer_rpcs) r0=$(returns)
 	bench --server "$ONE" "$@" >/dev/null 2>&1 || return 0
-	p1=$(peer_rpcs)
+	p1=$(peer_rpcs) r1=$(returns)
+	g1=$(delegated)
 	if [ "$p0" = null ] || [ "$p1" = null ]; then return 0; fi
-	if [ $((p1 - p0)) -lt "$limit" ]; then echo one; else echo other; fi
+	if [ "$g0" != null ] && [ "$g1" != null ] && [ "$g1" -gt "$g0" ]; then echo other; return; fi
+	if [ $((p1 - p0 - (r1 - r0))) -lt "$limit" ]; then echo one; else echo other; fi
 }
 # pick PREFIX LIMIT ARGS...: sets PICK_ONE and PICK_OTHER to names
 # PREFIXi.dat of files node 1 owns and another node owns (see owner; the

@@ -65,13 +65,15 @@ func TestReport(t *testing.T) {
 	open := func(rate float64) json.RawMessage {
 		return json.RawMessage(`{"ops_s":` + jsonNum(rate) + `,"total_ops":1000,"lat_us":{"p50":200,"p99":900}}`)
 	}
-	peer, two := int64(5), int64(2000)
+	peer, two, none, many := int64(5), int64(2000), int64(3), int64(990)
 	cells := []cell{
 		{Cell: "files", Place: "one", Result: open(1000), Etcd: &writes{Keys: 4, Revisions: 2, ByPrefix: map[string]int64{"opens": 2}}},
 		{Cell: "files", Place: "spread", Result: open(850), Etcd: &writes{Keys: 10, Revisions: 5, ByPrefix: map[string]int64{"opens": 6}}},
 		{Cell: "leasebreak", Place: "cross", Result: json.RawMessage(`{"holder_server":"a","other_server":"b","tries":5,"granted":"RWH","missing":5}`)},
 		{Cell: "hot-own", Place: "one", Result: open(2000), PeerRPCs: &two}, // picked as node 1's, measured remote
 		{Cell: "hot-own", Place: "spread", Result: open(1700)},
+		{Cell: "hot-other", Place: "one", Result: open(1500), PeerRPCs: &none, Delegated: &many}, // remote, under a delegation
+		{Cell: "hot-other", Place: "spread", Result: open(1400)},
 		{Cell: "write-4k", Place: "spread", PeerRPCs: &peer, Result: json.RawMessage(`{"bs":4096,"write":{"ops":1000,"mib_s":3.9,"iops":1000,"lat_us":{"p50":300,"p99":900}}}`)},
 	}
 	var b bytes.Buffer
@@ -82,6 +84,7 @@ func TestReport(t *testing.T) {
 		"**no break arrived** (5 of 5 conflicting opens",
 		"| a → b | 5 | RWH | 0 | 0 | 5 | - | - | - |",
 		"| spread ≥ 80 % of one node: open+close, one hot file another node owns | 85 % (1700 / 2000 ops/s) |",
+		"| spread ≥ 80 % of one node: open+close, one hot file another node owns | 93 % (1400 / 1500 ops/s) |",
 		"| 4 KiB, file another node owns, spread | 1000 | 4 | 300 µs | 900 µs | 0.0050 (5) |",
 	} {
 		if !strings.Contains(b.String(), want) {

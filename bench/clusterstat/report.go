@@ -18,6 +18,26 @@ type cell struct {
 	Result   json.RawMessage `json:"result"`
 	Etcd     *writes         `json:"etcd"`
 	PeerRPCs *int64          `json:"peer_rpcs"` // nil: the nodes export no counter
+	// Delegated counts the opens the nodes admitted under an admission
+	// delegation (node/peer deleg.go): only opens of remote files are.
+	Delegated *int64 `json:"delegated"`
+	// Returns counts the peer RPCs among PeerRPCs that gave an idle
+	// delegation back, seconds after the opens (of earlier cells,
+	// perhaps) that earned it.
+	Returns int64 `json:"returns"`
+}
+
+// calls is the cell's peer RPCs but the returns of delegations.
+func (c cell) calls() int64 { return *c.PeerRPCs - c.Returns }
+
+// remoteOpens is how many of a cell's operations reached another node's
+// file: the peer RPCs, and the opens admitted under a delegation.
+func (c cell) remoteOpens() int64 {
+	n := c.calls()
+	if c.Delegated != nil {
+		n += *c.Delegated
+	}
+	return n
 }
 
 // openOut is the part of smbctl bench --rw open -o json the report uses.
@@ -115,8 +135,9 @@ var workloads = []struct{ name, label string }{
 
 // ownLabel is the label of workload wl, with its hot file's owner as
 // the cells measured it: the one-node run of a file node 1 owns makes
-// (next to) no peer RPC. The script picked the file by its owner; this
-// shows a shard that moved in between.
+// (next to) no peer RPC and admits no open under a delegation. The
+// script picked the file by its owner; this shows a shard that moved in
+// between.
 func ownLabel(cells []cell, wl struct{ name, label string }) string {
 	if wl.name != "hot-own" && wl.name != "hot-other" {
 		return wl.label
@@ -126,7 +147,7 @@ func ownLabel(cells []cell, wl struct{ name, label string }) string {
 	if !ok || c.PeerRPCs == nil {
 		return wl.label
 	}
-	if float64(*c.PeerRPCs)/float64(o.Total) < 0.5 {
+	if float64(c.remoteOpens())/float64(o.Total) < 0.5 {
 		return "open+close, one hot file node 1 owns"
 	}
 	return "open+close, one hot file another node owns"
@@ -236,9 +257,11 @@ func writeWrites(w io.Writer, m meta, cells []cell) {
 		peer, label := "-", wc.label
 		if c.PeerRPCs != nil {
 			peer = fmt.Sprintf("%.4f (%d)", float64(*c.PeerRPCs)/float64(o.Write.Ops), *c.PeerRPCs)
-			// An open of a remote file costs 2–3 calls, of a local one
-			// at most one (to the share root's owner).
-			if wc.place == "one" && (*c.PeerRPCs < 2*int64(o.Conns)) != strings.Contains(wc.label, "node 1 owns") {
+			// An open of a remote file costs 2–3 calls or none under a
+			// delegation, of a local one at most one (to the share
+			// root's owner).
+			remote := c.calls() >= 2*int64(o.Conns) || c.Delegated != nil && *c.Delegated > 0
+			if wc.place == "one" && remote == strings.Contains(wc.label, "node 1 owns") {
 				label += " (**measured otherwise**: the shard moved)"
 			}
 		}

@@ -410,3 +410,19 @@ func (n *Node) CountPeerCalls(sent, local func() uint64) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "smbcluster_peer_local_ops_total", Help: "Per-file state operations served by this node's own tables (the file's shard is its own)."}, func() float64 { return float64(local()) }),
 	)
 }
+
+// CountDelegations registers the router's admission delegation counters
+// (node/peer deleg.go): opens this node admitted under a delegation it
+// holds, delegations it granted and recalled as an owner, and
+// delegations it returned as a holder.
+func (n *Node) CountDelegations(local, granted, recalled, returned func() uint64) {
+	if n == nil {
+		return
+	}
+	count := func(event string, f func() uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "smbcluster_peer_delegations_total",
+			Help:        "Admission delegations: opens admitted under one this node holds (local), delegations granted and recalled as the files' owner, returned as holder.",
+			ConstLabels: prometheus.Labels{"event": event}}, func() float64 { return float64(f()) })
+	}
+	n.reg.MustRegister(count("local", local), count("granted", granted), count("recalled", recalled), count("returned", returned))
+}

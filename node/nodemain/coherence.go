@@ -82,6 +82,8 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	if m != nil {
 		router.Observe(m.Peer) // Admit, Call and Wait over the exchange
 		m.CountPeerCalls(router.Stats().Sent, router.Stats().Local.Load)
+		st := router.Stats()
+		m.CountDelegations(st.Delegated.Load, st.Granted.Load, st.Recalled.Load, st.Returned.Load)
 		shards.Moved = m.ShardMoved
 	}
 	shards.Busy = router.ShardBusy
@@ -178,6 +180,8 @@ func (s *routerSet) add(r *peer.Router) {
 	s.once.Do(func() {
 		expvar.Publish("smbcluster_peer_rpcs", expvar.Func(func() any { return s.total() }))
 		expvar.Publish("smbcluster_peer_calls_by_op", expvar.Func(func() any { return s.byOp() }))
+		expvar.Publish("smbcluster_peer_delegated_opens", expvar.Func(func() any { return s.delegated() }))
+		expvar.Publish("smbcluster_peer_returns", expvar.Func(func() any { return s.returns() }))
 	})
 	s.mu.Lock()
 	if s.set == nil {
@@ -202,6 +206,33 @@ func (s *routerSet) total() uint64 {
 	n := s.gone
 	for r := range s.set {
 		n += r.Stats().Sent()
+	}
+	return n
+}
+
+// delegated sums the opens the live routers admitted under an admission
+// delegation (node/peer deleg.go), all of files another node owns:
+// bench/cluster.sh tells a file's owner by them.
+func (s *routerSet) delegated() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	for r := range s.set {
+		n += r.Stats().Delegated.Load()
+	}
+	return n
+}
+
+// returns sums the live routers' calls returning a delegation
+// (OP_RETURN, among smbcluster_peer_rpcs): an idle delegation goes back
+// seconds after the opens that earned it, so bench/cluster.sh takes them
+// out of a run's calls when it tells a file's owner.
+func (s *routerSet) returns() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	for r := range s.set {
+		n += r.Stats().ByOp[peerv1.Op_OP_RETURN].Load()
 	}
 	return n
 }

@@ -41,7 +41,8 @@ func twoTLSNodes(tb testing.TB) (a, b *Router) {
 }
 
 // BenchmarkRemoteOpenClose is an uncontended open and close of a file
-// owned by the other node: what a CREATE and CLOSE add over the wire.
+// owned by the other node: what a CREATE and CLOSE add over the wire
+// (with no admission delegation; BenchmarkDelegatedOpenClose).
 func BenchmarkRemoteOpenClose(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
@@ -49,6 +50,7 @@ func BenchmarkRemoteOpenClose(b *testing.B) {
 	}{{"plaintext", func(tb testing.TB) (*Router, *Router) { return twoNodes(tb.(*testing.B)) }}, {"tls", twoTLSNodes}} {
 		b.Run(tc.name, func(b *testing.B) {
 			_, holder := tc.nodes(b)
+			holder.maxDelegs = 0
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
@@ -65,5 +67,35 @@ func BenchmarkRemoteOpenClose(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkDelegatedOpenClose is an open and close of a hot file owned
+// by the other node, under the holder's admission delegation (deleg.go).
+func BenchmarkDelegatedOpenClose(b *testing.B) {
+	a, holder := twoNodes(b)
+	ctx := context.Background()
+	key := state.FileKey{Volume: 9, FileID: 1}
+	o := open(key, readData, shareAll, newBreaks())
+	if _, err := holder.Admit(ctx, o, state.Request{}, nil); err != nil {
+		b.Fatal(err)
+	}
+	holder.Drop(o)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			o := open(key, readData, shareAll, newBreaks())
+			if _, err := holder.Admit(ctx, o, state.Request{}, nil); err != nil {
+				b.Error(err)
+				return
+			}
+			holder.Release(o)
+			holder.Drop(o)
+		}
+	})
+	b.StopTimer()
+	if a.Stats().Granted.Load() != 1 {
+		b.Errorf("delegations granted: %d, want 1", a.Stats().Granted.Load())
 	}
 }

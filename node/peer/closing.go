@@ -107,9 +107,16 @@ func (sv *Service) post(ctx context.Context, req *peerv1.CallRequest) {
 // nodes than from hold opens of key — once more after they flushed the
 // closes on their way.
 func (r *Router) flushFor(key state.FileKey, from string, check func() (negative bool)) {
-	if check() && r.flushHolders(key, from) {
-		check()
+	if !check() {
+		return
 	}
+	flushed := r.flushHolders(key, from)
+	// A delegation stands for opens that may not be there (deleg.go).
+	r.withoutDelegs(key, func(recalled bool) {
+		if flushed || recalled {
+			check()
+		}
+	})
 }
 
 // flushHolders asks every node but from that holds opens of key here to
@@ -146,13 +153,22 @@ func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Reques
 		}
 	}
 	g, err := r.table.Admit(ctx, o, req, onWait)
-	switch {
-	case errors.Is(err, state.ErrSharingViolation) && r.flushHolders(o.Key, from):
-		g, err = r.table.Admit(ctx, o, req, onWait)
-	case err == nil && lessCaching(req, g) && r.flushHolders(o.Key, from):
-		r.table.Remove(o)
-		g, err = r.table.Admit(ctx, o, req, onWait)
+	violation := errors.Is(err, state.ErrSharingViolation)
+	less := err == nil && lessCaching(req, g)
+	if !violation && !less {
+		return g, err
 	}
+	flushed := r.flushHolders(o.Key, from)
+	// A delegation stands for opens that may not be there (deleg.go).
+	r.withoutDelegs(o.Key, func(recalled bool) {
+		if !flushed && !recalled {
+			return
+		}
+		if less {
+			r.table.Remove(o)
+		}
+		g, err = r.table.Admit(ctx, o, req, onWait)
+	})
 	return g, err
 }
 
@@ -182,8 +198,13 @@ func (r *Router) markPending(key state.FileKey, on bool, set func()) {
 	p.active++
 	r.pendings[key] = p
 	r.mu.Unlock()
-	r.tellHolders(key, "", &peerv1.DeliverRequest{Flush: r.routes.Self(), DeletePending: keyPB(key)}, "a delete pending")
-	set()
+	// The delegations first: their opens must be known here, and their
+	// holders' closes of them wait for the answer (deleg.go); none is
+	// granted while the delete is pending.
+	r.withoutDelegs(key, func(bool) {
+		r.tellHolders(key, "", &peerv1.DeliverRequest{Flush: r.routes.Self(), DeletePending: keyPB(key)}, "a delete pending")
+		set()
+	})
 	r.mu.Lock()
 	p = r.pendings[key]
 	p.active--
@@ -245,8 +266,14 @@ func (r *Router) setDelHint(key state.FileKey) {
 // after a flush when it finds one.
 func (r *Router) hasOpenBelow(dir string) bool {
 	on := r.table.HasOpenBelow(dir)
-	if on && r.flushAll() {
-		on = r.table.HasOpenBelow(dir)
+	if !on {
+		return false
 	}
+	flushed := r.flushAll()
+	r.withoutAnyDelegs(func(recalled bool) { // deleg.go
+		if flushed || recalled {
+			on = r.table.HasOpenBelow(dir)
+		}
+	})
 	return on
 }

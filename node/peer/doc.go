@@ -27,6 +27,11 @@
 // holders flush such closes before it refuses anything an open could
 // cause (closing.go).
 //
+// An owner may delegate the admission of plain opens of a file to a
+// node that opens it (deleg.go): the holder admits and closes them with
+// no call, under a stand-in open at the owner that the owner recalls
+// before anything those opens could change.
+//
 // Invariants: an open is admitted at most once cluster-wide (a holder
 // whose Admit failed after it was sent removes it again, so a cancelled
 // CREATE leaves no phantom open behind); once a CLOSE is answered no other

@@ -58,8 +58,13 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 			}
 			return g, err
 		}
+		if r.admitDelegated(o, req, t) { // deleg.go
+			return state.Grant{}, nil
+		}
+		id := r.askDeleg(o, req)
 		r.stats.call(peerv1.Op_OP_UNSPECIFIED)
-		ev, err := r.admitAt(ctx, t, o, req, onWait)
+		ev, err := r.admitAt(ctx, t, o, req, id, onWait)
+		r.delegAnswered(id, o, t, ev, err)
 		if err == nil {
 			if ev.LocksPresent {
 				r.setHint(o.Key)
@@ -89,10 +94,11 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 }
 
 // admitAt runs one Admit at a remote owner and returns its result event.
-func (r *Router) admitAt(ctx context.Context, t target, o *state.Open, req state.Request, onWait func()) (*peerv1.AdmitEvent, error) {
+// deleg, when not zero, is a delegation it asks for (deleg.go).
+func (r *Router) admitAt(ctx context.Context, t target, o *state.Open, req state.Request, deleg uint64, onWait func()) (*peerv1.AdmitEvent, error) {
 	return t.mx.admit(ctx, &peerv1.AdmitRequest{
 		Route: t.route, Open: openDesc(o, r.ref(o)), Oplock: uint32(req.Oplock), Lease: leaseReqPB(req.Lease),
-		Overwrite: req.Overwrite, NoCaching: req.NoCaching, Directory: req.Directory,
+		Overwrite: req.Overwrite, NoCaching: req.NoCaching, Directory: req.Directory, Delegation: deleg,
 	}, onWait)
 }
 
@@ -106,6 +112,9 @@ func (r *Router) forget(o *state.Open, t target) {
 
 // Remove implements state.Files.
 func (r *Router) Remove(o *state.Open) (last, deletePending bool) {
+	if r.closeDelegated(o) { // deleg.go: its delegation stands for it at the owner
+		return false, false
+	}
 	resp, err := r.call(o.Key, func() { last, deletePending = r.table.Remove(o) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_REMOVE, Ref: r.ref(o), Key: keyPB(o.Key)})
 	r.unhold(o)
@@ -121,6 +130,9 @@ func (r *Router) Remove(o *state.Open) (last, deletePending bool) {
 // Drop implements state.Files. A close whose answer cannot matter does
 // not wait for it (closing.go).
 func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
+	if r.closeDelegated(o) { // deleg.go: no delete is pending on a delegated file
+		return false, false
+	}
 	if r.dropLater(o) {
 		return false, false
 	}
@@ -139,6 +151,7 @@ func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
 
 // Ack implements state.Files.
 func (r *Router) Ack(o *state.Open, level uint8) (ok bool) {
+	r.convert(o) // deleg.go: the owner must know it
 	resp, _ := r.call(o.Key, func() { ok = r.table.Ack(o, level) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_ACK, Ref: r.ref(o), Key: keyPB(o.Key), Level: uint32(level)})
 	if resp != nil {
@@ -215,6 +228,9 @@ func (r *Router) leaseFile(id state.LeaseID) (state.FileKey, bool) {
 
 // Oplock implements state.Files.
 func (r *Router) Oplock(o *state.Open) (level uint8) {
+	if r.isDelegated(o) { // deleg.go
+		return state.OplockNone
+	}
 	resp, _ := r.call(o.Key, func() { level = r.table.Oplock(o) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_OPLOCK, Ref: r.ref(o), Key: keyPB(o.Key)})
 	if resp != nil {
@@ -225,6 +241,9 @@ func (r *Router) Oplock(o *state.Open) (level uint8) {
 
 // CachingOf implements state.Files.
 func (r *Router) CachingOf(o *state.Open) (c state.Caching) {
+	if r.isDelegated(o) { // deleg.go
+		return c
+	}
 	resp, _ := r.call(o.Key, func() { c = r.table.CachingOf(o) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_CACHING_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
 	if resp != nil {
@@ -385,6 +404,7 @@ func (r *Router) BreakDirLeases(dir state.FileKey, except state.LeaseID, hasExce
 // must reach b (smbtorture smb2.durable-open.oplock); if the owner
 // refuses, o's breaker is put back.
 func (r *Router) Detach(o *state.Open, b state.Breaker) (ok bool) {
+	r.convert(o) // deleg.go: the owner must know it
 	if t, err := r.at(context.Background(), o.Key); err == nil && t.local {
 		r.stats.Local.Add(1)
 		return r.table.Detach(o, b)
@@ -416,6 +436,7 @@ func (r *Router) Reattach(o *state.Open, b state.Breaker) {
 
 // Sole implements state.Files.
 func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
+	r.convert(o) // deleg.go: the owner must know it
 	resp, _ := r.call(o.Key, func() {
 		r.flushFor(o.Key, r.routes.Self(), func() bool { sole, deletePending = r.table.Sole(o); return !sole })
 	},
@@ -428,6 +449,7 @@ func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
 
 // MarkDeletePending implements state.Files.
 func (r *Router) MarkDeletePending(o *state.Open, on bool) {
+	r.convert(o) // deleg.go: the owner must know it
 	resp, _ := r.call(o.Key, func() { r.markPending(o.Key, on, func() { r.table.MarkDeletePending(o, on) }) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_MARK_DELETE_PENDING, Ref: r.ref(o), Key: keyPB(o.Key), On: on})
 	if resp != nil {
@@ -453,6 +475,7 @@ func (r *Router) DeletePending(key state.FileKey) (on bool) {
 
 // CheckRename implements state.Files.
 func (r *Router) CheckRename(o *state.Open) (err error) {
+	r.convert(o) // deleg.go: the owner must know it
 	resp, cerr := r.call(o.Key, func() {
 		r.flushFor(o.Key, r.routes.Self(), func() bool { err = r.table.CheckRename(o); return err != nil })
 	},
@@ -470,7 +493,7 @@ func (r *Router) CheckRename(o *state.Open) (err error) {
 // At a remote owner, this node's copies of its opens' names follow too:
 // a close names the file as renamed after its entry at the owner is gone.
 func (r *Router) Renamed(key state.FileKey, name string) {
-	resp, _ := r.call(key, func() { r.table.Renamed(key, name) },
+	resp, _ := r.call(key, func() { r.withoutDelegs(key, func(bool) { r.table.Renamed(key, name) }) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_RENAMED, Key: keyPB(key), Name: name})
 	if resp == nil {
 		return // local: the table renamed this node's opens itself
@@ -486,6 +509,11 @@ func (r *Router) Renamed(key state.FileKey, name string) {
 
 // NameOf implements state.Files.
 func (r *Router) NameOf(o *state.Open) (name string) {
+	if r.isDelegated(o) { // deleg.go: a rename recalls the delegation first
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return o.Name
+	}
 	resp, _ := r.call(o.Key, func() { name = r.table.NameOf(o) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_NAME_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
 	if resp != nil {
@@ -578,7 +606,7 @@ func (r *Router) StreamOf(o *state.Open) (stream string) {
 
 // RenamedStream implements state.Files.
 func (r *Router) RenamedStream(key state.FileKey, from, to string) {
-	resp, _ := r.call(key, func() { r.table.RenamedStream(key, from, to) },
+	resp, _ := r.call(key, func() { r.withoutDelegs(key, func(bool) { r.table.RenamedStream(key, from, to) }) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_RENAMED_STREAM, Key: keyPB(key), Stream: from, Name: to})
 	if resp == nil {
 		return // local: the table renamed this node's opens itself

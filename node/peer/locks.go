@@ -9,6 +9,7 @@ import (
 
 // Lock implements state.Locks.
 func (r *Router) Lock(o *state.Open, locks []state.Lock) (err error) {
+	r.convert(o) // deleg.go: the owner must know it
 	r.asked(o)
 	resp, cerr := r.call(o.Key, func() { err = r.lockLocal(o, locks) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_LOCK, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB(locks)})
@@ -35,6 +36,7 @@ func (r *Router) lockAnswer(key state.FileKey, resp *peerv1.CallResponse, cerr, 
 
 // LockWait implements state.Locks.
 func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWait func()) error {
+	r.convert(o) // deleg.go: the owner must know it
 	r.asked(o)
 	req := &peerv1.CallRequest{Op: peerv1.Op_OP_LOCK_WAIT, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB([]state.Lock{l})}
 	local := false
@@ -47,6 +49,7 @@ func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWa
 
 // Unlock implements state.Locks.
 func (r *Router) Unlock(o *state.Open, ranges []state.Lock) (n int, err error) {
+	r.convert(o) // deleg.go: the owner must know it
 	resp, cerr := r.call(o.Key, func() { n, err = r.locks.Unlock(o, ranges) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_UNLOCK, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB(ranges)})
 	if cerr != nil {
@@ -99,6 +102,9 @@ func (r *Router) asked(o *state.Open) {
 func (r *Router) CheckIO(o *state.Open, off, n uint64, write bool) (err error) {
 	r.mu.Lock()
 	hinted := r.hint[o.Key]
+	if d := r.delegated[o.Ref]; d != nil && d.opens[o.Ref] == o {
+		hinted = false // deleg.go: the owner recalls the delegation before a file's first lock
+	}
 	r.mu.Unlock()
 	if !hinted {
 		return r.locks.CheckIO(o, off, n, write) // the file is ours, or has no locks
@@ -116,6 +122,9 @@ func (r *Router) CheckIO(o *state.Open, off, n uint64, write bool) (err error) {
 
 // LockCount implements state.Locks.
 func (r *Router) LockCount(o *state.Open) (n int) {
+	if r.isDelegated(o) { // deleg.go
+		return 0
+	}
 	resp, _ := r.call(o.Key, func() { n = r.locks.LockCount(o) },
 		&peerv1.CallRequest{Op: peerv1.Op_OP_LOCK_COUNT, Ref: r.ref(o), Key: keyPB(o.Key)})
 	if resp != nil {
@@ -137,14 +146,22 @@ func (r *Router) Sequenced(o *state.Open, index uint32, number uint8) {
 
 // lockLocal grants locks at this node as the owner, first telling the
 // other nodes that hold the file open that it has locks now.
-func (r *Router) lockLocal(o *state.Open, locks []state.Lock) error {
-	r.announceLocks(o.Key)
-	return r.locks.Lock(o, locks)
+// The file's delegations are recalled first, and none is granted until
+// the lock is (deleg.go).
+func (r *Router) lockLocal(o *state.Open, locks []state.Lock) (err error) {
+	r.withoutDelegs(o.Key, func(bool) {
+		r.announceLocks(o.Key)
+		err = r.locks.Lock(o, locks)
+	})
+	return err
 }
 
-func (r *Router) lockWaitLocal(ctx context.Context, o *state.Open, l state.Lock, onWait func()) error {
-	r.announceLocks(o.Key)
-	return r.locks.LockWait(ctx, o, l, onWait)
+func (r *Router) lockWaitLocal(ctx context.Context, o *state.Open, l state.Lock, onWait func()) (err error) {
+	r.withoutDelegs(o.Key, func(bool) {
+		r.announceLocks(o.Key)
+		err = r.locks.LockWait(ctx, o, l, onWait)
+	})
+	return err
 }
 
 // announceLocks tells every other node with an open of key, when the

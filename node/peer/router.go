@@ -73,6 +73,19 @@ type Router struct {
 	orphans     map[*state.Open]orphan    // proxies kept for dead holders' durable opens (orphans.go)
 	delHint     map[state.FileKey]bool    // remote files with a delete pending: closes wait (closing.go)
 	pendings    map[state.FileKey]pending // owned files a delete is made pending on (closing.go)
+
+	// Admission delegation (deleg.go). Holder side:
+	delegs     map[state.FileKey]*deleg // this node's delegations of remote files
+	delegIDs   map[uint64]*deleg        // the same, by id
+	delegated  map[uint64]*deleg        // held opens admitted under a delegation, by Ref
+	converting map[uint64]chan struct{} // held opens whose delegation is being returned
+	delegIdle  time.Duration            // a delegation without opens is returned after this
+	maxDelegs  int                      // delegations held at most (0: none asked for)
+	// Owner side:
+	grants     map[state.FileKey]map[refKey]*grant // delegations of files owned here
+	recallSeq  uint64                              // counts operations that recall (a grant in between is undone)
+	noGrant    map[state.FileKey]int               // operations under way that want no new delegation of a file
+	noGrantAll int                                 // the same, of any file
 }
 
 // refKey is an OpenRef as a map key.
@@ -88,6 +101,9 @@ type Stats struct {
 	Delivers atomic.Uint64 // breaks, lock notices, watches and changes sent to other nodes
 	Local    atomic.Uint64 // operations served by the local tables
 	Posted   atomic.Uint64 // of the Calls, closes sent without waiting (closing.go)
+	// Admission delegation (deleg.go): opens admitted under one, and
+	// delegations granted, recalled (as owner) and returned (as holder).
+	Delegated, Granted, Recalled, Returned atomic.Uint64
 	// ByOp counts the calls to owners by operation (OP_UNSPECIFIED
 	// counts Admit).
 	ByOp [numOps]atomic.Uint64
@@ -122,6 +138,9 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
 		byKey: map[state.FileKey]map[refKey]bool{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
 		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
+		delegs: map[state.FileKey]*deleg{}, delegIDs: map[uint64]*deleg{}, delegated: map[uint64]*deleg{},
+		converting: map[uint64]chan struct{}{}, delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
+		grants: map[state.FileKey]map[refKey]*grant{}, noGrant: map[state.FileKey]int{},
 		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 }
@@ -141,6 +160,11 @@ func (r *Router) Close() {
 	conns := r.conns
 	r.conns = map[string]*grpc.ClientConn{}
 	r.muxes = map[string]*mux{}
+	for _, d := range r.delegs {
+		if d.timer != nil {
+			d.timer.Stop() // no return after the node stopped (deleg.go)
+		}
+	}
 	r.mu.Unlock()
 	for _, c := range conns {
 		c.Close()
@@ -279,6 +303,12 @@ func (r *Router) hold(o *state.Open) {
 // unhold forgets o.
 func (r *Router) unhold(o *state.Open) {
 	r.mu.Lock()
+	r.unholdLocked(o)
+	r.mu.Unlock()
+}
+
+// unholdLocked is unhold; the caller holds r.mu.
+func (r *Router) unholdLocked(o *state.Open) {
 	if r.held[o.Ref] == o {
 		delete(r.held, o.Ref)
 		delete(r.mirrorCache, o.Ref)
@@ -297,7 +327,6 @@ func (r *Router) unhold(o *state.Open) {
 			delete(r.readClear, o.Key)
 		}
 	}
-	r.mu.Unlock()
 }
 
 // dropLeaseFile forgets the file of lease id unless another held open

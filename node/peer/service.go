@@ -138,6 +138,12 @@ func (r *Router) unproxy(o *state.Open) bool {
 	delete(r.proxyRef, o)
 	delete(r.proxies, k)
 	delete(r.in, o)
+	if g := r.grants[o.Key][k]; g != nil && g.o == o {
+		delete(r.grants[o.Key], k)
+		if len(r.grants[o.Key]) == 0 {
+			delete(r.grants, o.Key)
+		}
+	}
 	r.perShard[ShardOf(o.Key)]--
 	if m := r.byKey[o.Key]; m != nil {
 		delete(m, k)
@@ -190,7 +196,9 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 			return status.Error(codes.FailedPrecondition, "the open is being admitted")
 		}
 		// A retry of an Admit whose answer was lost: the open is in.
-		return stream.Send(admittedEvent(r.table.CachingOf(o), r.locks.HasLocks(key)))
+		ev := admittedEvent(r.table.CachingOf(o), r.locks.HasLocks(key))
+		ev.Delegated = req.Delegation != 0 && r.granted(key, refKey{req.Open.Ref.Node, req.Open.Ref.Epoch, req.Delegation})
+		return stream.Send(ev)
 	}
 	// Checked again now that the proxy counts toward the shard's state:
 	// a shard given up in between (ShardMap.release checks Busy after it
@@ -219,11 +227,25 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 	r.mu.Lock()
 	ev.DeletePending = r.deletePendingFor(key)
 	r.mu.Unlock()
+	if req.Delegation != 0 && delegable(req) && g == (state.Grant{}) && !ev.LocksPresent && !ev.DeletePending {
+		ev.Delegated = r.grantDeleg(key, req.Open, req.Delegation) // deleg.go
+	}
 	if ctx.Err() != nil || stream.Send(ev) != nil {
 		r.closeProxy(o) // the holder gave up: it will not know of this open
+		if ev.Delegated {
+			r.dropGrant(key, refKey{req.Open.Ref.Node, req.Open.Ref.Epoch, req.Delegation})
+		}
 		return status.FromContextError(ctx.Err()).Err()
 	}
 	return nil
+}
+
+// delegable reports whether an admitted open may earn its holder a
+// delegation of its file (deleg.go).
+func delegable(req *peerv1.AdmitRequest) bool {
+	d := req.GetOpen()
+	return req.Oplock == uint32(state.OplockNone) && req.Lease == nil && !req.Overwrite && !req.NoCaching &&
+		!req.Directory && d.GetStream() == "" && state.Delegable(d.GetAccess(), d.GetShareAccess())
 }
 
 // Call implements peerv1.PeerServiceServer.
@@ -247,6 +269,10 @@ func (sv *Service) Call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.C
 	key := keyOf(req.Key)
 	if err := r.owns(req.Route, key); err != nil {
 		return nil, err
+	}
+	if req.Op == peerv1.Op_OP_RETURN {
+		r.takeBack(key, req) // deleg.go
+		return &peerv1.CallResponse{}, nil
 	}
 	o := r.lookup(req.Ref)
 	if o == nil && needsOpen(req.Op) {
@@ -306,7 +332,7 @@ func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.Fil
 	case peerv1.Op_OP_CHECK_RENAME:
 		r.flushFor(key, from, func() bool { err = r.table.CheckRename(o); return err != nil })
 	case peerv1.Op_OP_RENAMED:
-		r.table.Renamed(key, req.Name)
+		r.withoutDelegs(key, func(bool) { r.table.Renamed(key, req.Name) })
 	case peerv1.Op_OP_NAME_OF:
 		resp.Name = r.table.NameOf(o)
 	case peerv1.Op_OP_CHECK_ACCESS:
@@ -316,7 +342,7 @@ func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.Fil
 	case peerv1.Op_OP_STREAM_OF:
 		resp.Name = r.table.StreamOf(o)
 	case peerv1.Op_OP_RENAMED_STREAM:
-		r.table.RenamedStream(key, req.Stream, req.Name)
+		r.withoutDelegs(key, func(bool) { r.table.RenamedStream(key, req.Stream, req.Name) })
 	case peerv1.Op_OP_CACHING_OF:
 		resp.Caching = cachingPB(r.table.CachingOf(o))
 	case peerv1.Op_OP_OPLOCK:
@@ -404,6 +430,12 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 	}
 	if k := req.ReadPresent; k != nil {
 		r.readAgain(keyOf(k))
+		return &peerv1.DeliverResponse{}, nil
+	}
+	if req.Recall != nil {
+		if err := r.recalled(ctx, req.Ref); err != nil { // deleg.go
+			return nil, err
+		}
 		return &peerv1.DeliverResponse{}, nil
 	}
 	ref := req.GetRef()

@@ -343,3 +343,28 @@ func (t *Table) RenamedStream(key FileKey, from, to string) {
 		f.streamPending[to] = true
 	}
 }
+
+// Delegable reports whether opens with access and share could all be
+// open together without one refusing another, and none of them asks for
+// delete access: the opens a node in a cluster may admit by itself under
+// an admission delegation of their file (node/peer).
+func Delegable(access, share uint32) bool {
+	return access&accessDelete == 0 && !denies(share, access)
+}
+
+// Caches reports whether an open of the file (of any stream) has an
+// oplock or lease with some caching, or one being broken.
+func (t *Table) Caches(key FileKey) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.files[key]
+	if f == nil {
+		return false
+	}
+	for _, o := range f.opens {
+		if o.h != nil && (o.h.state != LeaseNone || o.h.breaking) {
+			return true
+		}
+	}
+	return false
+}

@@ -150,6 +150,10 @@ const (
 	// before it on the same Exchange stream was served: the callee serves
 	// the messages that want no answer (id 0) in order as they arrive.
 	Op_OP_FLUSH Op = 31
+	// OP_RETURN: ref names the delegation (its id), opens are the opens the
+	// holder admitted under it and still holds: they become its ordinary
+	// opens at the owner and the delegation ends (node/peer/deleg.go).
+	Op_OP_RETURN Op = 32
 )
 
 // Enum value maps for Op.
@@ -187,6 +191,7 @@ var (
 		29: "OP_LOCK_COUNT",
 		30: "OP_HANDOVER",
 		31: "OP_FLUSH",
+		32: "OP_RETURN",
 	}
 	Op_value = map[string]int32{
 		"OP_UNSPECIFIED":         0,
@@ -221,6 +226,7 @@ var (
 		"OP_LOCK_COUNT":          29,
 		"OP_HANDOVER":            30,
 		"OP_FLUSH":               31,
+		"OP_RETURN":              32,
 	}
 )
 
@@ -703,14 +709,18 @@ func (x *OpenDesc) GetShareAccess() uint32 {
 }
 
 type AdmitRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Route         *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
-	Open          *OpenDesc              `protobuf:"bytes,2,opt,name=open,proto3" json:"open,omitempty"`
-	Oplock        uint32                 `protobuf:"varint,3,opt,name=oplock,proto3" json:"oplock,omitempty"`
-	Lease         *LeaseRequest          `protobuf:"bytes,4,opt,name=lease,proto3" json:"lease,omitempty"`
-	Overwrite     bool                   `protobuf:"varint,5,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
-	NoCaching     bool                   `protobuf:"varint,6,opt,name=no_caching,json=noCaching,proto3" json:"no_caching,omitempty"`
-	Directory     bool                   `protobuf:"varint,7,opt,name=directory,proto3" json:"directory,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Route     *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	Open      *OpenDesc              `protobuf:"bytes,2,opt,name=open,proto3" json:"open,omitempty"`
+	Oplock    uint32                 `protobuf:"varint,3,opt,name=oplock,proto3" json:"oplock,omitempty"`
+	Lease     *LeaseRequest          `protobuf:"bytes,4,opt,name=lease,proto3" json:"lease,omitempty"`
+	Overwrite bool                   `protobuf:"varint,5,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	NoCaching bool                   `protobuf:"varint,6,opt,name=no_caching,json=noCaching,proto3" json:"no_caching,omitempty"`
+	Directory bool                   `protobuf:"varint,7,opt,name=directory,proto3" json:"directory,omitempty"`
+	// delegation, when not zero, is the id of an admission delegation the
+	// holder would take with this open (node/peer/deleg.go): the owner may
+	// grant it when the open is plain and nothing on the file conflicts.
+	Delegation    uint64 `protobuf:"varint,8,opt,name=delegation,proto3" json:"delegation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -794,6 +804,13 @@ func (x *AdmitRequest) GetDirectory() bool {
 	return false
 }
 
+func (x *AdmitRequest) GetDelegation() uint64 {
+	if x != nil {
+		return x.Delegation
+	}
+	return 0
+}
+
 type AdmitEvent struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Waiting bool                   `protobuf:"varint,1,opt,name=waiting,proto3" json:"waiting,omitempty"`
@@ -815,6 +832,10 @@ type AdmitEvent struct {
 	// or one of its streams, so the holder's closes of it wait for the
 	// owner's answer (OP_DROP on an Envelope with id 0 does not).
 	DeletePending bool `protobuf:"varint,9,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
+	// delegated: the owner granted the delegation the request named, with
+	// the open's access and share access; the holder admits covered plain
+	// opens of the file itself until it returns it (node/peer/deleg.go).
+	Delegated     bool `protobuf:"varint,10,opt,name=delegated,proto3" json:"delegated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -912,6 +933,13 @@ func (x *AdmitEvent) GetDeletePending() bool {
 	return false
 }
 
+func (x *AdmitEvent) GetDelegated() bool {
+	if x != nil {
+		return x.Delegated
+	}
+	return false
+}
+
 type Lock struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Offset        uint64                 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
@@ -989,7 +1017,9 @@ type CallRequest struct {
 	Offset      uint64                 `protobuf:"varint,13,opt,name=offset,proto3" json:"offset,omitempty"`
 	Length      uint64                 `protobuf:"varint,14,opt,name=length,proto3" json:"length,omitempty"`
 	// to is the open that takes ref's place (OP_HANDOVER).
-	To            *OpenRef `protobuf:"bytes,15,opt,name=to,proto3" json:"to,omitempty"`
+	To *OpenRef `protobuf:"bytes,15,opt,name=to,proto3" json:"to,omitempty"`
+	// opens are the delegated opens of an OP_RETURN.
+	Opens         []*OpenDesc `protobuf:"bytes,16,rep,name=opens,proto3" json:"opens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1125,6 +1155,13 @@ func (x *CallRequest) GetLength() uint64 {
 func (x *CallRequest) GetTo() *OpenRef {
 	if x != nil {
 		return x.To
+	}
+	return nil
+}
+
+func (x *CallRequest) GetOpens() []*OpenDesc {
+	if x != nil {
+		return x.Opens
 	}
 	return nil
 }
@@ -1270,6 +1307,10 @@ type DeliverRequest struct {
 	// pending on the file; the callee's closes of it wait for the owner's
 	// answer from now on.
 	DeletePending *FileKey `protobuf:"bytes,7,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
+	// recall (ref names the delegation: node, epoch, id): the owner needs
+	// the delegation back; the callee stops admitting under it, returns it
+	// with its opens (OP_RETURN on its Exchange stream) and then answers.
+	Recall        *FileKey `protobuf:"bytes,8,opt,name=recall,proto3" json:"recall,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1349,6 +1390,13 @@ func (x *DeliverRequest) GetFlush() string {
 func (x *DeliverRequest) GetDeletePending() *FileKey {
 	if x != nil {
 		return x.DeletePending
+	}
+	return nil
+}
+
+func (x *DeliverRequest) GetRecall() *FileKey {
+	if x != nil {
+		return x.Recall
 	}
 	return nil
 }
@@ -2673,7 +2721,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
 	"\x06stream\x18\x04 \x01(\tR\x06stream\x12\x16\n" +
 	"\x06access\x18\x05 \x01(\rR\x06access\x12!\n" +
-	"\fshare_access\x18\x06 \x01(\rR\vshareAccess\"\x9c\x02\n" +
+	"\fshare_access\x18\x06 \x01(\rR\vshareAccess\"\xbc\x02\n" +
 	"\fAdmitRequest\x12/\n" +
 	"\x05route\x18\x01 \x01(\v2\x19.smbcluster.peer.v1.RouteR\x05route\x120\n" +
 	"\x04open\x18\x02 \x01(\v2\x1c.smbcluster.peer.v1.OpenDescR\x04open\x12\x16\n" +
@@ -2682,7 +2730,10 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\toverwrite\x18\x05 \x01(\bR\toverwrite\x12\x1d\n" +
 	"\n" +
 	"no_caching\x18\x06 \x01(\bR\tnoCaching\x12\x1c\n" +
-	"\tdirectory\x18\a \x01(\bR\tdirectory\"\xd7\x02\n" +
+	"\tdirectory\x18\a \x01(\bR\tdirectory\x12\x1e\n" +
+	"\n" +
+	"delegation\x18\b \x01(\x04R\n" +
+	"delegation\"\xf5\x02\n" +
 	"\n" +
 	"AdmitEvent\x12\x18\n" +
 	"\awaiting\x18\x01 \x01(\bR\awaiting\x12/\n" +
@@ -2693,11 +2744,13 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12#\n" +
 	"\rlocks_present\x18\a \x01(\bR\flocksPresent\x12!\n" +
 	"\fread_present\x18\b \x01(\bR\vreadPresent\x12%\n" +
-	"\x0edelete_pending\x18\t \x01(\bR\rdeletePending\"T\n" +
+	"\x0edelete_pending\x18\t \x01(\bR\rdeletePending\x12\x1c\n" +
+	"\tdelegated\x18\n" +
+	" \x01(\bR\tdelegated\"T\n" +
 	"\x04Lock\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x1c\n" +
-	"\texclusive\x18\x03 \x01(\bR\texclusive\"\x96\x04\n" +
+	"\texclusive\x18\x03 \x01(\bR\texclusive\"\xca\x04\n" +
 	"\vCallRequest\x12/\n" +
 	"\x05route\x18\x01 \x01(\v2\x19.smbcluster.peer.v1.RouteR\x05route\x12&\n" +
 	"\x02op\x18\x02 \x01(\x0e2\x16.smbcluster.peer.v1.OpR\x02op\x12-\n" +
@@ -2714,7 +2767,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x05locks\x18\f \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\x12\x16\n" +
 	"\x06offset\x18\r \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x0e \x01(\x04R\x06length\x12+\n" +
-	"\x02to\x18\x0f \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x02to\"\xdc\x02\n" +
+	"\x02to\x18\x0f \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x02to\x122\n" +
+	"\x05opens\x18\x10 \x03(\v2\x1c.smbcluster.peer.v1.OpenDescR\x05opens\"\xdc\x02\n" +
 	"\fCallResponse\x12/\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x19.smbcluster.peer.v1.ErrorR\x05error\x12\x0e\n" +
 	"\x02on\x18\x02 \x01(\bR\x02on\x12%\n" +
@@ -2726,7 +2780,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\rlocks_present\x18\b \x01(\bR\flocksPresent\x12\x18\n" +
 	"\amessage\x18\t \x01(\tR\amessage\x12.\n" +
 	"\x05locks\x18\n" +
-	" \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\"\xe9\x02\n" +
+	" \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\"\x9e\x03\n" +
 	"\x0eDeliverRequest\x12-\n" +
 	"\x03ref\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x03ref\x12\x16\n" +
 	"\x06oplock\x18\x02 \x01(\rR\x06oplock\x124\n" +
@@ -2734,7 +2788,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\rlocks_present\x18\x04 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\flocksPresent\x12>\n" +
 	"\fread_present\x18\x05 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\vreadPresent\x12\x14\n" +
 	"\x05flush\x18\x06 \x01(\tR\x05flush\x12B\n" +
-	"\x0edelete_pending\x18\a \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\rdeletePending\"\xb6\x01\n" +
+	"\x0edelete_pending\x18\a \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\rdeletePending\x123\n" +
+	"\x06recall\x18\b \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\x06recall\"\xb6\x01\n" +
 	"\n" +
 	"LeaseBreak\x12\x1f\n" +
 	"\vclient_guid\x18\x01 \x01(\fR\n" +
@@ -2858,7 +2913,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x13ERROR_INVALID_RANGE\x10\n" +
 	"\x12\x13\n" +
 	"\x0fERROR_CANCELLED\x10\v\x12\x0f\n" +
-	"\vERROR_OTHER\x10\f*\xdc\x04\n" +
+	"\vERROR_OTHER\x10\f*\xeb\x04\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tOP_REMOVE\x10\x01\x12\v\n" +
@@ -2895,7 +2950,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\vOP_CHECK_IO\x10\x1c\x12\x11\n" +
 	"\rOP_LOCK_COUNT\x10\x1d\x12\x0f\n" +
 	"\vOP_HANDOVER\x10\x1e\x12\f\n" +
-	"\bOP_FLUSH\x10\x1f2\xc9\x06\n" +
+	"\bOP_FLUSH\x10\x1f\x12\r\n" +
+	"\tOP_RETURN\x10 2\xc9\x06\n" +
 	"\vPeerService\x12K\n" +
 	"\x05Admit\x12 .smbcluster.peer.v1.AdmitRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12I\n" +
 	"\x04Call\x12\x1f.smbcluster.peer.v1.CallRequest\x1a .smbcluster.peer.v1.CallResponse\x12I\n" +
@@ -2970,56 +3026,58 @@ var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
 	5,  // 11: smbcluster.peer.v1.CallRequest.lease:type_name -> smbcluster.peer.v1.LeaseRequest
 	10, // 12: smbcluster.peer.v1.CallRequest.locks:type_name -> smbcluster.peer.v1.Lock
 	2,  // 13: smbcluster.peer.v1.CallRequest.to:type_name -> smbcluster.peer.v1.OpenRef
-	0,  // 14: smbcluster.peer.v1.CallResponse.error:type_name -> smbcluster.peer.v1.Error
-	6,  // 15: smbcluster.peer.v1.CallResponse.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 16: smbcluster.peer.v1.CallResponse.locks:type_name -> smbcluster.peer.v1.Lock
-	2,  // 17: smbcluster.peer.v1.DeliverRequest.ref:type_name -> smbcluster.peer.v1.OpenRef
-	14, // 18: smbcluster.peer.v1.DeliverRequest.lease:type_name -> smbcluster.peer.v1.LeaseBreak
-	3,  // 19: smbcluster.peer.v1.DeliverRequest.locks_present:type_name -> smbcluster.peer.v1.FileKey
-	3,  // 20: smbcluster.peer.v1.DeliverRequest.read_present:type_name -> smbcluster.peer.v1.FileKey
-	3,  // 21: smbcluster.peer.v1.DeliverRequest.delete_pending:type_name -> smbcluster.peer.v1.FileKey
-	7,  // 22: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
-	6,  // 23: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 24: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
-	17, // 25: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
-	19, // 26: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
-	22, // 27: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
-	8,  // 28: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
-	11, // 29: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
-	11, // 30: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
-	9,  // 31: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
-	12, // 32: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
-	26, // 33: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
-	11, // 34: smbcluster.peer.v1.Envelope.drops:type_name -> smbcluster.peer.v1.CallRequest
-	2,  // 35: smbcluster.peer.v1.TakeDurableRequest.to:type_name -> smbcluster.peer.v1.OpenRef
-	3,  // 36: smbcluster.peer.v1.TakeDurableResponse.key:type_name -> smbcluster.peer.v1.FileKey
-	6,  // 37: smbcluster.peer.v1.TakeDurableResponse.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 38: smbcluster.peer.v1.TakeDurableResponse.locks:type_name -> smbcluster.peer.v1.Lock
-	8,  // 39: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
-	11, // 40: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
-	11, // 41: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
-	25, // 42: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
-	13, // 43: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
-	16, // 44: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
-	20, // 45: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
-	23, // 46: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
-	27, // 47: smbcluster.peer.v1.PeerService.TakeDurable:input_type -> smbcluster.peer.v1.TakeDurableRequest
-	29, // 48: smbcluster.peer.v1.PeerService.CloseAppInstance:input_type -> smbcluster.peer.v1.CloseAppInstanceRequest
-	9,  // 49: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 50: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 51: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	25, // 52: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
-	15, // 53: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 54: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	21, // 55: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
-	24, // 56: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
-	28, // 57: smbcluster.peer.v1.PeerService.TakeDurable:output_type -> smbcluster.peer.v1.TakeDurableResponse
-	30, // 58: smbcluster.peer.v1.PeerService.CloseAppInstance:output_type -> smbcluster.peer.v1.CloseAppInstanceResponse
-	49, // [49:59] is the sub-list for method output_type
-	39, // [39:49] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	7,  // 14: smbcluster.peer.v1.CallRequest.opens:type_name -> smbcluster.peer.v1.OpenDesc
+	0,  // 15: smbcluster.peer.v1.CallResponse.error:type_name -> smbcluster.peer.v1.Error
+	6,  // 16: smbcluster.peer.v1.CallResponse.caching:type_name -> smbcluster.peer.v1.Caching
+	10, // 17: smbcluster.peer.v1.CallResponse.locks:type_name -> smbcluster.peer.v1.Lock
+	2,  // 18: smbcluster.peer.v1.DeliverRequest.ref:type_name -> smbcluster.peer.v1.OpenRef
+	14, // 19: smbcluster.peer.v1.DeliverRequest.lease:type_name -> smbcluster.peer.v1.LeaseBreak
+	3,  // 20: smbcluster.peer.v1.DeliverRequest.locks_present:type_name -> smbcluster.peer.v1.FileKey
+	3,  // 21: smbcluster.peer.v1.DeliverRequest.read_present:type_name -> smbcluster.peer.v1.FileKey
+	3,  // 22: smbcluster.peer.v1.DeliverRequest.delete_pending:type_name -> smbcluster.peer.v1.FileKey
+	3,  // 23: smbcluster.peer.v1.DeliverRequest.recall:type_name -> smbcluster.peer.v1.FileKey
+	7,  // 24: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
+	6,  // 25: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
+	10, // 26: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
+	17, // 27: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
+	19, // 28: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
+	22, // 29: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
+	8,  // 30: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
+	11, // 31: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
+	11, // 32: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
+	9,  // 33: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
+	12, // 34: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
+	26, // 35: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
+	11, // 36: smbcluster.peer.v1.Envelope.drops:type_name -> smbcluster.peer.v1.CallRequest
+	2,  // 37: smbcluster.peer.v1.TakeDurableRequest.to:type_name -> smbcluster.peer.v1.OpenRef
+	3,  // 38: smbcluster.peer.v1.TakeDurableResponse.key:type_name -> smbcluster.peer.v1.FileKey
+	6,  // 39: smbcluster.peer.v1.TakeDurableResponse.caching:type_name -> smbcluster.peer.v1.Caching
+	10, // 40: smbcluster.peer.v1.TakeDurableResponse.locks:type_name -> smbcluster.peer.v1.Lock
+	8,  // 41: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
+	11, // 42: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
+	11, // 43: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
+	25, // 44: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
+	13, // 45: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
+	16, // 46: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
+	20, // 47: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
+	23, // 48: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
+	27, // 49: smbcluster.peer.v1.PeerService.TakeDurable:input_type -> smbcluster.peer.v1.TakeDurableRequest
+	29, // 50: smbcluster.peer.v1.PeerService.CloseAppInstance:input_type -> smbcluster.peer.v1.CloseAppInstanceRequest
+	9,  // 51: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	12, // 52: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	9,  // 53: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	25, // 54: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
+	15, // 55: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	18, // 56: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	21, // 57: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
+	24, // 58: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
+	28, // 59: smbcluster.peer.v1.PeerService.TakeDurable:output_type -> smbcluster.peer.v1.TakeDurableResponse
+	30, // 60: smbcluster.peer.v1.PeerService.CloseAppInstance:output_type -> smbcluster.peer.v1.CloseAppInstanceResponse
+	51, // [51:61] is the sub-list for method output_type
+	41, // [41:51] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_peer_service_proto_init() }
