@@ -265,7 +265,9 @@ func (rf *remoteFiles) keysFor(ctx context.Context, rl Relay, sid uint64) *sessi
 	if known {
 		return sk
 	}
+	ctx, cancel := context.WithTimeout(ctx, handoffWait) // a stopped home node does not hold the reader
 	k, err := rl.SessionKeys(ctx, sid)
+	cancel()
 	if err != nil {
 		return nil // asked again next time
 	}
