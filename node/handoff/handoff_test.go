@@ -25,6 +25,7 @@ import (
 type pair struct {
 	home, arrival *servertest.Server
 	dir           string
+	arrivalPeers  *handoff.Peers
 }
 
 func newPair(t testing.TB, opts servertest.Options) *pair {
@@ -57,7 +58,7 @@ func newPair(t testing.TB, opts servertest.Options) *pair {
 	}
 	arrival := servertest.Start(t, opts)
 	arrivalPeers.Attach(arrival.Server)
-	return &pair{home: home, arrival: arrival, dir: dir}
+	return &pair{home: home, arrival: arrival, dir: dir, arrivalPeers: arrivalPeers}
 }
 
 // bind makes a session on the home node and binds a channel through the

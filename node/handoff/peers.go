@@ -25,7 +25,8 @@ type Peers struct {
 	srv   atomic.Pointer[server.Server]
 
 	mu      sync.Mutex
-	conns   map[string]*grpc.ClientConn
+	conns   map[string]*grpc.ClientConn // by address
+	addrs   map[string]string           // the address each node was reached at, by name
 	adopted map[uint64]*server.Adopted // handed-over connections served here, by relay id
 }
 
@@ -36,7 +37,7 @@ func New(self string, nodes func() map[string]string, dial func(addr string) (*g
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Peers{self: self, nodes: nodes, dial: dial, log: log, conns: map[string]*grpc.ClientConn{}, adopted: map[uint64]*server.Adopted{}}
+	return &Peers{self: self, nodes: nodes, dial: dial, log: log, conns: map[string]*grpc.ClientConn{}, addrs: map[string]string{}, adopted: map[uint64]*server.Adopted{}}
 }
 
 // Attach sets the server whose sessions the Service offers the other
@@ -50,6 +51,25 @@ func (p *Peers) Close() {
 	p.conns = map[string]*grpc.ClientConn{}
 	p.mu.Unlock()
 	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// NodeGone closes the connection to node name, whose incarnation ended:
+// the relays to it end with it (a handed-over channel's client connection
+// closes, its client reconnects) instead of waiting on a node that was
+// stopped rather than killed.
+func (p *Peers) NodeGone(name string) {
+	p.mu.Lock()
+	addr, ok := p.addrs[name]
+	c := p.conns[addr]
+	delete(p.addrs, name)
+	if ok {
+		delete(p.conns, addr)
+	}
+	p.mu.Unlock()
+	if c != nil {
+		p.log.Info("closing the session relays to a node gone", "node", name)
 		c.Close()
 	}
 }
@@ -75,6 +95,9 @@ func (p *Peers) others() map[string]peerv1.SessionServiceClient {
 		if name == p.self {
 			continue
 		}
+		p.mu.Lock()
+		p.addrs[name] = addr
+		p.mu.Unlock()
 		if c, err := p.client(addr); err == nil {
 			out[name] = c
 		}

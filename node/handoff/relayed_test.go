@@ -231,3 +231,19 @@ func TestRelayedBindRefusals(t *testing.T) {
 		t.Fatalf("the connection's own session after a refused relayed bind: %v", err)
 	}
 }
+
+// TestNodeGoneEndsItsRelays: when the cluster says the home node's
+// incarnation ended, the arrival node closes the channels it handed
+// there, even if the home node never closed them (stopped, not killed):
+// the client reconnects instead of waiting on it.
+func TestNodeGoneEndsItsRelays(t *testing.T) {
+	p := newPair(t, servertest.Options{})
+	_, second := p.bind(t, true)
+	if err := second.Echo(); err != nil {
+		t.Fatal(err)
+	}
+	p.arrivalPeers.NodeGone("home")
+	if err := second.WaitClosed(); err != nil {
+		t.Fatalf("the handed-over channel after its home node was declared gone: %v", err)
+	}
+}

@@ -88,7 +88,6 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	}
 	shards.Busy = router.ShardBusy
 	shards.Recover = router.Recover
-	shards.NodeGone = func(node string, keep uint64) { router.DropNode(node, keep) }
 	shards.NodeUp = router.NodeUp
 	router.SetDurableRecords(durableRecords{cli: cli, self: cfg.Name, epoch: shards.Epoch, log: log}) // durable.go
 	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)),
@@ -100,6 +99,10 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 		return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
 	}, log)
 	peerv1.RegisterSessionServiceServer(srv, sessions.Service())
+	shards.NodeGone = func(node string, keep uint64) {
+		router.DropNode(node, keep)
+		sessions.NodeGone(node) // an incarnation's end: its relays end too
+	}
 	go srv.Serve(l)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
