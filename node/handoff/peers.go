@@ -27,7 +27,7 @@ type Peers struct {
 	mu      sync.Mutex
 	conns   map[string]*grpc.ClientConn // by address
 	addrs   map[string]string           // the address each node was reached at, by name
-	adopted map[uint64]*server.Adopted // handed-over connections served here, by relay id
+	adopted map[uint64]*server.Adopted  // handed-over connections served here, by relay id
 }
 
 // New returns the Peers of node self. nodes lists the live nodes'
