@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/smbcluster/smbcluster/integration/framework"
 	"github.com/smbcluster/smbcluster/node/servertest"
@@ -139,4 +141,37 @@ func TestSessionChannelsOnEveryNode(t *testing.T) {
 	if err := chans[2].WaitClosed(); err != nil {
 		t.Fatalf("the channel through %s once the session's node died: %v", c.Nodes[2].Name, err)
 	}
+}
+
+// TestSessionHomeStopped: the node holding a session is stopped (SIGSTOP),
+// not killed: once the cluster declares it gone (its lease TTL), the node
+// a channel of that session was bound through closes the channel, so the
+// client reconnects instead of waiting on a node that answers nothing.
+func TestSessionHomeStopped(t *testing.T) {
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 2})
+	c.MustSMBCtl(t, "share", "add", "mc", t.TempDir())
+	c.MustSMBCtl(t, "user", "add", "hana", "--password", "Hana-Pass-1")
+	first := clusterSession(t, c.Nodes[0], "hana", "Hana-Pass-1", "mc")
+	ch := servertest.Dial(t, c.Nodes[1].Addr)
+	ch.ClientGUID = first.ClientGUID
+	if err := ch.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Bind(first.Session, "hana", "Hana-Pass-1"); err != nil {
+		t.Fatal(err)
+	}
+	ch.TreeID = first.TreeID
+	if err := ch.Echo(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Nodes[0].Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Nodes[0].Signal(syscall.SIGCONT) })
+	stopped := time.Now()
+	ch.Timeout = clusterDeadline
+	if err := ch.WaitClosed(); err != nil {
+		t.Fatalf("the channel through %s once the session's node was stopped: %v", c.Nodes[1].Name, err)
+	}
+	t.Logf("channel closed %v after the session's node stopped (lease TTL %v)", time.Since(stopped).Round(time.Millisecond), c.LeaseTTL)
 }
