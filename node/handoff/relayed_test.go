@@ -3,6 +3,7 @@ package handoff_test
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -245,5 +246,47 @@ func TestNodeGoneEndsItsRelays(t *testing.T) {
 	p.arrivalPeers.NodeGone("home")
 	if err := second.WaitClosed(); err != nil {
 		t.Fatalf("the handed-over channel after its home node was declared gone: %v", err)
+	}
+}
+
+// TestRelayedSessionBadFrames: malformed messages naming a relayed
+// session — a header cut short, a compound whose next command points past
+// the end, a sealed message that does not open — end the connection at
+// the node relaying it, as they would on one node; both nodes go on
+// serving.
+func TestRelayedSessionBadFrames(t *testing.T) {
+	p := newPair(t, servertest.Options{})
+	first := servertest.Connect(t, p.home.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName, smb2.Dialect311)
+	sid := first.Session.ID
+	short := make([]byte, smb2.HeaderSize-8)
+	binary.LittleEndian.PutUint32(short, smb2.ProtocolID)
+	cut := make([]byte, smb2.HeaderSize+8)
+	h := smb2.Header{Command: smb2.CmdEcho, SessionID: sid, NextCommand: 4096, Credits: 1}
+	h.Encode(cut)
+	sealed := make([]byte, 52+64)
+	binary.LittleEndian.PutUint32(sealed, smb2.TransformProtocolID)
+	binary.LittleEndian.PutUint32(sealed[36:], 64)  // OriginalMessageSize
+	binary.LittleEndian.PutUint16(sealed[42:], 1)   // Flags: encrypted
+	binary.LittleEndian.PutUint64(sealed[44:], sid) // SessionId
+	for name, msg := range map[string][]byte{"Short": append(short[:40:40], binary.LittleEndian.AppendUint64(nil, sid)...), "Cut": cut, "Sealed": sealed} {
+		t.Run(name, func(t *testing.T) {
+			third := connectAs(t, p.arrival.Addr, first.ClientGUID, servertest.Bob, servertest.BobPassword)
+			if _, err := third.Create(name + ".txt"); err != nil { // its session cannot move
+				t.Fatal(err)
+			}
+			if err := third.Bind(first.Session, servertest.Alice, servertest.AlicePassword); err != nil {
+				t.Fatal(err)
+			}
+			if err := third.SendFrame(msg); err != nil {
+				t.Fatal(err)
+			}
+			if err := third.WaitClosed(); err != nil {
+				t.Fatalf("a malformed message of the relayed session: %v", err)
+			}
+			if err := first.Echo(); err != nil {
+				t.Fatalf("the home node after it: %v", err)
+			}
+			servertest.Connect(t, p.arrival.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName)
+		})
 	}
 }
