@@ -23,15 +23,21 @@ const (
 // closed. It returns b's count of calls after that.
 func delegate(t *testing.T, a, b *Router, key state.FileKey) uint64 {
 	t.Helper()
-	o := open(key, readData, shareAll, newBreaks())
-	if _, err := b.Admit(context.Background(), o, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	o := admitted(t, b, open(key, readData, shareAll, newBreaks()))
 	b.Drop(o)
 	if a.Stats().Granted.Load() == 0 {
 		t.Fatal("the owner granted no delegation for a plain open")
 	}
 	return b.Stats().Calls.Load()
+}
+
+// admitted admits o, a plain open, through r.
+func admitted(t *testing.T, r *Router, o *state.Open) *state.Open {
+	t.Helper()
+	if _, err := r.Admit(context.Background(), o, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 // TestDelegatedOpensNeedNoCalls: once a holder has a file's delegation,
@@ -41,10 +47,7 @@ func TestDelegatedOpensNeedNoCalls(t *testing.T) {
 	key := state.FileKey{Volume: 10, FileID: 1}
 	before := delegate(t, a, b, key)
 	for range 10 {
-		o := open(key, readData, shareAll, newBreaks())
-		if _, err := b.Admit(context.Background(), o, state.Request{}, nil); err != nil {
-			t.Fatal(err)
-		}
+		o := admitted(t, b, open(key, readData, shareAll, newBreaks()))
 		b.Release(o)
 		b.ParentLeaseOf(o)
 		b.CheckIO(o, 0, 4096, false)
@@ -58,10 +61,7 @@ func TestDelegatedOpensNeedNoCalls(t *testing.T) {
 		t.Fatalf("%d opens admitted under the delegation, want 10", n)
 	}
 	// An open it does not cover (write access) goes to the owner.
-	o := open(key, rw, shareAll, newBreaks())
-	if _, err := b.Admit(context.Background(), o, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	admitted(t, b, open(key, rw, shareAll, newBreaks()))
 	if n := b.Stats().Calls.Load() - before; n != 1 {
 		t.Fatalf("an open the delegation does not cover: %d calls, want 1", n)
 	}
@@ -75,10 +75,7 @@ func TestConflictRecallsDelegation(t *testing.T) {
 	a, b := twoNodes(t)
 	key := state.FileKey{Volume: 10, FileID: 2}
 	delegate(t, a, b, key)
-	ob := open(key, readData, shareAll, newBreaks())
-	if _, err := b.Admit(context.Background(), ob, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	ob := admitted(t, b, open(key, readData, shareAll, newBreaks()))
 	if !b.isDelegated(ob) {
 		t.Fatal("the holder's second open was not admitted under its delegation")
 	}
@@ -167,20 +164,14 @@ func TestLockConvertsDelegatedOpen(t *testing.T) {
 	a, b := twoNodes(t)
 	key := state.FileKey{Volume: 10, FileID: 5}
 	delegate(t, a, b, key)
-	ob := open(key, readData, shareAll, newBreaks())
-	if _, err := b.Admit(context.Background(), ob, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	ob := admitted(t, b, open(key, readData, shareAll, newBreaks()))
 	if err := b.Lock(ob, []state.Lock{{Offset: 0, Length: 10, Exclusive: true}}); err != nil {
 		t.Fatalf("lock through a delegated open: %v", err)
 	}
 	if b.isDelegated(ob) {
 		t.Fatal("the open is still delegated after its lock")
 	}
-	oa := open(key, rw, shareAll, newBreaks())
-	if _, err := a.Admit(context.Background(), oa, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	oa := admitted(t, a, open(key, rw, shareAll, newBreaks()))
 	if err := a.CheckIO(oa, 0, 4, true); !errors.Is(err, state.ErrLockConflict) {
 		t.Fatalf("write into the holder's lock: %v, want a lock conflict", err)
 	}
@@ -197,14 +188,8 @@ func TestLockByOtherRecallsDelegation(t *testing.T) {
 	a, b := twoNodes(t)
 	key := state.FileKey{Volume: 10, FileID: 6}
 	delegate(t, a, b, key)
-	ob := open(key, readData, shareAll, newBreaks())
-	if _, err := b.Admit(context.Background(), ob, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	oa := open(key, rw, shareAll, newBreaks())
-	if _, err := a.Admit(context.Background(), oa, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	ob := admitted(t, b, open(key, readData, shareAll, newBreaks()))
+	oa := admitted(t, a, open(key, rw, shareAll, newBreaks()))
 	if err := a.Lock(oa, []state.Lock{{Offset: 0, Length: 10, Exclusive: true}}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,14 +208,8 @@ func TestDeletePendingRecallsDelegation(t *testing.T) {
 	a, b := twoNodes(t)
 	key := state.FileKey{Volume: 10, FileID: 7}
 	delegate(t, a, b, key)
-	ob := open(key, readData, shareAll, newBreaks())
-	if _, err := b.Admit(context.Background(), ob, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	oa := open(key, readOnlyDel, shareAll, newBreaks())
-	if _, err := a.Admit(context.Background(), oa, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	ob := admitted(t, b, open(key, readData, shareAll, newBreaks()))
+	oa := admitted(t, a, open(key, readOnlyDel, shareAll, newBreaks()))
 	a.MarkDeletePending(oa, true)
 	if b.isDelegated(ob) {
 		t.Fatal("the delegation was not recalled by a delete made pending")
@@ -249,14 +228,8 @@ func TestRenameRecallsDelegation(t *testing.T) {
 	a, b := twoNodes(t)
 	key := state.FileKey{Volume: 10, FileID: 8}
 	delegate(t, a, b, key)
-	ob := open(key, readData, shareAll, newBreaks())
-	if _, err := b.Admit(context.Background(), ob, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	oa := open(key, readOnlyDel, shareAll, newBreaks())
-	if _, err := a.Admit(context.Background(), oa, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	ob := admitted(t, b, open(key, readData, shareAll, newBreaks()))
+	oa := admitted(t, a, open(key, readOnlyDel, shareAll, newBreaks()))
 	if err := a.CheckRename(oa); err != nil {
 		t.Fatalf("rename while the holder's open shares delete: %v", err)
 	}
@@ -292,10 +265,7 @@ func TestHeldListsDelegatedOpens(t *testing.T) {
 	a, b := twoNodes(t)
 	key := state.FileKey{Volume: 10, FileID: 10}
 	delegate(t, a, b, key)
-	ob := open(key, readData, shareAll, newBreaks())
-	if _, err := b.Admit(context.Background(), ob, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	ob := admitted(t, b, open(key, readData, shareAll, newBreaks()))
 	resp, err := b.Service().Held(context.Background(), &peerv1.HeldRequest{Shards: []uint32{ShardOf(key)}})
 	if err != nil {
 		t.Fatal(err)
@@ -325,10 +295,7 @@ func TestIdleDelegationReturned(t *testing.T) {
 	for !returned(a, key) {
 		waitFor(t, "the idle delegation's return")
 	}
-	oa := open(key, rw, shareNone, newBreaks())
-	if _, err := a.Admit(context.Background(), oa, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	admitted(t, a, open(key, rw, shareNone, newBreaks()))
 	if a.Stats().Recalled.Load() != 0 {
 		t.Fatal("the idle delegation had to be recalled")
 	}
@@ -418,10 +385,7 @@ func TestDurableConvertsDelegatedOpen(t *testing.T) {
 	a, b := twoNodes(t)
 	key := state.FileKey{Volume: 10, FileID: 13}
 	delegate(t, a, b, key)
-	ob := open(key, readData, shareAll, newBreaks())
-	if _, err := b.Admit(context.Background(), ob, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	ob := admitted(t, b, open(key, readData, shareAll, newBreaks()))
 	b.HeldEntry(ob)
 	if b.isDelegated(ob) || a.lookup(b.ref(ob)) == nil {
 		t.Fatal("a durable open is still delegated once its record is described")
