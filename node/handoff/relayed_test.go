@@ -290,3 +290,47 @@ func TestRelayedSessionBadFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestFencedNodeRelaysNothing: a node whose fencing ended (its lease
+// deadline passed) passes no frame of a relayed session on — not a
+// WRITE to a file — and drops the connection, as it drops one whose
+// request it would serve; the session's node, not fenced, is left alone.
+func TestFencedNodeRelaysNothing(t *testing.T) {
+	ctl := &server.Control{}
+	started := 0
+	p := newPair(t, servertest.Options{Configure: func(c *server.Config) {
+		if started++; started == 2 { // the arrival node: the one relaying
+			c.Control = ctl
+		}
+	}})
+	first := servertest.Connect(t, p.home.Addr, servertest.Alice, servertest.AlicePassword, servertest.DiskShareName, smb2.Dialect311)
+	third := connectAs(t, p.arrival.Addr, first.ClientGUID, servertest.Bob, servertest.BobPassword)
+	if _, err := third.Create("held.txt"); err != nil { // its session cannot move
+		t.Fatal(err)
+	}
+	if err := third.Bind(first.Session, servertest.Alice, servertest.AlicePassword); err != nil {
+		t.Fatal(err)
+	}
+	third.TreeID = first.TreeID
+	if err := third.Echo(); err != nil {
+		t.Fatal(err)
+	}
+	fid, err := first.Create("fenced.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl.SetValid(func() bool { return false })
+	w := &smb2.WriteRequest{DataOffset: 0x70, FileID: fid, Data: []byte("fenced")}
+	if _, err := third.PostCompound([]smb2.Header{third.Header(smb2.CmdWrite)}, [][]byte{servertest.Body(w)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := third.WaitClosed(); err != nil {
+		t.Fatalf("a relayed session's WRITE through a fenced node: %v", err)
+	}
+	if err := first.Echo(); err != nil {
+		t.Fatalf("the session's node after it: %v", err)
+	}
+	if got, err := first.Read(fid, 0, 10); !errors.Is(err, smb2.StatusEndOfFile) {
+		t.Fatalf("fenced.txt after a WRITE through a fenced node: %q, %v, want it empty", got, err)
+	}
+}

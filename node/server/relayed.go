@@ -154,6 +154,9 @@ func (c *conn) relaySession(msg []byte, h *smb2.Header) error {
 // them here as dispatch does. A sealed message is opened (with the
 // session's keys, asked of its node once) to read its requests' headers.
 func (c *conn) forwardRelayed(sr *sessionRelay, msg []byte) error {
+	if !c.srv.cfg.Control.Valid() { // fenced: pass nothing on either (cluster.go)
+		return dropError{errFenced}
+	}
 	plain := msg
 	if binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
 		sk := sr.rf.keysFor(c.ctx, sr.rl, sr.id)
