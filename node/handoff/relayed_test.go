@@ -334,3 +334,36 @@ func TestFencedNodeRelaysNothing(t *testing.T) {
 		t.Fatalf("fenced.txt after a WRITE through a fenced node: %q, %v, want it empty", got, err)
 	}
 }
+
+// TestFencedArrivalNodeRelaysNothing: a fenced node carries nothing more
+// of a channel it handed to another node — not a large WRITE, whose
+// payload it would write itself — and drops the connection.
+func TestFencedArrivalNodeRelaysNothing(t *testing.T) {
+	ctl := &server.Control{}
+	started := 0
+	p := newPair(t, servertest.Options{Configure: func(c *server.Config) {
+		if started++; started == 2 { // the arrival node
+			c.Control = ctl
+		}
+	}})
+	first, second := p.bind(t, true)
+	fid, err := first.Create("fenced.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Write(fid, 0, make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	ctl.SetValid(func() bool { return false })
+	data := bytes.Repeat([]byte{'x'}, 64<<10)
+	w := &smb2.WriteRequest{DataOffset: 0x70, FileID: fid, Data: data}
+	if _, err := second.PostCompound([]smb2.Header{second.Header(smb2.CmdWrite)}, [][]byte{servertest.Body(w)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.WaitClosed(); err != nil {
+		t.Fatalf("a WRITE through a fenced arrival node: %v", err)
+	}
+	if got, err := first.Read(fid, 0, 64<<10); err != nil || bytes.Contains(got, []byte{'x'}) {
+		t.Fatalf("the file after a WRITE through a fenced arrival node: %v (written: %v)", err, bytes.Contains(got, []byte{'x'}))
+	}
+}

@@ -258,7 +258,6 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 	var nb [4]byte
 	for {
 		if err := c.br.ReadFull(nb[:]); err != nil {
-			rl.CloseSend()
 			break
 		}
 		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
@@ -269,8 +268,10 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 		copy(frame, nb[:])
 		c.br.SetBulk(n >= sockio.BulkMin)
 		if err := c.br.ReadFull(frame[4:]); err != nil {
-			rl.CloseSend()
 			break
+		}
+		if !c.srv.cfg.Control.Valid() {
+			break // fenced: nothing read from now on goes anywhere (cluster.go)
 		}
 		msg, sk := frame[4:], (*sealKeys)(nil)
 		if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
@@ -305,6 +306,12 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 			rf.drop(fid)
 		}
 	}
+	// However the loop ended — the client closed, a frame too large, the
+	// node fenced — the home node ends the connection standing for it, and
+	// so the relay's way back.
+	smu.Lock()
+	rl.CloseSend()
+	smu.Unlock()
 	c.close() // cancels the READs offered to the home node
 	c.wg.Wait()
 	return <-toClient

@@ -186,6 +186,9 @@ func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame, msg []byte, da
 					continue
 				}
 			}
+			if !c.srv.cfg.Control.Valid() {
+				return dropError{errFenced} // a fenced node writes nothing (cluster.go)
+			}
 			n, werr := f.WriteAt(data[:st.N], st.Off)
 			if werr == nil {
 				c.srv.remoteWrites.Add(1)
