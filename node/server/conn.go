@@ -420,16 +420,12 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 			putBuf(buf)
 			return dropError{errors.New("request before NEGOTIATE")}
 		}
-		charge := hdrs[i].CreditCharge
-		if c.dialect == smb2.Dialect202 || !c.negotiated {
-			charge = 1
-		}
 		if c.relayed != nil {
 			continue // counted by the node relaying it
 		}
-		if err := c.credits.consume(hdrs[i].MessageID, charge); err != nil {
+		if err := c.charge(&hdrs[i]); err != nil {
 			putBuf(buf)
-			return dropError{fmt.Errorf("%w: mid %d charge %d", err, hdrs[i].MessageID, charge)}
+			return dropError{err}
 		}
 	}
 	if len(pdus) == 1 && hdrs[0].Command == smb2.CmdCancel {

@@ -2,7 +2,10 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"sync"
+
+	"github.com/smbcluster/smbcluster/node/smb2"
 )
 
 // errBadMessageID drops the connection: a message id outside the granted
@@ -59,6 +62,20 @@ func (w *creditWindow) consume(id uint64, charge uint16) error {
 		}
 		w.used[i] &^= b
 		w.low++
+	}
+	return nil
+}
+
+// charge marks the message ids request h uses in the connection's window
+// ([MS-SMB2] 3.3.5.2.3: CreditCharge of them, one before 2.1 or before
+// NEGOTIATE); an error drops the connection.
+func (c *conn) charge(h *smb2.Header) error {
+	charge := h.CreditCharge
+	if c.dialect == smb2.Dialect202 || !c.negotiated {
+		charge = 1
+	}
+	if err := c.credits.consume(h.MessageID, charge); err != nil {
+		return fmt.Errorf("%w: mid %d charge %d", err, h.MessageID, charge)
 	}
 	return nil
 }

@@ -182,15 +182,11 @@ func (c *conn) forwardRelayed(sr *sessionRelay, msg []byte) error {
 		if h.Command == smb2.CmdCancel {
 			continue
 		}
-		charge := h.CreditCharge
-		if c.dialect == smb2.Dialect202 {
-			charge = 1
-		}
-		if err := c.credits.consume(h.MessageID, charge); err != nil {
-			return dropError{fmt.Errorf("%w: mid %d charge %d", err, h.MessageID, charge)}
+		if err := c.charge(&h); err != nil {
+			return dropError{err}
 		}
 		out = binary.LittleEndian.AppendUint64(out, h.MessageID)
-		out = binary.LittleEndian.AppendUint16(out, c.credits.grant(max(h.Credits, 1)))
+		out = binary.LittleEndian.AppendUint16(out, c.grantFor(&h))
 	}
 	n := len(out) - 4
 	out[1], out[2], out[3] = byte(n>>16), byte(n>>8), byte(n)

@@ -214,12 +214,8 @@ func (c *conn) remoteRequest(h *smb2.Header, msg []byte, unsigned, sealed bool) 
 	if t := s.tree(h.TreeID); t == nil || t.EncryptData && !sealed {
 		return nil, nil, false
 	}
-	charge := h.CreditCharge
-	if c.dialect == smb2.Dialect202 {
-		charge = 1
-	}
-	if err := c.credits.consume(h.MessageID, charge); err != nil {
-		c.srv.log.Info("dropping connection", "remote", c.remote, "err", fmt.Errorf("%w: mid %d charge %d", err, h.MessageID, charge))
+	if err := c.charge(h); err != nil {
+		c.srv.log.Info("dropping connection", "remote", c.remote, "err", err)
 		c.close()
 		return nil, nil, true
 	}
