@@ -217,13 +217,7 @@ func (s *routerSet) total() uint64 {
 // delegation (node/peer deleg.go), all of files another node owns:
 // bench/cluster.sh tells a file's owner by them.
 func (s *routerSet) delegated() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var n uint64
-	for r := range s.set {
-		n += r.Stats().Delegated.Load()
-	}
-	return n
+	return s.sum(func(st *peer.Stats) uint64 { return st.Delegated.Load() })
 }
 
 // returns sums the live routers' calls returning a delegation
@@ -231,11 +225,16 @@ func (s *routerSet) delegated() uint64 {
 // seconds after the opens that earned it, so bench/cluster.sh takes them
 // out of a run's calls when it tells a file's owner.
 func (s *routerSet) returns() uint64 {
+	return s.sum(func(st *peer.Stats) uint64 { return st.ByOp[peerv1.Op_OP_RETURN].Load() })
+}
+
+// sum adds f of the live routers' counters.
+func (s *routerSet) sum(f func(*peer.Stats) uint64) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n uint64
 	for r := range s.set {
-		n += r.Stats().ByOp[peerv1.Op_OP_RETURN].Load()
+		n += f(r.Stats())
 	}
 	return n
 }
