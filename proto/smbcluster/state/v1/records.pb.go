@@ -623,7 +623,8 @@ func (x *ShareRecord) GetSkipStorageCheck() bool {
 // under StorageProbeKey(share, node), on the node's lease. Through its own
 // mount of the share the node rewrote, in place, its probe file
 // (StorageProbeDir in the share's root: the same inode every round, new
-// bytes and size) and renamed it from previous_name to name; every other
+// bytes and size), renamed it from previous_name to name and replaced its
+// marker file by a new one; every other
 // node serving the share then checks through its own mount that it sees
 // exactly that at once (StorageVerdictRecord).
 type StorageProbeRecord struct {
@@ -638,7 +639,11 @@ type StorageProbeRecord struct {
 	// path is the share's path as the node serves it.
 	Path string `protobuf:"bytes,7,opt,name=path,proto3" json:"path,omitempty"`
 	// volume_id is the share's VolumeID the node keys files with.
-	VolumeId      uint64 `protobuf:"fixed64,8,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	VolumeId uint64 `protobuf:"fixed64,8,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	// marker_name is an empty file created this round, deleted_name the
+	// previous round's, deleted this round.
+	MarkerName    string `protobuf:"bytes,9,opt,name=marker_name,json=markerName,proto3" json:"marker_name,omitempty"`
+	DeletedName   string `protobuf:"bytes,10,opt,name=deleted_name,json=deletedName,proto3" json:"deleted_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -727,6 +732,20 @@ func (x *StorageProbeRecord) GetVolumeId() uint64 {
 		return x.VolumeId
 	}
 	return 0
+}
+
+func (x *StorageProbeRecord) GetMarkerName() string {
+	if x != nil {
+		return x.MarkerName
+	}
+	return ""
+}
+
+func (x *StorageProbeRecord) GetDeletedName() string {
+	if x != nil {
+		return x.DeletedName
+	}
+	return ""
 }
 
 // StorageVerdictRecord is what node checker saw of node prober's latest
@@ -1930,7 +1949,7 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"updateTime\x12\x1b\n" +
 	"\tvolume_id\x18\n" +
 	" \x01(\x06R\bvolumeId\x12,\n" +
-	"\x12skip_storage_check\x18\v \x01(\bR\x10skipStorageCheck\"\xd6\x01\n" +
+	"\x12skip_storage_check\x18\v \x01(\bR\x10skipStorageCheck\"\x9a\x02\n" +
 	"\x12StorageProbeRecord\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
@@ -1939,7 +1958,11 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x16\n" +
 	"\x06sha256\x18\x06 \x01(\fR\x06sha256\x12\x12\n" +
 	"\x04path\x18\a \x01(\tR\x04path\x12\x1b\n" +
-	"\tvolume_id\x18\b \x01(\x06R\bvolumeId\"\x92\x01\n" +
+	"\tvolume_id\x18\b \x01(\x06R\bvolumeId\x12\x1f\n" +
+	"\vmarker_name\x18\t \x01(\tR\n" +
+	"markerName\x12!\n" +
+	"\fdeleted_name\x18\n" +
+	" \x01(\tR\vdeletedName\"\x92\x01\n" +
 	"\x14StorageVerdictRecord\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
