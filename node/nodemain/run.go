@@ -168,6 +168,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		node.Addresses = pub
 	}
 	shares.endTrees = srv.EndShareTrees
+	shares.viewChanged = func(share string, v storecheck.View) { nm.m.ShareStorage(share, v.State) }
 	agent, err := joinCluster(actx, cfg, log, node, coh.peerAddr, nm)
 	if err != nil {
 		return err
