@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -62,15 +61,21 @@ type Relay interface {
 	// next bytes continue the same write; io.EOF once the home node ended
 	// the connection.
 	Recv() (p []byte, more bool, err error)
-	// RemoteRead offers the home node to serve a READ from this node
-	// (remoteread.go).
-	// (remoteread.go); sealed: the client sent it encrypted (pdu is
-	// opened).
-	RemoteRead(ctx context.Context, pdu []byte, wantPath, sealed bool) (RemoteRead, error)
+	// RemoteFile asks the home node to name the file of open fid of
+	// session sid, tree tid (remotefile.go).
+	RemoteFile(ctx context.Context, sid uint64, tid uint32, fid uint64) (RemoteFileName, error)
+	// RemoteRead offers the home node to serve a READ from this node's
+	// file fileID (remoteread.go); sealed: the client sent it encrypted
+	// (pdu is opened).
+	RemoteRead(ctx context.Context, pdu []byte, fileID uint64, sealed bool) (RemoteRead, error)
 	// RemoteWrite sends the home node a WRITE whose payload (n bytes)
-	// stays here (remotewrite.go); verified: it is signed, and its
-	// signature verified here.
-	RemoteWrite(ctx context.Context, head []byte, n int, wantPath, sealed, verified bool) (WriteExchange, error)
+	// stays here, to write to this node's file fileID (remotewrite.go);
+	// verified: it is signed, and its signature verified here.
+	RemoteWrite(ctx context.Context, head []byte, n int, fileID uint64, sealed, verified bool) (WriteExchange, error)
+	// ServeSyncs sets how this node flushes its descriptor of open fid
+	// when the home node asks (a FLUSH of the open, remotefile.go); it is
+	// called before Recv.
+	ServeSyncs(sync func(fid uint64) error)
 	// SessionKeys asks the home node for the keys of a session the
 	// connection is a channel of.
 	SessionKeys(ctx context.Context, sid uint64) (SessionKeys, error)
@@ -245,8 +250,9 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 	c.out = c.out[:0]
 	c.wmu.Unlock()
 	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
-	rf := &remoteFiles{files: map[remoteFile]*os.File{}, keys: map[uint64]*sessionKeys{}}
+	rf := &remoteFiles{files: map[remoteFile]*peerFile{}, keys: map[uint64]*sessionKeys{}}
 	defer rf.close()
+	rl.ServeSyncs(rf.sync)
 	toClient := make(chan error, 1)
 	go func() { toClient <- c.relayToClient(rl) }()
 	var smu sync.Mutex // Send is not safe for concurrent use
