@@ -275,7 +275,7 @@ func (r *clientRelay) CloseSend() error {
 	defer r.smu.Unlock()
 	return r.stream.CloseSend()
 }
-func (r *clientRelay) Close()           { r.cancel() }
+func (r *clientRelay) Close() { r.cancel() }
 
 func handoffProto(st *server.HandoffState) *peerv1.Handoff {
 	h := &peerv1.Handoff{
