@@ -121,6 +121,10 @@ type remoteFiles struct {
 	files  map[remoteFile]*peerFile
 	signer signing.Signer
 	key    []byte
+
+	// closing counts the written descriptors being flushed and closed
+	// (closeFile): a FLUSH that finds no descriptor waits for them.
+	closing sync.WaitGroup
 }
 
 // remoteFile names a descriptor remoteFiles keeps: one to read and one to
@@ -142,6 +146,18 @@ type peerFile struct {
 	// since the last flush.
 	refs  int
 	dirty bool
+}
+
+// unref drops a reference to pf, under rf.mu; it reports whether that was
+// the last (the caller then closes it with closeFile).
+func (rf *remoteFiles) unref(pf *peerFile) bool {
+	if pf.refs--; pf.refs > 0 {
+		return false
+	}
+	if pf.dirty {
+		rf.closing.Add(1)
+	}
+	return true
 }
 
 // remoteFile returns the descriptor of open fid, the first time opened
@@ -174,7 +190,9 @@ func (c *conn) remoteFile(rl Relay, rf *remoteFiles, h *smb2.Header, fid uint64,
 	if old := rf.files[key]; old != nil {
 		old.refs++
 		rf.mu.Unlock()
-		closePeer(pf)
+		if pf.f != nil {
+			pf.f.Close() // unused, unwritten
+		}
 		return old
 	}
 	var evicted *peerFile
@@ -182,7 +200,7 @@ func (c *conn) remoteFile(rl Relay, rf *remoteFiles, h *smb2.Header, fid uint64,
 		for k, g := range rf.files {
 			// An open closed without this node seeing its CLOSE.
 			delete(rf.files, k)
-			if g.refs--; g.refs == 0 {
+			if rf.unref(g) {
 				evicted = g
 			}
 			break
@@ -190,7 +208,7 @@ func (c *conn) remoteFile(rl Relay, rf *remoteFiles, h *smb2.Header, fid uint64,
 	}
 	rf.files[key] = pf
 	rf.mu.Unlock()
-	closePeer(evicted)
+	rf.closeFile(evicted)
 	return pf
 }
 
@@ -222,21 +240,21 @@ func (rf *remoteFiles) release(pf *peerFile) {
 		return
 	}
 	rf.mu.Lock()
-	pf.refs--
-	last := pf.refs == 0
+	last := rf.unref(pf)
 	rf.mu.Unlock()
 	if last {
-		closePeer(pf)
+		rf.closeFile(pf)
 	}
 }
 
-// closePeer closes a descriptor no one uses any more, flushing what was
-// written through it first (a FLUSH can no longer reach it).
-func closePeer(pf *peerFile) {
+// closeFile closes a descriptor no one uses any more (unref), flushing
+// what was written through it first: a FLUSH can no longer reach it.
+func (rf *remoteFiles) closeFile(pf *peerFile) {
 	if pf == nil || pf.f == nil {
 		return
 	}
 	if pf.dirty {
+		defer rf.closing.Done()
 		pf.f.Sync()
 	}
 	pf.f.Close()
@@ -256,7 +274,8 @@ func (rf *remoteFiles) sync(fid uint64) error {
 	pf := rf.files[remoteFile{fid, true}]
 	if pf == nil || pf.f == nil {
 		rf.mu.Unlock()
-		return nil // nothing written here is left unflushed (closePeer)
+		rf.closing.Wait() // what was written here is flushed as it is closed
+		return nil
 	}
 	pf.refs++
 	pf.dirty = false
@@ -278,14 +297,14 @@ func (rf *remoteFiles) drop(fid uint64) {
 		k := remoteFile{fid, write}
 		if pf := rf.files[k]; pf != nil {
 			delete(rf.files, k)
-			if pf.refs--; pf.refs == 0 {
+			if rf.unref(pf) {
 				fs = append(fs, pf)
 			}
 		}
 	}
 	rf.mu.Unlock()
 	for _, pf := range fs {
-		closePeer(pf)
+		rf.closeFile(pf)
 	}
 }
 
@@ -294,13 +313,13 @@ func (rf *remoteFiles) close() {
 	var fs []*peerFile
 	for k, pf := range rf.files {
 		delete(rf.files, k)
-		if pf.refs--; pf.refs == 0 {
+		if rf.unref(pf) {
 			fs = append(fs, pf)
 		}
 	}
 	rf.mu.Unlock()
 	for _, pf := range fs {
-		closePeer(pf)
+		rf.closeFile(pf)
 	}
 }
 
