@@ -26,6 +26,7 @@ import (
 type hosts struct {
 	home     *servertest.Server
 	arrivals []*servertest.Server
+	peers    []*handoff.Peers // the arrival nodes'
 }
 
 func newHosts(t *testing.T, homeRoot string, arrivalRoots ...string) *hosts {
@@ -49,7 +50,7 @@ func newHosts(t *testing.T, homeRoot string, arrivalRoots ...string) *hosts {
 		t.Cleanup(peers.Close)
 		a := servertest.Start(t, servertest.Options{DiskRoot: root, TrackDisk: true, Configure: func(c *server.Config) { c.SessionPeers = peers }})
 		peers.Attach(a.Server)
-		n.arrivals = append(n.arrivals, a)
+		n.arrivals, n.peers = append(n.arrivals, a), append(n.peers, peers)
 	}
 	return n
 }
@@ -111,6 +112,16 @@ func flush(t *testing.T, c *servertest.Conn, fid smb2.FileID) error {
 		return st
 	}
 	return nil
+}
+
+// channels returns how many channels session id has on s.
+func channels(s *servertest.Server, id uint64) int {
+	for _, ss := range s.Sessions() {
+		if ss.ID == id {
+			return len(ss.Channels())
+		}
+	}
+	return 0
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -232,8 +243,9 @@ func TestWriteThroughOnArrivalNode(t *testing.T) {
 // TestFlushCoversEveryNode: after large WRITEs through two arrival nodes,
 // a FLUSH of the open — on any channel — flushes the home node's
 // descriptor and has both arrival nodes flush theirs; one with nothing
-// written since is not asked again. A FLUSH when a channel that wrote is
-// gone fails (it cannot be confirmed), once.
+// written since is not asked again. An arrival node flushes what it wrote
+// when its channel ends; a FLUSH when an arrival node that wrote cannot
+// be reached (its relay broke) fails, once.
 func TestFlushCoversEveryNode(t *testing.T) {
 	dir := t.TempDir()
 	n := newHosts(t, dir, otherPath(t, dir), otherPath(t, dir))
@@ -245,7 +257,7 @@ func TestFlushCoversEveryNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	const chunk = 64 << 10
-	data := randomBytes(4 * chunk)
+	data := randomBytes(5 * chunk)
 	if _, err := c0.Write(fid, 0, data[:chunk]); err != nil {
 		t.Fatal(err)
 	}
@@ -281,15 +293,31 @@ func TestFlushCoversEveryNode(t *testing.T) {
 	if s0, s1 := a0.Disk.Syncs(), a1.Disk.Syncs(); s0 != 1 || s1 != 2 {
 		t.Errorf("FLUSH through arrival node 0 after a WRITE through arrival node 1 flushed %d and %d, want 1 and 2", s0, s1)
 	}
-	// The channel through arrival node 1 writes, then goes: the FLUSH
-	// cannot confirm its bytes and fails; the next one succeeds.
-	if _, err := c1.Write(fid, 3*chunk, data[3*chunk:]); err != nil {
+
+	// The channel through arrival node 1 writes, then its client closes
+	// it: the arrival node flushes as the channel ends, and says so.
+	if _, err := c1.Write(fid, 3*chunk, data[3*chunk:4*chunk]); err != nil {
 		t.Fatal(err)
 	}
 	c1.Close()
-	waitFor(t, "the channel through arrival node 1 to end", func() bool { return a1.Disk.Open() == 0 })
+	waitFor(t, "the channel through arrival node 1 to end", func() bool { return channels(n.home, first.Session.ID) == 2 })
+	if s1 := a1.Disk.Syncs(); s1 != 3 {
+		t.Errorf("arrival node 1 flushed %d time(s) by the end of its channel, want 3", s1)
+	}
+	if err := flush(t, first, fid); err != nil {
+		t.Errorf("FLUSH after a channel that wrote ended, flushed: %v", err)
+	}
+
+	// Arrival node 0 writes, then cannot be reached (its relays break, as
+	// when it dies): the FLUSH cannot confirm its bytes and fails; the
+	// one after succeeds.
+	if _, err := c0.Write(fid, 4*chunk, data[4*chunk:]); err != nil {
+		t.Fatal(err)
+	}
+	n.peers[0].Close()
+	waitFor(t, "the channel through arrival node 0 to end", func() bool { return channels(n.home, first.Session.ID) == 1 })
 	if err := flush(t, first, fid); err != smb2.StatusUnexpectedIOError {
-		t.Errorf("FLUSH after the channel that wrote ended: %v, want STATUS_UNEXPECTED_IO_ERROR", err)
+		t.Errorf("FLUSH after the arrival node that wrote was lost: %v, want STATUS_UNEXPECTED_IO_ERROR", err)
 	}
 	if err := flush(t, first, fid); err != nil {
 		t.Errorf("the FLUSH after: %v", err)

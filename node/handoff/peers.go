@@ -270,11 +270,17 @@ func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.Sessi
 		ChannelAlg: uint16(resp.GetChannelSigningAlgorithm()), ChannelKey: resp.GetChannelSigningKey()}, nil
 }
 
-func (r *clientRelay) CloseSend() error {
+func (r *clientRelay) CloseSend(flushed bool) error {
 	r.smu.Lock()
 	defer r.smu.Unlock()
+	if flushed {
+		if err := r.stream.Send(&peerv1.RelayMessage{Flushed: true}); err != nil {
+			return err
+		}
+	}
 	return r.stream.CloseSend()
 }
+
 func (r *clientRelay) Close() { r.cancel() }
 
 func handoffProto(st *server.HandoffState) *peerv1.Handoff {

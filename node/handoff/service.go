@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/server"
@@ -141,6 +142,7 @@ type streamConn struct {
 	syncs    map[uint64]chan error
 	lastSync uint64
 	ended    chan struct{} // closed when receive ends
+	flushed  atomic.Bool   // the arrival node flushed all it wrote, ending
 
 	dmu      sync.Mutex
 	deadline time.Time
@@ -167,6 +169,10 @@ func (c *streamConn) receive() {
 		}
 		if id := m.GetSynced(); id != 0 {
 			c.synced(id, m.GetSyncError())
+			continue
+		}
+		if m.GetFlushed() {
+			c.flushed.Store(true)
 			continue
 		}
 		if len(m.GetData()) == 0 {
@@ -290,6 +296,9 @@ func (c *streamConn) SyncRemote(ctx context.Context, fid uint64) error {
 		return ctx.Err()
 	}
 }
+
+// Flushed implements server.RemoteSyncer.
+func (c *streamConn) Flushed() bool { return c.flushed.Load() }
 
 // synced hands the arrival node's answer to sync ask id to its waiter.
 func (c *streamConn) synced(id uint64, msg string) {

@@ -79,8 +79,10 @@ type Relay interface {
 	// SessionKeys asks the home node for the keys of a session the
 	// connection is a channel of.
 	SessionKeys(ctx context.Context, sid uint64) (SessionKeys, error)
-	// CloseSend tells the home node that the client closed.
-	CloseSend() error
+	// CloseSend tells the home node that the client closed; flushed:
+	// everything this node wrote for the connection is on stable storage
+	// (remotefile.go).
+	CloseSend(flushed bool) error
 	// Close abandons the relay.
 	Close()
 }
@@ -314,12 +316,14 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 	}
 	// However the loop ended — the client closed, a frame too large, the
 	// node fenced — the home node ends the connection standing for it, and
-	// so the relay's way back.
-	smu.Lock()
-	rl.CloseSend()
-	smu.Unlock()
-	c.close() // cancels the READs offered to the home node
+	// so the relay's way back; first what this node wrote for it is
+	// flushed, so that a FLUSH of the opens it wrote to need not reach it.
+	c.close() // cancels the READs and WRITEs offered to the home node
 	c.wg.Wait()
+	flushed := rf.flushAll()
+	smu.Lock()
+	rl.CloseSend(flushed)
+	smu.Unlock()
 	return <-toClient
 }
 

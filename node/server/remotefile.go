@@ -35,8 +35,10 @@ import (
 // it came through; a FLUSH of the open, on any channel, flushes the home
 // node's descriptor and has every such channel's arrival node flush its
 // own (RemoteSyncer), and succeeds only when all did ([MS-SMB2]
-// 3.3.5.11). A channel that ended before its writes were flushed fails
-// that FLUSH (once): nothing can tell whether its node flushed them.
+// 3.3.5.11). An arrival node flushes what it wrote for a channel when the
+// channel ends, and says so as it ends the relay; a channel that ended
+// otherwise (its node died) before its writes were flushed fails that
+// FLUSH, once: nothing can tell whether they reached stable storage.
 
 // PeerFile names a regular file for another node of the cluster.
 type PeerFile struct {
@@ -83,6 +85,9 @@ type RemoteFileName struct {
 // node flush its descriptor of an open to stable storage.
 type RemoteSyncer interface {
 	SyncRemote(ctx context.Context, fid uint64) error
+	// Flushed reports whether the arrival node ended the connection
+	// with everything it wrote for it flushed (Relay.CloseSend).
+	Flushed() bool
 }
 
 // RemoteFile names the file of open fid of session sid, tree tid, for the
@@ -290,6 +295,31 @@ func (rf *remoteFiles) sync(fid uint64) error {
 	return nil
 }
 
+// flushAll flushes every descriptor written through and not flushed
+// since, and waits for those being closed; it reports whether all were.
+func (rf *remoteFiles) flushAll() bool {
+	rf.mu.Lock()
+	var dirty []*peerFile
+	for _, pf := range rf.files {
+		if pf.dirty {
+			pf.refs++
+			pf.dirty = false
+			dirty = append(dirty, pf)
+		}
+	}
+	rf.mu.Unlock()
+	ok := true
+	for _, pf := range dirty {
+		if err := pf.f.Sync(); err != nil {
+			ok = false
+			rf.wrote(pf)
+		}
+		rf.release(pf)
+	}
+	rf.closing.Wait()
+	return ok
+}
+
 func (rf *remoteFiles) drop(fid uint64) {
 	rf.mu.Lock()
 	var fs []*peerFile
@@ -388,10 +418,12 @@ const remoteSyncWait = 30 * time.Second
 func (c *conn) syncRemote(ctx context.Context, fid uint64) error {
 	rs, ok := c.nc.(RemoteSyncer)
 	switch {
-	case c.ctx.Err() != nil:
-		return errors.New("the channel that wrote it ended")
 	case !ok:
 		return errors.New("the channel that wrote it cannot reach its node")
+	case c.ctx.Err() != nil && rs.Flushed():
+		return nil
+	case c.ctx.Err() != nil:
+		return errors.New("the channel that wrote it ended, its writes not known to be flushed")
 	}
 	ctx, cancel := context.WithTimeout(ctx, remoteSyncWait)
 	defer cancel()

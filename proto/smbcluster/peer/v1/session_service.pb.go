@@ -601,10 +601,13 @@ type RelayMessage struct {
 	// file_id to stable storage (a FLUSH of the open, [MS-SMB2] 3.3.5.11);
 	// sync names the ask. Arrival → home: synced names the ask done, with
 	// sync_error when it failed.
-	Sync          uint64 `protobuf:"varint,4,opt,name=sync,proto3" json:"sync,omitempty"`
-	SyncFileId    uint64 `protobuf:"varint,5,opt,name=sync_file_id,json=syncFileId,proto3" json:"sync_file_id,omitempty"`
-	Synced        uint64 `protobuf:"varint,6,opt,name=synced,proto3" json:"synced,omitempty"`
-	SyncError     string `protobuf:"bytes,7,opt,name=sync_error,json=syncError,proto3" json:"sync_error,omitempty"`
+	Sync       uint64 `protobuf:"varint,4,opt,name=sync,proto3" json:"sync,omitempty"`
+	SyncFileId uint64 `protobuf:"varint,5,opt,name=sync_file_id,json=syncFileId,proto3" json:"sync_file_id,omitempty"`
+	Synced     uint64 `protobuf:"varint,6,opt,name=synced,proto3" json:"synced,omitempty"`
+	SyncError  string `protobuf:"bytes,7,opt,name=sync_error,json=syncError,proto3" json:"sync_error,omitempty"`
+	// Arrival → home, last (before the end of the stream): everything the
+	// arrival node wrote for the connection is on stable storage.
+	Flushed       bool `protobuf:"varint,8,opt,name=flushed,proto3" json:"flushed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -686,6 +689,13 @@ func (x *RelayMessage) GetSyncError() string {
 		return x.SyncError
 	}
 	return ""
+}
+
+func (x *RelayMessage) GetFlushed() bool {
+	if x != nil {
+		return x.Flushed
+	}
+	return false
 }
 
 type EndPreviousRequest struct {
@@ -1742,7 +1752,7 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\atree_id\x18\x01 \x01(\rR\x06treeId\x12\x14\n" +
 	"\x05share\x18\x02 \x01(\tR\x05share\x12%\n" +
 	"\x0emaximal_access\x18\x03 \x01(\rR\rmaximalAccess\x12!\n" +
-	"\fencrypt_data\x18\x04 \x01(\bR\vencryptData\"\xda\x01\n" +
+	"\fencrypt_data\x18\x04 \x01(\bR\vencryptData\"\xf4\x01\n" +
 	"\fRelayMessage\x125\n" +
 	"\ahandoff\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.HandoffR\ahandoff\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
@@ -1752,7 +1762,8 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"syncFileId\x12\x16\n" +
 	"\x06synced\x18\x06 \x01(\x04R\x06synced\x12\x1d\n" +
 	"\n" +
-	"sync_error\x18\a \x01(\tR\tsyncError\"m\n" +
+	"sync_error\x18\a \x01(\tR\tsyncError\x12\x18\n" +
+	"\aflushed\x18\b \x01(\bR\aflushed\"m\n" +
 	"\x12EndPreviousRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +
