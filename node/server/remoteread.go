@@ -23,12 +23,13 @@ import (
 // access, byte-range locks, the range the file has — up to the point
 // where the bytes would move, and answers with the response's header and
 // the file range. The arrival node then sends the header and the bytes
-// from its own descriptor of the same file (sendfile, or read and signed
-// with the channel's key). The bytes thus leave through the node the
-// client is connected to, and the home node does no I/O for them. What
-// the home node answers otherwise (an error, a file without a
-// descriptor) it sends through the relay itself; a request of an
-// encrypted session or tree goes through the relay, untouched.
+// from its own descriptor of the same file, opened through its own share
+// (remotefile.go; sendfile, or read and signed or sealed with the
+// session's keys). The bytes thus leave through the node the client is
+// connected to, and the home node does no I/O for them. What the home
+// node answers otherwise (an error, a file the arrival node has not) it
+// sends through the relay itself; a READ of a file the arrival node
+// could not open goes through the relay, as a small one.
 
 // remoteIOMin is the default of Config.HandoffIOMin: the smallest READ
 // the arrival node offers to serve, and the smallest WRITE payload it

@@ -13,9 +13,11 @@ import (
 // as if read from the connection — credits, session, tree, open, access,
 // the offset, byte-range locks, the break of other opens' read caching,
 // ChannelSequence — and, where it would write the payload, has the
-// arrival node write it to its own descriptor of the file; then it
-// finishes the WRITE (write-through, position, change notify) and answers
-// through the relay. A signed WRITE's signature covers its payload: the
+// arrival node write it to its own descriptor of the file (opened through
+// its own share, remotefile.go) and, for a write-through WRITE, flush it
+// there; then it finishes the WRITE (position, change notify) and answers
+// through the relay. A file the arrival node could not open takes the
+// relay, payload and all. A signed WRITE's signature covers its payload: the
 // arrival node verifies it with the channel's key (Relay.SessionKeys)
 // before it offers the WRITE, and the home node takes it as verified.
 
