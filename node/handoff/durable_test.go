@@ -329,80 +329,89 @@ func TestFlushCoversEveryNode(t *testing.T) {
 }
 
 // TestArrivalNodeWithoutTheFileRelays: an arrival node whose share does
-// not hold the file (its root is another directory) relays the channel's
-// large WRITEs and READs to the home node, as small ones; they succeed
-// with the right bytes.
+// not hold the file (its root is another directory), or that does not
+// serve the share, relays the channel's large WRITEs and READs to the
+// home node, as small ones; they succeed with the right bytes.
 func TestArrivalNodeWithoutTheFileRelays(t *testing.T) {
-	dir := t.TempDir()
-	n := newHosts(t, dir, t.TempDir())
-	arrival := n.arrivals[0]
-	first := n.connect(t)
-	second := n.bind(t, first, 0)
-	fid, err := first.Create("elsewhere.dat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := randomBytes(128 << 10)
-	if k, err := second.Write(fid, 0, data); err != nil || k != len(data) {
-		t.Fatalf("WRITE through an arrival node without the file: %d, %v", k, err)
-	}
-	if err := writeThrough(t, second, fid, 0, data[:64<<10]); err != nil {
-		t.Fatalf("write-through WRITE through an arrival node without the file: %v", err)
-	}
-	if got, err := second.Read(fid, 0, len(data)); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("READ through an arrival node without the file: %d bytes, %v", len(got), err)
-	}
-	if arrival.RemoteWrites() != 0 || arrival.RemoteReads() != 0 {
-		t.Errorf("the arrival node moved bytes of a file its share does not hold: %d WRITEs, %d READs", arrival.RemoteWrites(), arrival.RemoteReads())
-	}
-	if h := n.home.Disk.Syncs(); h != 1 {
-		t.Errorf("the home node, which wrote it, flushed the write-through WRITE %d time(s), want 1", h)
-	}
-	if err := flush(t, second, fid); err != nil {
-		t.Errorf("FLUSH: %v", err)
-	}
-	first.CloseFile(fid)
-	if got, err := os.ReadFile(filepath.Join(dir, "elsewhere.dat")); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("the file: %d bytes, %v", len(got), err)
+	for _, tc := range []struct{ name, root string }{{"OtherDirectory", t.TempDir()}, {"NoShare", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			n := newHosts(t, dir, tc.root)
+			arrival := n.arrivals[0]
+			first := n.connect(t)
+			second := n.bind(t, first, 0)
+			fid, err := first.Create("elsewhere.dat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := randomBytes(128 << 10)
+			if k, err := second.Write(fid, 0, data); err != nil || k != len(data) {
+				t.Fatalf("WRITE through an arrival node without the file: %d, %v", k, err)
+			}
+			if err := writeThrough(t, second, fid, 0, data[:64<<10]); err != nil {
+				t.Fatalf("write-through WRITE through an arrival node without the file: %v", err)
+			}
+			if got, err := second.Read(fid, 0, len(data)); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("READ through an arrival node without the file: %d bytes, %v", len(got), err)
+			}
+			if arrival.RemoteWrites() != 0 || arrival.RemoteReads() != 0 {
+				t.Errorf("the arrival node moved bytes of a file its share does not hold: %d WRITEs, %d READs", arrival.RemoteWrites(), arrival.RemoteReads())
+			}
+			if h := n.home.Disk.Syncs(); h != 1 {
+				t.Errorf("the home node, which wrote it, flushed the write-through WRITE %d time(s), want 1", h)
+			}
+			if err := flush(t, second, fid); err != nil {
+				t.Errorf("FLUSH: %v", err)
+			}
+			first.CloseFile(fid)
+			if got, err := os.ReadFile(filepath.Join(dir, "elsewhere.dat")); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("the file: %d bytes, %v", len(got), err)
+			}
+		})
 	}
 }
 
 // TestArrivalNodeRefusesAnotherFile: the arrival node's share holds a
-// different file under the same name (another FileID); it does not read
-// or write that one but relays the requests, and the home node's file
-// gets the bytes.
+// different file under the same name (another FileID), or a directory;
+// it does not read or write that but relays the requests, and the home
+// node's file gets the bytes.
 func TestArrivalNodeRefusesAnotherFile(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	decoy := randomBytes(128 << 10)
 	if err := os.WriteFile(filepath.Join(other, "same.dat"), decoy, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(filepath.Join(other, "dir.dat"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	n := newHosts(t, dir, other)
 	arrival := n.arrivals[0]
 	first := n.connect(t)
 	second := n.bind(t, first, 0)
-	fid, err := first.Create("same.dat")
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := randomBytes(128 << 10)
-	if _, err := second.Write(fid, 0, data); err != nil {
-		t.Fatalf("WRITE: %v", err)
+	for _, name := range []string{"same.dat", "dir.dat"} {
+		fid, err := first.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := second.Write(fid, 0, data); err != nil {
+			t.Fatalf("WRITE of %s: %v", name, err)
+		}
+		if got, err := second.Read(fid, 0, len(data)); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("READ of %s: %d bytes, %v (the decoy's: %v)", name, len(got), err, bytes.Equal(got, decoy))
+		}
+		if arrival.RemoteWrites() != 0 || arrival.RemoteReads() != 0 {
+			t.Errorf("the arrival node moved bytes of another %s: %d WRITEs, %d READs", name, arrival.RemoteWrites(), arrival.RemoteReads())
+		}
+		if got := arrival.Disk.Open(); got != 0 {
+			t.Errorf("the arrival node keeps %d file(s) open that are not the open's: %v", got, arrival.Disk.OpenNames())
+		}
+		first.CloseFile(fid)
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("the home node's %s: %d bytes, %v", name, len(got), err)
+		}
 	}
-	if got, err := second.Read(fid, 0, len(data)); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("READ: %d bytes, %v (the decoy's: %v)", len(got), err, bytes.Equal(got, decoy))
-	}
-	if arrival.RemoteWrites() != 0 || arrival.RemoteReads() != 0 {
-		t.Errorf("the arrival node moved bytes of another file: %d WRITEs, %d READs", arrival.RemoteWrites(), arrival.RemoteReads())
-	}
-	if got := arrival.Disk.Open(); got != 0 {
-		t.Errorf("the arrival node keeps %d file(s) open that are not the open's: %v", got, arrival.Disk.OpenNames())
-	}
-	first.CloseFile(fid)
 	if got, err := os.ReadFile(filepath.Join(other, "same.dat")); err != nil || !bytes.Equal(got, decoy) {
 		t.Errorf("the arrival node's other file changed")
-	}
-	if got, err := os.ReadFile(filepath.Join(dir, "same.dat")); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("the home node's file: %d bytes, %v", len(got), err)
 	}
 }
