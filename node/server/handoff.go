@@ -259,6 +259,11 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 	go func() { toClient <- c.relayToClient(rl) }()
 	var smu sync.Mutex // Send is not safe for concurrent use
 	forward := func(frame []byte) error {
+		if !c.srv.cfg.Control.Valid() {
+			// Fenced since the frame was read (a READ or WRITE relayed
+			// after all, remotefile.go): it goes nowhere (cluster.go).
+			return dropError{errFenced}
+		}
 		smu.Lock()
 		defer smu.Unlock()
 		return rl.Send(frame)
