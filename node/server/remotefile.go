@@ -145,8 +145,9 @@ const remoteFilesMax = 256
 // peerFile is an open's file as this node opened it; f is nil when this
 // node cannot open it (its requests take the relay).
 type peerFile struct {
-	f  PeerIO
-	id uint64
+	f     PeerIO
+	id    uint64
+	share *Share // this node's share the file was opened through
 	// Under remoteFiles.mu: I/O under way, plus one while kept; written
 	// since the last flush.
 	refs  int
@@ -185,7 +186,7 @@ func (c *conn) remoteFile(rl Relay, rf *remoteFiles, h *smb2.Header, fid uint64,
 	}
 	pf := &peerFile{refs: 2}
 	if name.OK {
-		if pf.f, err = c.openPeer(name, write); err != nil {
+		if pf.f, pf.share, err = c.openPeer(name, write); err != nil {
 			c.srv.log.Debug("a handed-over channel's file takes the relay", "remote", c.remote, "share", name.Share,
 				"file", name.Path, "err", err)
 		}
@@ -219,24 +220,24 @@ func (c *conn) remoteFile(rl Relay, rf *remoteFiles, h *smb2.Header, fid uint64,
 
 // openPeer opens name through this node's share of that name and checks
 // that it is the file the home node has open.
-func (c *conn) openPeer(name RemoteFileName, write bool) (PeerIO, error) {
+func (c *conn) openPeer(name RemoteFileName, write bool) (PeerIO, *Share, error) {
 	sh, ok := c.srv.cfg.Shares.Lookup(name.Share)
 	if !ok {
-		return nil, errors.New("the share is not served here")
+		return nil, nil, errors.New("the share is not served here")
 	}
 	po, ok := sh.Backend.(PeerOpener)
 	if !ok {
-		return nil, errors.New("the share's files cannot be opened by name")
+		return nil, nil, errors.New("the share's files cannot be opened by name")
 	}
 	f, id, err := po.OpenPeer(name.Path, write)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if id != name.ID {
 		f.Close()
-		return nil, fmt.Errorf("FileID %d here, %d at the home node: not the same file", id, name.ID)
+		return nil, nil, fmt.Errorf("FileID %d here, %d at the home node: not the same file", id, name.ID)
 	}
-	return f, nil
+	return f, sh, nil
 }
 
 // release drops a reference remoteFile returned.

@@ -350,7 +350,7 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame, msg []byte, fid
 		return errors.New("handoff: a sealed response to a plain request")
 	}
 	signed := binary.LittleEndian.Uint32(rr.Head[16:])&smb2.FlagSigned != 0
-	if ff, ok := pf.f.(FdFile); ok && !signed && c.raw != nil {
+	if ff, ok := pf.f.(FdFile); ok && !signed && c.raw != nil && pf.share.PageCacheReads() {
 		head := make([]byte, 4+len(rr.Head))
 		copy(head[4:], rr.Head)
 		binary.BigEndian.PutUint32(head, uint32(len(rr.Head)+rr.N))
