@@ -1,0 +1,113 @@
+package framework
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// GlusterFS is a replica-3 GlusterFS volume (Debian glusterfs-server and
+// glusterfs-client): glusterd and its three bricks in the bed's storage
+// host (glusterd refuses loopback brick addresses, so it needs a host
+// address of its own), each node its own FUSE mount (mount -t glusterfs).
+// glusterd's state (/var/lib/glusterd), sockets and pid files (/run/gluster)
+// and logs live in the storage host's mount namespace, over temporary
+// directories: nothing of the machine's is read or written.
+//
+// Coherent is what the cluster requires of it: every node reads what any
+// other node's mount wrote the moment the write returned, bytes and size.
+// That takes both halves:
+//
+//   - the volume's client-side caching translators off
+//     (GlusterCoherentVolumeOptions): write-behind acknowledges a write
+//     before the bricks have it; read-ahead, io-cache and quick-read serve
+//     reads from the mount's own memory; md-cache (stat-prefetch),
+//     open-behind and readdir-ahead serve attributes, opens and listings
+//     from what the mount saw before;
+//   - the FUSE mount options direct-io-mode=enable (the kernel's page cache
+//     of the file is bypassed, every read goes to the bricks),
+//     attribute-timeout=0 and entry-timeout=0 (the kernel caches no size
+//     and no name lookup).
+//
+// With the volume options only, a file reopened after another mount
+// overwrote it still shows its old size; with the mount options only, the
+// translators' caches serve old bytes.
+type GlusterFS struct {
+	server string // set by Start: the storage host's address
+}
+
+// GlusterVolume is the bed's volume name.
+const GlusterVolume = "smbc"
+
+// GlusterCoherentVolumeOptions are the volume options set to "off" on a
+// coherent bed.
+var GlusterCoherentVolumeOptions = []string{
+	"performance.write-behind",
+	"performance.read-ahead",
+	"performance.io-cache",
+	"performance.quick-read",
+	"performance.stat-prefetch",
+	"performance.open-behind",
+	"performance.readdir-ahead",
+}
+
+// GlusterCoherentMountOptions are the FUSE mount options of a coherent
+// bed.
+const GlusterCoherentMountOptions = "direct-io-mode=enable,attribute-timeout=0,entry-timeout=0"
+
+// Name implements Backend.
+func (*GlusterFS) Name() string { return "glusterfs" }
+
+// RequireGlusterFS skips the test unless GlusterFS's server and client
+// are installed.
+func RequireGlusterFS(t testing.TB) {
+	t.Helper()
+	for _, p := range []string{"glusterd", "gluster", "glusterfs", "mount.glusterfs"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed (CI installs glusterfs-server and glusterfs-client; see .ci/run)", p)
+		}
+	}
+}
+
+// Start implements Backend: glusterd in host, one replica-3 volume of
+// three bricks (force: all three on one host), started.
+func (g *GlusterFS) Start(t testing.TB, host *Host, coherent bool) {
+	t.Helper()
+	RequireGlusterFS(t)
+	g.server = host.Addr
+	host.Private(t, "/var/lib/glusterd")
+	host.Private(t, "/run/gluster")
+	host.MustExec(t, "mkdir", "-p", "/var/log/glusterfs")
+	host.Start(t, "glusterd", "glusterd", "--no-daemon", "--log-level=WARNING")
+	WaitFor(t, StartDeadline, "glusterd answering on "+host.Name, func() bool {
+		return host.Exec(t, "gluster", "--mode=script", "pool", "list").ExitCode == 0
+	})
+	bricks := t.TempDir()
+	args := []string{"--mode=script", "volume", "create", GlusterVolume, "replica", "3"}
+	for _, b := range []string{"b1", "b2", "b3"} {
+		args = append(args, host.Addr+":"+filepath.Join(bricks, b))
+	}
+	host.MustExec(t, "gluster", append(args, "force")...)
+	if coherent {
+		for _, o := range GlusterCoherentVolumeOptions {
+			host.MustExec(t, "gluster", "--mode=script", "volume", "set", GlusterVolume, o, "off")
+		}
+	}
+	host.MustExec(t, "gluster", "--mode=script", "volume", "start", GlusterVolume)
+	WaitFor(t, StartDeadline, "the volume's three bricks online", func() bool {
+		r := host.Exec(t, "gluster", "--mode=script", "volume", "status", GlusterVolume, "detail")
+		return r.ExitCode == 0 && strings.Count(r.Stdout, "Online") == 3 && !strings.Contains(r.Stdout, ": N\n")
+	})
+}
+
+// MountCommand implements Backend.
+func (g *GlusterFS) MountCommand(dir string, coherent bool) []string {
+	mount := "mount -t glusterfs "
+	if coherent {
+		mount += "-o " + GlusterCoherentMountOptions + " "
+	}
+	mount += g.server + ":/" + GlusterVolume + " " + dir
+	// The FUSE client logs under /var/log/glusterfs (the host's own).
+	return []string{"sh", "-c", "mkdir -p /var/log/glusterfs && exec " + mount}
+}
