@@ -60,8 +60,9 @@ type Bed struct {
 	// same on every node (an empty directory in the root namespace).
 	SharePath string
 
-	state    string // /run/smbc-bed/ID: the mount namespace files and the owner's pid
-	hook     string // the --address-hook script
+	life     testing.TB // NewBed's: the processes' lifetime
+	state    string     // /run/smbc-bed/ID: the mount namespace files
+	hook     string     // the --address-hook script
 	nodeArgs []string
 }
 
@@ -119,7 +120,7 @@ func NewBed(t testing.TB, opts BedOptions) *Bed {
 		opts.LeaseTTL = 3 * time.Second
 	}
 	start := time.Now()
-	b := &Bed{Backend: opts.Backend, Coherent: !opts.ClientDefaults, nodeArgs: opts.NodeArgs}
+	b := &Bed{Backend: opts.Backend, Coherent: !opts.ClientDefaults, nodeArgs: opts.NodeArgs, life: t}
 	b.allocate(t)
 	b.network(t)
 	for i := 1; i <= opts.Nodes; i++ {
@@ -453,7 +454,8 @@ func (b *Bed) KillNode(t testing.TB, i int) {
 
 // RestartNode starts node i (0-based) again after it exited, in the same
 // host and mount namespace (the backend still mounted there), and waits
-// until it serves its public address again.
+// until it serves its public address again. The process lives as long as
+// the bed (a shared bed's outlives t).
 func (b *Bed) RestartNode(t testing.TB, i int) *ClusterNode {
 	t.Helper()
 	old := b.Nodes[i]
@@ -462,7 +464,7 @@ func (b *Bed) RestartNode(t testing.TB, i int) *ClusterNode {
 	default:
 		t.Fatalf("%s is still running", old.Name)
 	}
-	b.Nodes[i] = b.launch(t, i, old.TokenFile)
+	Within(t, b.life, func() { b.Nodes[i] = b.launch(b.life, i, old.TokenFile) })
 	b.waitServing(t, old.Name, b.PublicAddr(i))
 	return b.Nodes[i]
 }
