@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,32 +133,43 @@ func TestBedCoherence(t *testing.T) {
 // another at once, bytes and size: 1,000 rounds, each a fresh open for the
 // write (overwriting, the size changing) and a fresh open for the read,
 // alternately small (the READ answered inline) and large (64 KiB and more:
-// sendfile when the node's page cache holds the data), not one stale.
+// sendfile when the node's page cache holds the data), not one stale. The
+// rounds run on four pairs of nodes at once (1→2, 2→3, 3→1, 1→3), each
+// pair its own files and connections, to bound the time on slow storage.
 func TestBedDataCoherence(t *testing.T) {
 	for _, backend := range bedBackends {
 		t.Run(backend, func(t *testing.T) {
 			b := bedFor(t, backend, false)
-			w, r := bedConnect(t, b.Nodes[0]), bedConnect(t, b.Nodes[1])
-			defer w.Close()
-			defer r.Close()
+			const rounds, workers = 1000, 4
 			start := time.Now()
-			const rounds = 1000
-			stale := 0
-			for i := range rounds {
-				got, want, err := writeReadRound(w, r, fmt.Sprintf("bed-data-%d.bin", i%4), i)
-				if err != nil {
-					t.Fatalf("round %d: %v", i, err)
-				}
-				if !bytes.Equal(got, want) {
-					stale++
-					if stale <= 5 {
-						t.Errorf("round %d: read %d bytes through %s, want the %d %s wrote", i, len(got), b.Nodes[1].Name, len(want), b.Nodes[0].Name)
+			var stale atomic.Int64
+			var wg sync.WaitGroup
+			for k := range workers {
+				wn, rn := b.Nodes[k%3], b.Nodes[(k+1+k/3)%3]
+				w, r := bedConnect(t, wn), bedConnect(t, rn)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer w.Close()
+					defer r.Close()
+					for i := k; i < rounds; i += workers {
+						got, want, err := writeReadRound(w, r, fmt.Sprintf("bed-data-%d-%d.bin", k, i%3), i)
+						if err != nil {
+							t.Errorf("round %d (%s to %s): %v", i, wn.Name, rn.Name, err)
+							return
+						}
+						if !bytes.Equal(got, want) {
+							if stale.Add(1) <= 5 {
+								t.Errorf("round %d: read %d bytes through %s, want the %d %s wrote", i, len(got), rn.Name, len(want), wn.Name)
+							}
+						}
 					}
-				}
+				}()
 			}
-			t.Logf("%s: %d rounds in %v, %d stale", backend, rounds, time.Since(start).Round(time.Millisecond), stale)
-			if stale > 0 {
-				t.Fatalf("%d of %d reads stale", stale, rounds)
+			wg.Wait()
+			t.Logf("%s: %d rounds in %v, %d stale", backend, rounds, time.Since(start).Round(time.Millisecond), stale.Load())
+			if stale.Load() > 0 {
+				t.Fatalf("%d of %d reads stale", stale.Load(), rounds)
 			}
 		})
 	}
