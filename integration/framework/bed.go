@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -192,7 +193,7 @@ func (b *Bed) allocate(t testing.TB) {
 	tmp := filepath.Join(bedStateDir, "new."+strconv.Itoa(os.Getpid()))
 	writeFile(t, tmp, strconv.Itoa(os.Getpid()))
 	defer os.Remove(tmp)
-	for id := 1 + os.Getpid()%200; ; id++ {
+	for id := 1 + rand.IntN(250); ; id++ {
 		if id > 250 {
 			id = 1
 		}
@@ -257,6 +258,11 @@ func teardownBed(id int) {
 		exec.Command("umount", f).Run()
 	}
 	for _, ns := range nss {
+		// The root end of the host's veth pair (named as the namespace)
+		// first: deleting it deletes both ends at once, while a deleted
+		// namespace's devices go later, in the kernel's own time, and
+		// the next bed of this number would find the name taken.
+		exec.Command("ip", "link", "del", ns).Run()
 		exec.Command("ip", "netns", "del", ns).Run()
 	}
 	exec.Command("ip", "link", "del", prefix+"br").Run()

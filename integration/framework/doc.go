@@ -15,6 +15,19 @@
 // KRB5_KDC_PROFILE, principals made with kadmin.local); its tests skip
 // when the MIT KDC is not installed.
 //
+// [NewBed] deploys a cluster as on separate machines (issue 22): each node,
+// each member of a three-member etcd and the storage servers in a [Host]
+// of their own — a network namespace joined to a private bridge
+// (10.231.ID.0/24; the bridge's address is the root namespace's, where the
+// coordinator and the clients run) and a persistent mount namespace —
+// each node with its own client's mount of the [Backend] (the local
+// directory, or GlusterFS: one replica-3 volume, each node its own FUSE
+// mount) at one share path, and public addresses moved by the real
+// --address-hook (bed-address-hook: ip addr add/del and a gratuitous ARP
+// on the host's veth). [Shared] lets the tests of a package bring one bed
+// up for all of them. Beds left by a killed test process are removed by
+// the next bed's start (by their owner's pid in /run/smbc-bed).
+//
 // Invariant: a server returned by a Start function accepts TCP connections
 // on Node.Addr, its process belongs to the calling test, and it is gone when
 // the test's cleanups have run; a server that does not stop on SIGTERM

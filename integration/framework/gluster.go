@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"cmp"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,12 @@ import (
 // overwrote it still shows its old size; with the mount options only, the
 // translators' caches serve old bytes.
 type GlusterFS struct {
+	// VolumeOff and MountOptions replace GlusterCoherentVolumeOptions and
+	// GlusterCoherentMountOptions on a coherent bed when set (to find
+	// what coherence takes; MountOptions "-" is none).
+	VolumeOff    []string
+	MountOptions string
+
 	server string // set by Start: the storage host's address
 }
 
@@ -90,7 +97,11 @@ func (g *GlusterFS) Start(t testing.TB, host *Host, coherent bool) {
 	}
 	host.MustExec(t, "gluster", append(args, "force")...)
 	if coherent {
-		for _, o := range GlusterCoherentVolumeOptions {
+		off := GlusterCoherentVolumeOptions
+		if g.VolumeOff != nil {
+			off = g.VolumeOff
+		}
+		for _, o := range off {
 			host.MustExec(t, "gluster", "--mode=script", "volume", "set", GlusterVolume, o, "off")
 		}
 	}
@@ -104,8 +115,8 @@ func (g *GlusterFS) Start(t testing.TB, host *Host, coherent bool) {
 // MountCommand implements Backend.
 func (g *GlusterFS) MountCommand(dir string, coherent bool) []string {
 	mount := "mount -t glusterfs "
-	if coherent {
-		mount += "-o " + GlusterCoherentMountOptions + " "
+	if opts := cmp.Or(g.MountOptions, GlusterCoherentMountOptions); coherent && opts != "-" {
+		mount += "-o " + opts + " "
 	}
 	mount += g.server + ":/" + GlusterVolume + " " + dir
 	// The FUSE client logs under /var/log/glusterfs (the host's own).
