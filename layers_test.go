@@ -60,7 +60,8 @@ var layers = map[string][]string{
 	"node/share":      {"node/ipc", "node/server", "node/smb2", "node/smb2/fscc", "node/smb2/utf16le", "node/state", "node/vfs"},
 	"node/servertest": {"node/auth", "node/server", "node/share", "node/smb2", "node/smb2/signing", "node/vfs", "node/vfs/memfs", "node/vfs/osfs", "node/vfs/vfstest"},
 	"node/cluster":    {"node/peer", "node/server", "node/state", "proto/smbcluster/state/v1"},
-	"node/nodemain":   {"node/auth", "node/cluster", "node/handoff", "node/ipc", "node/metrics", "node/peer", "node/server", "node/share", "node/state", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
+	"node/storecheck": {"proto/smbcluster/state/v1"},
+	"node/nodemain":   {"node/auth", "node/cluster", "node/handoff", "node/ipc", "node/metrics", "node/peer", "node/server", "node/share", "node/state", "node/storecheck", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
 	// Node-to-node calls: per-file state over gRPC, not the engine or shares.
 	"node/peer": {"node/state", "proto/smbcluster/peer/v1"},
 	// A handed-over connection is served by the node's server (Adopt).

@@ -65,6 +65,53 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("StorageChecked", func(t *testing.T) {
+		// Both nodes checked the share's storage through their mounts
+		// (one directory here: coherent) and serve it; the probes stay
+		// out of the clients' sight and reach.
+		var shares []struct {
+			Name     string `json:"name"`
+			VolumeID string `json:"volume_id"`
+			Views    []struct {
+				Node, State, Reason string
+				ZeroCopy            bool `json:"zero_copy"`
+			} `json:"views"`
+		}
+		framework.WaitFor(t, clusterDeadline, "both nodes serving share data after its storage check", func() bool {
+			c.SMBCtlJSON(t, &shares, "share", "ls", "-o", "json")
+			n := 0
+			for _, sh := range shares {
+				for _, v := range sh.Views {
+					if sh.Name == "data" && v.State == "serving" && v.ZeroCopy {
+						n++
+					}
+				}
+			}
+			return n == 2
+		})
+		if _, err := os.Stat(filepath.Join(dataDir, statev1.StorageProbeDir)); err != nil {
+			t.Fatalf("no probe directory in the share: %v", err)
+		}
+		c.MustSMBCtl(t, "user", "add", "pat", "--password", "Pat-Pass-1")
+		pat := framework.SMBClient{Node: n2.Node, User: "pat", Password: "Pat-Pass-1"}
+		var r framework.Result
+		framework.WaitFor(t, clusterDeadline, "pat lists the share", func() bool {
+			r = pat.Script(t, "", "data", "ls")
+			return r.ExitCode == 0
+		})
+		if strings.Contains(r.Stdout, statev1.StorageProbeDir) {
+			t.Errorf("the probe directory is listed to clients:\n%s", r)
+		}
+		r = pat.Script(t, "", "data", "ls "+statev1.StorageProbeDir+`\*`)
+		if !strings.Contains(r.Output(), "NT_STATUS_ACCESS_DENIED") {
+			t.Errorf("listing the probe directory:\n%s", r)
+		}
+		r = pat.Script(t, "", "data", "mkdir "+statev1.StorageProbeDir+`\x`)
+		if !strings.Contains(r.Output(), "NT_STATUS_ACCESS_DENIED") {
+			t.Errorf("creating in the probe directory:\n%s", r)
+		}
+	})
+
 	t.Run("UserRemovedEndsSessions", func(t *testing.T) {
 		c.MustSMBCtl(t, "user", "add", "frank", "--password", "Frank-Pass-1")
 		frank := framework.SMBClient{Node: n2.Node, User: "frank", Password: "Frank-Pass-1"}

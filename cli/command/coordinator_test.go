@@ -142,12 +142,15 @@ func shellJoin(args []string) string {
 var (
 	joinTokenRE = regexp.MustCompile(statev1.JoinTokenPrefix + `[A-Za-z0-9_-]{43}`)
 	revisionRE  = regexp.MustCompile(`("revision": |Revision:\s+)\d+`)
+	volumeRE    = regexp.MustCompile(`("volume_id": "|Volume:\s+)[0-9a-f]{16}`)
 )
 
 // normalize hides what differs between runs: join tokens (kept at their
-// length, so columns stay aligned), etcd revisions, the temporary directory.
+// length, so columns stay aligned), etcd revisions, share volume ids, the
+// temporary directory.
 func (c *coord) normalize(s string) string {
 	s = strings.ReplaceAll(s, c.tmp, "$TMP")
 	s = joinTokenRE.ReplaceAllString(s, statev1.JoinTokenPrefix+strings.Repeat("X", 43))
+	s = volumeRE.ReplaceAllString(s, "${1}VOLUMEID00000000")
 	return revisionRE.ReplaceAllString(s, "${1}REV")
 }

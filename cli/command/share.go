@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"flag"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -32,12 +33,42 @@ type shareView struct {
 	CreateTime             string `json:"create_time,omitempty"`
 	UpdateTime             string `json:"update_time,omitempty"`
 	Revision               int64  `json:"revision"`
+	SkipStorageCheck       bool   `json:"skip_storage_check"`
+	VolumeID               string `json:"volume_id"`
+	// Views is how each live node serves the share.
+	Views []shareNodeView `json:"views"`
+}
+
+// shareNodeView is one node's view of a share: state serving, checking,
+// refused or unchecked.
+type shareNodeView struct {
+	Node     string `json:"node"`
+	State    string `json:"state"`
+	Reason   string `json:"reason,omitempty"`
+	Since    string `json:"since,omitempty"`
+	ZeroCopy bool   `json:"zero_copy"`
 }
 
 func shareOf(s *adminv1.Share) shareView {
-	return shareView{Name: s.GetName(), Path: s.GetPath(), Comment: s.GetComment(), ReadOnly: s.GetReadOnly(),
+	sv := shareView{Name: s.GetName(), Path: s.GetPath(), Comment: s.GetComment(), ReadOnly: s.GetReadOnly(),
 		EncryptData: s.GetEncryptData(), Hidden: s.GetHidden(), ContinuousAvailability: s.GetContinuousAvailability(),
-		CreateTime: fmtTime(s.GetCreateTime()), UpdateTime: fmtTime(s.GetUpdateTime()), Revision: s.GetRevision()}
+		CreateTime: fmtTime(s.GetCreateTime()), UpdateTime: fmtTime(s.GetUpdateTime()), Revision: s.GetRevision(),
+		SkipStorageCheck: s.GetSkipStorageCheck(), VolumeID: fmt.Sprintf("%016x", s.GetVolumeId()), Views: []shareNodeView{}}
+	for _, v := range s.GetViews() {
+		sv.Views = append(sv.Views, shareNodeView{Node: v.GetNode(), State: v.GetState(), Reason: v.GetReason(),
+			Since: fmtTime(v.GetSince()), ZeroCopy: v.GetZeroCopy()})
+	}
+	return sv
+}
+
+// nodes is the NODES column: each node's state, "node1 serving,
+// node2 refused"; "-" when no node serves the share.
+func (s shareView) nodes() string {
+	var f []string
+	for _, v := range s.Views {
+		f = append(f, v.Node+" "+v.State)
+	}
+	return dash(strings.Join(f, ", "))
 }
 
 // flags is the FLAGS column: "read-only,encrypt" or "-".
@@ -46,7 +77,7 @@ func (s shareView) flags() string {
 	for _, x := range []struct {
 		on   bool
 		name string
-	}{{s.ReadOnly, "read-only"}, {s.EncryptData, "encrypt"}, {s.Hidden, "hidden"}, {s.ContinuousAvailability, "ca"}} {
+	}{{s.ReadOnly, "read-only"}, {s.EncryptData, "encrypt"}, {s.Hidden, "hidden"}, {s.ContinuousAvailability, "ca"}, {s.SkipStorageCheck, "unchecked-storage"}} {
 		if x.on {
 			f = append(f, x.name)
 		}
@@ -55,16 +86,27 @@ func (s shareView) flags() string {
 }
 
 func (s shareView) table() table {
-	return kv("", "Name", s.Name, "Path", s.Path, "Comment", s.Comment, "Flags", s.flags(),
+	t := kv("", "Name", s.Name, "Path", s.Path, "Comment", s.Comment, "Flags", s.flags(), "Volume", s.VolumeID,
 		"Created", s.CreateTime, "Updated", s.UpdateTime, "Revision", strconv.FormatInt(s.Revision, 10))
+	for _, v := range s.Views {
+		state := v.State
+		if !v.ZeroCopy && v.State != "refused" {
+			state += " (no zero-copy)"
+		}
+		if v.Reason != "" {
+			state += ": " + v.Reason
+		}
+		t.rows = append(t.rows, []string{"Node " + v.Node, state})
+	}
+	return t
 }
 
 type shareList []shareView
 
 func (l shareList) table() table {
-	t := table{header: []string{"NAME", "PATH", "FLAGS", "COMMENT"}}
+	t := table{header: []string{"NAME", "PATH", "FLAGS", "NODES", "COMMENT"}}
 	for _, s := range l {
-		t.rows = append(t.rows, []string{s.Name, s.Path, s.flags(), dash(s.Comment)})
+		t.rows = append(t.rows, []string{s.Name, s.Path, s.flags(), s.nodes(), dash(s.Comment)})
 	}
 	return t
 }
@@ -74,10 +116,12 @@ func (l shareList) table() table {
 type shareFlags struct {
 	path, comment                           string
 	readOnly, encrypt, hidden, availability bool
+	skipCheck                               bool
 }
 
 var shareMask = map[string]string{"path": "path", "comment": "comment", "read-only": "read_only",
-	"encrypt": "encrypt_data", "hidden": "hidden", "continuous-availability": "continuous_availability"}
+	"encrypt": "encrypt_data", "hidden": "hidden", "continuous-availability": "continuous_availability",
+	"skip-storage-check": "skip_storage_check"}
 
 func (f *shareFlags) register(fs *flag.FlagSet, withPath bool) {
 	if withPath {
@@ -88,11 +132,14 @@ func (f *shareFlags) register(fs *flag.FlagSet, withPath bool) {
 	fs.BoolVar(&f.encrypt, "encrypt", false, "require SMB3 encryption")
 	fs.BoolVar(&f.hidden, "hidden", false, "leave the share out of share lists")
 	fs.BoolVar(&f.availability, "continuous-availability", false, "offer persistent handles")
+	fs.BoolVar(&f.skipCheck, "skip-storage-check", false,
+		"UNSAFE: serve without checking that every node's mount of the share is coherent with the others' (stale data, files keyed apart)")
 }
 
 func (f *shareFlags) share(name string) *adminv1.Share {
 	return &adminv1.Share{Name: name, Path: f.path, Comment: f.comment, ReadOnly: f.readOnly,
-		EncryptData: f.encrypt, Hidden: f.hidden, ContinuousAvailability: f.availability}
+		EncryptData: f.encrypt, Hidden: f.hidden, ContinuousAvailability: f.availability,
+		SkipStorageCheck: f.skipCheck}
 }
 
 func defineShareAdd(fs *flag.FlagSet) action {
@@ -122,7 +169,7 @@ func defineShareSet(fs *flag.FlagSet) action {
 			}
 		})
 		if len(mask.Paths) == 0 {
-			return usagef("nothing to change: give --path, --comment, --read-only, --encrypt, --hidden or --continuous-availability (=false to clear)")
+			return usagef("nothing to change: give --path, --comment, --read-only, --encrypt, --hidden, --continuous-availability or --skip-storage-check (=false to clear)")
 		}
 		sh := f.share(c.args[0])
 		sh.Revision = *rev

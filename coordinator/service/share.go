@@ -2,8 +2,11 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/smbcluster/smbcluster/coordinator/store"
 	adminv1 "github.com/smbcluster/smbcluster/proto/smbcluster/admin/v1"
@@ -46,6 +49,8 @@ func (s *shareService) CreateShare(ctx context.Context, req *adminv1.CreateShare
 		Name: sh.Name, Path: sh.Path, Comment: sh.Comment, ReadOnly: sh.ReadOnly,
 		EncryptData: sh.EncryptData, Hidden: sh.Hidden,
 		ContinuousAvailability: sh.ContinuousAvailability,
+		SkipStorageCheck:       sh.SkipStorageCheck,
+		VolumeId:               newVolumeID(),
 		CreateTime:             now, UpdateTime: now,
 	}
 	rev, err := s.b.st.Create(ctx, statev1.ShareKey(sh.Name), rec)
@@ -64,6 +69,14 @@ var shareFields = map[string]func(rec *statev1.ShareRecord, sh *adminv1.Share){
 	"encrypt_data":            func(r *statev1.ShareRecord, sh *adminv1.Share) { r.EncryptData = sh.EncryptData },
 	"hidden":                  func(r *statev1.ShareRecord, sh *adminv1.Share) { r.Hidden = sh.Hidden },
 	"continuous_availability": func(r *statev1.ShareRecord, sh *adminv1.Share) { r.ContinuousAvailability = sh.ContinuousAvailability },
+	"skip_storage_check":      func(r *statev1.ShareRecord, sh *adminv1.Share) { r.SkipStorageCheck = sh.SkipStorageCheck },
+}
+
+// newVolumeID picks a share's VolumeId: random, never 0.
+func newVolumeID() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
 func (s *shareService) UpdateShare(ctx context.Context, req *adminv1.UpdateShareRequest) (*adminv1.UpdateShareResponse, error) {
@@ -76,14 +89,14 @@ func (s *shareService) UpdateShare(ctx context.Context, req *adminv1.UpdateShare
 	}
 	paths := req.GetUpdateMask().GetPaths()
 	if len(paths) == 0 {
-		return nil, invalidf("update_mask is empty: name the fields to change (path, comment, read_only, encrypt_data, hidden, continuous_availability)")
+		return nil, invalidf("update_mask is empty: name the fields to change (path, comment, read_only, encrypt_data, hidden, continuous_availability, skip_storage_check)")
 	}
 	for _, p := range paths {
 		if p == "name" {
 			return nil, invalidf("a share cannot be renamed: create a share with the new name and delete the old one")
 		}
 		if shareFields[p] == nil {
-			return nil, invalidf("update_mask: unknown field %q (use path, comment, read_only, encrypt_data, hidden, continuous_availability)", p)
+			return nil, invalidf("update_mask: unknown field %q (use path, comment, read_only, encrypt_data, hidden, continuous_availability, skip_storage_check)", p)
 		}
 	}
 	key := statev1.ShareKey(sh.Name)
@@ -136,9 +149,15 @@ func (s *shareService) ListShares(ctx context.Context, req *adminv1.ListSharesRe
 	if err != nil {
 		return nil, storeError(err, "shares")
 	}
+	views, err := s.views(ctx, "")
+	if err != nil {
+		return nil, err
+	}
 	resp := &adminv1.ListSharesResponse{}
 	for _, it := range items {
-		resp.Shares = append(resp.Shares, shareOf(it.Record, it.ModRevision))
+		sh := shareOf(it.Record, it.ModRevision)
+		sh.Views = views[strings.ToLower(sh.Name)]
+		resp.Shares = append(resp.Shares, sh)
 	}
 	return resp, nil
 }
@@ -152,7 +171,39 @@ func (s *shareService) GetShare(ctx context.Context, req *adminv1.GetShareReques
 	if err != nil {
 		return nil, storeError(err, quote("share", req.Name))
 	}
-	return &adminv1.GetShareResponse{Share: shareOf(rec, rev)}, nil
+	views, err := s.views(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	sh := shareOf(rec, rev)
+	sh.Views = views[strings.ToLower(sh.Name)]
+	return &adminv1.GetShareResponse{Share: sh}, nil
+}
+
+// views reads how the live nodes serve share name (every share when
+// name is empty), by lower-case share name, in node order.
+func (s *shareService) views(ctx context.Context, name string) (map[string][]*adminv1.ShareView, error) {
+	prefix := statev1.ShareViewsPrefix
+	if name != "" {
+		prefix = statev1.ShareViewKey(name, "")
+	}
+	items, err := store.List(ctx, s.b.st, prefix, func() *statev1.ShareViewRecord { return &statev1.ShareViewRecord{} })
+	if err != nil {
+		return nil, storeError(err, "share views")
+	}
+	out := map[string][]*adminv1.ShareView{}
+	for _, it := range items {
+		rest := strings.TrimPrefix(it.Key, statev1.ShareViewsPrefix)
+		share, node, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		r := it.Record
+		out[share] = append(out[share], &adminv1.ShareView{
+			Node: node, State: r.State, Reason: r.Reason, Since: proto.CloneOf(r.Since), ZeroCopy: r.ZeroCopy,
+		})
+	}
+	return out, nil
 }
 
 // shareOf converts a record to its API form.
@@ -162,6 +213,6 @@ func shareOf(r *statev1.ShareRecord, rev int64) *adminv1.Share {
 		EncryptData: r.EncryptData, Hidden: r.Hidden,
 		ContinuousAvailability: r.ContinuousAvailability,
 		CreateTime:             proto.CloneOf(r.CreateTime), UpdateTime: proto.CloneOf(r.UpdateTime),
-		Revision: rev,
+		Revision: rev, SkipStorageCheck: r.SkipStorageCheck, VolumeId: statev1.VolumeID(r),
 	}
 }

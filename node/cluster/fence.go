@@ -275,6 +275,14 @@ func (a *Agent) inc() *incarnation {
 	return noIncarnation
 }
 
+// Lease returns the etcd lease of the node's current incarnation and
+// whether its Fencing is valid: records the node keeps only while it is
+// live go on it.
+func (a *Agent) Lease() (clientv3.LeaseID, bool) {
+	i := a.inc()
+	return i.lease, i.fencing.Valid()
+}
+
 // Fence returns the Fencing of the node's current incarnation: what the
 // node asks before it acts on cluster state ("may I, and under which
 // epoch?"). A caller that acts keeps the Fencing it acted under and

@@ -13,6 +13,15 @@
 // moment its SESSION_SETUP completes, since nothing needs to be published
 // first.
 //
+// The bytes of a handed-over channel's large READs and WRITEs move at the
+// arrival node, from and to its own descriptor of the file, which it
+// opens through its own share by the name the home node gives
+// (RemoteFile: share, vfs path, FileID; each node has its own mount), or
+// else relays the request. Durability follows the bytes: the arrival node
+// flushes a write-through WRITE on its descriptor before the home node
+// answers, and a FLUSH of an open has every arrival node that wrote
+// through it flush its own (a sync message on the channel's Relay).
+//
 // A Peers is the node's server.SessionPeers (the arrival side) and, with
 // Service, serves the other nodes (the home side) over
 // proto/smbcluster/peer/v1's SessionService, on the node-to-node gRPC

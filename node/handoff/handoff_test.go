@@ -139,8 +139,8 @@ func TestReadsServedByArrivalNode(t *testing.T) {
 // an open made through the home node; unsigned large WRITEs' payloads are
 // written by the arrival node to its own descriptor (the home node runs the
 // checks and answers), signed ones too once the arrival node verified
-// them, and the file holds every byte; on a share whose files have no descriptor (memfs) the
-// home node fetches the payload and writes it itself.
+// them, and the file holds every byte; a file the arrival node's share
+// does not hold (each test server has a memfs of its own) takes the relay.
 func TestWritesKeptOnArrivalNode(t *testing.T) {
 	p := newPair(t, servertest.Options{})
 	data := make([]byte, 1<<20)
@@ -206,7 +206,7 @@ func TestWritesKeptOnArrivalNode(t *testing.T) {
 		t.Fatalf("the file after WRITEs through both nodes: %d bytes, %v (equal: %v)", len(got), err, bytes.Equal(got, data))
 	}
 
-	// A memfs share: no descriptor to name.
+	// A memfs share: the arrival node's is another memfs, without the file.
 	mem := servertest.Dial(t, p.arrival.Addr)
 	mem.ClientGUID = first.ClientGUID
 	if err := mem.Negotiate(smb2.Dialect311); err != nil {

@@ -168,7 +168,7 @@ func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState)
 		return nil, err
 	}
 	p.log.Debug("connection handed over", "session", fmt.Sprintf("%#x", id), "to", name, "remote", st.ClientAddr)
-	return &clientRelay{stream: stream, cancel: cancel, cli: c, id: h.RelayId}, nil
+	return &clientRelay{stream: stream, cancel: cancel, cli: c, id: h.RelayId, log: p.log}, nil
 }
 
 // EndPrevious implements server.SessionPeers: every other node is asked.
@@ -192,27 +192,69 @@ type clientRelay struct {
 	cancel context.CancelFunc
 	cli    peerv1.SessionServiceClient
 	id     uint64
+	log    *slog.Logger
+	sync   func(fid uint64) error // set before Recv
+
+	smu sync.Mutex // Send is not safe for concurrent use: the client's bytes and the answers to syncs
 }
 
 func (r *clientRelay) Send(b []byte) error {
+	r.smu.Lock()
+	defer r.smu.Unlock()
 	return r.stream.Send(&peerv1.RelayMessage{Data: b})
 }
 
+// Recv returns the next bytes for the client; the home node's asks to
+// flush this node's descriptor of an open (a FLUSH) are served on the way.
 func (r *clientRelay) Recv() ([]byte, bool, error) {
-	m, err := r.stream.Recv()
-	if err != nil {
-		return nil, false, err
+	for {
+		m, err := r.stream.Recv()
+		if err != nil {
+			return nil, false, err
+		}
+		if id := m.GetSync(); id != 0 {
+			go r.serveSync(id, m.GetSyncFileId())
+			continue
+		}
+		return m.GetData(), m.GetMore(), nil
 	}
-	return m.GetData(), m.GetMore(), nil
 }
 
-func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, wantPath, sealed bool) (server.RemoteRead, error) {
-	resp, err := r.cli.RemoteRead(ctx, &peerv1.RemoteReadRequest{RelayId: r.id, Pdu: pdu, WantPath: wantPath, Sealed: sealed})
+func (r *clientRelay) ServeSyncs(sync func(fid uint64) error) { r.sync = sync }
+
+// serveSync flushes this node's descriptor of open fid and tells the home
+// node how it went.
+func (r *clientRelay) serveSync(id, fid uint64) {
+	err := errors.New("handoff: no descriptors here")
+	if r.sync != nil {
+		err = r.sync(fid)
+	}
+	m := &peerv1.RelayMessage{Synced: id}
+	if err != nil {
+		m.SyncError = err.Error()
+	}
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	if err := r.stream.Send(m); err != nil {
+		r.log.Debug("answering a flush of the home node", "err", err)
+	}
+}
+
+func (r *clientRelay) RemoteFile(ctx context.Context, sid uint64, tid uint32, fid uint64) (server.RemoteFileName, error) {
+	resp, err := r.cli.RemoteFile(ctx, &peerv1.RemoteFileRequest{RelayId: r.id, SessionId: sid, TreeId: tid, FileId: fid})
+	if err != nil {
+		return server.RemoteFileName{}, err
+	}
+	return server.RemoteFileName{OK: resp.GetOk(), Share: resp.GetShare(), Path: resp.GetPath(), ID: resp.GetFileId()}, nil
+}
+
+func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, fileID uint64, sealed bool) (server.RemoteRead, error) {
+	resp, err := r.cli.RemoteRead(ctx, &peerv1.RemoteReadRequest{RelayId: r.id, Pdu: pdu, FileId: fileID, Sealed: sealed})
 	if err != nil {
 		return server.RemoteRead{}, err
 	}
 	return server.RemoteRead{
-		Forward: resp.GetForward(), Answered: resp.GetAnswered(), Head: resp.GetHead(), Path: resp.GetPath(),
+		Forward: resp.GetForward(), Answered: resp.GetAnswered(), Head: resp.GetHead(),
 		Inode: resp.GetInode(), Off: resp.GetOffset(), N: int(resp.GetLength()),
 		SignAlg: uint16(resp.GetSigningAlgorithm()), SignKey: resp.GetSigningKey(), Seal: resp.GetSeal(),
 	}, nil
@@ -228,8 +270,18 @@ func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.Sessi
 		ChannelAlg: uint16(resp.GetChannelSigningAlgorithm()), ChannelKey: resp.GetChannelSigningKey()}, nil
 }
 
-func (r *clientRelay) CloseSend() error { return r.stream.CloseSend() }
-func (r *clientRelay) Close()           { r.cancel() }
+func (r *clientRelay) CloseSend(flushed bool) error {
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	if flushed {
+		if err := r.stream.Send(&peerv1.RelayMessage{Flushed: true}); err != nil {
+			return err
+		}
+	}
+	return r.stream.CloseSend()
+}
+
+func (r *clientRelay) Close() { r.cancel() }
 
 func handoffProto(st *server.HandoffState) *peerv1.Handoff {
 	h := &peerv1.Handoff{
@@ -297,14 +349,14 @@ func handoffState(h *peerv1.Handoff) (*server.HandoffState, error) {
 	return st, nil
 }
 
-func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, wantPath, sealed, verified bool) (server.WriteExchange, error) {
+func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, fileID uint64, sealed, verified bool) (server.WriteExchange, error) {
 	ctx, cancel := context.WithCancel(ctx) // ends the stream, however the exchange ends
 	stream, err := r.cli.RemoteWrite(ctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	if err := stream.Send(&peerv1.RemoteWriteMessage{RelayId: r.id, Head: head, DataLength: uint32(n), WantPath: wantPath, Sealed: sealed, Verified: verified}); err != nil {
+	if err := stream.Send(&peerv1.RemoteWriteMessage{RelayId: r.id, Head: head, DataLength: uint32(n), FileId: fileID, Sealed: sealed, Verified: verified}); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -325,7 +377,7 @@ func (x writeExchange) Next() (server.WriteStep, error) {
 		return server.WriteStep{}, err
 	}
 	return server.WriteStep{
-		Write: m.GetWrite(), Path: m.GetPath(), Inode: m.GetInode(), Off: m.GetOffset(), N: int(m.GetLength()),
+		Write: m.GetWrite(), Inode: m.GetInode(), Off: m.GetOffset(), N: int(m.GetLength()), Sync: m.GetSync(),
 		SendData: m.GetSendData(), Answered: m.GetAnswered(), Forward: m.GetForward(),
 	}, nil
 }

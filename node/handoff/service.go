@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/server"
@@ -48,11 +49,23 @@ func (sv *Service) RemoteRead(ctx context.Context, req *peerv1.RemoteReadRequest
 	if a == nil {
 		return &peerv1.RemoteReadResponse{Forward: true}, nil
 	}
-	rr := a.ServeRemoteRead(req.GetPdu(), req.GetWantPath(), req.GetSealed())
+	rr := a.ServeRemoteRead(req.GetPdu(), req.GetFileId(), req.GetSealed())
 	return &peerv1.RemoteReadResponse{
-		Forward: rr.Forward, Answered: rr.Answered, Head: rr.Head, Path: rr.Path, Inode: rr.Inode,
+		Forward: rr.Forward, Answered: rr.Answered, Head: rr.Head, Inode: rr.Inode,
 		Offset: rr.Off, Length: uint32(rr.N), SigningAlgorithm: uint32(rr.SignAlg), SigningKey: rr.SignKey, Seal: rr.Seal,
 	}, nil
+}
+
+// RemoteFile implements peerv1.SessionServiceServer (server.Adopted.RemoteFile).
+func (sv *Service) RemoteFile(ctx context.Context, req *peerv1.RemoteFileRequest) (*peerv1.RemoteFileResponse, error) {
+	sv.p.mu.Lock()
+	a := sv.p.adopted[req.GetRelayId()]
+	sv.p.mu.Unlock()
+	if a == nil {
+		return &peerv1.RemoteFileResponse{}, nil
+	}
+	n := a.RemoteFile(req.GetSessionId(), req.GetTreeId(), req.GetFileId())
+	return &peerv1.RemoteFileResponse{Ok: n.OK, Share: n.Share, Path: n.Path, FileId: n.ID}, nil
 }
 
 // SessionKeys implements peerv1.SessionServiceServer (server.Adopted.SessionKeys).
@@ -124,6 +137,13 @@ type streamConn struct {
 
 	wmu sync.Mutex // Send is not safe for concurrent use
 
+	// The arrival node's flushes asked (SyncRemote), by number.
+	smu      sync.Mutex
+	syncs    map[uint64]chan error
+	lastSync uint64
+	ended    chan struct{} // closed when receive ends
+	flushed  atomic.Bool   // the arrival node flushed all it wrote, ending
+
 	dmu      sync.Mutex
 	deadline time.Time
 	moved    chan struct{} // closed when the deadline changes
@@ -133,16 +153,27 @@ func newStreamConn(stream peerv1.SessionService_RelayServer, local, remote strin
 	return &streamConn{
 		stream: stream, local: addr(local), remote: addr(remote),
 		in: make(chan []byte, 4), closed: make(chan struct{}), moved: make(chan struct{}),
+		syncs: map[uint64]chan error{}, ended: make(chan struct{}),
 	}
 }
 
-// receive moves the client's bytes into in until the stream ends.
+// receive moves the client's bytes into in until the stream ends, and
+// hands the arrival node's answers to SyncRemote over.
 func (c *streamConn) receive() {
 	defer close(c.in)
+	defer close(c.ended)
 	for {
 		m, err := c.stream.Recv()
 		if err != nil {
 			return
+		}
+		if id := m.GetSynced(); id != 0 {
+			c.synced(id, m.GetSyncError())
+			continue
+		}
+		if m.GetFlushed() {
+			c.flushed.Store(true)
+			continue
 		}
 		if len(m.GetData()) == 0 {
 			continue
@@ -234,6 +265,56 @@ func (c *streamConn) WriteBuffers(bufs [][]byte) error {
 	return err
 }
 
+// SyncRemote implements server.RemoteSyncer: the arrival node flushes its
+// descriptor of open fid.
+func (c *streamConn) SyncRemote(ctx context.Context, fid uint64) error {
+	done := make(chan error, 1)
+	c.smu.Lock()
+	c.lastSync++
+	id := c.lastSync
+	c.syncs[id] = done
+	c.smu.Unlock()
+	defer func() {
+		c.smu.Lock()
+		delete(c.syncs, id)
+		c.smu.Unlock()
+	}()
+	c.wmu.Lock() // never inside a write cut in chunks
+	err := c.stream.Send(&peerv1.RelayMessage{Sync: id, SyncFileId: fid})
+	c.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-c.ended:
+		return errors.New("handoff: the arrival node's relay ended")
+	case <-c.closed:
+		return net.ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Flushed implements server.RemoteSyncer.
+func (c *streamConn) Flushed() bool { return c.flushed.Load() }
+
+// synced hands the arrival node's answer to sync ask id to its waiter.
+func (c *streamConn) synced(id uint64, msg string) {
+	c.smu.Lock()
+	done := c.syncs[id]
+	c.smu.Unlock()
+	if done == nil {
+		return
+	}
+	var err error
+	if msg != "" {
+		err = errors.New("handoff: the arrival node's flush: " + msg)
+	}
+	done <- err
+}
+
 func (c *streamConn) Close() error {
 	c.once.Do(func() { close(c.closed) })
 	return nil
@@ -280,8 +361,8 @@ func (sv *Service) RemoteWrite(stream peerv1.SessionService_RemoteWriteServer) e
 		return stream.Send(&peerv1.RemoteWriteMessage{Forward: true})
 	}
 	payload := server.RemotePayload{
-		WriteAt: func(path string, inode uint64, off int64, n int) (int, error) {
-			if err := stream.Send(&peerv1.RemoteWriteMessage{Write: true, Path: path, Inode: inode, Offset: off, Length: uint32(n)}); err != nil {
+		WriteAt: func(id uint64, off int64, n int, sync bool) (int, error) {
+			if err := stream.Send(&peerv1.RemoteWriteMessage{Write: true, Inode: id, Offset: off, Length: uint32(n), Sync: sync}); err != nil {
 				return 0, err
 			}
 			m, err := stream.Recv()
@@ -310,6 +391,6 @@ func (sv *Service) RemoteWrite(stream peerv1.SessionService_RemoteWriteServer) e
 			return nil
 		},
 	}
-	answered := a.ServeRemoteWrite(first.GetHead(), int(first.GetDataLength()), first.GetWantPath(), first.GetSealed(), first.GetVerified(), payload)
+	answered := a.ServeRemoteWrite(first.GetHead(), int(first.GetDataLength()), first.GetFileId(), first.GetSealed(), first.GetVerified(), payload)
 	return stream.Send(&peerv1.RemoteWriteMessage{Answered: answered, Forward: !answered})
 }

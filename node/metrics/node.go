@@ -73,6 +73,7 @@ type Node struct {
 	peerErr  *prometheus.CounterVec
 	shardMov *prometheus.CounterVec
 	fences   *prometheus.CounterVec
+	storage  *prometheus.GaugeVec
 
 	// The bounded top-N tables and what still counts into them.
 	files, clients          *TopN
@@ -134,6 +135,9 @@ func NewNode() *Node {
 	n.peerErr = f.counterVec("smbcluster_peer_rpc_errors_total", "Node-to-node calls that failed, by method.", "method")
 	n.shardMov = f.counterVec("smbcluster_shard_ownership_changes_total", "Shards this node took or gave up, by direction (taken, released, lost).", "direction")
 	n.fences = f.counterVec("smbcluster_fencing_events_total", "Ends of this node's incarnation, by reason.", "reason")
+	n.storage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "smbcluster_share_storage_state",
+		Help: "How this node serves each cluster share after checking its storage through its own mount: 1 for the share's current state (serving, checking, refused, unchecked), 0 for the others."}, []string{"share", "state"})
+	f.reg.MustRegister(n.storage)
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.reg.MustRegister(stateCollector{n})
 	return n
@@ -280,6 +284,20 @@ func observeCall(dur *prometheus.HistogramVec, errs *prometheus.CounterVec, meth
 func (n *Node) ShardMoved(direction string) {
 	if n != nil {
 		n.shardMov.WithLabelValues(direction).Inc()
+	}
+}
+
+// StorageStates are the states ShareStorage knows (node/storecheck).
+var StorageStates = []string{"serving", "checking", "refused", "unchecked"}
+
+// ShareStorage records how the node serves share after its storage
+// check: state among StorageStates.
+func (n *Node) ShareStorage(share, state string) {
+	if n == nil {
+		return
+	}
+	for _, s := range StorageStates {
+		n.storage.WithLabelValues(share, s).Set(float64(b2i(s == state)))
 	}
 }
 

@@ -220,7 +220,11 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 		Name: rec.Name, Comment: rec.Comment, Path: rec.Path, ReadOnly: rec.ReadOnly,
 		Encrypt: rec.EncryptData || encryptAll, CA: rec.ContinuousAvailability,
 	}
-	reuse := old != nil && old.Path == rec.Path && old.ReadOnly == rec.ReadOnly && !old.Pipe
+	var oldDisk *share.Disk
+	if old != nil {
+		oldDisk, _ = old.Backend.(*share.Disk)
+	}
+	reuse := oldDisk != nil && old.Path == rec.Path && old.ReadOnly == rec.ReadOnly && oldDisk.VolumeID() == statev1.VolumeID(rec)
 	if reuse {
 		sh.Backend = old.Backend
 	} else {
@@ -228,7 +232,9 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 		if err != nil {
 			return nil, err
 		}
+		fsys.Hide(statev1.StorageProbeDir) // the storage check's probes (storage.go)
 		disk := share.NewDisk(rec.Name, fsys, rec.ReadOnly, t.log)
+		disk.SetVolumeID(statev1.VolumeID(rec)) // one identity on every node, whatever its mount reports
 		disk.SetState(t.opens, t.locks)
 		if t.notify != nil {
 			disk.SetClusterNotify(t.notify)
@@ -246,6 +252,9 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 		delete(t.closers, old)
 	}
 	t.mu.Unlock()
+	if t.checks != nil {
+		t.startCheck(rec, sh)
+	}
 	if reuse {
 		return nil, nil
 	}
@@ -256,12 +265,14 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 func (t *shareTable) Delete(name string) (*server.Share, bool) {
 	key := strings.ToLower(name)
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	sh, ok := t.shares[key]
 	if !ok || sh.Pipe {
+		t.mu.Unlock()
 		return nil, false
 	}
 	delete(t.shares, key)
+	t.mu.Unlock()
+	t.stopCheck(name)
 	return sh, true
 }
 
@@ -276,8 +287,10 @@ func (t *shareTable) Release(sh *server.Share) {
 	}
 }
 
-// releaseAll closes the cluster shares' directories at shutdown.
+// releaseAll ends the storage checks and closes the cluster shares'
+// directories at shutdown.
 func (t *shareTable) releaseAll() {
+	t.stopChecks()
 	t.mu.Lock()
 	cs := t.closers
 	t.closers = map[*server.Share]func() error{}

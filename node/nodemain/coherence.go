@@ -35,6 +35,7 @@ type coherence struct {
 	sessions *handoff.Peers      // nil on a single node
 	shards   *cluster.ShardMap   // nil on a single node
 	peerAddr string
+	etcd     *clientv3.Client // nil on a single node
 	// serverGUID is the cluster's: every node answers NEGOTIATE as one
 	// server, so that a client binds channels on several of them.
 	serverGUID [16]byte
@@ -111,6 +112,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	log.Info("node-to-node API", "addr", l.Addr().String())
 	return &coherence{
 		files: router, locks: router, notify: router, router: router, sessions: sessions, shards: shards, peerAddr: l.Addr().String(),
+		etcd: cli,
 		serverGUID: clusterServerGUID(secret),
 		stop: func() {
 			cancel()
@@ -155,8 +157,8 @@ func peerListenAddr(cfg *Config) string {
 
 // notifySinks finds a share's notifier for the changes other nodes send.
 func (t *shareTable) notifySinks(name string) (peer.NotifySink, bool) {
-	sh, ok := t.Lookup(name)
-	if !ok {
+	sh, _ := t.lookup(name)
+	if sh == nil {
 		return nil, false
 	}
 	d, ok := sh.Backend.(*share.Disk)

@@ -77,6 +77,10 @@ type Config struct {
 	Advertise     []string `json:"advertise"`
 	LeaseTTL      Duration `json:"lease_ttl"`
 	PeerListen    string   `json:"peer_listen"`
+	// StorageCheckInterval is the time between two rounds of the node's
+	// storage check of a cluster share once its pairs are decided
+	// (node/storecheck; default 30s).
+	StorageCheckInterval Duration `json:"storage_check_interval"`
 
 	// LinkSpeed is the speed multichannel clients are offered the node's
 	// addresses with (FSCTL_QUERY_NETWORK_INTERFACE_INFO): bits per
@@ -159,6 +163,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs := flag.NewFlagSet("smbnode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var listen, shares, users, advertise, spns, realms listFlag
+	var storageCheck time.Duration
 	var leaseTTL, shutdownTimeout, handshakeTimeout, idleTimeout, krbSkew time.Duration
 	var cfgFile string
 	cfg := &Config{}
@@ -191,6 +196,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.Var(&advertise, "advertise", "SMB endpoint `ADDR` (host:port) published to the cluster besides the public addresses the node holds (repeatable; never moved to another node)")
 	fs.StringVar(&cfg.PeerListen, "peer-listen", "", "`ADDR` (host:port) of the node-to-node API in a cluster (default: the first --listen host, any free port; published through etcd)")
 	fs.StringVar(&cfg.LinkSpeed, "link-speed", "", "`SPEED` (bits per second: 10G, 2.5G, 100M) multichannel clients are offered the node's addresses with; in a cluster every node offers it for this node (default 10G)")
+	fs.DurationVar(&storageCheck, "storage-check-interval", 0, "time `D` between two rounds of the check that every node's mount of a cluster share is coherent with the others' (default 30s; each round is two quick probes)")
 	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "`TTL` of the node's etcd lease: how soon a dead node shows down and its public addresses move (default 3s, whole seconds)")
 	fs.StringVar(&cfg.AddressHook, "address-hook", "", "`SCRIPT` run as SCRIPT add|del IP IFACE when the node starts or stops serving a public address (smbctl node add --address) it took over or gives up, e.g. to run ip addr add/del and arping; not needed on loopback")
 	fs.StringVar(&cfg.AddressInterface, "address-interface", "", "network interface `NAME` passed to --address-hook")
@@ -223,6 +229,9 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	cfg.Advertise = append(cfg.Advertise, advertise...)
 	cfg.SPNs = append(cfg.SPNs, spns...)
 	cfg.KerberosRealms = append(cfg.KerberosRealms, realms...)
+	if storageCheck != 0 {
+		cfg.StorageCheckInterval = Duration(storageCheck)
+	}
 	if leaseTTL != 0 {
 		cfg.LeaseTTL = Duration(leaseTTL)
 	}
@@ -445,6 +454,9 @@ func (c *Config) validateCluster() []error {
 	}
 	if c.LeaseTTL < 0 {
 		errs = append(errs, errors.New("--lease-ttl must be positive"))
+	}
+	if c.StorageCheckInterval < 0 {
+		errs = append(errs, errors.New("--storage-check-interval must be positive"))
 	}
 	return errs
 }

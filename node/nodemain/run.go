@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/smbcluster/smbcluster/node/storecheck"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,6 +96,18 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	if coh.router != nil {
 		coh.router.SetNotifySinks(shares.notifySinks)
 	}
+	var joined atomic.Pointer[member] // the storage checks' records go on its lease
+	if coh.etcd != nil {
+		shares.checks = storecheck.New(storecheck.Config{
+			Client: coh.etcd, Node: cfg.Name, Interval: time.Duration(cfg.StorageCheckInterval), Log: log.With("component", "storecheck"),
+			Lease: func() (clientv3.LeaseID, bool) {
+				if m := joined.Load(); m != nil {
+					return m.Lease()
+				}
+				return 0, false
+			},
+		})
+	}
 	users := newUserDB()
 	for _, u := range cfg.Users {
 		users.static[strings.ToLower(u.Name)] = auth.NTHash(u.Password)
@@ -152,10 +167,13 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		pub = newPublicAddrs(srv, cfg.AddressHook, cfg.AddressInterface, log)
 		node.Addresses = pub
 	}
+	shares.endTrees = srv.EndShareTrees
+	shares.viewChanged = func(share string, v storecheck.View) { nm.m.ShareStorage(share, v.State) }
 	agent, err := joinCluster(actx, cfg, log, node, coh.peerAddr, nm)
 	if err != nil {
 		return err
 	}
+	joined.Store(agent)
 	var valid func() bool
 	if agent != nil {
 		// The node answers for shards, and takes connections, only while
@@ -295,23 +313,30 @@ type shareTable struct {
 	resume *share.ResumeKeys   // one per node: a copy may take its source from another share
 	log    *slog.Logger
 
+	// In a cluster (nil on a single node): the storage checks of the
+	// cluster's shares (storage.go), and, set before serving, how the
+	// trees of a share refused are ended and who hears of a view's change.
+	checks      *storecheck.Checker
+	endTrees    func(*server.Share) int
+	viewChanged func(share string, v storecheck.View)
+
 	mu      sync.RWMutex
 	shares  map[string]*server.Share       // by lower-case name
 	closers map[*server.Share]func() error // the cluster's shares' directories
+	gates   map[string]*storageGate        // the cluster's shares' storage checks, by lower-case name
 }
 
-func (t *shareTable) Lookup(name string) (*server.Share, bool) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	s, ok := t.shares[strings.ToLower(name)]
-	return s, ok
-}
-
+// List implements server.Shares: the shares clients may connect to now.
 func (t *shareTable) List() []*server.Share {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	out := make([]*server.Share, 0, len(t.shares))
-	for _, s := range t.shares {
+	for k, s := range t.shares {
+		if g := t.gates[k]; g != nil {
+			if v, _ := g.get(); !served(v) {
+				continue
+			}
+		}
 		out = append(out, s)
 	}
 	return out
@@ -321,7 +346,7 @@ func (t *shareTable) List() []*server.Share {
 // reach per-file state and other nodes' watches through coh.
 func openShares(cfg *Config, log *slog.Logger, coh *coherence) (*shareTable, func(), error) {
 	// One per node: shares over the same files share it.
-	t := &shareTable{opens: coh.files, locks: coh.locks, notify: coh.notify, resume: share.NewResumeKeys(), log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}}
+	t := &shareTable{opens: coh.files, locks: coh.locks, notify: coh.notify, resume: share.NewResumeKeys(), log: log, shares: map[string]*server.Share{}, closers: map[*server.Share]func() error{}, gates: map[string]*storageGate{}}
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {

@@ -3,6 +3,7 @@ package server
 import (
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
@@ -123,4 +124,18 @@ type Share struct {
 	// durable v2 opens asking for it are made persistent (durable.go).
 	CA      bool
 	Backend Backend
+
+	// uncached: reads through this node's page cache of the share may be
+	// stale (SetPageCacheReads).
+	uncached atomic.Bool
 }
+
+// SetPageCacheReads says whether READs of the share may come from the
+// node's page cache without a read of the file: sendfile and RWF_NOWAIT
+// reads. A cluster turns them off where its storage check found them
+// stale while plain reads were not (a FUSE mount in direct-io mode still
+// splices through a page cache another node's writes do not reach).
+func (s *Share) SetPageCacheReads(on bool) { s.uncached.Store(!on) }
+
+// PageCacheReads reports SetPageCacheReads' setting (on by default).
+func (s *Share) PageCacheReads() bool { return !s.uncached.Load() }

@@ -60,8 +60,12 @@ func (r *Request) readFile(h FileReader, req *smb2.ReadRequest) (Response, error
 	if fr.N == 0 {
 		return &readPayload{ReadResponse: smb2.ReadResponse{DataOffset: 0x50}}, nil
 	}
-	if ff, ok := fr.File.(FdFile); ok && r.zeroCopy(uint32(fr.N)) {
+	cached := r.Tree == nil || r.Tree.Share.PageCacheReads()
+	if ff, ok := fr.File.(FdFile); ok && cached && r.zeroCopy(uint32(fr.N)) {
 		return r.sendfileRead(h, ff, fr)
+	}
+	if !cached && !r.MayWait() {
+		return nil, ErrWouldBlock // pread, off the reader
 	}
 	buf, into := r.readPayloadBuffer(fr.N)
 	var n int

@@ -112,7 +112,9 @@ func (c *conn) serveClose(r *Request) (Response, error) {
 	return resp, nil
 }
 
-// serveFlush handles SMB2 FLUSH ([MS-SMB2] 3.3.5.11).
+// serveFlush handles SMB2 FLUSH ([MS-SMB2] 3.3.5.11): the handle flushes
+// its file, and every other node that wrote to the open through a channel
+// handed over here flushes its own descriptor (remotefile.go).
 func (c *conn) serveFlush(r *Request) (Response, error) {
 	var req smb2.FlushRequest
 	if err := req.Decode(r.Msg); err != nil {
@@ -124,6 +126,10 @@ func (c *conn) serveFlush(r *Request) (Response, error) {
 	}
 	if err := f.Flush(r); err != nil {
 		return nil, err
+	}
+	if err := r.Open.flushRemote(r.Ctx); err != nil {
+		c.srv.log.Info("FLUSH: another node did not flush what it wrote", "file", r.Open.Name, "err", err)
+		return nil, smb2.StatusUnexpectedIOError
 	}
 	return &smb2.FlushResponse{}, nil
 }

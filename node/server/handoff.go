@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -62,20 +61,28 @@ type Relay interface {
 	// next bytes continue the same write; io.EOF once the home node ended
 	// the connection.
 	Recv() (p []byte, more bool, err error)
-	// RemoteRead offers the home node to serve a READ from this node
-	// (remoteread.go).
-	// (remoteread.go); sealed: the client sent it encrypted (pdu is
-	// opened).
-	RemoteRead(ctx context.Context, pdu []byte, wantPath, sealed bool) (RemoteRead, error)
+	// RemoteFile asks the home node to name the file of open fid of
+	// session sid, tree tid (remotefile.go).
+	RemoteFile(ctx context.Context, sid uint64, tid uint32, fid uint64) (RemoteFileName, error)
+	// RemoteRead offers the home node to serve a READ from this node's
+	// file fileID (remoteread.go); sealed: the client sent it encrypted
+	// (pdu is opened).
+	RemoteRead(ctx context.Context, pdu []byte, fileID uint64, sealed bool) (RemoteRead, error)
 	// RemoteWrite sends the home node a WRITE whose payload (n bytes)
-	// stays here (remotewrite.go); verified: it is signed, and its
-	// signature verified here.
-	RemoteWrite(ctx context.Context, head []byte, n int, wantPath, sealed, verified bool) (WriteExchange, error)
+	// stays here, to write to this node's file fileID (remotewrite.go);
+	// verified: it is signed, and its signature verified here.
+	RemoteWrite(ctx context.Context, head []byte, n int, fileID uint64, sealed, verified bool) (WriteExchange, error)
+	// ServeSyncs sets how this node flushes its descriptor of open fid
+	// when the home node asks (a FLUSH of the open, remotefile.go); it is
+	// called before Recv.
+	ServeSyncs(sync func(fid uint64) error)
 	// SessionKeys asks the home node for the keys of a session the
 	// connection is a channel of.
 	SessionKeys(ctx context.Context, sid uint64) (SessionKeys, error)
-	// CloseSend tells the home node that the client closed.
-	CloseSend() error
+	// CloseSend tells the home node that the client closed; flushed:
+	// everything this node wrote for the connection is on stable storage
+	// (remotefile.go).
+	CloseSend(flushed bool) error
 	// Close abandons the relay.
 	Close()
 }
@@ -245,12 +252,18 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 	c.out = c.out[:0]
 	c.wmu.Unlock()
 	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
-	rf := &remoteFiles{files: map[remoteFile]*os.File{}, keys: map[uint64]*sessionKeys{}}
+	rf := &remoteFiles{files: map[remoteFile]*peerFile{}, keys: map[uint64]*sessionKeys{}}
 	defer rf.close()
+	rl.ServeSyncs(rf.sync)
 	toClient := make(chan error, 1)
 	go func() { toClient <- c.relayToClient(rl) }()
 	var smu sync.Mutex // Send is not safe for concurrent use
 	forward := func(frame []byte) error {
+		if !c.srv.cfg.Control.Valid() {
+			// Fenced since the frame was read (a READ or WRITE relayed
+			// after all, remotefile.go): it goes nowhere (cluster.go).
+			return dropError{errFenced}
+		}
 		smu.Lock()
 		defer smu.Unlock()
 		return rl.Send(frame)
@@ -308,12 +321,14 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 	}
 	// However the loop ended — the client closed, a frame too large, the
 	// node fenced — the home node ends the connection standing for it, and
-	// so the relay's way back.
-	smu.Lock()
-	rl.CloseSend()
-	smu.Unlock()
-	c.close() // cancels the READs offered to the home node
+	// so the relay's way back; first what this node wrote for it is
+	// flushed, so that a FLUSH of the opens it wrote to need not reach it.
+	c.close() // cancels the READs and WRITEs offered to the home node
 	c.wg.Wait()
+	flushed := rf.flushAll()
+	smu.Lock()
+	rl.CloseSend(flushed)
+	smu.Unlock()
 	return <-toClient
 }
 

@@ -210,7 +210,7 @@ func (c *conn) closeRelays() {
 	c.mu.Unlock()
 	for _, sr := range relays {
 		sr.mu.Lock()
-		sr.rl.CloseSend()
+		sr.rl.CloseSend(true) // it wrote nothing here
 		sr.mu.Unlock()
 		sr.rl.Close()
 	}

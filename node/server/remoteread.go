@@ -6,14 +6,10 @@ import (
 	"crypto/cipher"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"sync"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
-	"golang.org/x/sys/unix"
 )
 
 // READs of a handed-over channel served by the node its client is
@@ -27,12 +23,13 @@ import (
 // access, byte-range locks, the range the file has — up to the point
 // where the bytes would move, and answers with the response's header and
 // the file range. The arrival node then sends the header and the bytes
-// from its own descriptor of the same file (sendfile, or read and signed
-// with the channel's key). The bytes thus leave through the node the
-// client is connected to, and the home node does no I/O for them. What
-// the home node answers otherwise (an error, a file without a
-// descriptor) it sends through the relay itself; a request of an
-// encrypted session or tree goes through the relay, untouched.
+// from its own descriptor of the same file, opened through its own share
+// (remotefile.go; sendfile, or read and signed or sealed with the
+// session's keys). The bytes thus leave through the node the client is
+// connected to, and the home node does no I/O for them. What the home
+// node answers otherwise (an error, a file the arrival node has not) it
+// sends through the relay itself; a READ of a file the arrival node
+// could not open goes through the relay, as a small one.
 
 // remoteIOMin is the default of Config.HandoffIOMin: the smallest READ
 // the arrival node offers to serve, and the smallest WRITE payload it
@@ -56,7 +53,6 @@ type RemoteRead struct {
 	// SMB2_FLAGS_SIGNED set when it is to be signed with SignKey) is
 	// followed by N bytes of the file at Off.
 	Head    []byte
-	Path    string // the file's path at the home node, when asked
 	Inode   uint64
 	Off     int64
 	N       int
@@ -79,41 +75,33 @@ type SessionKeys struct {
 
 // remoteRead is what the READ handler leaves for ServeRemoteRead.
 type remoteRead struct {
-	wantPath bool
-	taken    bool
-	inode    uint64
-	path     string
-	off      int64
-	n        int
+	fileID uint64 // the file the arrival node opened for the open
+	taken  bool
+	inode  uint64
+	off    int64
+	n      int
 }
 
 // take answers a READ whose bytes the arrival node sends: it reports
-// false when the file has no descriptor to name (the home node reads it
-// itself then).
+// false when the arrival node has not the open's file (the home node
+// reads it itself then).
 func (rr *remoteRead) take(h FileReader, fr FileRange) (Response, bool, error) {
-	ff, ok := fr.File.(FdFile)
+	pf, ok := h.(PeerFiler)
 	if !ok {
 		return nil, false, nil
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(ff.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	p, ok := pf.PeerFile()
+	if !ok || p.ID == 0 || p.ID != rr.fileID {
 		return nil, false, nil
 	}
-	if rr.wantPath {
-		p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", ff.Fd()))
-		if err != nil {
-			return nil, false, nil
-		}
-		rr.path = p
-	}
 	n := 0
-	if fr.Off < st.Size {
-		n = int(min(int64(fr.N), st.Size-fr.Off))
+	if fr.Off < p.Size {
+		n = int(min(int64(fr.N), p.Size-fr.Off))
 	}
 	if n == 0 || uint32(n) < fr.Min {
 		return nil, true, smb2.StatusEndOfFile
 	}
-	rr.taken, rr.inode, rr.off, rr.n = true, st.Ino, fr.Off, n
+	rr.taken, rr.inode, rr.off, rr.n = true, p.ID, fr.Off, n
 	h.ReadDone(fr.Off + int64(n))
 	return &readPayload{ReadResponse: smb2.ReadResponse{DataOffset: 0x50, DataLength: uint32(n)}}, true, nil
 }
@@ -123,8 +111,10 @@ func (rr *remoteRead) take(h FileReader, fr FileRange) (Response, bool, error) {
 type Adopted struct{ c *conn }
 
 // ServeRemoteRead runs a READ the arrival node offers to serve from its
-// own descriptor (see above). pdu is the request as the client sent it.
-func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath, sealed bool) RemoteRead {
+// own descriptor (see above). pdu is the request as the client sent it;
+// fileID the FileID of the file the arrival node opened for its open
+// (RemoteFile).
+func (a *Adopted) ServeRemoteRead(pdu []byte, fileID uint64, sealed bool) RemoteRead {
 	c := a.c
 	var h smb2.Header
 	if h.Decode(pdu) != nil || h.Command != smb2.CmdRead || h.NextCommand != 0 || h.Flags&smb2.FlagRelatedOperations != 0 ||
@@ -139,7 +129,7 @@ func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath, sealed bool) RemoteRead 
 	if sealed {
 		enc = s
 	}
-	rr := &remoteRead{wantPath: wantPath}
+	rr := &remoteRead{fileID: fileID}
 	r := &m.req
 	r.single, r.encrypted, r.remote = !sealed, sealed, rr
 	res, err := c.serveOne(r, &m.st, enc)
@@ -151,7 +141,7 @@ func (a *Adopted) ServeRemoteRead(pdu []byte, wantPath, sealed bool) RemoteRead 
 		c.writeResults([]result{res})
 		return RemoteRead{Answered: true}
 	}
-	out := RemoteRead{Head: make([]byte, smb2.HeaderSize+res.body.Size()), Path: rr.path, Inode: rr.inode, Off: rr.off, N: rr.n,
+	out := RemoteRead{Head: make([]byte, smb2.HeaderSize+res.body.Size()), Inode: rr.inode, Off: rr.off, N: rr.n,
 		Seal: res.encrypt != nil}
 	if res.signer != nil && !out.Seal {
 		res.hdr.Flags |= smb2.FlagSigned
@@ -223,16 +213,6 @@ func (c *conn) remoteRequest(h *smb2.Header, msg []byte, unsigned, sealed bool) 
 	m := new(message)
 	m.req = Request{Header: *h, Msg: msg, conn: c, last: true, lone: true}
 	return m, s, true
-}
-
-// remoteFiles are the arrival node's descriptors of the files its
-// handed-over channel reads, by FileId.Persistent.
-type remoteFiles struct {
-	mu     sync.Mutex
-	keys   map[uint64]*sessionKeys // by session id; nil: the connection is no channel of it
-	files  map[remoteFile]*os.File
-	signer signing.Signer
-	key    []byte
 }
 
 // sealKeys are what the arrival node needs of an encrypting session: open
@@ -315,16 +295,6 @@ func (c *conn) openSealed(rl Relay, rf *remoteFiles, msg []byte) ([]byte, *sealK
 	return plain, keys.seal
 }
 
-// remoteFile names a descriptor remoteFiles keeps: one to read and one to
-// write each open.
-type remoteFile struct {
-	fid   uint64
-	write bool
-}
-
-// remoteFilesMax bounds the descriptors one channel keeps.
-const remoteFilesMax = 256
-
 // remoteReadable reports whether msg, a message a handed-over channel's
 // client sent, is a READ to offer the home node, and the FileId it reads.
 func remoteReadable(msg []byte, min int) (uint64, bool) {
@@ -359,8 +329,14 @@ func plainClose(msg []byte) (uint64, bool) {
 // it answers; forward sends a frame through the relay. An error ends the
 // connection.
 func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame, msg []byte, fid uint64, sk *sealKeys, forward func([]byte) error) error {
-	f := rf.get(fid, false)
-	rr, err := rl.RemoteRead(c.ctx, msg, f == nil, sk != nil)
+	var h smb2.Header
+	h.Decode(msg) // remoteReadable decoded it
+	pf := c.remoteFile(rl, rf, &h, fid, false)
+	defer rf.release(pf)
+	if pf == nil || pf.f == nil {
+		return forward(frame) // served by the home node, as a small READ
+	}
+	rr, err := rl.RemoteRead(c.ctx, msg, pf.id, sk != nil)
 	switch {
 	case err != nil:
 		return err
@@ -373,36 +349,22 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame, msg []byte, fid
 	case rr.Seal && sk == nil:
 		return errors.New("handoff: a sealed response to a plain request")
 	}
-	if f == nil {
-		if f, err = rf.open(fid, false, rr.Path, rr.Inode); err != nil {
-			return c.sendRemoteError(rf, rr, sk, smb2.StatusUnexpectedIOError)
-		}
-	}
 	signed := binary.LittleEndian.Uint32(rr.Head[16:])&smb2.FlagSigned != 0
-	if !signed && c.raw != nil {
+	if ff, ok := pf.f.(FdFile); ok && !signed && c.raw != nil && pf.share.PageCacheReads() {
 		head := make([]byte, 4+len(rr.Head))
 		copy(head[4:], rr.Head)
 		binary.BigEndian.PutUint32(head, uint32(len(rr.Head)+rr.N))
-		// The descriptor is held for the sendfile: a CLOSE of the open
-		// going by (drop) cannot close it, and so let its number be
+		// The descriptor is held (pf) for the sendfile: a CLOSE of the
+		// open going by (drop) cannot close it, and so let its number be
 		// reused by another file, while its bytes are being sent.
-		rc, err := f.SyscallConn()
-		if err != nil {
-			return c.sendRemoteError(rf, rr, sk, smb2.StatusUnexpectedIOError)
-		}
 		c.srv.remoteReads.Add(1) // before the client can see the response
 		c.srv.cfg.Metrics.HandoffMoved(false, rr.N)
-		var serr error
 		c.wmu.Lock()
-		cerr := rc.Control(func(fd uintptr) { serr = c.sendHeaderAndFile(head, fileSegment{fd, rr.Off, rr.N}, false) })
-		c.wmu.Unlock()
-		if cerr != nil { // closed before anything was sent
-			return c.sendRemoteError(rf, rr, sk, smb2.StatusFileClosed)
-		}
-		return serr
+		defer c.wmu.Unlock()
+		return c.sendHeaderAndFile(head, fileSegment{ff.Fd(), rr.Off, rr.N}, false)
 	}
 	data := make([]byte, rr.N)
-	n, err := f.ReadAt(data, rr.Off)
+	n, err := pf.f.ReadAt(data, rr.Off)
 	if n < rr.N && err != nil && !errors.Is(err, io.EOF) {
 		return c.sendRemoteError(rf, rr, sk, smb2.StatusUnexpectedIOError)
 	}
@@ -464,73 +426,6 @@ func (s fileSegment) Size() int                               { return 0 }
 func (s fileSegment) Encode([]byte)                           {}
 func (s fileSegment) Segment() (fd uintptr, off int64, n int) { return s.fd, s.off, s.n }
 func (s fileSegment) Release()                                {}
-
-func (rf *remoteFiles) get(fid uint64, write bool) *os.File {
-	rf.mu.Lock()
-	defer rf.mu.Unlock()
-	return rf.files[remoteFile{fid, write}]
-}
-
-// open opens the file a READ names at path, as the home node has it, and
-// checks that it is the same file.
-func (rf *remoteFiles) open(fid uint64, write bool, path string, inode uint64) (*os.File, error) {
-	if path == "" {
-		return nil, errors.New("handoff: no path")
-	}
-	flag := os.O_RDONLY
-	if write {
-		flag = os.O_WRONLY
-	}
-	f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Ino != inode {
-		f.Close()
-		return nil, fmt.Errorf("handoff: %s is not the file the home node reads", path)
-	}
-	key := remoteFile{fid, write}
-	rf.mu.Lock()
-	defer rf.mu.Unlock()
-	if old := rf.files[key]; old != nil {
-		f.Close()
-		return old, nil
-	}
-	if len(rf.files) >= remoteFilesMax {
-		for id, g := range rf.files {
-			g.Close() // an open closed without this node seeing its CLOSE
-			delete(rf.files, id)
-			break
-		}
-	}
-	rf.files[key] = f
-	return f, nil
-}
-
-func (rf *remoteFiles) drop(fid uint64) {
-	rf.mu.Lock()
-	var fs []*os.File
-	for _, write := range []bool{false, true} {
-		if f := rf.files[remoteFile{fid, write}]; f != nil {
-			fs = append(fs, f)
-			delete(rf.files, remoteFile{fid, write})
-		}
-	}
-	rf.mu.Unlock()
-	for _, f := range fs {
-		f.Close()
-	}
-}
-
-func (rf *remoteFiles) close() {
-	rf.mu.Lock()
-	defer rf.mu.Unlock()
-	for id, f := range rf.files {
-		f.Close()
-		delete(rf.files, id)
-	}
-}
 
 // signerFor returns the channel's signer, made once.
 func (rf *remoteFiles) signerFor(alg uint16, key []byte) (signing.Signer, error) {

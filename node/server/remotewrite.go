@@ -3,11 +3,8 @@ package server
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"os"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
-	"golang.org/x/sys/unix"
 )
 
 // WRITEs of a handed-over channel whose payload stays on the node its
@@ -16,9 +13,11 @@ import (
 // as if read from the connection — credits, session, tree, open, access,
 // the offset, byte-range locks, the break of other opens' read caching,
 // ChannelSequence — and, where it would write the payload, has the
-// arrival node write it to its own descriptor of the file; then it
-// finishes the WRITE (write-through, position, change notify) and answers
-// through the relay. A signed WRITE's signature covers its payload: the
+// arrival node write it to its own descriptor of the file (opened through
+// its own share, remotefile.go) and, for a write-through WRITE, flush it
+// there; then it finishes the WRITE (position, change notify) and answers
+// through the relay. A file the arrival node could not open takes the
+// relay, payload and all. A signed WRITE's signature covers its payload: the
 // arrival node verifies it with the channel's key (Relay.SessionKeys)
 // before it offers the WRITE, and the home node takes it as verified.
 
@@ -26,9 +25,9 @@ import (
 // arrival node.
 type RemotePayload struct {
 	// WriteAt has the arrival node write the payload's first n bytes at
-	// off of the file (path when asked, and inode); it returns how many
-	// it wrote.
-	WriteAt func(path string, inode uint64, off int64, n int) (int, error)
+	// off of its file of the open (FileID id), and with sync flush them to
+	// stable storage before it answers; it returns how many it wrote.
+	WriteAt func(id uint64, off int64, n int, sync bool) (int, error)
 	// ReadAll fills p with the payload, for a file the arrival node
 	// cannot write itself.
 	ReadAll func(p []byte) error
@@ -36,31 +35,30 @@ type RemotePayload struct {
 
 // remoteWrite is a WRITE's payload on the arrival node.
 type remoteWrite struct {
-	n        int
-	wantPath bool
-	p        RemotePayload
+	n      int
+	fileID uint64 // the file the arrival node opened for the open
+	p      RemotePayload
 }
 
 // writeTo writes the payload where WriteRange said: through the arrival
-// node's descriptor of a regular file, else fetched and written here.
-func (rw *remoteWrite) writeTo(wr WriteRange) (int, error) {
-	if ff, ok := wr.File.(FdFile); ok {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(ff.Fd()), &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-			path := ""
-			if rw.wantPath {
-				path, err = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", ff.Fd()))
+// node's descriptor when it has the open's file (flushed there when the
+// WRITE is write-through: synced), else fetched and written here.
+func (rw *remoteWrite) writeTo(r *Request, h FileWriter, wr WriteRange) (n int, synced bool, err error) {
+	if pf, ok := h.(PeerFiler); ok {
+		if p, ok := pf.PeerFile(); ok && p.ID != 0 && p.ID == rw.fileID {
+			n, err := rw.p.WriteAt(p.ID, wr.Off, wr.N, wr.Sync)
+			if n > 0 && (err != nil || !wr.Sync) {
+				r.Open.wroteRemotely(r.conn) // a FLUSH of the open flushes it there
 			}
-			if err == nil {
-				return rw.p.WriteAt(path, st.Ino, wr.Off, wr.N)
-			}
+			return n, wr.Sync, err
 		}
 	}
 	buf := make([]byte, wr.N)
 	if err := rw.p.ReadAll(buf); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return wr.File.WriteAt(buf, wr.Off)
+	n, err = wr.File.WriteAt(buf, wr.Off)
+	return n, false, err
 }
 
 // remoteWritable reports whether msg, a message a handed-over channel's
@@ -89,7 +87,9 @@ func remoteWritable(msg []byte, min int) (dataOff int, fid uint64, signed, ok bo
 // whether the home node answered it through the relay, or whether the
 // arrival node is to send it through the relay (forward: nothing was
 // counted).
-func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath, sealed, verified bool, p RemotePayload) (answered bool) {
+// fileID is the FileID of the file the arrival node opened for the open
+// (RemoteFile).
+func (a *Adopted) ServeRemoteWrite(head []byte, n int, fileID uint64, sealed, verified bool, p RemotePayload) (answered bool) {
 	c := a.c
 	var h smb2.Header
 	if h.Decode(head) != nil || h.Command != smb2.CmdWrite || h.NextCommand != 0 ||
@@ -109,7 +109,7 @@ func (a *Adopted) ServeRemoteWrite(head []byte, n int, wantPath, sealed, verifie
 	}
 	r := &m.req
 	r.encrypted, r.verified = sealed, verified
-	r.remoteWrite = &remoteWrite{n: n, wantPath: wantPath, p: p}
+	r.remoteWrite = &remoteWrite{n: n, fileID: fileID, p: p}
 	res, err := c.serveOne(r, &m.st, enc)
 	if err != nil {
 		c.close()
@@ -133,12 +133,13 @@ type WriteExchange interface {
 
 // WriteStep is one ask of the home node in a RemoteWrite.
 type WriteStep struct {
-	// Write: write the payload's first N bytes at Off of the file.
+	// Write: write the payload's first N bytes at Off of the file (FileID
+	// Inode); Sync: flush them to stable storage before answering.
 	Write bool
-	Path  string
 	Inode uint64
 	Off   int64
 	N     int
+	Sync  bool
 	// SendData: send the payload.
 	SendData bool
 	// The end: the home node answered the WRITE through the relay, or
@@ -150,9 +151,15 @@ type WriteStep struct {
 // dataOff) and does what it asks; forward sends a frame through the
 // relay. An error ends the connection.
 func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame, msg []byte, dataOff int, fid uint64, sealed, verified bool, forward func([]byte) error) error {
+	var h smb2.Header
+	h.Decode(msg) // remoteWritable decoded it
+	pf := c.remoteFile(rl, rf, &h, fid, true)
+	defer rf.release(pf)
+	if pf == nil || pf.f == nil {
+		return forward(frame) // served by the home node, as a small WRITE
+	}
 	data := msg[dataOff:]
-	f := rf.get(fid, true)
-	x, err := rl.RemoteWrite(c.ctx, msg[:dataOff], len(data), f == nil, sealed, verified)
+	x, err := rl.RemoteWrite(c.ctx, msg[:dataOff], len(data), pf.id, sealed, verified)
 	if err != nil {
 		return err
 	}
@@ -175,21 +182,24 @@ func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame, msg []byte, da
 				p = p[k:]
 			}
 		case st.Write:
-			if st.N > len(data) {
-				return x.Written(0, errors.New("more than the payload"))
-			}
-			if f == nil || st.Path != "" {
-				if f, err = rf.open(fid, true, st.Path, st.Inode); err != nil {
-					if err := x.Written(0, err); err != nil {
-						return err
-					}
-					continue
+			if st.N > len(data) || st.Inode != pf.id {
+				if err := x.Written(0, errors.New("not this WRITE's payload or file")); err != nil {
+					return err
 				}
+				continue
 			}
 			if !c.srv.cfg.Control.Valid() {
 				return dropError{errFenced} // a fenced node writes nothing (cluster.go)
 			}
-			n, werr := f.WriteAt(data[:st.N], st.Off)
+			n, werr := pf.f.WriteAt(data[:st.N], st.Off)
+			if werr == nil && st.Sync {
+				// Write-through ([MS-SMB2] 3.3.5.13): on the descriptor
+				// that wrote, before the home node answers.
+				werr = pf.f.Sync()
+			}
+			if n > 0 && (!st.Sync || werr != nil) {
+				rf.wrote(pf)
+			}
 			if werr == nil {
 				c.srv.remoteWrites.Add(1)
 				c.srv.cfg.Metrics.HandoffMoved(true, n)

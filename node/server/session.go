@@ -153,6 +153,9 @@ type Open struct {
 	// how often chanSeq changed (channelseq.go).
 	outstanding, preOutstanding int
 	chanEpoch                   uint64
+	// remote: the handed-over channels whose nodes wrote to the open and
+	// have not flushed since (remotefile.go).
+	remote remoteWriters
 
 	io metrics.IOCount // requests and bytes, for the top-N tables (metrics.go)
 }

@@ -53,6 +53,10 @@ type Options struct {
 	// tracking wrapper: its files are the backend's own (sendfile,
 	// RWF_NOWAIT reads).
 	DiskRoot string
+	// TrackDisk wraps DiskRoot's osfs in a vfstest.Tracker (Server.Disk),
+	// which counts its open files and their flushes (its files keep
+	// their descriptors, but not RWF_NOWAIT reads).
+	TrackDisk bool
 	// SpliceWriteThreshold is server.Config's (zero: no spliced WRITEs).
 	SpliceWriteThreshold int
 	// Logf, when set, receives every log record (for debugging a test).
@@ -72,6 +76,7 @@ type Server struct {
 	Addr    string           // host:port it listens on
 	FS      *memfs.FS        // the shares' files
 	Tracker *vfstest.Tracker // open files of FS
+	Disk    *vfstest.Tracker // open files of DiskRoot, with Options.TrackDisk
 	Log     *Recorder        // everything the server logged
 	l       net.Listener     // closed by Shutdown
 	served  chan error       // Serve's result
@@ -102,12 +107,18 @@ func Start(tb testing.TB, opts Options) *Server {
 		EncShareName: {Name: EncShareName, Encrypt: true, Backend: newDisk(EncShareName, tr.FS())},
 		CAShareName:  {Name: CAShareName, CA: true, Backend: newDisk(CAShareName, tr.FS())},
 	}
+	var dtr *vfstest.Tracker
 	if opts.DiskRoot != "" {
 		dfs, err := osfs.New(opts.DiskRoot)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		shares[DiskShareName] = &server.Share{Name: DiskShareName, Backend: newDisk(DiskShareName, dfs)}
+		var dvfs vfs.FS = dfs
+		if opts.TrackDisk {
+			dtr = vfstest.TrackOpens(dfs)
+			dvfs = dtr.FS()
+		}
+		shares[DiskShareName] = &server.Share{Name: DiskShareName, Backend: newDisk(DiskShareName, dvfs)}
 	}
 	cfg := server.Config{
 		ServerName:      "TESTSRV",
@@ -136,7 +147,7 @@ func Start(tb testing.TB, opts Options) *Server {
 		}
 	}
 	s := &Server{
-		Server: server.New(cfg), Addr: l.Addr().String(), FS: fsys, Tracker: tr, Log: rec,
+		Server: server.New(cfg), Addr: l.Addr().String(), FS: fsys, Tracker: tr, Disk: dtr, Log: rec,
 		l: l, served: make(chan error, 1), cfg: cfg, tb: tb,
 	}
 	go func() { s.served <- s.Serve(l) }()
@@ -159,6 +170,9 @@ func (s *Server) stop() {
 			s.tb.Errorf("servertest: %d open(s) leaked after shutdown", n)
 		}
 		s.Tracker.Check(s.tb)
+		if s.Disk != nil {
+			s.Disk.Check(s.tb)
+		}
 		s.Log.stop()
 	})
 }

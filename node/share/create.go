@@ -289,7 +289,7 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 	if created {
 		action, truncate = smb2.FileCreated, false
 	}
-	o := &open{d: d, f: f, name: name, access: access}
+	o := &open{d: d, f: f, name: name, access: access, mode: req.CreateOptions & fscc.FileWriteThrough}
 	if req.CreateOptions&smb2.FileDeleteOnClose != 0 {
 		if err := o.requestDeleteOnClose(); err != nil {
 			f.Close()

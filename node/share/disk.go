@@ -25,7 +25,7 @@ type Disk struct {
 	fs       vfs.FS
 	readOnly bool
 	log      *slog.Logger
-	volumeID uint64
+	volumeID uint64 // the share's identity: SetVolumeID, else the filesystem's serial number
 	table    state.Files // share modes, delete-pending and oplocks of every open
 	locks    state.Locks // byte-range locks
 	notify   notifier    // CHANGE_NOTIFY watchers
@@ -42,6 +42,17 @@ func NewDisk(name string, fsys vfs.FS, readOnly bool, log *slog.Logger) *Disk {
 	}
 	return d
 }
+
+// SetVolumeID makes id the share's volume identity: the volume half of its
+// files' keys (state.FileKey) and the serial number clients see. A
+// cluster sets the share's identity from etcd, so that every node names a
+// file alike whatever its own mount of the share reports (st_dev and
+// f_fsid differ between two clients of one distributed filesystem).
+// Call it before serving.
+func (d *Disk) SetVolumeID(id uint64) { d.volumeID = id }
+
+// VolumeID is the share's volume identity (SetVolumeID).
+func (d *Disk) VolumeID() uint64 { return d.volumeID }
 
 // SetState makes the share use the open and lock state f and l, shared
 // with the other shares of the node (and, in a cluster, reached through

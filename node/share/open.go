@@ -235,7 +235,12 @@ func (o *open) setPosition(p int64) {
 	o.mu.Unlock()
 }
 
-// Flush handles SMB2 FLUSH ([MS-SMB2] 3.3.5.11).
+// Flush handles SMB2 FLUSH ([MS-SMB2] 3.3.5.11): it flushes this node's
+// descriptor; the engine has the other nodes that wrote through the open
+// flush theirs (server/remotefile.go). A persistent open's WRITEs were
+// written through where they were written (write.go), which is why the
+// spec lets its FLUSH succeed at once; flushing again costs little. CLOSE
+// ([MS-SMB2] 3.3.5.10) promises no flush, persistent or not.
 func (o *open) Flush(r *server.Request) error {
 	if err := o.need(smb2.FileWriteData | smb2.FileAppendData); err != nil {
 		return err

@@ -300,7 +300,7 @@ func (o *open) fsInfo(class uint8, st vfs.FSInfo) (encoder, error) {
 	perUnit := uint32(unit / sectorSize)
 	switch class {
 	case fscc.FileFsVolumeInformation:
-		v := &fscc.FsVolumeInformation{VolumeSerialNumber: st.SerialNumber, VolumeLabel: st.Label}
+		v := &fscc.FsVolumeInformation{VolumeSerialNumber: uint32(o.d.volumeID), VolumeLabel: st.Label}
 		if v.VolumeLabel == "" {
 			v.VolumeLabel = o.d.name
 		}
@@ -333,7 +333,7 @@ func (o *open) fsInfo(class uint8, st vfs.FSInfo) (encoder, error) {
 	case fscc.FileFsObjectIdInformation:
 		id := &fscc.FsObjectIdInformation{}
 		binary.LittleEndian.PutUint64(id.ObjectID[:], o.d.volumeID)
-		binary.LittleEndian.PutUint32(id.ObjectID[8:], st.SerialNumber)
+		binary.LittleEndian.PutUint32(id.ObjectID[8:], uint32(o.d.volumeID))
 		return id, nil
 	case fscc.FileFsSectorSizeInformation:
 		return &fscc.FsSectorSizeInformation{

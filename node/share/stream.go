@@ -137,7 +137,7 @@ func (d *Disk) openStream(so vfs.StreamOpener, pn parsedName, req *smb2.CreateRe
 	if created {
 		action, truncate = smb2.FileCreated, false
 	}
-	o := &open{d: d, f: f, name: pn.name, stream: stream, access: access}
+	o := &open{d: d, f: f, name: pn.name, stream: stream, access: access, mode: req.CreateOptions & fscc.FileWriteThrough}
 	if err := o.applyCreateContexts(req, action); err != nil {
 		f.Close()
 		return nil, 0, false, err

@@ -3,6 +3,7 @@ package share
 import (
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 )
 
 // WriteRange makes the checks of an SMB2 WRITE ([MS-SMB2] 3.3.5.13): the
@@ -37,17 +38,22 @@ func (o *open) WriteRange(r *server.Request, req *smb2.WriteRequest) (server.Wri
 	if o.so != nil {
 		o.d.table.BreakRead(o.so.Key, o.so)
 	}
-	return server.WriteRange{File: o.f, Off: off, N: int(req.Length)}, nil
+	return server.WriteRange{File: o.f, Off: off, N: int(req.Length), Sync: o.writesThrough(req)}, nil
 }
 
-// WriteDone finishes a WRITE that wrote n bytes at off: it flushes them
-// for a write-through WRITE, records the position and reports the change.
+// writesThrough reports whether the WRITE req reaches stable storage
+// before it is answered ([MS-SMB2] 3.3.5.13): it asks for it
+// (SMB2_WRITEFLAG_WRITE_THROUGH), or the open was made with
+// FILE_WRITE_THROUGH (or has it in its mode), or is persistent. The
+// engine flushes the descriptor that wrote it (server.WriteRange.Sync).
+func (o *open) writesThrough(req *smb2.WriteRequest) bool {
+	return req.Flags&smb2.WriteFlagWriteThrough != 0 || o.writeThrough.Load() || o.currentMode()&fscc.FileWriteThrough != 0
+}
+
+// WriteDone finishes a WRITE that wrote n bytes at off (and flushed
+// them, when write-through): it records the position and reports the
+// change.
 func (o *open) WriteDone(req *smb2.WriteRequest, off int64, n int) error {
-	if req.Flags&smb2.WriteFlagWriteThrough != 0 || o.writeThrough.Load() {
-		if err := o.f.Sync(); err != nil {
-			return err
-		}
-	}
 	o.setPosition(off + int64(n))
 	if !o.written.Load() { // one store per open, not per WRITE
 		o.written.Store(true)

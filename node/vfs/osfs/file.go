@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -254,6 +255,8 @@ func (f *file) ReadDir() ([]vfs.FileInfo, error) {
 			full := n
 			if f.name != "" {
 				full = f.name + "/" + n
+			} else if f.fs.hidden != "" && strings.EqualFold(n, f.fs.hidden) {
+				continue
 			}
 			fi, err := f.fs.entryInfo(fd, n, full)
 			if err == unix.ENOENT {

@@ -25,6 +25,7 @@ type FS struct {
 	rootPath string
 	btime    bool // the filesystem reports birth times
 	inMemory bool // tmpfs or ramfs: reads never wait for a disk (nowait.go)
+	hidden   string // a root entry clients neither see nor reach (Hide)
 
 	noXattr   atomic.Bool // user xattrs are unsupported here
 	closeOnce sync.Once
@@ -85,13 +86,24 @@ func (fsys *FS) Root() string { return fsys.rootPath }
 // through SetInfo persist (the filesystem keeps user xattrs).
 func (fsys *FS) XattrsSupported() bool { return !fsys.noXattr.Load() }
 
+// Hide keeps name, an entry of the share's root, from clients: ReadDir of
+// the root leaves it out and every name beneath it is refused (EACCES).
+// The cluster keeps its storage probes there. Call it before serving.
+func (fsys *FS) Hide(name string) { fsys.hidden = name }
+
 // checkName validates a share-relative name (see the package doc).
-func checkName(op, name string) error {
+func (fsys *FS) checkName(op, name string) error {
 	if name == "" {
 		return nil
 	}
 	if strings.IndexByte(name, 0) >= 0 || name[0] == '/' {
 		return &fs.PathError{Op: op, Path: name, Err: syscall.EINVAL}
+	}
+	if fsys.hidden != "" {
+		first, _, _ := strings.Cut(name, "/")
+		if strings.EqualFold(first, fsys.hidden) {
+			return &fs.PathError{Op: op, Path: name, Err: syscall.EACCES}
+		}
 	}
 	for elem := range strings.SplitSeq(name, "/") {
 		switch elem {
@@ -148,7 +160,7 @@ func (fsys *FS) parent(name string) (int, string, func(), error) {
 // Stat describes name, following a final symbolic link only while it stays
 // beneath the root.
 func (fsys *FS) Stat(name string) (vfs.FileInfo, error) {
-	if err := checkName("stat", name); err != nil {
+	if err := fsys.checkName("stat", name); err != nil {
 		return vfs.FileInfo{}, err
 	}
 	if name == "" {
@@ -188,7 +200,7 @@ func (fsys *FS) entryInfo(dirfd int, base, full string) (vfs.FileInfo, error) {
 
 // Remove deletes a file or an empty directory.
 func (fsys *FS) Remove(name string) error {
-	if err := checkName("remove", name); err != nil {
+	if err := fsys.checkName("remove", name); err != nil {
 		return err
 	}
 	if name == "" {
@@ -222,10 +234,10 @@ func (fsys *FS) Rename(oldname, newname string, replace bool) error {
 }
 
 func (fsys *FS) rename(oldname, newname string, replace bool) error {
-	if err := checkName("rename", oldname); err != nil {
+	if err := fsys.checkName("rename", oldname); err != nil {
 		return err.(*fs.PathError).Err
 	}
-	if err := checkName("rename", newname); err != nil {
+	if err := fsys.checkName("rename", newname); err != nil {
 		return err.(*fs.PathError).Err
 	}
 	if oldname == "" || newname == "" {

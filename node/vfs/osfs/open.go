@@ -13,7 +13,7 @@ import (
 
 // Open opens or creates name; see vfs.FS.
 func (fsys *FS) Open(name string, o vfs.OpenOptions) (vfs.File, bool, error) {
-	if err := checkName("open", name); err != nil {
+	if err := fsys.checkName("open", name); err != nil {
 		return nil, false, err
 	}
 	f, created, err := fsys.open(name, o)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -262,5 +263,55 @@ func TestDataAllocation(t *testing.T) {
 		if got := dataAllocation(c.blocks, c.size); got != c.want {
 			t.Errorf("dataAllocation(%d, %d) = %d, want %d", c.blocks, c.size, got, c.want)
 		}
+	}
+}
+
+// TestHide: a hidden root entry is neither listed nor reachable, by any
+// case of its name, while the same name below the root is an ordinary one.
+func TestHide(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{".smbcluster", "sub/.smbcluster"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsys, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	fsys.Hide(".smbcluster")
+	for _, name := range []string{".smbcluster", ".SMBCluster", ".smbcluster/probe", ".smbcluster/x/y"} {
+		if _, err := fsys.Stat(name); !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("Stat(%q) = %v, want EACCES", name, err)
+		}
+		if _, _, err := fsys.Open(name, vfs.OpenOptions{Read: true}); !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("Open(%q) = %v, want EACCES", name, err)
+		}
+	}
+	if err := fsys.Rename("sub", ".smbcluster/sub", false); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("Rename into the hidden entry = %v, want EACCES", err)
+	}
+	if err := fsys.Remove(".smbcluster"); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("Remove(hidden) = %v, want EACCES", err)
+	}
+	if _, err := fsys.Stat("sub/.smbcluster"); err != nil {
+		t.Errorf("Stat below the root: %v", err)
+	}
+	d, _, err := fsys.Open("", vfs.OpenOptions{Read: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	list, err := d.ReadDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := d.(vfs.NameReader).ReadDirNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Name != "sub" || !slices.Equal(names, []string{"sub"}) {
+		t.Errorf("root lists %v and %v, want only sub", list, names)
 	}
 }

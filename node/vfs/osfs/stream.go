@@ -96,7 +96,7 @@ func xattrErr(err error) error {
 
 // openBase opens the file or directory a stream belongs to.
 func (fsys *FS) openBase(op, name string) (*file, error) {
-	if err := checkName(op, name); err != nil {
+	if err := fsys.checkName(op, name); err != nil {
 		return nil, err
 	}
 	f, err := fsys.openExisting(name, vfs.OpenOptions{Read: true})
@@ -275,7 +275,7 @@ func (fsys *FS) renameToData(name, attr string, replace bool) error {
 	if !replace {
 		return pathErr(syscall.EEXIST) // the unnamed data stream always exists
 	}
-	if err := checkName("renamestream", name); err != nil {
+	if err := fsys.checkName("renamestream", name); err != nil {
 		return err
 	}
 	data, err := fsys.openExisting(name, vfs.OpenOptions{Read: true, Write: true, Kind: vfs.RegularOnly})
@@ -598,6 +598,9 @@ func (f *file) ReadDirNames() ([]string, error) {
 		names, err = readNames(fd)
 		return err
 	})
+	if f.name == "" && f.fs.hidden != "" {
+		names = slices.DeleteFunc(names, func(n string) bool { return strings.EqualFold(n, f.fs.hidden) })
+	}
 	return names, f.pathErr("readdir", err)
 }
 

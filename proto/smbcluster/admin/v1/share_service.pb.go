@@ -42,7 +42,14 @@ type Share struct {
 	// revision is the etcd revision of the share's last change (output only).
 	// An UpdateShare carrying a non-zero revision fails with
 	// FailedPrecondition if the share changed since.
-	Revision      int64 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision int64 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
+	// skip_storage_check serves the share without checking that the nodes'
+	// mounts of it are coherent. Unsafe: see ShareRecord.skip_storage_check.
+	SkipStorageCheck bool `protobuf:"varint,11,opt,name=skip_storage_check,json=skipStorageCheck,proto3" json:"skip_storage_check,omitempty"`
+	// volume_id is the share's identity on every node (output only).
+	VolumeId uint64 `protobuf:"fixed64,12,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	// views is how each live node serves the share (output only).
+	Views         []*ShareView `protobuf:"bytes,13,rep,name=views,proto3" json:"views,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -147,6 +154,106 @@ func (x *Share) GetRevision() int64 {
 	return 0
 }
 
+func (x *Share) GetSkipStorageCheck() bool {
+	if x != nil {
+		return x.SkipStorageCheck
+	}
+	return false
+}
+
+func (x *Share) GetVolumeId() uint64 {
+	if x != nil {
+		return x.VolumeId
+	}
+	return 0
+}
+
+func (x *Share) GetViews() []*ShareView {
+	if x != nil {
+		return x.Views
+	}
+	return nil
+}
+
+// ShareView is how one node serves a share.
+type ShareView struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// state: serving, checking, refused or unchecked (ShareViewRecord).
+	State  string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Reason string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Since  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	// zero_copy: the node reads the share with sendfile and page-cache reads.
+	ZeroCopy      bool `protobuf:"varint,5,opt,name=zero_copy,json=zeroCopy,proto3" json:"zero_copy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareView) Reset() {
+	*x = ShareView{}
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareView) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareView) ProtoMessage() {}
+
+func (x *ShareView) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareView.ProtoReflect.Descriptor instead.
+func (*ShareView) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ShareView) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ShareView) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ShareView) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ShareView) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ShareView) GetZeroCopy() bool {
+	if x != nil {
+		return x.ZeroCopy
+	}
+	return false
+}
+
 type CreateShareRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Share         *Share                 `protobuf:"bytes,1,opt,name=share,proto3" json:"share,omitempty"`
@@ -156,7 +263,7 @@ type CreateShareRequest struct {
 
 func (x *CreateShareRequest) Reset() {
 	*x = CreateShareRequest{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[1]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -168,7 +275,7 @@ func (x *CreateShareRequest) String() string {
 func (*CreateShareRequest) ProtoMessage() {}
 
 func (x *CreateShareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[1]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -181,7 +288,7 @@ func (x *CreateShareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateShareRequest.ProtoReflect.Descriptor instead.
 func (*CreateShareRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{1}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateShareRequest) GetShare() *Share {
@@ -200,7 +307,7 @@ type CreateShareResponse struct {
 
 func (x *CreateShareResponse) Reset() {
 	*x = CreateShareResponse{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[2]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -212,7 +319,7 @@ func (x *CreateShareResponse) String() string {
 func (*CreateShareResponse) ProtoMessage() {}
 
 func (x *CreateShareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[2]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -225,7 +332,7 @@ func (x *CreateShareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateShareResponse.ProtoReflect.Descriptor instead.
 func (*CreateShareResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{2}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateShareResponse) GetShare() *Share {
@@ -240,7 +347,7 @@ type UpdateShareRequest struct {
 	// share.name selects the share.
 	Share *Share `protobuf:"bytes,1,opt,name=share,proto3" json:"share,omitempty"`
 	// update_mask names the fields to change: path, comment, read_only,
-	// encrypt_data, hidden, continuous_availability.
+	// encrypt_data, hidden, continuous_availability, skip_storage_check.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -248,7 +355,7 @@ type UpdateShareRequest struct {
 
 func (x *UpdateShareRequest) Reset() {
 	*x = UpdateShareRequest{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[3]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +367,7 @@ func (x *UpdateShareRequest) String() string {
 func (*UpdateShareRequest) ProtoMessage() {}
 
 func (x *UpdateShareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[3]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +380,7 @@ func (x *UpdateShareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateShareRequest.ProtoReflect.Descriptor instead.
 func (*UpdateShareRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{3}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UpdateShareRequest) GetShare() *Share {
@@ -299,7 +406,7 @@ type UpdateShareResponse struct {
 
 func (x *UpdateShareResponse) Reset() {
 	*x = UpdateShareResponse{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[4]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -311,7 +418,7 @@ func (x *UpdateShareResponse) String() string {
 func (*UpdateShareResponse) ProtoMessage() {}
 
 func (x *UpdateShareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[4]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -324,7 +431,7 @@ func (x *UpdateShareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateShareResponse.ProtoReflect.Descriptor instead.
 func (*UpdateShareResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{4}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UpdateShareResponse) GetShare() *Share {
@@ -343,7 +450,7 @@ type DeleteShareRequest struct {
 
 func (x *DeleteShareRequest) Reset() {
 	*x = DeleteShareRequest{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[5]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -355,7 +462,7 @@ func (x *DeleteShareRequest) String() string {
 func (*DeleteShareRequest) ProtoMessage() {}
 
 func (x *DeleteShareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[5]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -368,7 +475,7 @@ func (x *DeleteShareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteShareRequest.ProtoReflect.Descriptor instead.
 func (*DeleteShareRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{5}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeleteShareRequest) GetName() string {
@@ -386,7 +493,7 @@ type DeleteShareResponse struct {
 
 func (x *DeleteShareResponse) Reset() {
 	*x = DeleteShareResponse{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[6]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +505,7 @@ func (x *DeleteShareResponse) String() string {
 func (*DeleteShareResponse) ProtoMessage() {}
 
 func (x *DeleteShareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[6]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +518,7 @@ func (x *DeleteShareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteShareResponse.ProtoReflect.Descriptor instead.
 func (*DeleteShareResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{6}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{7}
 }
 
 type ListSharesRequest struct {
@@ -422,7 +529,7 @@ type ListSharesRequest struct {
 
 func (x *ListSharesRequest) Reset() {
 	*x = ListSharesRequest{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[7]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +541,7 @@ func (x *ListSharesRequest) String() string {
 func (*ListSharesRequest) ProtoMessage() {}
 
 func (x *ListSharesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[7]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +554,7 @@ func (x *ListSharesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSharesRequest.ProtoReflect.Descriptor instead.
 func (*ListSharesRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{7}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{8}
 }
 
 type ListSharesResponse struct {
@@ -460,7 +567,7 @@ type ListSharesResponse struct {
 
 func (x *ListSharesResponse) Reset() {
 	*x = ListSharesResponse{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[8]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -472,7 +579,7 @@ func (x *ListSharesResponse) String() string {
 func (*ListSharesResponse) ProtoMessage() {}
 
 func (x *ListSharesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[8]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -485,7 +592,7 @@ func (x *ListSharesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSharesResponse.ProtoReflect.Descriptor instead.
 func (*ListSharesResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{8}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListSharesResponse) GetShares() []*Share {
@@ -504,7 +611,7 @@ type GetShareRequest struct {
 
 func (x *GetShareRequest) Reset() {
 	*x = GetShareRequest{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[9]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +623,7 @@ func (x *GetShareRequest) String() string {
 func (*GetShareRequest) ProtoMessage() {}
 
 func (x *GetShareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[9]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +636,7 @@ func (x *GetShareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetShareRequest.ProtoReflect.Descriptor instead.
 func (*GetShareRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{9}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetShareRequest) GetName() string {
@@ -548,7 +655,7 @@ type GetShareResponse struct {
 
 func (x *GetShareResponse) Reset() {
 	*x = GetShareResponse{}
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[10]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -560,7 +667,7 @@ func (x *GetShareResponse) String() string {
 func (*GetShareResponse) ProtoMessage() {}
 
 func (x *GetShareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[10]
+	mi := &file_smbcluster_admin_v1_share_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -573,7 +680,7 @@ func (x *GetShareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetShareResponse.ProtoReflect.Descriptor instead.
 func (*GetShareResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{10}
+	return file_smbcluster_admin_v1_share_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetShareResponse) GetShare() *Share {
@@ -587,7 +694,7 @@ var File_smbcluster_admin_v1_share_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_admin_v1_share_service_proto_rawDesc = "" +
 	"\n" +
-	"'smbcluster/admin/v1/share_service.proto\x12\x13smbcluster.admin.v1\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf0\x02\n" +
+	"'smbcluster/admin/v1/share_service.proto\x12\x13smbcluster.admin.v1\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf1\x03\n" +
 	"\x05Share\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n" +
@@ -601,7 +708,16 @@ const file_smbcluster_admin_v1_share_service_proto_rawDesc = "" +
 	"\vupdate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12\x1a\n" +
 	"\brevision\x18\n" +
-	" \x01(\x03R\brevision\"F\n" +
+	" \x01(\x03R\brevision\x12,\n" +
+	"\x12skip_storage_check\x18\v \x01(\bR\x10skipStorageCheck\x12\x1b\n" +
+	"\tvolume_id\x18\f \x01(\x06R\bvolumeId\x124\n" +
+	"\x05views\x18\r \x03(\v2\x1e.smbcluster.admin.v1.ShareViewR\x05views\"\x9c\x01\n" +
+	"\tShareView\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x1b\n" +
+	"\tzero_copy\x18\x05 \x01(\bR\bzeroCopy\"F\n" +
 	"\x12CreateShareRequest\x120\n" +
 	"\x05share\x18\x01 \x01(\v2\x1a.smbcluster.admin.v1.ShareR\x05share\"G\n" +
 	"\x13CreateShareResponse\x120\n" +
@@ -642,47 +758,50 @@ func file_smbcluster_admin_v1_share_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_admin_v1_share_service_proto_rawDescData
 }
 
-var file_smbcluster_admin_v1_share_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_smbcluster_admin_v1_share_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_smbcluster_admin_v1_share_service_proto_goTypes = []any{
 	(*Share)(nil),                 // 0: smbcluster.admin.v1.Share
-	(*CreateShareRequest)(nil),    // 1: smbcluster.admin.v1.CreateShareRequest
-	(*CreateShareResponse)(nil),   // 2: smbcluster.admin.v1.CreateShareResponse
-	(*UpdateShareRequest)(nil),    // 3: smbcluster.admin.v1.UpdateShareRequest
-	(*UpdateShareResponse)(nil),   // 4: smbcluster.admin.v1.UpdateShareResponse
-	(*DeleteShareRequest)(nil),    // 5: smbcluster.admin.v1.DeleteShareRequest
-	(*DeleteShareResponse)(nil),   // 6: smbcluster.admin.v1.DeleteShareResponse
-	(*ListSharesRequest)(nil),     // 7: smbcluster.admin.v1.ListSharesRequest
-	(*ListSharesResponse)(nil),    // 8: smbcluster.admin.v1.ListSharesResponse
-	(*GetShareRequest)(nil),       // 9: smbcluster.admin.v1.GetShareRequest
-	(*GetShareResponse)(nil),      // 10: smbcluster.admin.v1.GetShareResponse
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil), // 12: google.protobuf.FieldMask
+	(*ShareView)(nil),             // 1: smbcluster.admin.v1.ShareView
+	(*CreateShareRequest)(nil),    // 2: smbcluster.admin.v1.CreateShareRequest
+	(*CreateShareResponse)(nil),   // 3: smbcluster.admin.v1.CreateShareResponse
+	(*UpdateShareRequest)(nil),    // 4: smbcluster.admin.v1.UpdateShareRequest
+	(*UpdateShareResponse)(nil),   // 5: smbcluster.admin.v1.UpdateShareResponse
+	(*DeleteShareRequest)(nil),    // 6: smbcluster.admin.v1.DeleteShareRequest
+	(*DeleteShareResponse)(nil),   // 7: smbcluster.admin.v1.DeleteShareResponse
+	(*ListSharesRequest)(nil),     // 8: smbcluster.admin.v1.ListSharesRequest
+	(*ListSharesResponse)(nil),    // 9: smbcluster.admin.v1.ListSharesResponse
+	(*GetShareRequest)(nil),       // 10: smbcluster.admin.v1.GetShareRequest
+	(*GetShareResponse)(nil),      // 11: smbcluster.admin.v1.GetShareResponse
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil), // 13: google.protobuf.FieldMask
 }
 var file_smbcluster_admin_v1_share_service_proto_depIdxs = []int32{
-	11, // 0: smbcluster.admin.v1.Share.create_time:type_name -> google.protobuf.Timestamp
-	11, // 1: smbcluster.admin.v1.Share.update_time:type_name -> google.protobuf.Timestamp
-	0,  // 2: smbcluster.admin.v1.CreateShareRequest.share:type_name -> smbcluster.admin.v1.Share
-	0,  // 3: smbcluster.admin.v1.CreateShareResponse.share:type_name -> smbcluster.admin.v1.Share
-	0,  // 4: smbcluster.admin.v1.UpdateShareRequest.share:type_name -> smbcluster.admin.v1.Share
-	12, // 5: smbcluster.admin.v1.UpdateShareRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 6: smbcluster.admin.v1.UpdateShareResponse.share:type_name -> smbcluster.admin.v1.Share
-	0,  // 7: smbcluster.admin.v1.ListSharesResponse.shares:type_name -> smbcluster.admin.v1.Share
-	0,  // 8: smbcluster.admin.v1.GetShareResponse.share:type_name -> smbcluster.admin.v1.Share
-	1,  // 9: smbcluster.admin.v1.ShareService.CreateShare:input_type -> smbcluster.admin.v1.CreateShareRequest
-	3,  // 10: smbcluster.admin.v1.ShareService.UpdateShare:input_type -> smbcluster.admin.v1.UpdateShareRequest
-	5,  // 11: smbcluster.admin.v1.ShareService.DeleteShare:input_type -> smbcluster.admin.v1.DeleteShareRequest
-	7,  // 12: smbcluster.admin.v1.ShareService.ListShares:input_type -> smbcluster.admin.v1.ListSharesRequest
-	9,  // 13: smbcluster.admin.v1.ShareService.GetShare:input_type -> smbcluster.admin.v1.GetShareRequest
-	2,  // 14: smbcluster.admin.v1.ShareService.CreateShare:output_type -> smbcluster.admin.v1.CreateShareResponse
-	4,  // 15: smbcluster.admin.v1.ShareService.UpdateShare:output_type -> smbcluster.admin.v1.UpdateShareResponse
-	6,  // 16: smbcluster.admin.v1.ShareService.DeleteShare:output_type -> smbcluster.admin.v1.DeleteShareResponse
-	8,  // 17: smbcluster.admin.v1.ShareService.ListShares:output_type -> smbcluster.admin.v1.ListSharesResponse
-	10, // 18: smbcluster.admin.v1.ShareService.GetShare:output_type -> smbcluster.admin.v1.GetShareResponse
-	14, // [14:19] is the sub-list for method output_type
-	9,  // [9:14] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	12, // 0: smbcluster.admin.v1.Share.create_time:type_name -> google.protobuf.Timestamp
+	12, // 1: smbcluster.admin.v1.Share.update_time:type_name -> google.protobuf.Timestamp
+	1,  // 2: smbcluster.admin.v1.Share.views:type_name -> smbcluster.admin.v1.ShareView
+	12, // 3: smbcluster.admin.v1.ShareView.since:type_name -> google.protobuf.Timestamp
+	0,  // 4: smbcluster.admin.v1.CreateShareRequest.share:type_name -> smbcluster.admin.v1.Share
+	0,  // 5: smbcluster.admin.v1.CreateShareResponse.share:type_name -> smbcluster.admin.v1.Share
+	0,  // 6: smbcluster.admin.v1.UpdateShareRequest.share:type_name -> smbcluster.admin.v1.Share
+	13, // 7: smbcluster.admin.v1.UpdateShareRequest.update_mask:type_name -> google.protobuf.FieldMask
+	0,  // 8: smbcluster.admin.v1.UpdateShareResponse.share:type_name -> smbcluster.admin.v1.Share
+	0,  // 9: smbcluster.admin.v1.ListSharesResponse.shares:type_name -> smbcluster.admin.v1.Share
+	0,  // 10: smbcluster.admin.v1.GetShareResponse.share:type_name -> smbcluster.admin.v1.Share
+	2,  // 11: smbcluster.admin.v1.ShareService.CreateShare:input_type -> smbcluster.admin.v1.CreateShareRequest
+	4,  // 12: smbcluster.admin.v1.ShareService.UpdateShare:input_type -> smbcluster.admin.v1.UpdateShareRequest
+	6,  // 13: smbcluster.admin.v1.ShareService.DeleteShare:input_type -> smbcluster.admin.v1.DeleteShareRequest
+	8,  // 14: smbcluster.admin.v1.ShareService.ListShares:input_type -> smbcluster.admin.v1.ListSharesRequest
+	10, // 15: smbcluster.admin.v1.ShareService.GetShare:input_type -> smbcluster.admin.v1.GetShareRequest
+	3,  // 16: smbcluster.admin.v1.ShareService.CreateShare:output_type -> smbcluster.admin.v1.CreateShareResponse
+	5,  // 17: smbcluster.admin.v1.ShareService.UpdateShare:output_type -> smbcluster.admin.v1.UpdateShareResponse
+	7,  // 18: smbcluster.admin.v1.ShareService.DeleteShare:output_type -> smbcluster.admin.v1.DeleteShareResponse
+	9,  // 19: smbcluster.admin.v1.ShareService.ListShares:output_type -> smbcluster.admin.v1.ListSharesResponse
+	11, // 20: smbcluster.admin.v1.ShareService.GetShare:output_type -> smbcluster.admin.v1.GetShareResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_admin_v1_share_service_proto_init() }
@@ -696,7 +815,7 @@ func file_smbcluster_admin_v1_share_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_admin_v1_share_service_proto_rawDesc), len(file_smbcluster_admin_v1_share_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

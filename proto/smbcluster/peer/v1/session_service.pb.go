@@ -596,7 +596,18 @@ type RelayMessage struct {
 	Data    []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	// more: the next message continues the same write (a frame cut in
 	// chunks); the arrival node sends nothing of its own in between.
-	More          bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	More bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	// Home → arrival: flush the arrival node's descriptor of the open
+	// file_id to stable storage (a FLUSH of the open, [MS-SMB2] 3.3.5.11);
+	// sync names the ask. Arrival → home: synced names the ask done, with
+	// sync_error when it failed.
+	Sync       uint64 `protobuf:"varint,4,opt,name=sync,proto3" json:"sync,omitempty"`
+	SyncFileId uint64 `protobuf:"varint,5,opt,name=sync_file_id,json=syncFileId,proto3" json:"sync_file_id,omitempty"`
+	Synced     uint64 `protobuf:"varint,6,opt,name=synced,proto3" json:"synced,omitempty"`
+	SyncError  string `protobuf:"bytes,7,opt,name=sync_error,json=syncError,proto3" json:"sync_error,omitempty"`
+	// Arrival → home, last (before the end of the stream): everything the
+	// arrival node wrote for the connection is on stable storage.
+	Flushed       bool `protobuf:"varint,8,opt,name=flushed,proto3" json:"flushed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -648,6 +659,41 @@ func (x *RelayMessage) GetData() []byte {
 func (x *RelayMessage) GetMore() bool {
 	if x != nil {
 		return x.More
+	}
+	return false
+}
+
+func (x *RelayMessage) GetSync() uint64 {
+	if x != nil {
+		return x.Sync
+	}
+	return 0
+}
+
+func (x *RelayMessage) GetSyncFileId() uint64 {
+	if x != nil {
+		return x.SyncFileId
+	}
+	return 0
+}
+
+func (x *RelayMessage) GetSynced() uint64 {
+	if x != nil {
+		return x.Synced
+	}
+	return 0
+}
+
+func (x *RelayMessage) GetSyncError() string {
+	if x != nil {
+		return x.SyncError
+	}
+	return ""
+}
+
+func (x *RelayMessage) GetFlushed() bool {
+	if x != nil {
+		return x.Flushed
 	}
 	return false
 }
@@ -983,11 +1029,13 @@ func (x *SendLeaseBreakResponse) GetSent() bool {
 }
 
 type RemoteReadRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RelayId       uint64                 `protobuf:"varint,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
-	Pdu           []byte                 `protobuf:"bytes,2,opt,name=pdu,proto3" json:"pdu,omitempty"` // the READ request, as the client sent it (opened, when sealed)
-	WantPath      bool                   `protobuf:"varint,3,opt,name=want_path,json=wantPath,proto3" json:"want_path,omitempty"`
-	Sealed        bool                   `protobuf:"varint,4,opt,name=sealed,proto3" json:"sealed,omitempty"` // the client sent it encrypted
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	RelayId uint64                 `protobuf:"varint,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
+	Pdu     []byte                 `protobuf:"bytes,2,opt,name=pdu,proto3" json:"pdu,omitempty"`        // the READ request, as the client sent it (opened, when sealed)
+	Sealed  bool                   `protobuf:"varint,4,opt,name=sealed,proto3" json:"sealed,omitempty"` // the client sent it encrypted
+	// The FileID of the file the caller opened for the open (RemoteFile):
+	// the home node lets the caller send the bytes only of that file.
+	FileId        uint64 `protobuf:"varint,5,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1036,18 +1084,18 @@ func (x *RemoteReadRequest) GetPdu() []byte {
 	return nil
 }
 
-func (x *RemoteReadRequest) GetWantPath() bool {
-	if x != nil {
-		return x.WantPath
-	}
-	return false
-}
-
 func (x *RemoteReadRequest) GetSealed() bool {
 	if x != nil {
 		return x.Sealed
 	}
 	return false
+}
+
+func (x *RemoteReadRequest) GetFileId() uint64 {
+	if x != nil {
+		return x.FileId
+	}
+	return 0
 }
 
 type RemoteReadResponse struct {
@@ -1060,7 +1108,6 @@ type RemoteReadResponse struct {
 	// response body, unsigned; SMB2_FLAGS_SIGNED set when it is to be
 	// signed) followed by length bytes of the file at offset.
 	Head             []byte `protobuf:"bytes,3,opt,name=head,proto3" json:"head,omitempty"`
-	Path             string `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"` // the file's path on the home node, when asked
 	Inode            uint64 `protobuf:"varint,5,opt,name=inode,proto3" json:"inode,omitempty"`
 	Offset           int64  `protobuf:"varint,6,opt,name=offset,proto3" json:"offset,omitempty"`
 	Length           uint32 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`
@@ -1122,13 +1169,6 @@ func (x *RemoteReadResponse) GetHead() []byte {
 	return nil
 }
 
-func (x *RemoteReadResponse) GetPath() string {
-	if x != nil {
-		return x.Path
-	}
-	return ""
-}
-
 func (x *RemoteReadResponse) GetInode() uint64 {
 	if x != nil {
 		return x.Inode
@@ -1178,11 +1218,14 @@ type RemoteWriteMessage struct {
 	RelayId    uint64 `protobuf:"varint,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
 	Head       []byte `protobuf:"bytes,2,opt,name=head,proto3" json:"head,omitempty"`
 	DataLength uint32 `protobuf:"varint,3,opt,name=data_length,json=dataLength,proto3" json:"data_length,omitempty"`
-	WantPath   bool   `protobuf:"varint,4,opt,name=want_path,json=wantPath,proto3" json:"want_path,omitempty"`
+	// Caller → home, first: the FileID of the file the caller opened for
+	// the open (RemoteFile); the home node has the caller write only to
+	// that file, and fetches the payload (send_data) otherwise.
+	FileId uint64 `protobuf:"varint,18,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"`
 	// Home → caller: write the payload's first length bytes at offset of
-	// the file (path, when asked, and inode).
+	// the file (inode), and with sync flush them to stable storage before
+	// answering (a write-through WRITE, [MS-SMB2] 3.3.5.13).
 	Write  bool   `protobuf:"varint,5,opt,name=write,proto3" json:"write,omitempty"`
-	Path   string `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
 	Inode  uint64 `protobuf:"varint,7,opt,name=inode,proto3" json:"inode,omitempty"`
 	Offset int64  `protobuf:"varint,8,opt,name=offset,proto3" json:"offset,omitempty"`
 	Length uint32 `protobuf:"varint,9,opt,name=length,proto3" json:"length,omitempty"`
@@ -1202,7 +1245,9 @@ type RemoteWriteMessage struct {
 	Sealed bool `protobuf:"varint,16,opt,name=sealed,proto3" json:"sealed,omitempty"`
 	// Caller → home, first: the WRITE is signed and the caller verified its
 	// signature, over the whole message, with the channel's key.
-	Verified      bool `protobuf:"varint,17,opt,name=verified,proto3" json:"verified,omitempty"`
+	Verified bool `protobuf:"varint,17,opt,name=verified,proto3" json:"verified,omitempty"`
+	// Home → caller, with write: see write.
+	Sync          bool `protobuf:"varint,19,opt,name=sync,proto3" json:"sync,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1258,11 +1303,11 @@ func (x *RemoteWriteMessage) GetDataLength() uint32 {
 	return 0
 }
 
-func (x *RemoteWriteMessage) GetWantPath() bool {
+func (x *RemoteWriteMessage) GetFileId() uint64 {
 	if x != nil {
-		return x.WantPath
+		return x.FileId
 	}
-	return false
+	return 0
 }
 
 func (x *RemoteWriteMessage) GetWrite() bool {
@@ -1270,13 +1315,6 @@ func (x *RemoteWriteMessage) GetWrite() bool {
 		return x.Write
 	}
 	return false
-}
-
-func (x *RemoteWriteMessage) GetPath() string {
-	if x != nil {
-		return x.Path
-	}
-	return ""
 }
 
 func (x *RemoteWriteMessage) GetInode() uint64 {
@@ -1352,6 +1390,13 @@ func (x *RemoteWriteMessage) GetSealed() bool {
 func (x *RemoteWriteMessage) GetVerified() bool {
 	if x != nil {
 		return x.Verified
+	}
+	return false
+}
+
+func (x *RemoteWriteMessage) GetSync() bool {
+	if x != nil {
+		return x.Sync
 	}
 	return false
 }
@@ -1502,6 +1547,144 @@ func (x *SessionKeysResponse) GetChannelSigningKey() []byte {
 	return nil
 }
 
+type RemoteFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RelayId       uint64                 `protobuf:"varint,1,opt,name=relay_id,json=relayId,proto3" json:"relay_id,omitempty"`
+	SessionId     uint64                 `protobuf:"varint,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	TreeId        uint32                 `protobuf:"varint,3,opt,name=tree_id,json=treeId,proto3" json:"tree_id,omitempty"`
+	FileId        uint64                 `protobuf:"varint,4,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"` // FileId.Persistent of the open
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteFileRequest) Reset() {
+	*x = RemoteFileRequest{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteFileRequest) ProtoMessage() {}
+
+func (x *RemoteFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteFileRequest.ProtoReflect.Descriptor instead.
+func (*RemoteFileRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RemoteFileRequest) GetRelayId() uint64 {
+	if x != nil {
+		return x.RelayId
+	}
+	return 0
+}
+
+func (x *RemoteFileRequest) GetSessionId() uint64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *RemoteFileRequest) GetTreeId() uint32 {
+	if x != nil {
+		return x.TreeId
+	}
+	return 0
+}
+
+func (x *RemoteFileRequest) GetFileId() uint64 {
+	if x != nil {
+		return x.FileId
+	}
+	return 0
+}
+
+type RemoteFileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ok: the open is of a regular file another node may open by name
+	// (not a directory, a named stream or a pipe).
+	Ok            bool   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	Share         string `protobuf:"bytes,2,opt,name=share,proto3" json:"share,omitempty"`
+	Path          string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`                    // the vfs name: slash-separated, under the share's root
+	FileId        uint64 `protobuf:"varint,4,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"` // the file's FileID (inode)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteFileResponse) Reset() {
+	*x = RemoteFileResponse{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteFileResponse) ProtoMessage() {}
+
+func (x *RemoteFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteFileResponse.ProtoReflect.Descriptor instead.
+func (*RemoteFileResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RemoteFileResponse) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *RemoteFileResponse) GetShare() string {
+	if x != nil {
+		return x.Share
+	}
+	return ""
+}
+
+func (x *RemoteFileResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RemoteFileResponse) GetFileId() uint64 {
+	if x != nil {
+		return x.FileId
+	}
+	return 0
+}
+
 var File_smbcluster_peer_v1_session_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
@@ -1569,11 +1752,18 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\atree_id\x18\x01 \x01(\rR\x06treeId\x12\x14\n" +
 	"\x05share\x18\x02 \x01(\tR\x05share\x12%\n" +
 	"\x0emaximal_access\x18\x03 \x01(\rR\rmaximalAccess\x12!\n" +
-	"\fencrypt_data\x18\x04 \x01(\bR\vencryptData\"m\n" +
+	"\fencrypt_data\x18\x04 \x01(\bR\vencryptData\"\xf4\x01\n" +
 	"\fRelayMessage\x125\n" +
 	"\ahandoff\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.HandoffR\ahandoff\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
-	"\x04more\x18\x03 \x01(\bR\x04more\"m\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\x12\x12\n" +
+	"\x04sync\x18\x04 \x01(\x04R\x04sync\x12 \n" +
+	"\fsync_file_id\x18\x05 \x01(\x04R\n" +
+	"syncFileId\x12\x16\n" +
+	"\x06synced\x18\x06 \x01(\x04R\x06synced\x12\x1d\n" +
+	"\n" +
+	"sync_error\x18\a \x01(\tR\tsyncError\x12\x18\n" +
+	"\aflushed\x18\b \x01(\bR\aflushed\"m\n" +
 	"\x12EndPreviousRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +
@@ -1596,17 +1786,16 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\tnew_state\x18\x05 \x01(\rR\bnewState\x12\x1b\n" +
 	"\tnew_epoch\x18\x06 \x01(\rR\bnewEpoch\",\n" +
 	"\x16SendLeaseBreakResponse\x12\x12\n" +
-	"\x04sent\x18\x01 \x01(\bR\x04sent\"u\n" +
+	"\x04sent\x18\x01 \x01(\bR\x04sent\"w\n" +
 	"\x11RemoteReadRequest\x12\x19\n" +
 	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x10\n" +
-	"\x03pdu\x18\x02 \x01(\fR\x03pdu\x12\x1b\n" +
-	"\twant_path\x18\x03 \x01(\bR\bwantPath\x12\x16\n" +
-	"\x06sealed\x18\x04 \x01(\bR\x06sealed\"\x9a\x02\n" +
+	"\x03pdu\x18\x02 \x01(\fR\x03pdu\x12\x16\n" +
+	"\x06sealed\x18\x04 \x01(\bR\x06sealed\x12\x17\n" +
+	"\afile_id\x18\x05 \x01(\x04R\x06fileIdJ\x04\b\x03\x10\x04\"\x8c\x02\n" +
 	"\x12RemoteReadResponse\x12\x18\n" +
 	"\aforward\x18\x01 \x01(\bR\aforward\x12\x1a\n" +
 	"\banswered\x18\x02 \x01(\bR\banswered\x12\x12\n" +
-	"\x04head\x18\x03 \x01(\fR\x04head\x12\x12\n" +
-	"\x04path\x18\x04 \x01(\tR\x04path\x12\x14\n" +
+	"\x04head\x18\x03 \x01(\fR\x04head\x12\x14\n" +
 	"\x05inode\x18\x05 \x01(\x04R\x05inode\x12\x16\n" +
 	"\x06offset\x18\x06 \x01(\x03R\x06offset\x12\x16\n" +
 	"\x06length\x18\a \x01(\rR\x06length\x12+\n" +
@@ -1614,15 +1803,14 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\vsigning_key\x18\t \x01(\fR\n" +
 	"signingKey\x12\x12\n" +
 	"\x04seal\x18\n" +
-	" \x01(\bR\x04seal\"\xbc\x03\n" +
+	" \x01(\bR\x04sealJ\x04\b\x04\x10\x05\"\xc4\x03\n" +
 	"\x12RemoteWriteMessage\x12\x19\n" +
 	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x12\n" +
 	"\x04head\x18\x02 \x01(\fR\x04head\x12\x1f\n" +
 	"\vdata_length\x18\x03 \x01(\rR\n" +
-	"dataLength\x12\x1b\n" +
-	"\twant_path\x18\x04 \x01(\bR\bwantPath\x12\x14\n" +
-	"\x05write\x18\x05 \x01(\bR\x05write\x12\x12\n" +
-	"\x04path\x18\x06 \x01(\tR\x04path\x12\x14\n" +
+	"dataLength\x12\x17\n" +
+	"\afile_id\x18\x12 \x01(\x04R\x06fileId\x12\x14\n" +
+	"\x05write\x18\x05 \x01(\bR\x05write\x12\x14\n" +
 	"\x05inode\x18\a \x01(\x04R\x05inode\x12\x16\n" +
 	"\x06offset\x18\b \x01(\x03R\x06offset\x12\x16\n" +
 	"\x06length\x18\t \x01(\rR\x06length\x12\x1b\n" +
@@ -1634,7 +1822,8 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\banswered\x18\x0e \x01(\bR\banswered\x12\x18\n" +
 	"\aforward\x18\x0f \x01(\bR\aforward\x12\x16\n" +
 	"\x06sealed\x18\x10 \x01(\bR\x06sealed\x12\x1a\n" +
-	"\bverified\x18\x11 \x01(\bR\bverified\"N\n" +
+	"\bverified\x18\x11 \x01(\bR\bverified\x12\x12\n" +
+	"\x04sync\x18\x13 \x01(\bR\x04syncJ\x04\b\x04\x10\x05J\x04\b\x06\x10\a\"N\n" +
 	"\x12SessionKeysRequest\x12\x19\n" +
 	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x1d\n" +
 	"\n" +
@@ -1646,7 +1835,18 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\rserver_in_key\x18\x04 \x01(\fR\vserverInKey\x12$\n" +
 	"\x0eserver_out_key\x18\x05 \x01(\fR\fserverOutKey\x12:\n" +
 	"\x19channel_signing_algorithm\x18\x06 \x01(\rR\x17channelSigningAlgorithm\x12.\n" +
-	"\x13channel_signing_key\x18\a \x01(\fR\x11channelSigningKey2\x92\x06\n" +
+	"\x13channel_signing_key\x18\a \x01(\fR\x11channelSigningKey\"\x7f\n" +
+	"\x11RemoteFileRequest\x12\x19\n" +
+	"\brelay_id\x18\x01 \x01(\x04R\arelayId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\x04R\tsessionId\x12\x17\n" +
+	"\atree_id\x18\x03 \x01(\rR\x06treeId\x12\x17\n" +
+	"\afile_id\x18\x04 \x01(\x04R\x06fileId\"g\n" +
+	"\x12RemoteFileResponse\x12\x0e\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x14\n" +
+	"\x05share\x18\x02 \x01(\tR\x05share\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12\x17\n" +
+	"\afile_id\x18\x04 \x01(\x04R\x06fileId2\xef\x06\n" +
 	"\x0eSessionService\x12W\n" +
 	"\x04Find\x12&.smbcluster.peer.v1.FindSessionRequest\x1a'.smbcluster.peer.v1.FindSessionResponse\x12O\n" +
 	"\x05Relay\x12 .smbcluster.peer.v1.RelayMessage\x1a .smbcluster.peer.v1.RelayMessage(\x010\x01\x12^\n" +
@@ -1656,7 +1856,9 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\n" +
 	"RemoteRead\x12%.smbcluster.peer.v1.RemoteReadRequest\x1a&.smbcluster.peer.v1.RemoteReadResponse\x12a\n" +
 	"\vRemoteWrite\x12&.smbcluster.peer.v1.RemoteWriteMessage\x1a&.smbcluster.peer.v1.RemoteWriteMessage(\x010\x01\x12^\n" +
-	"\vSessionKeys\x12&.smbcluster.peer.v1.SessionKeysRequest\x1a'.smbcluster.peer.v1.SessionKeysResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
+	"\vSessionKeys\x12&.smbcluster.peer.v1.SessionKeysRequest\x1a'.smbcluster.peer.v1.SessionKeysResponse\x12[\n" +
+	"\n" +
+	"RemoteFile\x12%.smbcluster.peer.v1.RemoteFileRequest\x1a&.smbcluster.peer.v1.RemoteFileResponseBBZ@github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1;peerv1b\x06proto3"
 
 var (
 	file_smbcluster_peer_v1_session_service_proto_rawDescOnce sync.Once
@@ -1670,7 +1872,7 @@ func file_smbcluster_peer_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_peer_v1_session_service_proto_rawDescData
 }
 
-var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*FindSessionRequest)(nil),       // 0: smbcluster.peer.v1.FindSessionRequest
 	(*FindSessionResponse)(nil),      // 1: smbcluster.peer.v1.FindSessionResponse
@@ -1689,6 +1891,8 @@ var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*RemoteWriteMessage)(nil),       // 14: smbcluster.peer.v1.RemoteWriteMessage
 	(*SessionKeysRequest)(nil),       // 15: smbcluster.peer.v1.SessionKeysRequest
 	(*SessionKeysResponse)(nil),      // 16: smbcluster.peer.v1.SessionKeysResponse
+	(*RemoteFileRequest)(nil),        // 17: smbcluster.peer.v1.RemoteFileRequest
+	(*RemoteFileResponse)(nil),       // 18: smbcluster.peer.v1.RemoteFileResponse
 }
 var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
 	3,  // 0: smbcluster.peer.v1.Handoff.sessions:type_name -> smbcluster.peer.v1.MovedSession
@@ -1702,16 +1906,18 @@ var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
 	12, // 8: smbcluster.peer.v1.SessionService.RemoteRead:input_type -> smbcluster.peer.v1.RemoteReadRequest
 	14, // 9: smbcluster.peer.v1.SessionService.RemoteWrite:input_type -> smbcluster.peer.v1.RemoteWriteMessage
 	15, // 10: smbcluster.peer.v1.SessionService.SessionKeys:input_type -> smbcluster.peer.v1.SessionKeysRequest
-	1,  // 11: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
-	5,  // 12: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
-	7,  // 13: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
-	9,  // 14: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
-	11, // 15: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
-	13, // 16: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
-	14, // 17: smbcluster.peer.v1.SessionService.RemoteWrite:output_type -> smbcluster.peer.v1.RemoteWriteMessage
-	16, // 18: smbcluster.peer.v1.SessionService.SessionKeys:output_type -> smbcluster.peer.v1.SessionKeysResponse
-	11, // [11:19] is the sub-list for method output_type
-	3,  // [3:11] is the sub-list for method input_type
+	17, // 11: smbcluster.peer.v1.SessionService.RemoteFile:input_type -> smbcluster.peer.v1.RemoteFileRequest
+	1,  // 12: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
+	5,  // 13: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
+	7,  // 14: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
+	9,  // 15: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
+	11, // 16: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
+	13, // 17: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
+	14, // 18: smbcluster.peer.v1.SessionService.RemoteWrite:output_type -> smbcluster.peer.v1.RemoteWriteMessage
+	16, // 19: smbcluster.peer.v1.SessionService.SessionKeys:output_type -> smbcluster.peer.v1.SessionKeysResponse
+	18, // 20: smbcluster.peer.v1.SessionService.RemoteFile:output_type -> smbcluster.peer.v1.RemoteFileResponse
+	12, // [12:21] is the sub-list for method output_type
+	3,  // [3:12] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -1728,7 +1934,7 @@ func file_smbcluster_peer_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_session_service_proto_rawDesc), len(file_smbcluster_peer_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	SessionService_RemoteRead_FullMethodName       = "/smbcluster.peer.v1.SessionService/RemoteRead"
 	SessionService_RemoteWrite_FullMethodName      = "/smbcluster.peer.v1.SessionService/RemoteWrite"
 	SessionService_SessionKeys_FullMethodName      = "/smbcluster.peer.v1.SessionService/SessionKeys"
+	SessionService_RemoteFile_FullMethodName       = "/smbcluster.peer.v1.SessionService/RemoteFile"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -78,6 +79,12 @@ type SessionServiceClient interface {
 	// sealed) and seals the READ responses it sends, and the channel's
 	// signing key, so that it verifies the signed WRITEs it offers.
 	SessionKeys(ctx context.Context, in *SessionKeysRequest, opts ...grpc.CallOption) (*SessionKeysResponse, error)
+	// RemoteFile names, for the caller, the file an open of a session its
+	// handed-over connection is a channel of: the share and the path under
+	// the share's root, so that the caller opens it through its own share
+	// (never a host path: each node has its own mount), and the FileID,
+	// which the caller checks against what it opened.
+	RemoteFile(ctx context.Context, in *RemoteFileRequest, opts ...grpc.CallOption) (*RemoteFileResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -174,6 +181,16 @@ func (c *sessionServiceClient) SessionKeys(ctx context.Context, in *SessionKeysR
 	return out, nil
 }
 
+func (c *sessionServiceClient) RemoteFile(ctx context.Context, in *RemoteFileRequest, opts ...grpc.CallOption) (*RemoteFileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoteFileResponse)
+	err := c.cc.Invoke(ctx, SessionService_RemoteFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -223,6 +240,12 @@ type SessionServiceServer interface {
 	// sealed) and seals the READ responses it sends, and the channel's
 	// signing key, so that it verifies the signed WRITEs it offers.
 	SessionKeys(context.Context, *SessionKeysRequest) (*SessionKeysResponse, error)
+	// RemoteFile names, for the caller, the file an open of a session its
+	// handed-over connection is a channel of: the share and the path under
+	// the share's root, so that the caller opens it through its own share
+	// (never a host path: each node has its own mount), and the FileID,
+	// which the caller checks against what it opened.
+	RemoteFile(context.Context, *RemoteFileRequest) (*RemoteFileResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -256,6 +279,9 @@ func (UnimplementedSessionServiceServer) RemoteWrite(grpc.BidiStreamingServer[Re
 }
 func (UnimplementedSessionServiceServer) SessionKeys(context.Context, *SessionKeysRequest) (*SessionKeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SessionKeys not implemented")
+}
+func (UnimplementedSessionServiceServer) RemoteFile(context.Context, *RemoteFileRequest) (*RemoteFileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoteFile not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -400,6 +426,24 @@ func _SessionService_SessionKeys_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_RemoteFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoteFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).RemoteFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_RemoteFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).RemoteFile(ctx, req.(*RemoteFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -430,6 +474,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SessionKeys",
 			Handler:    _SessionService_SessionKeys_Handler,
+		},
+		{
+			MethodName: "RemoteFile",
+			Handler:    _SessionService_RemoteFile_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -2,6 +2,7 @@ package statev1
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 )
 
@@ -23,6 +24,9 @@ import (
 //	/smbcluster/v1/close/opens/<node>/<fileid> CloseRequest  coordinator, on a 60 s lease
 //	/smbcluster/v1/shards/<nn>               ShardRecord     owner node, on its lease, by txn
 //	/smbcluster/v1/addresses/<host:port>     AddressRecord   holder node, on its lease, by txn
+//	/smbcluster/v1/storage/probes/<share>/<node>            StorageProbeRecord   node, on its lease
+//	/smbcluster/v1/storage/verdicts/<share>/<checker>/<prober> StorageVerdictRecord checker, on its lease
+//	/smbcluster/v1/storage/views/<share>/<node>             ShareViewRecord      node, on its lease
 //
 // <id> and <fileid> are 16 lower-case hex digits (SessionIDKeyPart), so keys
 // sort by number.
@@ -100,6 +104,17 @@ import (
 // stops listening on every public address before its lease can expire.
 // A node publishes the addresses it holds in NodeLiveRecord.Addresses.
 //
+// Storage. A node serving a share in a cluster checks, through its own
+// mount, that the share's storage is coherent between nodes: each round it
+// rewrites its probe file (in StorageProbeDir at the share's root, hidden
+// from clients) and publishes StorageProbeKey; every other node serving
+// the share reads the file back through its own mount and publishes what
+// it saw under StorageVerdictKey. A node serves the share while it and
+// more than half of the nodes it has a decided check with agree (each
+// pair seen right both ways, twice); it refuses the share otherwise, and
+// publishes how it serves it under ShareViewKey. A share record's
+// VolumeID names its files on every node.
+//
 // Closing. The coordinator asks for a session or an open to be closed by
 // writing CloseSessionKey(id) or CloseOpenKey(N, fid) on a short lease. Nodes
 // watch ClosePrefix; a node holding a channel of the session (or the open)
@@ -125,6 +140,17 @@ const (
 	ClosePrefix         = Root + "close/"
 	CloseSessionsPrefix = ClosePrefix + "sessions/"
 	CloseOpensPrefix    = ClosePrefix + "opens/"
+
+	// StoragePrefix holds the storage checks' records; StorageProbesPrefix,
+	// StorageVerdictsPrefix and ShareViewsPrefix divide it.
+	StoragePrefix         = Root + "storage/"
+	StorageProbesPrefix   = StoragePrefix + "probes/"
+	StorageVerdictsPrefix = StoragePrefix + "verdicts/"
+	ShareViewsPrefix      = StoragePrefix + "views/"
+
+	// StorageProbeDir is the directory at a share's root where nodes keep
+	// their probe files; clients neither see nor reach it.
+	StorageProbeDir = ".smbcluster"
 )
 
 // NodeKey is where the coordinator keeps node name's NodeRecord.
@@ -158,6 +184,34 @@ func ShardKey(n uint32) string { return fmt.Sprintf("%s%02d", ShardsPrefix, n) }
 // AddressKey is where the holder of public address addr ("host:port")
 // keeps its AddressRecord.
 func AddressKey(addr string) string { return AddressesPrefix + strings.ToLower(addr) }
+
+// StorageProbeKey is where node publishes its probe of share.
+func StorageProbeKey(share, node string) string {
+	return StorageProbesPrefix + strings.ToLower(share) + "/" + strings.ToLower(node)
+}
+
+// StorageVerdictKey is where checker publishes what it saw of prober's
+// probe of share.
+func StorageVerdictKey(share, checker, prober string) string {
+	return StorageVerdictsPrefix + strings.ToLower(share) + "/" + strings.ToLower(checker) + "/" + strings.ToLower(prober)
+}
+
+// ShareViewKey is where node publishes how it serves share.
+func ShareViewKey(share, node string) string {
+	return ShareViewsPrefix + strings.ToLower(share) + "/" + strings.ToLower(node)
+}
+
+// VolumeID is the volume identity of share rec: its VolumeId, or for a
+// record written before shares had one, a hash of its lower-case name
+// (the same on every node).
+func VolumeID(rec *ShareRecord) uint64 {
+	if id := rec.GetVolumeId(); id != 0 {
+		return id
+	}
+	h := fnv.New64a()
+	h.Write([]byte(strings.ToLower(rec.GetName())))
+	return h.Sum64() | 1
+}
 
 // NodeChannelsPrefix prefixes the ChannelRecords node name publishes.
 func NodeChannelsPrefix(node string) string {

@@ -495,8 +495,21 @@ type ShareRecord struct {
 	ContinuousAvailability bool                   `protobuf:"varint,7,opt,name=continuous_availability,json=continuousAvailability,proto3" json:"continuous_availability,omitempty"`
 	CreateTime             *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	UpdateTime             *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// volume_id is the share's identity across the cluster, chosen at
+	// random by the coordinator when the share is created: the volume half
+	// of every file's key (node/state.FileKey) and the volume serial number
+	// clients see, the same on every node whatever its mount of the share
+	// is (st_dev and f_fsid differ between two clients of one distributed
+	// filesystem). 0 in records written before it existed: nodes then
+	// derive it from the share's name (VolumeID).
+	VolumeId uint64 `protobuf:"fixed64,10,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	// skip_storage_check serves the share without checking that every
+	// node's mount of it is coherent with the others' (StorageProbeRecord).
+	// Unsafe: on storage that is not, nodes serve stale data and key one
+	// file differently.
+	SkipStorageCheck bool `protobuf:"varint,11,opt,name=skip_storage_check,json=skipStorageCheck,proto3" json:"skip_storage_check,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ShareRecord) Reset() {
@@ -592,6 +605,311 @@ func (x *ShareRecord) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ShareRecord) GetVolumeId() uint64 {
+	if x != nil {
+		return x.VolumeId
+	}
+	return 0
+}
+
+func (x *ShareRecord) GetSkipStorageCheck() bool {
+	if x != nil {
+		return x.SkipStorageCheck
+	}
+	return false
+}
+
+// StorageProbeRecord is one round of a node's storage check of a share,
+// under StorageProbeKey(share, node), on the node's lease. Through its own
+// mount of the share the node rewrote, in place, its probe file
+// (StorageProbeDir in the share's root: the same inode every round, new
+// bytes and size), renamed it from previous_name to name and replaced its
+// marker file by a new one; every other
+// node serving the share then checks through its own mount that it sees
+// exactly that at once (StorageVerdictRecord).
+type StorageProbeRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Round uint64                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	// name and previous_name are base names in StorageProbeDir.
+	Name         string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	PreviousName string `protobuf:"bytes,3,opt,name=previous_name,json=previousName,proto3" json:"previous_name,omitempty"`
+	Inode        uint64 `protobuf:"varint,4,opt,name=inode,proto3" json:"inode,omitempty"`
+	Size         int64  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	Sha256       []byte `protobuf:"bytes,6,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// path is the share's path as the node serves it.
+	Path string `protobuf:"bytes,7,opt,name=path,proto3" json:"path,omitempty"`
+	// volume_id is the share's VolumeID the node keys files with.
+	VolumeId uint64 `protobuf:"fixed64,8,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	// marker_name is an empty file created this round, deleted_name the
+	// previous round's, deleted this round.
+	MarkerName    string `protobuf:"bytes,9,opt,name=marker_name,json=markerName,proto3" json:"marker_name,omitempty"`
+	DeletedName   string `protobuf:"bytes,10,opt,name=deleted_name,json=deletedName,proto3" json:"deleted_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StorageProbeRecord) Reset() {
+	*x = StorageProbeRecord{}
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StorageProbeRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StorageProbeRecord) ProtoMessage() {}
+
+func (x *StorageProbeRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StorageProbeRecord.ProtoReflect.Descriptor instead.
+func (*StorageProbeRecord) Descriptor() ([]byte, []int) {
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *StorageProbeRecord) GetRound() uint64 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *StorageProbeRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StorageProbeRecord) GetPreviousName() string {
+	if x != nil {
+		return x.PreviousName
+	}
+	return ""
+}
+
+func (x *StorageProbeRecord) GetInode() uint64 {
+	if x != nil {
+		return x.Inode
+	}
+	return 0
+}
+
+func (x *StorageProbeRecord) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *StorageProbeRecord) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
+}
+
+func (x *StorageProbeRecord) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *StorageProbeRecord) GetVolumeId() uint64 {
+	if x != nil {
+		return x.VolumeId
+	}
+	return 0
+}
+
+func (x *StorageProbeRecord) GetMarkerName() string {
+	if x != nil {
+		return x.MarkerName
+	}
+	return ""
+}
+
+func (x *StorageProbeRecord) GetDeletedName() string {
+	if x != nil {
+		return x.DeletedName
+	}
+	return ""
+}
+
+// StorageVerdictRecord is what node checker saw of node prober's latest
+// probe round, under StorageVerdictKey(share, checker, prober), on the
+// checker's lease.
+type StorageVerdictRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// round is the prober's round checked.
+	Round uint64 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	Ok    bool   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	// reason says what was wrong when not ok.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// rounds_ok counts the consecutive rounds seen right, ending at round.
+	// A pair of nodes is coherent once each has seen two of the other's
+	// (the second after the first was read and cached).
+	RoundsOk uint32 `protobuf:"varint,4,opt,name=rounds_ok,json=roundsOk,proto3" json:"rounds_ok,omitempty"`
+	// cache_stale: reads through the page cache of the checker's mount
+	// (sendfile, RWF_NOWAIT) returned old bytes while a plain read did
+	// not; the checker then reads the share without them.
+	CacheStale    bool `protobuf:"varint,5,opt,name=cache_stale,json=cacheStale,proto3" json:"cache_stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StorageVerdictRecord) Reset() {
+	*x = StorageVerdictRecord{}
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StorageVerdictRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StorageVerdictRecord) ProtoMessage() {}
+
+func (x *StorageVerdictRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StorageVerdictRecord.ProtoReflect.Descriptor instead.
+func (*StorageVerdictRecord) Descriptor() ([]byte, []int) {
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *StorageVerdictRecord) GetRound() uint64 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *StorageVerdictRecord) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *StorageVerdictRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *StorageVerdictRecord) GetRoundsOk() uint32 {
+	if x != nil {
+		return x.RoundsOk
+	}
+	return 0
+}
+
+func (x *StorageVerdictRecord) GetCacheStale() bool {
+	if x != nil {
+		return x.CacheStale
+	}
+	return false
+}
+
+// ShareViewRecord is how a node serves a share, under
+// ShareViewKey(share, node), on the node's lease (smbctl share ls).
+type ShareViewRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// state: "serving", "checking" (storage check under way: trees wait),
+	// "refused" (the check failed: not served), "unchecked" (served,
+	// skip_storage_check set).
+	State  string                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Since  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// zero_copy is false when the node reads the share without sendfile
+	// and page-cache reads (StorageVerdictRecord.cache_stale).
+	ZeroCopy      bool `protobuf:"varint,4,opt,name=zero_copy,json=zeroCopy,proto3" json:"zero_copy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareViewRecord) Reset() {
+	*x = ShareViewRecord{}
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareViewRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareViewRecord) ProtoMessage() {}
+
+func (x *ShareViewRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareViewRecord.ProtoReflect.Descriptor instead.
+func (*ShareViewRecord) Descriptor() ([]byte, []int) {
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ShareViewRecord) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ShareViewRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ShareViewRecord) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ShareViewRecord) GetZeroCopy() bool {
+	if x != nil {
+		return x.ZeroCopy
+	}
+	return false
+}
+
 // UserRecord is a local user, under UserKey(name).
 type UserRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -612,7 +930,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -624,7 +942,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[6]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -637,7 +955,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UserRecord) GetName() string {
@@ -692,7 +1010,7 @@ type KerberosRecord struct {
 
 func (x *KerberosRecord) Reset() {
 	*x = KerberosRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +1022,7 @@ func (x *KerberosRecord) String() string {
 func (*KerberosRecord) ProtoMessage() {}
 
 func (x *KerberosRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[7]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +1035,7 @@ func (x *KerberosRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KerberosRecord.ProtoReflect.Descriptor instead.
 func (*KerberosRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *KerberosRecord) GetKeytab() *Sealed {
@@ -782,7 +1100,7 @@ type SessionRecord struct {
 
 func (x *SessionRecord) Reset() {
 	*x = SessionRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +1112,7 @@ func (x *SessionRecord) String() string {
 func (*SessionRecord) ProtoMessage() {}
 
 func (x *SessionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[8]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +1125,7 @@ func (x *SessionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRecord.ProtoReflect.Descriptor instead.
 func (*SessionRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionRecord) GetSessionId() uint64 {
@@ -944,7 +1262,7 @@ type ChannelRecord struct {
 
 func (x *ChannelRecord) Reset() {
 	*x = ChannelRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1274,7 @@ func (x *ChannelRecord) String() string {
 func (*ChannelRecord) ProtoMessage() {}
 
 func (x *ChannelRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[9]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1287,7 @@ func (x *ChannelRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelRecord.ProtoReflect.Descriptor instead.
 func (*ChannelRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ChannelRecord) GetSessionId() uint64 {
@@ -1042,7 +1360,7 @@ type OpenRecord struct {
 
 func (x *OpenRecord) Reset() {
 	*x = OpenRecord{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1372,7 @@ func (x *OpenRecord) String() string {
 func (*OpenRecord) ProtoMessage() {}
 
 func (x *OpenRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[10]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1385,7 @@ func (x *OpenRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRecord.ProtoReflect.Descriptor instead.
 func (*OpenRecord) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *OpenRecord) GetPersistentFileId() uint64 {
@@ -1236,7 +1554,7 @@ type DurableOpen struct {
 
 func (x *DurableOpen) Reset() {
 	*x = DurableOpen{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1566,7 @@ func (x *DurableOpen) String() string {
 func (*DurableOpen) ProtoMessage() {}
 
 func (x *DurableOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[11]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1579,7 @@ func (x *DurableOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DurableOpen.ProtoReflect.Descriptor instead.
 func (*DurableOpen) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DurableOpen) GetNodeEpoch() uint64 {
@@ -1368,7 +1686,7 @@ type ByteRangeLock struct {
 
 func (x *ByteRangeLock) Reset() {
 	*x = ByteRangeLock{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1698,7 @@ func (x *ByteRangeLock) String() string {
 func (*ByteRangeLock) ProtoMessage() {}
 
 func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[12]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1711,7 @@ func (x *ByteRangeLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ByteRangeLock.ProtoReflect.Descriptor instead.
 func (*ByteRangeLock) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ByteRangeLock) GetOffset() uint64 {
@@ -1432,7 +1750,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1762,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[13]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1775,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CloseRequest) GetRequestTime() *timestamppb.Timestamp {
@@ -1496,7 +1814,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[14]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1826,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[14]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1839,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{14}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Settings) GetRequireSigning() bool {
@@ -1616,7 +1934,7 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x12\n" +
-	"\x04home\x18\x04 \x01(\tR\x04home\"\xda\x02\n" +
+	"\x04home\x18\x04 \x01(\tR\x04home\"\xa5\x03\n" +
 	"\vShareRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n" +
@@ -1628,7 +1946,35 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\vcreate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\x92\x02\n" +
+	"updateTime\x12\x1b\n" +
+	"\tvolume_id\x18\n" +
+	" \x01(\x06R\bvolumeId\x12,\n" +
+	"\x12skip_storage_check\x18\v \x01(\bR\x10skipStorageCheck\"\x9a\x02\n" +
+	"\x12StorageProbeRecord\x12\x14\n" +
+	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
+	"\rprevious_name\x18\x03 \x01(\tR\fpreviousName\x12\x14\n" +
+	"\x05inode\x18\x04 \x01(\x04R\x05inode\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x16\n" +
+	"\x06sha256\x18\x06 \x01(\fR\x06sha256\x12\x12\n" +
+	"\x04path\x18\a \x01(\tR\x04path\x12\x1b\n" +
+	"\tvolume_id\x18\b \x01(\x06R\bvolumeId\x12\x1f\n" +
+	"\vmarker_name\x18\t \x01(\tR\n" +
+	"markerName\x12!\n" +
+	"\fdeleted_name\x18\n" +
+	" \x01(\tR\vdeletedName\"\x92\x01\n" +
+	"\x14StorageVerdictRecord\x12\x14\n" +
+	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x0e\n" +
+	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1b\n" +
+	"\trounds_ok\x18\x04 \x01(\rR\broundsOk\x12\x1f\n" +
+	"\vcache_stale\x18\x05 \x01(\bR\n" +
+	"cacheStale\"\x8e\x01\n" +
+	"\x0fShareViewRecord\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x1b\n" +
+	"\tzero_copy\x18\x04 \x01(\bR\bzeroCopy\"\x92\x02\n" +
 	"\n" +
 	"UserRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
@@ -1752,7 +2098,7 @@ func file_smbcluster_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_smbcluster_state_v1_records_proto_rawDescData
 }
 
-var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*Sealed)(nil),                // 0: smbcluster.state.v1.Sealed
 	(*NodeRecord)(nil),            // 1: smbcluster.state.v1.NodeRecord
@@ -1760,41 +2106,45 @@ var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*ShardRecord)(nil),           // 3: smbcluster.state.v1.ShardRecord
 	(*AddressRecord)(nil),         // 4: smbcluster.state.v1.AddressRecord
 	(*ShareRecord)(nil),           // 5: smbcluster.state.v1.ShareRecord
-	(*UserRecord)(nil),            // 6: smbcluster.state.v1.UserRecord
-	(*KerberosRecord)(nil),        // 7: smbcluster.state.v1.KerberosRecord
-	(*SessionRecord)(nil),         // 8: smbcluster.state.v1.SessionRecord
-	(*ChannelRecord)(nil),         // 9: smbcluster.state.v1.ChannelRecord
-	(*OpenRecord)(nil),            // 10: smbcluster.state.v1.OpenRecord
-	(*DurableOpen)(nil),           // 11: smbcluster.state.v1.DurableOpen
-	(*ByteRangeLock)(nil),         // 12: smbcluster.state.v1.ByteRangeLock
-	(*CloseRequest)(nil),          // 13: smbcluster.state.v1.CloseRequest
-	(*Settings)(nil),              // 14: smbcluster.state.v1.Settings
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*StorageProbeRecord)(nil),    // 6: smbcluster.state.v1.StorageProbeRecord
+	(*StorageVerdictRecord)(nil),  // 7: smbcluster.state.v1.StorageVerdictRecord
+	(*ShareViewRecord)(nil),       // 8: smbcluster.state.v1.ShareViewRecord
+	(*UserRecord)(nil),            // 9: smbcluster.state.v1.UserRecord
+	(*KerberosRecord)(nil),        // 10: smbcluster.state.v1.KerberosRecord
+	(*SessionRecord)(nil),         // 11: smbcluster.state.v1.SessionRecord
+	(*ChannelRecord)(nil),         // 12: smbcluster.state.v1.ChannelRecord
+	(*OpenRecord)(nil),            // 13: smbcluster.state.v1.OpenRecord
+	(*DurableOpen)(nil),           // 14: smbcluster.state.v1.DurableOpen
+	(*ByteRangeLock)(nil),         // 15: smbcluster.state.v1.ByteRangeLock
+	(*CloseRequest)(nil),          // 16: smbcluster.state.v1.CloseRequest
+	(*Settings)(nil),              // 17: smbcluster.state.v1.Settings
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_smbcluster_state_v1_records_proto_depIdxs = []int32{
-	15, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
-	15, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
-	15, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
-	15, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
-	15, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
-	0,  // 5: smbcluster.state.v1.UserRecord.nt_hash:type_name -> smbcluster.state.v1.Sealed
-	15, // 6: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
-	15, // 7: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
-	0,  // 8: smbcluster.state.v1.KerberosRecord.keytab:type_name -> smbcluster.state.v1.Sealed
-	15, // 9: smbcluster.state.v1.KerberosRecord.update_time:type_name -> google.protobuf.Timestamp
-	0,  // 10: smbcluster.state.v1.SessionRecord.session_key:type_name -> smbcluster.state.v1.Sealed
-	15, // 11: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
-	15, // 12: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
-	15, // 13: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
-	12, // 14: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
-	11, // 15: smbcluster.state.v1.OpenRecord.durable_open:type_name -> smbcluster.state.v1.DurableOpen
-	15, // 16: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
-	15, // 17: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	18, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
+	18, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
+	18, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
+	18, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
+	18, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
+	18, // 5: smbcluster.state.v1.ShareViewRecord.since:type_name -> google.protobuf.Timestamp
+	0,  // 6: smbcluster.state.v1.UserRecord.nt_hash:type_name -> smbcluster.state.v1.Sealed
+	18, // 7: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
+	18, // 8: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
+	0,  // 9: smbcluster.state.v1.KerberosRecord.keytab:type_name -> smbcluster.state.v1.Sealed
+	18, // 10: smbcluster.state.v1.KerberosRecord.update_time:type_name -> google.protobuf.Timestamp
+	0,  // 11: smbcluster.state.v1.SessionRecord.session_key:type_name -> smbcluster.state.v1.Sealed
+	18, // 12: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
+	18, // 13: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
+	18, // 14: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
+	15, // 15: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
+	14, // 16: smbcluster.state.v1.OpenRecord.durable_open:type_name -> smbcluster.state.v1.DurableOpen
+	18, // 17: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
+	18, // 18: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_state_v1_records_proto_init() }
@@ -1808,7 +2158,7 @@ func file_smbcluster_state_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_state_v1_records_proto_rawDesc), len(file_smbcluster_state_v1_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
