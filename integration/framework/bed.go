@@ -303,8 +303,10 @@ func (b *Bed) network(t testing.TB) {
 }
 
 // addHost makes host name with fixed address .ip: its network namespace
-// joined to the bridge, and its mount namespace (private /var/log, where
-// daemons and FUSE clients write their logs).
+// joined to the bridge, and its mount namespace with private /var/log and
+// /run (/var/run), where daemons and FUSE clients write their logs, pid
+// files and sockets: glusterd's CLI socket is /run/glusterd.socket, and
+// two beds' glusterds would otherwise answer each other's CLI.
 func (b *Bed) addHost(t testing.TB, name string, ip int) *Host {
 	t.Helper()
 	h := &Host{Name: name, NetNS: b.name(name), MountNS: filepath.Join(b.state, "mnt-"+name),
@@ -322,6 +324,7 @@ func (b *Bed) addHost(t testing.TB, name string, ip int) *Host {
 	writeFile(t, h.MountNS, "")
 	mustRun(t, "unshare", "--mount="+h.MountNS, "--propagation", "private", "true")
 	h.Private(t, "/var/log")
+	h.Private(t, "/run")
 	return h
 }
 

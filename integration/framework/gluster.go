@@ -12,8 +12,8 @@ import (
 // glusterfs-client): glusterd and its three bricks in the bed's storage
 // host (glusterd refuses loopback brick addresses, so it needs a host
 // address of its own), each node its own FUSE mount (mount -t glusterfs).
-// glusterd's state (/var/lib/glusterd), sockets and pid files (/run/gluster)
-// and logs live in the storage host's mount namespace, over temporary
+// glusterd's state (/var/lib/glusterd), sockets and pid files (/run) and
+// logs live in the storage host's mount namespace, over temporary
 // directories: nothing of the machine's is read or written.
 //
 // Coherent is what the cluster requires of it: every node reads what any
@@ -84,7 +84,6 @@ func (g *GlusterFS) Start(t testing.TB, host *Host, coherent bool) {
 	RequireGlusterFS(t)
 	g.server = host.Addr
 	host.Private(t, "/var/lib/glusterd")
-	host.Private(t, "/run/gluster")
 	host.MustExec(t, "mkdir", "-p", "/var/log/glusterfs")
 	host.Start(t, "glusterd", "glusterd", "--no-daemon", "--log-level=WARNING")
 	WaitFor(t, StartDeadline, "glusterd answering on "+host.Name, func() bool {
