@@ -395,6 +395,22 @@ func (b *Bed) EtcdLeader(t testing.TB) int {
 	return -1
 }
 
+// EtcdMemberHealthy reports whether member i (of EtcdMembers) answers a
+// linearizable read through its own endpoint.
+func (b *Bed) EtcdMemberHealthy(t testing.TB, i int) bool {
+	t.Helper()
+	ep := b.EtcdEndpoints()[i]
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: time.Second})
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = cli.Get(ctx, "/bed-ready")
+	return err == nil
+}
+
 // mount makes the share's mount point on host h: the backend mounted at
 // SharePath in h's mount namespace. A backend's servers may take a moment
 // to accept clients after Start: the mount is tried until it succeeds.
