@@ -20,7 +20,9 @@ type Backend interface {
 	// Start brings the backend's servers up in host, a bed host of their
 	// own (network and mount namespace, fixed address host.Addr on the
 	// bed's bridge, reachable from every node host; host.Command runs a
-	// program there), and registers their teardown with t.Cleanup. coherent
+	// program there), and registers their teardown with t.Cleanup. State
+	// directories come from host.TempDir, which outlive every process of
+	// the bed (t.TempDir's are removed while they still run). coherent
 	// picks the server-side settings the cluster requires (a volume's
 	// options), false the server's defaults. It fails t on error.
 	Start(t testing.TB, host *Host, coherent bool)
@@ -44,9 +46,9 @@ type Local struct {
 func (*Local) Name() string { return "local" }
 
 // Start implements Backend: a fresh directory, nothing to run.
-func (l *Local) Start(t testing.TB, _ *Host, _ bool) {
+func (l *Local) Start(t testing.TB, host *Host, _ bool) {
 	t.Helper()
-	l.dir = t.TempDir()
+	l.dir = host.TempDir(t)
 	if err := os.Chmod(l.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

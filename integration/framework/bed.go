@@ -62,6 +62,7 @@ type Bed struct {
 	SharePath string
 
 	life     testing.TB // NewBed's: the processes' lifetime
+	tmp      string     // the hosts' temporary directories are made here
 	state    string     // /run/smbc-bed/ID: the mount namespace files
 	hook     string     // the --address-hook script
 	nodeArgs []string
@@ -122,6 +123,10 @@ func NewBed(t testing.TB, opts BedOptions) *Bed {
 	}
 	start := time.Now()
 	b := &Bed{Backend: opts.Backend, Coherent: !opts.ClientDefaults, nodeArgs: opts.NodeArgs, life: t}
+	// Asked for before anything else, the test's temporary directory is
+	// removed after the bed's teardown has killed every process that
+	// writes there (Host.TempDir).
+	b.tmp = t.TempDir()
 	b.allocate(t)
 	b.network(t)
 	for i := 1; i <= opts.Nodes; i++ {
@@ -139,7 +144,7 @@ func NewBed(t testing.TB, opts BedOptions) *Bed {
 	}
 	b.startEtcdAndCoordinator(t, false, false, b.EtcdEndpoints())
 	b.Backend.Start(t, b.Storage, b.Coherent)
-	b.SharePath = filepath.Join(t.TempDir(), "share")
+	b.SharePath = filepath.Join(b.tmp, "share")
 	if err := os.Mkdir(b.SharePath, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +242,7 @@ func sweepBeds(t testing.TB) {
 		t.Logf("removing bed %d of dead process %d", id, pid)
 		teardownBed(id)
 	}
+	sweepSharedDirs()
 }
 
 // teardownBed removes everything of bed id: every process in its network
@@ -310,7 +316,7 @@ func (b *Bed) network(t testing.TB) {
 func (b *Bed) addHost(t testing.TB, name string, ip int) *Host {
 	t.Helper()
 	h := &Host{Name: name, NetNS: b.name(name), MountNS: filepath.Join(b.state, "mnt-"+name),
-		Addr: b.Subnet() + "." + strconv.Itoa(ip), Iface: bedIface}
+		Addr: b.Subnet() + "." + strconv.Itoa(ip), Iface: bedIface, tmp: b.tmp}
 	mustRun(t, "ip", "netns", "add", h.NetNS)
 	mustRun(t, "ip", "link", "add", h.NetNS, "type", "veth", "peer", "name", bedIface, "netns", h.NetNS)
 	mustRun(t, "ip", "link", "set", h.NetNS, "master", b.name("br"), "up")
@@ -347,7 +353,7 @@ func (b *Bed) startEtcd(t testing.TB) {
 		client := "http://" + net.JoinHostPort(h.Addr, strconv.Itoa(etcdClient))
 		peer := "http://" + net.JoinHostPort(h.Addr, strconv.Itoa(etcdPeer))
 		b.EtcdMembers = append(b.EtcdMembers, h.Start(t, "etcd", EtcdBinary, "--name", h.Name,
-			"--data-dir", filepath.Join(t.TempDir(), "etcd"),
+			"--data-dir", filepath.Join(h.TempDir(t), "etcd"),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",

@@ -107,7 +107,7 @@ func (g *GlusterFS) Start(t testing.TB, host *Host, coherent bool) {
 	WaitFor(t, StartDeadline, "glusterd answering on "+host.Name, func() bool {
 		return host.Exec(t, "gluster", "--mode=script", "pool", "list").ExitCode == 0
 	})
-	bricks := t.TempDir()
+	bricks := host.TempDir(t)
 	args := []string{"--mode=script", "volume", "create", GlusterVolume, "replica", "3"}
 	for _, b := range []string{"b1", "b2", "b3"} {
 		args = append(args, host.Addr+":"+filepath.Join(bricks, b))

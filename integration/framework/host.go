@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,21 @@ type Host struct {
 	// bridge, Iface the host's end of its veth pair.
 	Addr  string
 	Iface string
+
+	tmp string // the bed's temporary directory (TempDir)
+}
+
+// TempDir returns a new directory for the host's state (a daemon's data,
+// a brick), removed when the test ends but only after every process of
+// the bed is gone — unlike t.TempDir's, asked for after the bed started,
+// which the test removes while the bed's processes still write there.
+func (h *Host) TempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(h.tmp, h.Name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // Command returns a command that runs name with args in the host's
@@ -60,7 +76,7 @@ func (h *Host) MustExec(t testing.TB, name string, args ...string) Result {
 // read or written.
 func (h *Host) Private(t testing.TB, path string) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := h.TempDir(t)
 	h.MustExec(t, "mkdir", "-p", path)
 	h.MustExec(t, "mount", "--bind", dir, path)
 	return dir

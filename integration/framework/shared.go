@@ -3,7 +3,11 @@ package framework
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -117,12 +121,30 @@ func (s *scope) runCleanups() {
 }
 
 func (s *scope) TempDir() string {
-	dir, err := os.MkdirTemp("", "smbc-shared-")
+	dir, err := os.MkdirTemp("", sharedDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		s.Fatal(err)
 	}
 	s.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// sharedDirPrefix starts the name of a shared value's temporary
+// directory, followed by the test process's pid: a bed's start removes
+// those of dead processes (sweepSharedDirs).
+const sharedDirPrefix = "smbc-shared-"
+
+// sweepSharedDirs removes the temporary directories of shared values whose
+// test process is gone (killed before its cleanups ran).
+func sweepSharedDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), sharedDirPrefix+"*-*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), sharedDirPrefix), "-", 2)[0])
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil {
+			continue
+		}
+		os.RemoveAll(d)
+	}
 }
 
 func (s *scope) Fail() {
