@@ -26,14 +26,16 @@ import (
 // Everything it reads and writes — its ceph.conf, the daemons' data, admin
 // sockets, logs and the clients' pid files — is under Dir; nothing under
 // /etc/ceph or /var/lib/ceph is used (every command gets -c Conf). The
-// daemons run in the network namespace StartCephFS was given (the test
-// bed's storage host) and all bind its address, which is what a client
-// (ceph-fuse) must reach: the monitor at MonAddr, the OSD and MDS at ports
-// they pick on the same address. Everything, the clients mounted with
-// MountCommand included, is killed when the test ends.
+// daemons run in one host — the bed's storage host (Start), or the
+// network namespace StartCephFS was given — and all bind its address,
+// which is what a client (ceph-fuse) must reach: the monitor at MonAddr,
+// the OSD and MDS at ports they pick on the same address. Everything, the
+// clients mounted with MountCommand included, is killed when the test
+// ends.
 //
-// CephFS is a backend of the multi-host test bed: a node mounts it with
-// the argv MountCommand returns (see there).
+// &CephFS{} is a Backend of the multi-host test bed (NewBed starts it on
+// its storage host and mounts it on every node host with MountCommand);
+// StartCephFS starts one standing alone.
 type CephFS struct {
 	Dir     string // the cluster's state, configuration, sockets and logs
 	Conf    string // its ceph.conf (pass with -c)
@@ -41,10 +43,11 @@ type CephFS struct {
 	MonAddr string // host:port of the monitor (msgr2)
 	FSName  string // the filesystem's name ("cephfs")
 	NetNS   string // the network namespace the daemons run in; "" is the caller's
-	// Startup is how long StartCephFS took from the first command to the
+	// Startup is how long starting took, from the first command to the
 	// MDS active (mon, mgr, OSD up, every PG active).
 	Startup time.Duration
 
+	prefix  []string // runs a program in the cluster's host (nsenter, ip netns exec); nil: the caller's
 	mu      sync.Mutex
 	daemons map[string]*cephDaemon // by name ("mon.a", "osd.0")
 	mounts  int                    // MountCommand calls so far (their pid files)
@@ -104,31 +107,54 @@ func RequireCephFS(t testing.TB) {
 	}
 }
 
-// StartCephFS creates a Ceph cluster with one CephFS filesystem and waits
-// until it can be mounted: the MDS active, the OSD up, every PG active and
-// the manager available. It takes about 13 s. The test is skipped when
+// StartCephFS creates a Ceph cluster with one CephFS filesystem, standing
+// alone (not on a bed: in the caller's network namespace or opts.NetNS),
+// and waits until it can be mounted. The test is skipped when
 // RequireCephFS would skip it.
 func StartCephFS(t testing.TB, opts CephOptions) *CephFS {
 	t.Helper()
 	RequireCephFS(t)
-	start := time.Now()
-	c := &CephFS{Dir: t.TempDir(), FSName: "cephfs", NetNS: opts.NetNS, Addr: opts.Addr,
-		daemons: map[string]*cephDaemon{}}
+	c := &CephFS{NetNS: opts.NetNS, Addr: opts.Addr}
+	if c.NetNS != "" {
+		c.prefix = []string{"ip", "netns", "exec", c.NetNS}
+	}
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1"
 	}
 	port := opts.MonPort
+	if port == 0 && opts.NetNS == "" {
+		_, p, _ := net.SplitHostPort(FreeAddr(t, c.Addr))
+		port, _ = strconv.Atoi(p)
+	}
+	c.start(t, port, opts.OSDSize)
+	return c
+}
+
+// Start implements Backend: the cluster's daemons run in host (its network
+// and mount namespaces) and bind host.Addr, the monitor on port 3300.
+// Ceph has no server-side setting coherence needs (its clients' capabilities
+// are the protocol), so coherent changes nothing here; it picks the
+// client's options in MountCommand.
+func (c *CephFS) Start(t testing.TB, host *Host, coherent bool) {
+	t.Helper()
+	RequireCephFS(t)
+	c.Addr, c.NetNS = host.Addr, host.NetNS
+	c.prefix = []string{"nsenter", "--net=" + filepath.Join("/run/netns", host.NetNS), "--mount=" + host.MountNS, "--"}
+	c.start(t, 0, 0)
+}
+
+// start makes the cluster and waits until the MDS is active, the OSD up,
+// every PG active and the manager available: about 13 s.
+func (c *CephFS) start(t testing.TB, port int, osdSize int64) {
+	t.Helper()
+	start := time.Now()
+	c.Dir, c.FSName, c.daemons = t.TempDir(), "cephfs", map[string]*cephDaemon{}
 	if port == 0 {
-		if opts.NetNS != "" {
-			port = 3300
-		} else {
-			_, p, _ := net.SplitHostPort(FreeAddr(t, c.Addr))
-			port, _ = strconv.Atoi(p)
-		}
+		port = 3300
 	}
 	c.MonAddr = net.JoinHostPort(c.Addr, strconv.Itoa(port))
-	if opts.OSDSize == 0 {
-		opts.OSDSize = 10 << 30
+	if osdSize == 0 {
+		osdSize = 10 << 30
 	}
 	c.Conf = filepath.Join(c.Dir, "ceph.conf")
 	for _, d := range []string{"run", "log", "mon", "mgr", "osd", "mds", "crash"} {
@@ -137,7 +163,7 @@ func StartCephFS(t testing.TB, opts CephOptions) *CephFS {
 		}
 	}
 	fsid := newUUID(t)
-	writeFile(t, c.Conf, c.config(fsid, opts.OSDSize))
+	writeFile(t, c.Conf, c.config(fsid, osdSize))
 	t.Cleanup(func() { c.stop(t) })
 
 	// The monitor: a monmap of one, its store, and the daemon.
@@ -148,6 +174,7 @@ func StartCephFS(t testing.TB, opts CephOptions) *CephFS {
 	c.run(t, false, "ceph-mon", "-c", c.Conf, "--mkfs", "-i", "a", "--monmap", monmap, "--keyring", keyring)
 	c.startDaemon(t, "mon.a", "ceph-mon", "-i", "a")
 	c.waitFor(t, "the monitor answering", func(st *cephStatus) bool { return len(st.QuorumNames) > 0 })
+	monUp := time.Since(start)
 
 	c.startDaemon(t, "mgr.x", "ceph-mgr", "-i", "x")
 	// The OSD: registered, its store made (a few seconds, meanwhile the
@@ -172,12 +199,14 @@ func StartCephFS(t testing.TB, opts CephOptions) *CephFS {
 	if err := <-mkfs; err != nil {
 		t.Fatalf("ceph-osd --mkfs: %v\n%s", err, c.logTail("osd."+osdID))
 	}
+	osdMade := time.Since(start)
 	c.startDaemon(t, "osd."+osdID, "ceph-osd", "-i", osdID)
 	c.waitFor(t, "the MDS active, the OSD up, every PG active and the manager available", func(st *cephStatus) bool {
 		return st.ready(c.FSName)
 	})
 	c.Startup = time.Since(start)
-	return c
+	t.Logf("ceph: %s up in %v (monitor answering after %v, OSD store made after %v)", c.FSName,
+		c.Startup.Round(time.Millisecond), monUp.Round(time.Millisecond), osdMade.Round(time.Millisecond))
 }
 
 // config is the cluster's ceph.conf. The [client] section gives every
@@ -234,14 +263,18 @@ func (c *CephFS) Name() string { return "cephfs" }
 // CephCoherentOptions, what the cluster requires; false leaves the client's
 // defaults.
 //
-// ceph-fuse daemonizes: the command exits 0 once the mount is in place
-// (its parent waits for the mount) and the daemon, holding no descriptor of
-// the caller's, stays in the mount namespace it was started in. Run it with
-// nsenter --net=/run/netns/HOST --mount=/proc/PID/ns/mnt (PID: a process of
-// the node's mount namespace), not with `ip netns exec` alone, which runs
-// its command in a mount namespace of its own that nothing else shares.
-// The daemon writes its pid to a file under Dir; every client mounted this
-// way is killed when the cluster's test ends (the bed need not unmount).
+// ceph-fuse daemonizes (no -f): the command exits 0 once the mount is in
+// place (its parent waits for the child's mount) and the daemon, holding
+// no descriptor of the caller's (Go's Output/CombinedOutput return), stays
+// in the mount namespace it was started in and keeps the mount there. So
+// run it with nsenter --net=/run/netns/NODE --mount=NODE's-mount-ns-file
+// (Host.Exec), not with `ip netns exec` alone: that gives its command a
+// mount namespace of its own, which nothing else shares, and the mount
+// would be visible to no node. In the foreground (-f) the caller would
+// have to keep the process and poll for the mount instead. The daemon
+// writes its pid to a file under Dir; every client mounted this way is
+// killed when the cluster is stopped at the end of the test (before the
+// bed tears its namespaces down).
 func (c *CephFS) MountCommand(dir string, coherent bool) []string {
 	c.mu.Lock()
 	c.mounts++
@@ -302,12 +335,12 @@ func (c *CephFS) run(t testing.TB, inNS bool, name string, args ...string) strin
 	return out
 }
 
-// cmd is name with args, run through `ip netns exec` (which executes it
-// in place: the process is the program) when inNS and the cluster has a
-// network namespace.
+// cmd is name with args, run in the cluster's host when inNS (through
+// nsenter on a bed host, `ip netns exec` in CephOptions.NetNS; both
+// execute the program in place: the process is the program).
 func (c *CephFS) cmd(ctx context.Context, inNS bool, name string, args ...string) *exec.Cmd {
-	if inNS && c.NetNS != "" {
-		return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", c.NetNS, name}, args...)...)
+	if inNS && len(c.prefix) > 0 {
+		return exec.CommandContext(ctx, c.prefix[0], append(append(c.prefix[1:len(c.prefix):len(c.prefix)], name), args...)...)
 	}
 	return exec.CommandContext(ctx, name, args...)
 }
