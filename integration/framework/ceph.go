@@ -27,11 +27,11 @@ import (
 // sockets, logs and the clients' pid files — is under Dir; nothing under
 // /etc/ceph or /var/lib/ceph is used (every command gets -c Conf). The
 // daemons run in one host — the bed's storage host (Start), or the
-// network namespace StartCephFS was given — and all bind its address,
-// which is what a client (ceph-fuse) must reach: the monitor at MonAddr,
-// the OSD and MDS at ports they pick on the same address. Everything, the
-// clients mounted with MountCommand included, is killed when the test
-// ends.
+// caller's network namespace (StartCephFS, on loopback) — and all bind
+// one address, which is what a client (ceph-fuse) must reach: the monitor
+// at MonAddr, the OSD and MDS at ports they pick on the same address.
+// Everything, the clients mounted with MountCommand included, is killed
+// when the test ends.
 //
 // &CephFS{} is a Backend of the multi-host test bed (NewBed starts it on
 // its storage host and mounts it on every node host with MountCommand);
@@ -42,29 +42,24 @@ type CephFS struct {
 	Addr    string // the address every daemon binds
 	MonAddr string // host:port of the monitor (msgr2)
 	FSName  string // the filesystem's name ("cephfs")
-	NetNS   string // the network namespace the daemons run in; "" is the caller's
+	NetNS   string // the network namespace the daemons run in (Start); "" is the caller's
 	// Startup is how long starting took, from the first command to the
 	// MDS active (mon, mgr, OSD up, every PG active).
 	Startup time.Duration
 
-	prefix  []string // runs a program in the cluster's host (nsenter, ip netns exec); nil: the caller's
+	prefix  []string // runs a program in the cluster's host (nsenter); nil: the caller's
 	mu      sync.Mutex
 	daemons map[string]*cephDaemon // by name ("mon.a", "osd.0")
 	mounts  int                    // MountCommand calls so far (their pid files)
 }
 
-// CephOptions configures StartCephFS. The zero value runs the cluster in
-// the caller's network namespace on 127.0.0.1 (a free port for the
-// monitor).
+// CephOptions configures StartCephFS, which runs the cluster in the
+// caller's network namespace (on a bed, Start runs it in the storage
+// host's). The zero value binds 127.0.0.1, the monitor a free port.
 type CephOptions struct {
-	// NetNS is the network namespace (a name `ip netns` knows, under
-	// /run/netns) the daemons and the ceph CLI run in; "" is the caller's.
-	NetNS string
-	// Addr is the IP address of that namespace every daemon binds; default
-	// 127.0.0.1.
+	// Addr is the IP address every daemon binds; default 127.0.0.1.
 	Addr string
-	// MonPort is the monitor's port; default 3300 in a namespace of its
-	// own, a free port on the caller's.
+	// MonPort is the monitor's port; default a free one.
 	MonPort int
 	// OSDSize is the size of the OSD's sparse block file; default 10 GiB
 	// (only what is written takes disk space).
@@ -121,21 +116,17 @@ func RequireCephFS(t testing.TB) {
 }
 
 // StartCephFS creates a Ceph cluster with one CephFS filesystem, standing
-// alone (not on a bed: in the caller's network namespace or opts.NetNS),
-// and waits until it can be mounted. The test is skipped when
-// RequireCephFS would skip it.
+// alone (not on a bed: in the caller's network namespace), and waits until
+// it can be mounted. The test is skipped when RequireCephFS would skip it.
 func StartCephFS(t testing.TB, opts CephOptions) *CephFS {
 	t.Helper()
 	RequireCephFS(t)
-	c := &CephFS{NetNS: opts.NetNS, Addr: opts.Addr}
-	if c.NetNS != "" {
-		c.prefix = []string{"ip", "netns", "exec", c.NetNS}
-	}
+	c := &CephFS{Addr: opts.Addr}
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1"
 	}
 	port := opts.MonPort
-	if port == 0 && opts.NetNS == "" {
+	if port == 0 {
 		_, p, _ := net.SplitHostPort(FreeAddr(t, c.Addr))
 		port, _ = strconv.Atoi(p)
 	}
@@ -157,7 +148,8 @@ func (c *CephFS) Start(t testing.TB, host *Host, coherent bool) {
 }
 
 // start makes the cluster and waits until the MDS is active, the OSD up,
-// every PG active and the manager available: about 13 s.
+// every PG active and the manager available: 14-25 s on a busy 2-core
+// machine.
 func (c *CephFS) start(t testing.TB, port int, osdSize int64) {
 	t.Helper()
 	start := time.Now()
@@ -187,9 +179,9 @@ func (c *CephFS) start(t testing.TB, port int, osdSize int64) {
 		t.Fatal(err)
 	}
 	mkfs := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), StartDeadline)
+	t.Cleanup(cancel) // before stop: a failed start leaves no mkfs behind
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), StartDeadline)
-		defer cancel()
 		_, err := c.command(ctx, false, "ceph-osd", "-c", c.Conf, "-i", osdID, "--mkfs", "--osd-uuid", osdUUID)
 		mkfs <- err
 	}()
@@ -380,8 +372,8 @@ func (c *CephFS) run(t testing.TB, inNS bool, name string, args ...string) strin
 }
 
 // cmd is name with args, run in the cluster's host when inNS (through
-// nsenter on a bed host, `ip netns exec` in CephOptions.NetNS; both
-// execute the program in place: the process is the program).
+// nsenter on a bed host, which executes the program in place: the process
+// is the program).
 func (c *CephFS) cmd(ctx context.Context, inNS bool, name string, args ...string) *exec.Cmd {
 	if inNS && len(c.prefix) > 0 {
 		return exec.CommandContext(ctx, c.prefix[0], append(append(c.prefix[1:len(c.prefix):len(c.prefix)], name), args...)...)
