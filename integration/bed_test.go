@@ -32,9 +32,9 @@ const (
 )
 
 // bedBackends are the backends the coherent tests run on.
-var bedBackends = []string{"local", "glusterfs"}
+var bedBackends = []string{"local", "glusterfs", "cephfs"}
 
-// bedFor returns the shared bed of backend ("local", "glusterfs") with the
+// bedFor returns the shared bed of backend ("local", "glusterfs", "cephfs", …) with the
 // options the cluster requires, or the client's defaults, with user gina
 // and share data at its share path.
 func bedFor(t *testing.T, backend string, defaults bool) *framework.Bed {
@@ -60,6 +60,8 @@ func bedFor(t *testing.T, backend string, defaults bool) *framework.Bed {
 			// translators left on.
 			framework.RequireGlusterFS(tb)
 			be = &framework.GlusterFS{VolumeOff: []string{}}
+		case "cephfs":
+			be = &framework.CephFS{}
 		default:
 			tb.Fatalf("no backend %q", backend)
 		}
