@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/smbcluster/smbcluster/integration/framework"
 	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
@@ -25,7 +26,10 @@ func TestBedHeldHandles(t *testing.T) {
 			defer w.Close()
 			defer r.Close()
 			const rounds = 200
-			stale := heldHandleRounds(t, w, r, "bed-held.bin", rounds)
+			stale, done, err := heldHandleRounds(w, r, "bed-held.bin", rounds)
+			if err != nil {
+				t.Fatalf("round %d: %v", done, err)
+			}
 			t.Logf("%s: %d rounds, %d stale READs", backend, rounds, stale)
 			if stale > 0 {
 				t.Errorf("%d of %d READs through %s stale after a WRITE through %s on the same held file", stale, 2*rounds, b.Nodes[1].Name, b.Nodes[0].Name)
@@ -39,48 +43,83 @@ func TestBedHeldHandles(t *testing.T) {
 // stays the same except every fourth round, when it grows — and reads it
 // back through r twice: 64 KiB (a READ large enough for the zero-copy
 // path) and its first 1,000 bytes. It returns how many READs did not
-// return what was written.
-func heldHandleRounds(t *testing.T, w, r *servertest.Conn, name string, rounds int) (stale int) {
-	t.Helper()
+// return what was written, and the rounds done before an error.
+func heldHandleRounds(w, r *servertest.Conn, name string, rounds int) (stale, done int, err error) {
 	req := servertest.CreateRequest(name)
 	req.CreateDisposition = smb2.FileOverwriteIf
 	wr, err := w.CreateWith(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, fmt.Errorf("open to write: %w", err)
 	}
 	defer w.CloseFile(wr.FileID)
 	if _, err := w.Write(wr.FileID, 0, make([]byte, 64<<10)); err != nil {
-		t.Fatal(err)
+		return 0, 0, fmt.Errorf("write: %w", err)
 	}
 	rfid, err := r.Create(name)
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, fmt.Errorf("open to read: %w", err)
 	}
 	defer r.CloseFile(rfid)
 	if _, err := r.Read(rfid, 0, 64<<10); err != nil {
-		t.Fatal(err)
+		return 0, 0, fmt.Errorf("read: %w", err)
 	}
 	for i := range rounds {
 		want := bytes.Repeat([]byte(fmt.Sprintf("%07d.", i)), 8<<10)[:64<<10]
 		if _, err := w.Write(wr.FileID, 0, want); err != nil {
-			t.Fatalf("round %d: write: %v", i, err)
+			return stale, i, fmt.Errorf("write: %w", err)
 		}
 		if i%4 == 3 {
 			// Grow the file by a byte: a size change, as most rounds of
 			// TestBedDataCoherence make.
 			if _, err := w.Write(wr.FileID, uint64(64<<10+i/4), []byte{'+'}); err != nil {
-				t.Fatalf("round %d: write: %v", i, err)
+				return stale, i, fmt.Errorf("write: %w", err)
 			}
 		}
 		for _, n := range []int{64 << 10, 1000} {
 			got, err := r.Read(rfid, 0, n)
 			if err != nil {
-				t.Fatalf("round %d: read %d: %v", i, n, err)
+				return stale, i, fmt.Errorf("read %d: %w", n, err)
 			}
 			if !bytes.Equal(got, want[:n]) {
 				stale++
 			}
 		}
 	}
-	return stale
+	return stale, rounds, nil
+}
+
+// TestBedCephFSDefaultsRefused: CephFS with ceph-fuse's defaults keeps
+// old bytes in each node's page cache (TestBedHeldHandles' rounds: 99 of
+// 100 READs stale); the nodes' storage check must find it and refuse the
+// share (every node's view refused, with the reason; TREE_CONNECT answers
+// STATUS_BAD_NETWORK_NAME), and while the share is still served no READ
+// may be stale.
+func TestBedCephFSDefaultsRefused(t *testing.T) {
+	b := bedFor(t, "cephfs", true)
+	if a, ok := tryConnect(t, b.Nodes[0]); ok {
+		if r, ok := tryConnect(t, b.Nodes[1]); ok {
+			stale, done, err := heldHandleRounds(a, r, "bed-defaults-held.bin", 100)
+			t.Logf("held handles while the share was served: %d rounds, %d stale READs (ended by: %v)", done, stale, err)
+			if stale > 0 {
+				t.Errorf("%d stale READs through a node serving the share on incoherent storage", stale)
+			}
+			r.Close()
+		}
+		a.Close()
+	}
+	framework.WaitFor(t, clusterDeadline, "every node refusing share data", func() bool {
+		return allViews(t, b, "refused")
+	})
+	for _, v := range shareViews(t, b, bedShare) {
+		if v.Reason == "" {
+			t.Errorf("%s refuses share data without a reason", v.Node)
+		}
+		t.Logf("%s: %s: %s", v.Node, v.State, v.Reason)
+	}
+	for _, n := range b.Nodes {
+		if s, ok := tryConnect(t, n); ok {
+			s.Close()
+			t.Errorf("TREE_CONNECT to a refused share through %s succeeded", n.Name)
+		}
+	}
 }
