@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -406,42 +405,4 @@ func cephMetaRounds(t *testing.T, a, b string, rounds int) metaCounts {
 		}
 	}
 	return m
-}
-
-// TestCephFSOnBed runs the cluster as a bed backend: its daemons in the
-// storage host, each node host its own ceph-fuse mount at the share path
-// (MountCommand run by the bed in the node's network and mount
-// namespaces). The test reaches each node's mount through the node
-// process's root (/proc/PID/root), so every read and write goes through
-// that node's own client, and checks data and metadata coherence between
-// the two nodes' mounts with the coherent options.
-func TestCephFSOnBed(t *testing.T) {
-	RequireCephFS(t)
-	ceph := &CephFS{}
-	b := NewBed(t, BedOptions{Nodes: 2, Backend: ceph})
-	per, sum := ceph.RSS()
-	t.Logf("ceph on %s (%s) up in %v; RSS %.0f MiB: %s", b.Storage.Name, ceph.MonAddr,
-		ceph.Startup.Round(time.Millisecond), float64(sum)/(1<<20), rssString(per))
-	var roots [2]string
-	for i := range roots {
-		r := b.Hosts[i].MustExec(t, "findmnt", "-n", "-o", "FSTYPE", b.SharePath)
-		if got := strings.TrimSpace(r.Stdout); got != "fuse.ceph-fuse" {
-			t.Fatalf("%s on %s: file system type %q, want fuse.ceph-fuse", b.SharePath, b.Hosts[i].Name, got)
-		}
-		roots[i] = filepath.Join(fmt.Sprintf("/proc/%d/root", b.Nodes[i].Pid()), b.SharePath)
-	}
-	if err := os.Mkdir(filepath.Join(roots[0], "bed"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a, bb := filepath.Join(roots[0], "bed"), filepath.Join(roots[1], "bed")
-	st := cephDataRounds(t, a, bb, 200)
-	t.Logf("bed, coherent options: %s", st)
-	if st.any() {
-		t.Errorf("stale reads through node 2's mount: %s", st)
-	}
-	m := cephMetaRounds(t, a, bb, 50)
-	t.Logf("bed, coherent options, metadata: %s", m)
-	if m.any() {
-		t.Errorf("stale metadata through node 2's mount: %s", m)
-	}
 }
