@@ -92,9 +92,9 @@ type shareCheck struct {
 	// and cached just before (caches that expire in seconds show then).
 	burst bool
 
-	probes map[string]*statev1.StorageProbeRecord  // the other nodes' latest rounds
-	since  map[string]time.Time                    // when each appeared
-	peers  map[string]*peer                        // what this node keeps of each
+	probes map[string]*statev1.StorageProbeRecord   // the other nodes' latest rounds
+	since  map[string]time.Time                     // when each appeared
+	peers  map[string]*peer                         // what this node keeps of each
 	mine   map[string]*statev1.StorageVerdictRecord // this node's verdicts on them
 	theirs map[string]*statev1.StorageVerdictRecord // theirs on this node's probe
 
@@ -199,7 +199,7 @@ func eventValue(ev *clientv3.Event) []byte {
 	return ev.Kv.Value
 }
 
-func (s *shareCheck) probesPrefix() string   { return statev1.StorageProbeKey(s.name, "") }
+func (s *shareCheck) probesPrefix() string { return statev1.StorageProbeKey(s.name, "") }
 func (s *shareCheck) verdictsPrefix() string {
 	return statev1.StorageVerdictsPrefix + strings.ToLower(s.name) + "/"
 }
@@ -362,7 +362,7 @@ func (s *shareCheck) roundDue(now time.Time) bool {
 			more = true
 			continue
 		}
-		if t.Ok && t.RoundsOk < 2 {
+		if t.Ok && t.RoundsOk < RoundsToDecide {
 			more = true
 		}
 	}
