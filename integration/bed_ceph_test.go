@@ -22,6 +22,9 @@ func TestBedHeldHandles(t *testing.T) {
 	for _, backend := range bedBackends {
 		t.Run(backend, func(t *testing.T) {
 			b := bedFor(t, backend, false)
+			framework.WaitFor(t, clusterDeadline, "every node serving share data", func() bool {
+				return allViews(t, b, "serving")
+			})
 			w, r := bedConnect(t, b.Nodes[0]), bedConnect(t, b.Nodes[1])
 			defer w.Close()
 			defer r.Close()
