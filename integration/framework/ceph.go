@@ -132,7 +132,7 @@ func StartCephFS(t testing.TB, opts CephOptions) *CephFS {
 		_, p, _ := net.SplitHostPort(FreeAddr(t, c.Addr))
 		port, _ = strconv.Atoi(p)
 	}
-	c.start(t, port, opts.OSDSize)
+	c.start(t, t.TempDir(), port, opts.OSDSize)
 	return c
 }
 
@@ -146,16 +146,16 @@ func (c *CephFS) Start(t testing.TB, host *Host, coherent bool) {
 	RequireCephFS(t)
 	c.Addr, c.NetNS = host.Addr, host.NetNS
 	c.prefix = []string{"nsenter", "--net=" + filepath.Join("/run/netns", host.NetNS), "--mount=" + host.MountNS, "--"}
-	c.start(t, 0, 0)
+	c.start(t, host.TempDir(t), 0, 0) // removed after the bed's teardown killed every process
 }
 
 // start makes the cluster and waits until the MDS is active, the OSD up,
 // every PG active and the manager available: 14-25 s on a busy 2-core
 // machine.
-func (c *CephFS) start(t testing.TB, port int, osdSize int64) {
+func (c *CephFS) start(t testing.TB, dir string, port int, osdSize int64) {
 	t.Helper()
 	start := time.Now()
-	c.Dir, c.FSName, c.daemons = t.TempDir(), "cephfs", map[string]*cephDaemon{}
+	c.Dir, c.FSName, c.daemons = dir, "cephfs", map[string]*cephDaemon{}
 	if port == 0 {
 		port = 3300
 	}
