@@ -17,16 +17,22 @@ func TestCoherenceAcrossNodes(t *testing.T) {
 	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3})
 	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
 	c.MustSMBCtl(t, "user", "add", "gina", "--password", "Gina-Pass-1")
-	connect := func(n *framework.ClusterNode) *servertest.Conn {
+	checkCoherenceAcross(t, c.Nodes, "", func(n *framework.ClusterNode) *servertest.Conn {
 		return clusterSession(t, n, "gina", "Gina-Pass-1", "data")
-	}
+	})
+}
+
+// checkCoherenceAcross runs the cross-node checks of per-file state on
+// the first three nodes: two clients (connect) on two different nodes,
+// the same file, whose name starts with prefix.
+func checkCoherenceAcross(t *testing.T, nodes []*framework.ClusterNode, prefix string, connect func(*framework.ClusterNode) *servertest.Conn) {
 	// Every file name is tried from node 1 and node 2 and from node 2 and
 	// node 3, so that the file's owner is sometimes one of the two nodes
 	// and sometimes neither.
-	pairs := [][2]*framework.ClusterNode{{c.Nodes[0], c.Nodes[1]}, {c.Nodes[1], c.Nodes[2]}, {c.Nodes[2], c.Nodes[0]}}
+	pairs := [][2]*framework.ClusterNode{{nodes[0], nodes[1]}, {nodes[1], nodes[2]}, {nodes[2], nodes[0]}}
 	for _, p := range pairs {
 		a, b := connect(p[0]), connect(p[1])
-		name := func(s string) string { return s + "-" + p[0].Name + ".txt" }
+		name := func(s string) string { return prefix + s + "-" + p[0].Name + ".txt" }
 
 		t.Run("SharingViolation/"+p[0].Name+"-"+p[1].Name, func(t *testing.T) {
 			req := servertest.CreateRequest(name("excl"))

@@ -71,11 +71,15 @@ func BuildNode(t testing.TB) string {
 	return build.bin
 }
 
-// Main runs the tests and removes what BuildNode built. Call it from TestMain:
+// Main runs the tests, ends what they shared (Shared) and removes what
+// BuildNode built. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { framework.Main(m) }
 func Main(m *testing.M) {
 	code := m.Run()
+	if endShared() && code == 0 {
+		code = 1
+	}
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
 	}

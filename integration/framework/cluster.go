@@ -63,6 +63,9 @@ type Cluster struct {
 	dir        string
 	secretFile string
 	nodeArgs   []string
+	// command makes the command that runs a node (name, argv); nil runs
+	// it here (exec.Command). A bed runs it in the node's host.
+	command func(name string, argv []string) *exec.Cmd
 }
 
 // ClusterNode is one smbnode of a Cluster.
@@ -87,13 +90,8 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	if opts.LeaseTTL == 0 {
 		opts.LeaseTTL = 3 * time.Second
 	}
-	c := &Cluster{dir: t.TempDir(), LeaseTTL: opts.LeaseTTL, Token: "test-token-" + strconv.Itoa(os.Getpid()) + "-0123456789",
-		nodeArgs: opts.NodeArgs}
-	c.secretFile = filepath.Join(c.dir, "secret")
-	c.TokenFile = filepath.Join(c.dir, "token")
-	writeFile(t, c.secretFile, string(statev1.GenerateSecret()))
-	writeFile(t, c.TokenFile, c.Token)
-	c.startEtcdAndCoordinator(t, opts.EtcdProcess, opts.Metrics)
+	c := newCluster(t, opts.LeaseTTL, opts.NodeArgs)
+	c.startEtcdAndCoordinator(t, opts.EtcdProcess, opts.Metrics, nil)
 	c.Port = CommonFreePort(t, opts.Nodes)
 	if opts.Metrics {
 		c.MetricsPort = CommonFreePort(t, opts.Nodes)
@@ -101,6 +99,18 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	for i := 1; i <= opts.Nodes; i++ {
 		c.Nodes = append(c.Nodes, c.StartNode(t, "node"+strconv.Itoa(i), "127.0.0."+strconv.Itoa(i)))
 	}
+	return c
+}
+
+// newCluster makes a Cluster's directory, secret and admin token.
+func newCluster(t testing.TB, leaseTTL time.Duration, nodeArgs []string) *Cluster {
+	t.Helper()
+	c := &Cluster{dir: t.TempDir(), LeaseTTL: leaseTTL, Token: "test-token-" + strconv.Itoa(os.Getpid()) + "-0123456789",
+		nodeArgs: nodeArgs}
+	c.secretFile = filepath.Join(c.dir, "secret")
+	c.TokenFile = filepath.Join(c.dir, "token")
+	writeFile(t, c.secretFile, string(statev1.GenerateSecret()))
+	writeFile(t, c.TokenFile, c.Token)
 	return c
 }
 
@@ -112,8 +122,9 @@ func writeFile(t testing.TB, path, s string) {
 }
 
 // startEtcdAndCoordinator starts etcd (embedded, or a process of its own
-// when process is set) and the coordinator.
-func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process, metrics bool) {
+// when process is set; none when endpoints name a running one) and the
+// coordinator.
+func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process, metrics bool, endpoints []string) {
 	t.Helper()
 	cfg := coord.Config{
 		Listen: "127.0.0.1:0", SecretFile: c.secretFile, Token: c.Token,
@@ -123,10 +134,13 @@ func (c *Cluster) startEtcdAndCoordinator(t testing.TB, process, metrics bool) {
 	if metrics {
 		cfg.MetricsAddr = "127.0.0.1:0"
 	}
-	if process {
+	switch {
+	case endpoints != nil:
+		cfg.Endpoints = endpoints
+	case process:
 		c.Etcd = StartEtcdProcess(t, filepath.Join(c.dir, "etcd"))
 		cfg.Endpoints = c.Etcd.Endpoints
-	} else {
+	default:
 		cfg.EmbeddedEtcd = filepath.Join(c.dir, "etcd")
 	}
 	co, err := coord.Start(cfg)
@@ -169,12 +183,7 @@ func CommonFreePort(t testing.TB, n int) int {
 func (c *Cluster) StartNode(t testing.TB, name, host string) *ClusterNode {
 	t.Helper()
 	addr := net.JoinHostPort(host, strconv.Itoa(c.Port))
-	var added struct {
-		JoinToken string `json:"join_token"`
-	}
-	c.SMBCtlJSON(t, &added, "node", "add", name, "--address", addr)
-	tokenFile := filepath.Join(c.dir, name+".join-token")
-	writeFile(t, tokenFile, added.JoinToken)
+	tokenFile := c.admit(t, name, addr)
 	extra := append([]string{"--join-token-file", tokenFile}, c.nodeArgs...)
 	var metricsAddr string
 	if c.MetricsPort != 0 {
@@ -183,12 +192,31 @@ func (c *Cluster) StartNode(t testing.TB, name, host string) *ClusterNode {
 	}
 	n := c.LaunchNode(t, name, addr, extra...)
 	n.TokenFile, n.MetricsAddr = tokenFile, metricsAddr
-	// Until the node has joined and taken its public address, another
-	// node serves it (and LaunchNode's dial reached that one).
+	c.waitServing(t, name, addr)
+	return n
+}
+
+// admit admits node name with public address addr (smbctl node add) and
+// returns the file holding its join token.
+func (c *Cluster) admit(t testing.TB, name, addr string) string {
+	t.Helper()
+	var added struct {
+		JoinToken string `json:"join_token"`
+	}
+	c.SMBCtlJSON(t, &added, "node", "add", name, "--address", addr)
+	tokenFile := filepath.Join(c.dir, name+".join-token")
+	writeFile(t, tokenFile, added.JoinToken)
+	return tokenFile
+}
+
+// waitServing waits until node name serves its public address addr:
+// until it has joined and taken it, another node serves it (and
+// LaunchNode's dial reached that one).
+func (c *Cluster) waitServing(t testing.TB, name, addr string) {
+	t.Helper()
 	WaitFor(t, StartDeadline, name+" serving its public address "+addr, func() bool {
 		return slices.Contains(c.NodeListed(t, name).Serving, addr)
 	})
-	return n
 }
 
 // LaunchNode starts bin/smbnode as cluster node name on addr with extra
@@ -202,7 +230,11 @@ func (c *Cluster) LaunchNode(t testing.TB, name, addr string, extra ...string) *
 	args := append([]string{"--listen", addr, "--log-level", level, "--etcd", strings.Join(c.Endpoints, ","),
 		"--name", name, "--secret-file", c.secretFile, "--lease-ttl", c.LeaseTTL.String()}, extra...)
 	n := &ClusterNode{Node: newNode("smbnode", Options{Addr: addr}), Name: name}
-	n.cmd = exec.Command(BuildNode(t), args...)
+	if c.command != nil {
+		n.cmd = c.command(name, append([]string{BuildNode(t)}, args...))
+	} else {
+		n.cmd = exec.Command(BuildNode(t), args...)
+	}
 	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	t.Cleanup(func() {

@@ -362,7 +362,7 @@ func (s *shareCheck) roundDue(now time.Time) bool {
 			more = true
 			continue
 		}
-		if t.Ok && t.RoundsOk < 2 {
+		if t.Ok && t.RoundsOk < RoundsToDecide {
 			more = true
 		}
 	}

@@ -131,7 +131,7 @@ func TestCoherentNodes(t *testing.T) {
 				continue
 			}
 			v := &statev1.StorageVerdictRecord{}
-			waitRecord(t, cli, statev1.StorageVerdictKey(share, checker, prober), v, func() bool { return v.Ok && v.RoundsOk >= 2 })
+			waitRecord(t, cli, statev1.StorageVerdictKey(share, checker, prober), v, func() bool { return v.Ok && v.RoundsOk >= RoundsToDecide })
 		}
 	}
 	n3.stop()
@@ -198,8 +198,8 @@ func TestSeparateStorageRefused(t *testing.T) {
 // TestDecide covers Decide's rules.
 func TestDecide(t *testing.T) {
 	now := time.Now()
-	ok2 := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: 2}
-	ok1 := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: 1}
+	ok2 := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: RoundsToDecide}
+	ok1 := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: RoundsToDecide - 1}
 	bad := &statev1.StorageVerdictRecord{Ok: false, Reason: "stale data"}
 	stale := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: 3, CacheStale: true}
 	for _, tc := range []struct {

@@ -1,0 +1,513 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gosmb2 "github.com/cloudsoda/go-smb2"
+	"github.com/smbcluster/smbcluster/integration/framework"
+	"github.com/smbcluster/smbcluster/node/servertest"
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// The bed's tests run the cluster as deployed: each node in a host of its
+// own with its own client's mount of the storage (framework.NewBed). A
+// bed comes up once per backend and options for the whole package
+// (bedFor) and is left as found by every test.
+
+const (
+	bedUser  = "gina"
+	bedPass  = "Gina-Pass-1"
+	bedShare = "data"
+)
+
+// bedBackends are the backends the coherent tests run on.
+var bedBackends = []string{"local", "glusterfs", "cephfs"}
+
+// bedFor returns the shared bed of backend ("local", "glusterfs", "cephfs", …) with the
+// options the cluster requires, or the client's defaults, with user gina
+// and share data at its share path.
+func bedFor(t *testing.T, backend string, defaults bool) *framework.Bed {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the multi-host test bed takes seconds to come up: not in -short")
+	}
+	key := "bed-" + backend
+	if defaults {
+		key += "-defaults"
+	}
+	return framework.Shared(t, key, func(tb testing.TB) *framework.Bed {
+		framework.RequireBed(tb)
+		var be framework.Backend
+		switch backend {
+		case "local":
+			be = &framework.Local{}
+		case "glusterfs":
+			framework.RequireGlusterFS(tb)
+			be = &framework.GlusterFS{}
+		case "glusterfs-caching-volume":
+			// The coherent FUSE mount options, the volume's caching
+			// translators left on.
+			framework.RequireGlusterFS(tb)
+			be = &framework.GlusterFS{VolumeOff: []string{}}
+		case "cephfs":
+			be = &framework.CephFS{}
+		default:
+			tb.Fatalf("no backend %q", backend)
+		}
+		b := framework.NewBed(tb, framework.BedOptions{Backend: be, ClientDefaults: defaults})
+		b.MustSMBCtl(tb, "user", "add", bedUser, "--password", bedPass)
+		b.MustSMBCtl(tb, "share", "add", bedShare, b.SharePath)
+		return b
+	})
+}
+
+// shareView is one node's view of a share as `smbctl share ls -o json`
+// lists it.
+type shareView struct {
+	Node   string `json:"node"`
+	State  string `json:"state"` // serving, checking, refused, unchecked
+	Reason string `json:"reason"`
+}
+
+// shareViews returns the nodes' views of share name.
+func shareViews(t *testing.T, b *framework.Bed, name string) []shareView {
+	t.Helper()
+	var shares []struct {
+		Name  string      `json:"name"`
+		Views []shareView `json:"views"`
+	}
+	b.SMBCtlJSON(t, &shares, "share", "ls")
+	for _, s := range shares {
+		if s.Name == name {
+			return s.Views
+		}
+	}
+	t.Fatalf("share %s is not listed", name)
+	return nil
+}
+
+// allViews reports whether every node of b has a view of share data in
+// state.
+func allViews(t *testing.T, b *framework.Bed, state string) bool {
+	views := shareViews(t, b, bedShare)
+	for _, n := range b.Nodes {
+		if !slices.ContainsFunc(views, func(v shareView) bool { return v.Node == n.Name && v.State == state }) {
+			return false
+		}
+	}
+	return true
+}
+
+// bedConnect logs gina on through n's public address and connects share
+// data, waiting for the node to serve it.
+func bedConnect(t *testing.T, n *framework.ClusterNode) *servertest.Conn {
+	t.Helper()
+	return clusterSession(t, n, bedUser, bedPass, bedShare)
+}
+
+// TestBedCoherence: per-file state is one thing for the cluster when every
+// node is its own host with its own mount: share modes, locks and the
+// writes they block, oplock and lease breaks, delete pending, rename
+// against an open — two clients on two nodes, the same file.
+func TestBedCoherence(t *testing.T) {
+	for _, backend := range bedBackends {
+		t.Run(backend, func(t *testing.T) {
+			b := bedFor(t, backend, false)
+			for _, n := range b.Nodes {
+				bedConnect(t, n).Close()
+			}
+			t.Run("ServedByEveryNode", func(t *testing.T) {
+				framework.WaitFor(t, clusterDeadline, "every node serving share data", func() bool {
+					return allViews(t, b, "serving")
+				})
+			})
+			checkCoherenceAcross(t, b.Nodes, "bedcoh-", func(n *framework.ClusterNode) *servertest.Conn {
+				return bedConnect(t, n)
+			})
+		})
+	}
+}
+
+// TestBedDataCoherence: a file written through one node is read through
+// another at once, bytes and size: 1,000 rounds, each a fresh open for the
+// write (overwriting, the size changing) and a fresh open for the read,
+// alternately small (the READ answered inline) and large (64 KiB and more:
+// sendfile when the node's page cache holds the data), not one stale. The
+// rounds run on four pairs of nodes at once (1→2, 2→3, 3→1, 1→3), each
+// pair its own files and connections, to bound the time on slow storage.
+func TestBedDataCoherence(t *testing.T) {
+	for _, backend := range bedBackends {
+		t.Run(backend, func(t *testing.T) {
+			b := bedFor(t, backend, false)
+			const rounds, workers = 1000, 4
+			start := time.Now()
+			var stale atomic.Int64
+			var wg sync.WaitGroup
+			for k := range workers {
+				wn, rn := b.Nodes[k%3], b.Nodes[(k+1+k/3)%3]
+				w, r := bedConnect(t, wn), bedConnect(t, rn)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer w.Close()
+					defer r.Close()
+					for i := k; i < rounds; i += workers {
+						got, want, err := writeReadRound(w, r, fmt.Sprintf("bed-data-%d-%d.bin", k, i%3), i)
+						if err != nil {
+							t.Errorf("round %d (%s to %s): %v", i, wn.Name, rn.Name, err)
+							return
+						}
+						if !bytes.Equal(got, want) {
+							if stale.Add(1) <= 5 {
+								t.Errorf("round %d: read %d bytes through %s, want the %d %s wrote", i, len(got), rn.Name, len(want), wn.Name)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("%s: %d rounds in %v, %d stale", backend, rounds, time.Since(start).Round(time.Millisecond), stale.Load())
+			if stale.Load() > 0 {
+				t.Fatalf("%d of %d reads stale", stale.Load(), rounds)
+			}
+		})
+	}
+}
+
+// roundData is what round i writes: small (under the zero-copy
+// threshold) on even rounds, large (64 KiB and more) on odd ones, its
+// size and bytes different from the round before.
+func roundData(i int) []byte {
+	size := 1000 + (i%7)*97
+	if i%2 == 1 {
+		size = 64<<10 + (i%5)*4096 + i%3
+	}
+	p := make([]byte, size)
+	for j := range p {
+		p[j] = byte(i*31 + j*7 + j>>8)
+	}
+	return p
+}
+
+// writeReadRound overwrites name through w with round i's bytes and reads
+// it back through r, each with an open of its own. A size in the reading
+// open's CREATE response other than the size written is stale too (got
+// is then that many zeros).
+func writeReadRound(w, r *servertest.Conn, name string, i int) (got, want []byte, err error) {
+	want = roundData(i)
+	req := servertest.CreateRequest(name)
+	req.CreateDisposition = smb2.FileOverwriteIf
+	resp, err := w.CreateWith(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open to write: %w", err)
+	}
+	for off := 0; off < len(want); off += 64 << 10 {
+		end := min(off+64<<10, len(want))
+		if _, err := w.Write(resp.FileID, uint64(off), want[off:end]); err != nil {
+			return nil, nil, fmt.Errorf("write: %w", err)
+		}
+	}
+	if err := w.CloseFile(resp.FileID); err != nil {
+		return nil, nil, err
+	}
+	rresp, err := r.CreateWith(servertest.CreateRequest(name))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open to read: %w", err)
+	}
+	fid := rresp.FileID
+	defer r.CloseFile(fid)
+	if rresp.EndOfFile != uint64(len(want)) {
+		// A stale size: say so with as many bytes as it claims.
+		return make([]byte, rresp.EndOfFile), want, nil
+	}
+	for off := 0; ; {
+		p, err := r.Read(fid, uint64(off), 128<<10)
+		if errors.Is(err, smb2.StatusEndOfFile) {
+			return got, want, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("read at %d: %w", off, err)
+		}
+		got = append(got, p...)
+		off += len(p)
+		if len(p) == 0 || len(got) > 2*len(want) {
+			return got, want, nil
+		}
+	}
+}
+
+// TestBedClientDefaultsRefused: GlusterFS with its client's and volume's
+// defaults caches what another mount wrote; the nodes' storage check must
+// find it and refuse the share (smbctl share ls shows every node's view
+// refused, with the reason; TREE_CONNECT answers STATUS_BAD_NETWORK_NAME),
+// and while it is still served no read may be stale.
+func TestBedClientDefaultsRefused(t *testing.T) {
+	refusedNeverStale(t, bedFor(t, "glusterfs", true))
+}
+
+// TestBedCachingVolumeRefused: GlusterFS mounted with the coherent FUSE
+// options but with the volume's caching translators on (its defaults:
+// write-behind, md-cache …) serves reads through one node of what another
+// wrote stale (55 of 100 rounds measured); the storage check must refuse
+// the share, and never serve a stale byte meanwhile.
+func TestBedCachingVolumeRefused(t *testing.T) {
+	refusedNeverStale(t, bedFor(t, "glusterfs-caching-volume", false))
+}
+
+// refusedNeverStale checks that bed b, on incoherent storage, ends with
+// every node refusing share data (with a reason; TREE_CONNECT answers
+// STATUS_BAD_NETWORK_NAME), and that while nodes still serve it a read
+// through one of what another wrote is never stale.
+func refusedNeverStale(t *testing.T, b *framework.Bed) {
+	// The stale-read probe: once the nodes have decided, while both
+	// still serve the share, a read through one of what the other wrote
+	// must be fresh.
+	framework.WaitFor(t, clusterDeadline, "every node's check of share data decided", func() bool {
+		views := shareViews(t, b, bedShare)
+		decided := 0
+		for _, v := range views {
+			if v.State == "serving" || v.State == "refused" {
+				decided++
+			}
+		}
+		return decided >= len(b.Nodes)
+	})
+	if a, ok := tryConnect(t, b.Nodes[0]); ok {
+		if r, ok := tryConnect(t, b.Nodes[1]); ok {
+			for i := range 100 {
+				got, want, err := writeReadRound(a, r, "bed-refused.bin", i)
+				if err != nil {
+					break // refused meanwhile
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("round %d: a stale read (%d bytes, want %d) through a node serving the share on incoherent storage", i, len(got), len(want))
+					break
+				}
+			}
+			r.Close()
+		}
+		a.Close()
+	}
+	framework.WaitFor(t, clusterDeadline, "every node refusing share data", func() bool {
+		return allViews(t, b, "refused")
+	})
+	for _, v := range shareViews(t, b, bedShare) {
+		if v.Reason == "" {
+			t.Errorf("%s refuses share data without a reason", v.Node)
+		}
+		t.Logf("%s: %s: %s", v.Node, v.State, v.Reason)
+	}
+	for _, n := range b.Nodes {
+		nc, err := net.DialTimeout("tcp", n.Addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := servertest.NewConn(t, nc)
+		if err := s.Negotiate(smb2.Dialect311); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SessionSetup(bedUser, bedPass); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.TreeConnect(bedShare); !errors.Is(err, smb2.StatusBadNetworkName) {
+			t.Errorf("TREE_CONNECT to a refused share through %s: %v, want STATUS_BAD_NETWORK_NAME", n.Name, err)
+		}
+		s.Close()
+	}
+}
+
+// tryConnect connects gina to share data through n once: false if the
+// share is not served (or not yet).
+func tryConnect(t *testing.T, n *framework.ClusterNode) (*servertest.Conn, bool) {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", n.Addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := servertest.NewConn(t, nc)
+	if err := s.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SessionSetup(bedUser, bedPass); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TreeConnect(bedShare); err != nil {
+		s.Close()
+		return nil, false
+	}
+	return s, true
+}
+
+// TestBedFailover: a client writes a file through node1's public address
+// and node1 is killed (SIGKILL) in the middle; the address moves to a
+// survivor's host (ip addr on its veth), the client logs on again through
+// the same address, finishes the file and reads back every byte it wrote,
+// those acknowledged before the kill too. node1 is started again and gets
+// its address back.
+func TestBedFailover(t *testing.T) {
+	for _, backend := range bedBackends {
+		t.Run(backend, func(t *testing.T) {
+			b := bedFor(t, backend, false)
+			bedFailover(t, b)
+		})
+	}
+}
+
+func bedFailover(t *testing.T, b *framework.Bed) {
+	addr := b.PublicAddr(0)
+	ip, _, _ := net.SplitHostPort(addr)
+	bedConnect(t, b.Nodes[0]).Close()
+	const chunk, chunks, killAt = 256 << 10, 16, 6
+	want := make([]byte, chunk*chunks)
+	io.ReadFull(randomReader(uint64(time.Now().UnixNano())), want)
+	name := fmt.Sprintf("bed-failover-%d.bin", time.Now().UnixNano())
+
+	var c *bedClient
+	defer func() {
+		if c != nil {
+			c.close()
+		}
+	}()
+	var killed time.Time
+	for i := 0; i < chunks; {
+		if i == killAt && killed.IsZero() {
+			b.KillNode(t, 0)
+			killed = time.Now()
+		}
+		if c == nil {
+			var err error
+			framework.WaitFor(t, b.LeaseTTL+failoverSlack+10*time.Second, "gina logged on through "+addr, func() bool {
+				c, err = dialBed(addr, name)
+				return err == nil
+			})
+		}
+		if _, err := c.f.WriteAt(want[i*chunk:(i+1)*chunk], int64(i*chunk)); err != nil {
+			if killed.IsZero() {
+				t.Fatalf("write of chunk %d before the kill: %v", i, err)
+			}
+			c.close()
+			c = nil
+			continue // write it again through the survivor
+		}
+		i++
+	}
+	t.Logf("the client wrote on %v after the kill", time.Since(killed).Round(time.Millisecond))
+	got := make([]byte, len(want))
+	if _, err := c.f.ReadAt(got, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		n := 0
+		for j := range got {
+			if got[j] != want[j] {
+				n++
+			}
+		}
+		t.Fatalf("read back through the moved address: %d of %d bytes differ", n, len(want))
+	}
+	c.close()
+	c = nil
+
+	// The address is on a survivor's veth, not on node1's host.
+	var on string
+	for i, h := range b.Hosts {
+		if slices.Contains(b.HostIPs(t, h), ip) {
+			if i == 0 {
+				t.Errorf("%s is still on node1's host", ip)
+			}
+			on = h.Name
+		}
+	}
+	if on == "" {
+		t.Errorf("%s is on no host's interface", ip)
+	}
+	t.Logf("%s moved to host %s", ip, on)
+
+	b.RestartNode(t, 0)
+	framework.WaitFor(t, clusterDeadline, ip+" back on node1's host only", func() bool {
+		for i, h := range b.Hosts {
+			if slices.Contains(b.HostIPs(t, h), ip) != (i == 0) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// bedClient is a go-smb2 client with one file open.
+type bedClient struct {
+	s  *gosmb2.Session
+	fs *gosmb2.Share
+	f  *gosmb2.File
+}
+
+// dialBed logs gina on through addr and opens name for writing (creating
+// it).
+func dialBed(addr, name string) (*bedClient, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d := &gosmb2.Dialer{Initiator: &gosmb2.NTLMInitiator{User: bedUser, Password: bedPass}}
+	s, err := d.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	fs, err := s.Mount(`\\` + host + `\` + bedShare)
+	if err != nil {
+		s.Logoff()
+		return nil, err
+	}
+	f, err := fs.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		fs.Umount()
+		s.Logoff()
+		return nil, err
+	}
+	return &bedClient{s: s, fs: fs, f: f}, nil
+}
+
+func (c *bedClient) close() {
+	c.f.Close()
+	c.fs.Umount()
+	c.s.Logoff()
+}
+
+// TestBedEtcdMemberRestart: the bed's etcd is three members; with its
+// leader killed the other two elect a new one and the cluster is
+// administered as before; the member started again rejoins. (The
+// framework's fault functions, for the fault tests of separate hosts.)
+func TestBedEtcdMemberRestart(t *testing.T) {
+	b := bedFor(t, "local", false)
+	var leader int
+	framework.WaitFor(t, clusterDeadline, "an etcd leader", func() bool {
+		leader = b.EtcdLeader(t)
+		return leader >= 0
+	})
+	m := b.EtcdMembers[leader]
+	m.Kill()
+	framework.WaitFor(t, clusterDeadline, "a new etcd leader", func() bool {
+		l := b.EtcdLeader(t)
+		return l >= 0 && l != leader
+	})
+	b.MustSMBCtl(t, "share", "ls")
+	m.Restart(t)
+	framework.WaitFor(t, clusterDeadline, "the restarted member back", func() bool {
+		return b.EtcdMemberHealthy(t, leader)
+	})
+	for _, n := range b.Nodes {
+		if st, _ := b.NodeState(t, n.Name); st != "up" {
+			t.Errorf("%s is %s after the etcd leader was killed", n.Name, st)
+		}
+	}
+}
