@@ -32,9 +32,9 @@ const DefaultInterval = 30 * time.Second
 const (
 	// tick paces a share's loop: lease changes, rounds due, pending pairs.
 	tick = 250 * time.Millisecond
-	// answerBound is how long a round waits for every checker's verdict
-	// before the next round goes on while a pair still needs rounds.
-	answerBound = 2 * time.Second
+	// stuckBound is how long a round waits for a checker's verdict before
+	// the next round goes on without it.
+	stuckBound = 10 * time.Second
 	// callTimeout bounds one etcd call.
 	callTimeout = 5 * time.Second
 )
@@ -61,7 +61,8 @@ func (c *Checker) Watch(name, root string, volume uint64, changed func(View)) (s
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &shareCheck{c: c, name: name, root: root, volume: volume, changed: changed,
 		probes: map[string]*statev1.StorageProbeRecord{}, since: map[string]time.Time{}, peers: map[string]*peer{},
-		mine: map[string]*statev1.StorageVerdictRecord{}, theirs: map[string]*statev1.StorageVerdictRecord{}}
+		mine: map[string]*statev1.StorageVerdictRecord{}, theirs: map[string]*statev1.StorageVerdictRecord{},
+		live: map[string]time.Time{}}
 	s.setView(View{State: Checking, Reason: "checking the storage", ZeroCopy: true})
 	done := make(chan struct{})
 	go func() {
@@ -94,6 +95,7 @@ type shareCheck struct {
 
 	probes map[string]*statev1.StorageProbeRecord   // the other nodes' latest rounds
 	since  map[string]time.Time                     // when each appeared
+	live   map[string]time.Time                     // the other live nodes, since when
 	peers  map[string]*peer                         // what this node keeps of each
 	mine   map[string]*statev1.StorageVerdictRecord // this node's verdicts on them
 	theirs map[string]*statev1.StorageVerdictRecord // theirs on this node's probe
@@ -132,7 +134,8 @@ func (s *shareCheck) follow(ctx context.Context) error {
 	gctx, cancel := context.WithTimeout(ctx, callTimeout)
 	resp, err := cli.Txn(gctx).Then(
 		clientv3.OpGet(s.probesPrefix(), clientv3.WithPrefix()),
-		clientv3.OpGet(s.verdictsPrefix(), clientv3.WithPrefix())).Commit()
+		clientv3.OpGet(s.verdictsPrefix(), clientv3.WithPrefix()),
+		clientv3.OpGet(statev1.LivePrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
 	cancel()
 	if err != nil {
 		return err
@@ -143,6 +146,18 @@ func (s *shareCheck) follow(ctx context.Context) error {
 	}
 	clear(s.probes)
 	clear(s.theirs)
+	live := map[string]bool{}
+	for _, kv := range resp.Responses[2].GetResponseRange().GetKvs() {
+		live[statev1.LastKeyPart(string(kv.Key))] = true
+	}
+	for node := range s.live {
+		if !live[node] {
+			delete(s.live, node)
+		}
+	}
+	for node := range live {
+		s.onLive(node, true)
+	}
 	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
 		s.onVerdict(ctx, string(kv.Key), kv.Value)
 	}
@@ -154,6 +169,7 @@ func (s *shareCheck) follow(ctx context.Context) error {
 	rev := resp.Header.Revision + 1
 	probes := cli.Watch(wctx, s.probesPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev))
 	verdicts := cli.Watch(wctx, s.verdictsPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev))
+	lives := cli.Watch(wctx, statev1.LivePrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	s.step(ctx)
@@ -180,6 +196,13 @@ func (s *shareCheck) follow(ctx context.Context) error {
 			for _, ev := range w.Events {
 				s.onVerdict(ctx, string(ev.Kv.Key), eventValue(ev))
 			}
+		case w, ok = <-lives:
+			if err := watchErr(w, ok); err != nil {
+				return err
+			}
+			for _, ev := range w.Events {
+				s.onLive(statev1.LastKeyPart(string(ev.Kv.Key)), ev.Type != clientv3.EventTypeDelete)
+			}
 		}
 		s.step(ctx)
 	}
@@ -197,6 +220,22 @@ func eventValue(ev *clientv3.Event) []byte {
 		return nil
 	}
 	return ev.Kv.Value
+}
+
+// onLive records that node is live (or no longer). Every live node serves
+// every share of the cluster: until its probe shows, a node that does
+// not serve the share yet waits for it (Decide's pending pairs).
+func (s *shareCheck) onLive(node string, live bool) {
+	if node == s.self() {
+		return
+	}
+	if !live {
+		delete(s.live, node)
+		return
+	}
+	if _, ok := s.live[node]; !ok {
+		s.live[node] = time.Now()
+	}
 }
 
 func (s *shareCheck) probesPrefix() string { return statev1.StorageProbeKey(s.name, "") }
@@ -320,7 +359,9 @@ func (s *shareCheck) step(ctx context.Context) {
 	now := time.Now()
 	if lease != s.lease {
 		s.lease = lease
-		s.probe = nil // a new incarnation probes anew
+		if s.probe != nil { // the round as it stands, under the new incarnation
+			s.put(ctx, statev1.StorageProbeKey(s.name, s.self()), s.probe)
+		}
 		for node, v := range s.mine {
 			s.put(ctx, statev1.StorageVerdictKey(s.name, s.self(), node), v)
 		}
@@ -329,9 +370,14 @@ func (s *shareCheck) step(ctx context.Context) {
 	if s.pr != nil && s.probeErr == nil && s.roundDue(now) {
 		s.nextRound(ctx, now)
 	}
-	pairs := make(map[string]Pair, len(s.probes))
+	pairs := make(map[string]Pair, len(s.probes)+len(s.live))
 	for node := range s.probes {
 		pairs[node] = Pair{Mine: s.mine[node], Theirs: s.theirs[node], Since: s.since[node]}
+	}
+	for node, since := range s.live {
+		if _, ok := pairs[node]; !ok {
+			pairs[node] = Pair{Since: since}
+		}
 	}
 	v := Decide(pairs, s.view.State == Serving, s.probeErr, now)
 	if v != s.view {
@@ -351,22 +397,23 @@ func (s *shareCheck) roundDue(now time.Time) bool {
 		return true
 	}
 	age := now.Sub(s.roundAt)
-	if age >= s.c.cfg.Interval {
-		return true
-	}
-	answered, more := true, s.burst
+	more := s.burst
 	for node := range s.probes {
 		t := s.theirs[node]
 		if t == nil || t.Round < s.probe.Round {
-			answered = false
-			more = true
+			// A round never overtakes a checker still reading the last
+			// one (it would see the next round's file and report the
+			// last one stale), unless the checker is stuck.
+			if age < stuckBound {
+				return false
+			}
 			continue
 		}
 		if t.Ok && t.RoundsOk < RoundsToDecide {
 			more = true
 		}
 	}
-	return more && (answered || age >= answerBound)
+	return more || age >= s.c.cfg.Interval
 }
 
 // nextRound probes the share once more and publishes the round.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -230,5 +231,34 @@ func TestDecide(t *testing.T) {
 		if v.State == Refused && v.Reason == "" {
 			t.Errorf("%s: refused without a reason", tc.name)
 		}
+	}
+}
+
+// TestNewShareNotServedBeforeChecked: a share added to a running cluster
+// reaches every node at once; a node must not take itself for the only
+// one and serve before the others' probes show. Two live nodes over
+// separate storage never serve it.
+func TestNewShareNotServedBeforeChecked(t *testing.T) {
+	cli := client(t)
+	for _, n := range []string{"l1", "l2"} {
+		lease, err := cli.Grant(context.Background(), 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Put(context.Background(), statev1.NodeLiveKey(n), "", clientv3.WithLease(lease.ID)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.Revoke(context.Background(), lease.ID) })
+	}
+	n1 := startNode(t, cli, "added", "l1", t.TempDir(), 5)
+	n2 := startNode(t, cli, "added", "l2", t.TempDir(), 5)
+	waitState(t, n1, Refused)
+	waitState(t, n2, Refused)
+	for _, n := range []*node{n1, n2} {
+		n.mu.Lock()
+		if slices.Contains(n.seen, Serving) {
+			t.Errorf("%s served a share whose storage it had not checked: %v", n.name, n.seen)
+		}
+		n.mu.Unlock()
 	}
 }
