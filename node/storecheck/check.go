@@ -100,6 +100,7 @@ type shareCheck struct {
 	mine   map[string]*statev1.StorageVerdictRecord // this node's verdicts on them
 	theirs map[string]*statev1.StorageVerdictRecord // theirs on this node's probe
 
+	hint  string // the fix known for the share's filesystem, for a refusal
 	view  View
 	lease clientv3.LeaseID // the lease the records were put with
 }
@@ -109,6 +110,7 @@ func (s *shareCheck) log() *slog.Logger { return s.c.cfg.Log.With("share", s.nam
 // run checks the share until ctx ends, then removes the node's probe
 // files and records.
 func (s *shareCheck) run(ctx context.Context) {
+	s.hint = hint(s.root)
 	d, err := openDir(s.root)
 	if err != nil {
 		s.probeErr = err
@@ -380,6 +382,9 @@ func (s *shareCheck) step(ctx context.Context) {
 		}
 	}
 	v := Decide(pairs, s.view.State == Serving, s.probeErr, now)
+	if v.State == Refused && s.probeErr == nil {
+		v.Reason += s.hint
+	}
 	if v != s.view {
 		if v.State != s.view.State {
 			s.log().Info("storage check", "state", v.State, "reason", v.Reason, "zero_copy", v.ZeroCopy)

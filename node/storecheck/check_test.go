@@ -262,3 +262,20 @@ func TestNewShareNotServedBeforeChecked(t *testing.T) {
 		n.mu.Unlock()
 	}
 }
+
+// TestMountType finds the type of the mount holding a path: the root's,
+// /proc's.
+func TestMountType(t *testing.T) {
+	if got := mountType("/proc/self"); got != "proc" {
+		t.Errorf("mountType(/proc/self) = %q, want proc", got)
+	}
+	if got := mountType(t.TempDir()); got == "" {
+		t.Errorf("no mount type for a temporary directory")
+	}
+	if got := unescapeMount(`/mnt/a\040b`); got != "/mnt/a b" {
+		t.Errorf("unescapeMount = %q", got)
+	}
+	if h := hints["fuse.glusterfs"]; !strings.Contains(h, "direct-io-mode=enable") {
+		t.Errorf("GlusterFS hint %q", h)
+	}
+}
