@@ -197,26 +197,68 @@ func (d *Disk) authorize(r *server.Request, o *open, req *smb2.CreateRequest, ac
 	desired := mapFileGeneric(req.DesiredAccess) &^ (smb2.MaximumAllowed | smb2.AccessSystemSecurity)
 	maxAllowed := req.DesiredAccess&smb2.MaximumAllowed != 0
 	granted := grantedBy(sd, t)
+	check := desired | destroyAccess(action)
 	extra := fscc.Delete | fscc.FileReadAttributes
-	if need := desired &^ granted; need&extra != 0 || maxAllowed && granted&extra != extra {
-		pg := fscc.FileAllAccess
-		if psd := d.parentSD(o.name); psd != nil {
-			pg = grantedBy(psd, t)
-		}
-		if pg&fscc.FileDeleteChild != 0 {
-			granted |= fscc.Delete
-		}
-		if pg&fscc.FileReadData != 0 { // FILE_LIST_DIRECTORY
-			granted |= fscc.FileReadAttributes
-		}
+	if need := check &^ granted; need&extra != 0 || maxAllowed && granted&extra != extra {
+		granted |= d.parentGrants(o.name, t)
 	}
-	if desired&^granted != 0 {
+	if check&^granted != 0 {
 		return smb2.StatusAccessDenied
 	}
 	if req.DesiredAccess&smb2.MaximumAllowed != 0 {
 		o.access = granted&d.MaximalAccess(r.Session) | desired | req.DesiredAccess&smb2.AccessSystemSecurity
 	}
 	return nil
+}
+
+// destroyAccess is the access that overwriting or superseding a file
+// needs besides the access asked for: its data, EAs and attributes are
+// replaced (FILE_WRITE_DATA, FILE_WRITE_EA, FILE_WRITE_ATTRIBUTES), and a
+// supersede deletes the file it replaces (DELETE), as Windows file
+// systems check them on IRP_MJ_CREATE (smbtorture
+// smb2.acls.OVERWRITE_READ_ONLY_FILE: a DACL granting only
+// FILE_READ_DATA refuses all three dispositions).
+func destroyAccess(action uint32) uint32 {
+	switch action {
+	case smb2.FileOverwritten:
+		return fscc.FileWriteData | fscc.FileWriteEA | fscc.FileWriteAttributes
+	case smb2.FileSuperseded:
+		return fscc.Delete | fscc.FileWriteEA | fscc.FileWriteAttributes
+	}
+	return 0
+}
+
+// parentGrants is what name's directory grants t on name itself
+// ([MS-FSA] 2.1.5.1.2.1): DELETE through FILE_DELETE_CHILD and
+// FILE_READ_ATTRIBUTES through FILE_LIST_DIRECTORY.
+func (d *Disk) parentGrants(name string, t *token) uint32 {
+	pg := uint32(fscc.FileAllAccess)
+	if psd := d.parentSD(name); psd != nil {
+		pg = grantedBy(psd, t)
+	}
+	var g uint32
+	if pg&fscc.FileDeleteChild != 0 {
+		g |= fscc.Delete
+	}
+	if pg&fscc.FileReadData != 0 { // FILE_LIST_DIRECTORY
+		g |= fscc.FileReadAttributes
+	}
+	return g
+}
+
+// maximalAccess is the access the CREATE's MxAc context reports for open
+// o ([MS-SMB2] 3.3.5.9.5): what the file's stored descriptor grants the
+// session's user (its DACL, OWNER RIGHTS, the parent's DELETE and
+// FILE_READ_ATTRIBUTES) within what the share allows; the share's alone
+// for a file without one.
+func (d *Disk) maximalAccess(r *server.Request, o *open) uint32 {
+	share := d.MaximalAccess(r.Session)
+	sd := storedSD(o.f)
+	if sd == nil {
+		return share
+	}
+	t := tokenOf(r.Session)
+	return (grantedBy(sd, t) | d.parentGrants(o.name, t)) & share
 }
 
 // addAccess is the right a new file or directory needs on its parent.

@@ -87,7 +87,7 @@ func (d *Disk) create(r *server.Request, req *smb2.CreateRequest) (_ server.Hand
 	if fi, err = o.settleData(req, action, truncate, fi); err != nil {
 		return nil, nil, err
 	}
-	resp := d.createResponse(req, o, fi, action, access, oplock, lease)
+	resp := d.createResponse(r, req, o, fi, action, oplock, lease)
 	if action == smb2.FileCreated {
 		d.notify.post(actionAdded, o.name, nameFilter(o.isDir))
 	}
@@ -140,7 +140,7 @@ func (o *open) settleData(req *smb2.CreateRequest, action uint32, truncate bool,
 }
 
 // createResponse is the answer to a CREATE of open o.
-func (d *Disk) createResponse(req *smb2.CreateRequest, o *open, fi vfs.FileInfo, action, access uint32, oplock uint8, lease *state.LeaseGrant) *smb2.CreateResponse {
+func (d *Disk) createResponse(r *server.Request, req *smb2.CreateRequest, o *open, fi vfs.FileInfo, action uint32, oplock uint8, lease *state.LeaseGrant) *smb2.CreateResponse {
 	resp := &smb2.CreateResponse{
 		OplockLevel:    oplock,
 		CreateAction:   action,
@@ -152,7 +152,7 @@ func (d *Disk) createResponse(req *smb2.CreateRequest, o *open, fi vfs.FileInfo,
 		EndOfFile:      uint64(fi.Size),
 		FileAttributes: fi.Attributes,
 	}
-	resp.Contexts = d.createContexts(req, fi, access)
+	resp.Contexts = d.createContexts(r, req, o, fi)
 	if lease != nil {
 		resp.Contexts = append(resp.Contexts, leaseContext(lease)) // lease.go
 	}
@@ -332,13 +332,14 @@ func (d *Disk) openError(name string, err error) error {
 	return err
 }
 
-// createContexts answers the create contexts the server supports: MxAc and
-// QFid. Others are ignored, as [MS-SMB2] 3.3.5.9 allows.
-func (d *Disk) createContexts(req *smb2.CreateRequest, fi vfs.FileInfo, access uint32) []smb2.CreateContext {
+// createContexts answers the create contexts the server supports: MxAc
+// (access.go: what the file's descriptor grants) and QFid. Others are
+// ignored, as [MS-SMB2] 3.3.5.9 allows.
+func (d *Disk) createContexts(r *server.Request, req *smb2.CreateRequest, o *open, fi vfs.FileInfo) []smb2.CreateContext {
 	var out []smb2.CreateContext
 	k := req.Known()
 	if k.Present(smb2.CtxQueryMaximalAccess) {
-		mx := smb2.MxAcResponse{MaximalAccess: d.MaximalAccess(nil)}
+		mx := smb2.MxAcResponse{MaximalAccess: d.maximalAccess(r, o)}
 		out = append(out, smb2.CreateContext{Name: "MxAc", Data: mx.Append(nil)})
 	}
 	if k.Present(smb2.CtxQueryOnDiskID) {

@@ -97,8 +97,8 @@ func (o *open) setSecurity(req *smb2.SetInfoRequest) error {
 	if si&fscc.DACLSecurityInformation != 0 && o.access&smb2.WriteDAC == 0 {
 		return smb2.StatusAccessDenied
 	}
-	if si&fscc.SACLSecurityInformation != 0 && o.access&smb2.AccessSystemSecurity == 0 {
-		return smb2.StatusAccessDenied
+	if si&fscc.SACLSecurityInformation != 0 && o.access&(smb2.AccessSystemSecurity|smb2.WriteDAC) != smb2.AccessSystemSecurity|smb2.WriteDAC {
+		return smb2.StatusAccessDenied // a SACL needs WRITE_DAC too, as Windows checks
 	}
 	var sd fscc.SecurityDescriptor
 	if err := sd.Decode(req.Buffer); err != nil {
@@ -149,16 +149,30 @@ func mergeSD(cur, sd *fscc.SecurityDescriptor, si uint32) {
 	if si&fscc.DACLSecurityInformation != 0 {
 		// A DACL that is absent or not marked present is the NULL DACL
 		// (everyone has every access), which is still "present".
-		cur.DACL = sd.DACL
+		cur.DACL = mapACLGeneric(sd.DACL)
 		if sd.Control&fscc.SEDACLPresent == 0 {
 			cur.DACL = nil
 		}
 		cur.Control = cur.Control&^daclControl | sd.Control&daclControl | fscc.SEDACLPresent
 	}
 	if si&fscc.SACLSecurityInformation != 0 {
-		cur.SACL = sd.SACL
+		cur.SACL = mapACLGeneric(sd.SACL)
 		cur.Control = cur.Control&^saclControl | sd.Control&saclControl
 	}
+}
+
+// mapACLGeneric maps the generic rights of every ACE of acl to the file
+// rights they stand for, as Windows stores a DACL or SACL that is set
+// (the file GenericMapping, [MS-DTYP] 2.5.3.2 and 2.5.3.4.1; smbtorture
+// smb2.acls.GENERIC and CREATOR read them back mapped).
+func mapACLGeneric(acl *fscc.ACL) *fscc.ACL {
+	if acl == nil {
+		return nil
+	}
+	for i := range acl.ACEs {
+		acl.ACEs[i].Mask = mapFileGeneric(acl.ACEs[i].Mask)
+	}
+	return acl
 }
 
 // applySecD stores the descriptor of an SMB2_CREATE_SD_BUFFER create

@@ -89,7 +89,7 @@ func (d *Disk) createStream(r *server.Request, req *smb2.CreateRequest, pn parse
 		EndOfFile:      uint64(fi.Size),
 		FileAttributes: attrs(fi),
 	}
-	resp.Contexts = d.createContexts(req, fi, access)
+	resp.Contexts = d.createContexts(r, req, o, fi)
 	if lease != nil {
 		resp.Contexts = append(resp.Contexts, leaseContext(lease)) // lease.go
 	}
