@@ -287,7 +287,7 @@ func (d *Disk) inherit(o *open, t *token) error {
 	if psd.DACL == nil {
 		return nil // a NULL DACL has nothing to inherit
 	}
-	dacl := inheritedACL(psd.DACL, o.isDir, t.user, group)
+	dacl := inheritedACL(psd.DACL, o.isDir, t.user, group, psd.Control&fscc.SEDACLAutoInherited != 0)
 	if len(dacl.ACEs) == 0 {
 		return nil // nothing inherited: the default descriptor describes it
 	}
@@ -314,7 +314,21 @@ func (d *Disk) inherit(o *open, t *token) error {
 // object types): CREATOR OWNER and CREATOR GROUP become the new file's
 // owner and group and generic rights are mapped in the ACEs that apply to
 // it; a directory also keeps inheritable copies for its own children.
-func inheritedACL(parent *fscc.ACL, isDir bool, owner, group fscc.SID) *fscc.ACL {
+// The inherited ACEs carry INHERITED_ACE only with auto-inheritance, when
+// the parent's DACL is SE_DACL_AUTO_INHERITED (the DACL_AUTO_INHERIT flag
+// of 2.5.3.4.1; smbtorture smb2.acls.INHERITANCE and INHERITFLAGS check
+// both ways against Windows).
+func inheritedACL(parent *fscc.ACL, isDir bool, owner, group fscc.SID, auto bool) *fscc.ACL {
+	out := computeInherited(parent, isDir, owner, group)
+	if !auto {
+		for i := range out.ACEs {
+			out.ACEs[i].Flags &^= fscc.InheritedACE
+		}
+	}
+	return out
+}
+
+func computeInherited(parent *fscc.ACL, isDir bool, owner, group fscc.SID) *fscc.ACL {
 	out := &fscc.ACL{Revision: parent.Revision}
 	const inheritFlags = fscc.ObjectInheritACE | fscc.ContainerInheritACE | fscc.NoPropagateInheritACE | fscc.InheritOnlyACE
 	for _, a := range parent.ACEs {

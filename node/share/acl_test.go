@@ -130,3 +130,119 @@ func TestSetSecurityMapsGeneric(t *testing.T) {
 		t.Errorf("GENERIC_ALL stored as %#x, want %#x", got, fscc.FileAllAccess)
 	}
 }
+
+// TestInheritFlags is the table of [MS-DTYP] 2.5.3.4 for one parent ACE
+// (CREATOR OWNER, FILE_WRITE_DATA, with each combination of the
+// inheritance flags) next to an ACE that is not inheritable: what a new
+// file and a new directory get, as smbtorture smb2.acls.INHERITANCE
+// checks against Windows. CREATOR OWNER becomes the creator in the ACE
+// that applies to the new object and stays in the copy a directory keeps
+// for its children; no-propagate leaves nothing to propagate; an
+// inherit-only parent ACE is inherited all the same. With
+// auto-inheritance every inherited ACE carries INHERITED_ACE.
+func TestInheritFlags(t *testing.T) {
+	const (
+		oi, ci, np, io = fscc.ObjectInheritACE, fscc.ContainerInheritACE, fscc.NoPropagateInheritACE, fscc.InheritOnlyACE
+		wd             = fscc.FileWriteData
+	)
+	owner, group := UserSID("alice"), fscc.UnixGroupSID(0)
+	co := fscc.SIDCreatorOwner
+	type want struct {
+		sid   fscc.SID
+		flags uint8
+	}
+	for _, tc := range []struct {
+		parent uint8
+		file   []want // nil: nothing inherited
+		dir    []want
+	}{
+		{0, nil, nil},
+		{oi, []want{{owner, 0}}, []want{{co, oi | io}}},
+		{ci, nil, []want{{owner, 0}, {co, ci | io}}},
+		{oi | ci, []want{{owner, 0}}, []want{{owner, 0}, {co, oi | ci | io}}},
+		{np, nil, nil},
+		{np | oi, []want{{owner, 0}}, nil},
+		{np | ci, nil, []want{{owner, 0}}},
+		{np | ci | oi, []want{{owner, 0}}, []want{{owner, 0}}},
+		{io, nil, nil},
+		{io | oi, []want{{owner, 0}}, []want{{co, oi | io}}},
+		{io | ci, nil, []want{{owner, 0}, {co, ci | io}}},
+		{io | ci | oi, []want{{owner, 0}}, []want{{owner, 0}, {co, oi | ci | io}}},
+		{io | np, nil, nil},
+		{io | np | oi, []want{{owner, 0}}, nil},
+		{io | np | ci, nil, []want{{owner, 0}}},
+		{io | np | ci | oi, []want{{owner, 0}}, []want{{owner, 0}}},
+	} {
+		parent := &fscc.ACL{Revision: 2, ACEs: []fscc.ACE{
+			ace(fscc.AccessAllowedACEType, tc.parent, wd, co),
+			ace(fscc.AccessAllowedACEType, 0, fscc.FileAllAccess, fscc.SIDEveryone),
+		}}
+		for _, auto := range []bool{false, true} {
+			for _, isDir := range []bool{false, true} {
+				w := tc.file
+				if isDir {
+					w = tc.dir
+				}
+				got := inheritedACL(parent, isDir, owner, group, auto)
+				ok := len(got.ACEs) == len(w)
+				for i := 0; ok && i < len(w); i++ {
+					flags := w[i].flags
+					if auto {
+						flags |= fscc.InheritedACE
+					}
+					g := got.ACEs[i]
+					ok = g.Mask == wd && g.SID.Equal(w[i].sid) && g.Flags == flags
+				}
+				if !ok {
+					t.Errorf("parent flags %#x, directory %v, auto %v: got %+v, want %+v", tc.parent, isDir, auto, got.ACEs, w)
+				}
+			}
+		}
+	}
+}
+
+// TestSetSecurityAutoInherit: SE_DACL_AUTO_INHERIT_REQ is never stored,
+// SE_DACL_AUTO_INHERITED only when set with it; SE_DACL_PROTECTED is kept;
+// a file made in a directory whose DACL is auto-inherited is too, and its
+// ACEs carry INHERITED_ACE (smbtorture smb2.acls.INHERITFLAGS).
+func TestSetSecurityAutoInherit(t *testing.T) {
+	me := UserSID("alice")
+	for _, tc := range []struct {
+		set, stored uint16
+	}{
+		{fscc.SEDACLAutoInherited, 0},
+		{fscc.SEDACLAutoInheritReq, 0},
+		{fscc.SEDACLAutoInherited | fscc.SEDACLAutoInheritReq, fscc.SEDACLAutoInherited},
+		{fscc.SEDACLProtected | fscc.SEDACLAutoInheritReq, fscc.SEDACLProtected},
+	} {
+		d := infoDisk(t)
+		dir, _ := mustCreate(t, d, alice, "d", smb2.FileCreate, smb2.ReadControl|smb2.WriteDAC, smb2.FileDirectoryFile)
+		sd := fscc.SecurityDescriptor{Control: fscc.SESelfRelative | fscc.SEDACLPresent | tc.set,
+			DACL: &fscc.ACL{Revision: fscc.ACLRevision, ACEs: []fscc.ACE{ace(fscc.AccessAllowedACEType, fscc.ObjectInheritACE, fscc.FileAllAccess, me)}}}
+		err := dir.SetInfo(&server.Request{}, &smb2.SetInfoRequest{InfoType: smb2.InfoSecurity, AdditionalInformation: fscc.DACLSecurityInformation, Buffer: sd.Bytes()})
+		wantStatus(t, err, 0)
+		got := readSD(t, dir)
+		const bits = fscc.SEDACLAutoInherited | fscc.SEDACLAutoInheritReq | fscc.SEDACLProtected
+		if got.Control&bits != tc.stored {
+			t.Errorf("set %#x: stored %#x, want %#x", tc.set, got.Control&bits, tc.stored)
+		}
+		f, _ := mustCreate(t, d, alice, `d\f`, smb2.FileCreate, smb2.ReadControl, 0)
+		child := readSD(t, f)
+		auto := tc.stored&fscc.SEDACLAutoInherited != 0
+		if child.DACL == nil || len(child.DACL.ACEs) != 1 ||
+			(child.DACL.ACEs[0].Flags&fscc.InheritedACE != 0) != auto || (child.Control&fscc.SEDACLAutoInherited != 0) != auto {
+			t.Errorf("set %#x: child %+v %+v", tc.set, child, child.DACL)
+		}
+	}
+}
+
+func readSD(t *testing.T, o *open) fscc.SecurityDescriptor {
+	t.Helper()
+	resp, err := querySD(o, fscc.OwnerSecurityInformation|fscc.DACLSecurityInformation, 4096)
+	wantStatus(t, err, 0)
+	var sd fscc.SecurityDescriptor
+	if err := sd.Decode(infoBuf(resp)); err != nil {
+		t.Fatal(err)
+	}
+	return sd
+}

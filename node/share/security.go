@@ -153,7 +153,14 @@ func mergeSD(cur, sd *fscc.SecurityDescriptor, si uint32) {
 		if sd.Control&fscc.SEDACLPresent == 0 {
 			cur.DACL = nil
 		}
-		cur.Control = cur.Control&^daclControl | sd.Control&daclControl | fscc.SEDACLPresent
+		// SE_DACL_AUTO_INHERIT_REQ asks for auto-inheritance and is never
+		// stored; SE_DACL_AUTO_INHERITED is kept only with it, as Windows
+		// keeps them (smbtorture smb2.acls.INHERITFLAGS).
+		ctl := sd.Control & daclControl &^ fscc.SEDACLAutoInheritReq
+		if sd.Control&fscc.SEDACLAutoInheritReq == 0 {
+			ctl &^= fscc.SEDACLAutoInherited
+		}
+		cur.Control = cur.Control&^daclControl | ctl | fscc.SEDACLPresent
 	}
 	if si&fscc.SACLSecurityInformation != 0 {
 		cur.SACL = mapACLGeneric(sd.SACL)
