@@ -1,6 +1,8 @@
 package share
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"io/fs"
@@ -129,6 +131,14 @@ func (d *Disk) createAccess(req *smb2.CreateRequest, pn parsedName) (uint32, err
 func (o *open) settleData(req *smb2.CreateRequest, action uint32, truncate bool, fi vfs.FileInfo) (vfs.FileInfo, error) {
 	if truncate {
 		if err := o.f.Truncate(0); err != nil {
+			return fi, err
+		}
+		// The file takes the attributes the CREATE gives, with
+		// FILE_ATTRIBUTE_ARCHIVE ([MS-FSA] 2.1.5.1.2, overwrite of a
+		// data file; smbtorture smb2.openattr); sparse stays a matter
+		// of FSCTL_SET_SPARSE.
+		attrs := req.FileAttributes&vfs.StoredAttrs&^(vfs.AttrNormal|vfs.AttrSparse|vfs.AttrDirectory) | vfs.AttrArchive
+		if err := o.f.SetInfo(time.Time{}, time.Time{}, time.Time{}, time.Time{}, &attrs); err != nil {
 			return fi, err
 		}
 		var err error
@@ -276,7 +286,7 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 		opts.Write = true
 	}
 	if opts.Truncate || opts.Write {
-		if err := d.checkWritable(name, access, opts); err != nil {
+		if err := d.checkWritable(name, req, access, opts); err != nil {
 			return nil, 0, false, err
 		}
 	}
@@ -304,12 +314,17 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 
 // checkWritable refuses to write or truncate a file with the read-only
 // attribute ([MS-FSA] 2.1.5.1.2.1).
-func (d *Disk) checkWritable(name string, access uint32, opts vfs.OpenOptions) error {
+func (d *Disk) checkWritable(name string, req *smb2.CreateRequest, access uint32, opts vfs.OpenOptions) error {
 	fi, err := d.fs.Stat(name)
 	if err != nil || fi.IsDir {
 		return nil
 	}
 	if fi.Attributes&vfs.AttrReadOnly != 0 && (opts.Truncate || access&(smb2.FileWriteData|smb2.FileAppendData) != 0) {
+		return smb2.StatusAccessDenied
+	}
+	// An overwrite must keep FILE_ATTRIBUTE_HIDDEN and
+	// FILE_ATTRIBUTE_SYSTEM of the file it replaces ([MS-FSA] 2.1.5.1.2).
+	if keep := fi.Attributes & (vfs.AttrHidden | vfs.AttrSystem); req != nil && opts.Truncate && req.FileAttributes&keep != keep { // nil: a named stream
 		return smb2.StatusAccessDenied
 	}
 	return nil

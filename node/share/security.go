@@ -20,8 +20,9 @@ const (
 
 // The vfs reports no POSIX owner or mode, so a file without a stored
 // descriptor is described as owned by the user who opened it (access.go),
-// group gid 0, with mode 0755 (directories) or 0644 (files), write bits
-// removed for FILE_ATTRIBUTE_READONLY.
+// group gid 0, with mode 0755 (directories) or 0644 (files).
+// FILE_ATTRIBUTE_READONLY leaves the descriptor alone, as on Windows
+// (smbtorture smb2.winattr: the ACL is the same whatever the attributes).
 const (
 	defaultDirMode  = 0o755
 	defaultFileMode = 0o644
@@ -36,9 +37,6 @@ func securityDescriptor(fi vfs.FileInfo, owner fscc.SID) fscc.SecurityDescriptor
 	mode := uint32(defaultFileMode)
 	if fi.IsDir {
 		mode = defaultDirMode
-	}
-	if fi.Attributes&vfs.AttrReadOnly != 0 {
-		mode &^= 0o222
 	}
 	return fscc.DefaultSD(owner, fscc.UnixGroupSID(0), mode, fi.IsDir)
 }

@@ -120,7 +120,7 @@ func (d *Disk) openStream(so vfs.StreamOpener, pn parsedName, req *smb2.CreateRe
 		return nil, 0, false, err
 	}
 	if opts.Truncate || opts.Write {
-		if err := d.checkWritable(pn.name, access, opts); err != nil {
+		if err := d.checkWritable(pn.name, nil, access, opts); err != nil {
 			return nil, 0, false, err
 		}
 	}
