@@ -206,7 +206,8 @@ func (d *Disk) authorize(r *server.Request, o *open, req *smb2.CreateRequest, ac
 		return smb2.StatusAccessDenied
 	}
 	if req.DesiredAccess&smb2.MaximumAllowed != 0 {
-		o.access = granted&d.MaximalAccess(r.Session) | desired | req.DesiredAccess&smb2.AccessSystemSecurity
+		keep := o.access | ^uint32(readOnlyCleared) // what the open (create.go) may have at all
+		o.access = (granted&d.MaximalAccess(r.Session) | desired | req.DesiredAccess&smb2.AccessSystemSecurity) & keep
 	}
 	return nil
 }

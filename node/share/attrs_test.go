@@ -76,3 +76,26 @@ func TestReadOnlyKeepsACL(t *testing.T) {
 		t.Fatalf("descriptor changed with FILE_ATTRIBUTE_READONLY:\n%+v\n%+v", before.DACL, after.DACL)
 	}
 }
+
+// TestMaximumAllowedReadOnly: MAXIMUM_ALLOWED on a file with
+// FILE_ATTRIBUTE_READONLY is granted all but FILE_WRITE_DATA,
+// FILE_APPEND_DATA and FILE_DELETE_CHILD ([MS-FSA] 2.1.5.1.2.1); it was
+// refused. Asking for FILE_WRITE_DATA as well is still refused.
+func TestMaximumAllowedReadOnly(t *testing.T) {
+	d := infoDisk(t)
+	req := &smb2.CreateRequest{ImpersonationLevel: 2, DesiredAccess: smb2.FileWriteData, ShareAccess: 7,
+		CreateDisposition: smb2.FileCreate, FileAttributes: vfs.AttrReadOnly, Name: "ro"}
+	h, _, err := d.Create(&server.Request{}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.(*open).Close(false)
+	o, _ := mustCreate(t, d, alice, "ro", smb2.FileOpen, smb2.MaximumAllowed, 0)
+	if o.access&readOnlyCleared != 0 || o.access&fscc.FileReadData == 0 || o.access&fscc.FileWriteAttributes == 0 {
+		t.Fatalf("MAXIMUM_ALLOWED on a read-only file: access %#x", o.access)
+	}
+	_, _, err = userCreate(d, alice, "ro", smb2.FileOpen, smb2.MaximumAllowed|smb2.FileWriteData, 0)
+	if !errors.Is(err, smb2.StatusAccessDenied) {
+		t.Fatalf("MAXIMUM_ALLOWED|FILE_WRITE_DATA on a read-only file: %v", err)
+	}
+}

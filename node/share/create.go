@@ -285,6 +285,10 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 		}
 		opts.Write = true
 	}
+	if !opts.Truncate && opts.Write && d.maxAllowedOfReadOnly(name, req) {
+		access &^= readOnlyCleared
+		opts.Write = false
+	}
 	if opts.Truncate || opts.Write {
 		if err := d.checkWritable(name, req, access, opts); err != nil {
 			return nil, 0, false, err
@@ -310,6 +314,22 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 		}
 	}
 	return o, action, truncate, nil
+}
+
+// readOnlyCleared is the access MAXIMUM_ALLOWED does not grant on a file
+// with FILE_ATTRIBUTE_READONLY ([MS-FSA] 2.1.5.1.2.1).
+const readOnlyCleared = smb2.FileWriteData | smb2.FileAppendData | smb2.FileDeleteChild
+
+// maxAllowedOfReadOnly reports whether req asks for MAXIMUM_ALLOWED but
+// for no write access of its own, and name is an existing file with
+// FILE_ATTRIBUTE_READONLY: the open is granted what it may have but the
+// writes ([MS-FSA] 2.1.5.1.2.1), not refused.
+func (d *Disk) maxAllowedOfReadOnly(name string, req *smb2.CreateRequest) bool {
+	if req.DesiredAccess&smb2.MaximumAllowed == 0 || d.mapGeneric(req.DesiredAccess&^smb2.MaximumAllowed)&(smb2.FileWriteData|smb2.FileAppendData) != 0 {
+		return false
+	}
+	fi, err := d.fs.Stat(name)
+	return err == nil && !fi.IsDir && fi.Attributes&vfs.AttrReadOnly != 0
 }
 
 // checkWritable refuses to write or truncate a file with the read-only
