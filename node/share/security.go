@@ -87,7 +87,7 @@ func (o *open) fileSD(fi vfs.FileInfo) fscc.SecurityDescriptor {
 // each part enforced, and the parts AdditionalInformation names replace
 // those of the file's descriptor, which the backend stores. Opens made
 // after it are checked against it (access.go); this one keeps its access.
-func (o *open) setSecurity(req *smb2.SetInfoRequest) error {
+func (o *open) setSecurity(t *token, req *smb2.SetInfoRequest) error {
 	si := req.AdditionalInformation
 	if si&secOwnerGroup != 0 && o.access&smb2.WriteOwner == 0 {
 		return smb2.StatusAccessDenied
@@ -114,8 +114,22 @@ func (o *open) setSecurity(req *smb2.SetInfoRequest) error {
 		return err
 	}
 	cur := o.fileSD(fi)
+	if si&fscc.OwnerSecurityInformation != 0 && !mayOwn(t, &cur, sd.Owner) {
+		return smb2.StatusInvalidOwner
+	}
 	mergeSD(&cur, &sd, si)
 	return storeSD(sf, &cur)
+}
+
+// mayOwn reports whether the user of token t may make owner the owner of
+// a file whose descriptor is cur: itself or a group of its token, or the
+// owner the file has already. Another SID would need a privilege
+// (SeRestorePrivilege, SeTakeOwnershipPrivilege) that no user has here;
+// Windows refuses a user without it with STATUS_INVALID_OWNER ([MS-DTYP]
+// 2.5.3.4.1 checks the owner against the token). smbtorture
+// smb2.acls.SDFLAGSVSCHOWN gives a file to Everyone and back.
+func mayOwn(t *token, cur *fscc.SecurityDescriptor, owner *fscc.SID) bool {
+	return t.has(*owner) || cur.Owner != nil && owner.Equal(*cur.Owner)
 }
 
 // storeSD stores sd; a backend that cannot store is not an error.

@@ -26,7 +26,7 @@ func (o *open) SetInfo(r *server.Request, req *smb2.SetInfoRequest) error {
 		// Labels, quotas and object ids cannot be changed ([MS-FSA] 2.1.5.16).
 		return smb2.StatusNotSupported
 	case smb2.InfoSecurity:
-		return o.setSecurity(req)
+		return o.setSecurity(tokenOf(r.Session), req)
 	case smb2.InfoQuota:
 		return smb2.StatusNotSupported
 	}
