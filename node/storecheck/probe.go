@@ -205,7 +205,7 @@ func pwriteAll(fd int, p []byte) error {
 
 // peer is what a checker keeps of another node's probe between rounds.
 type peer struct {
-	fd       int // the probe file as opened last round; -1 when none
+	fd       int    // the probe file as opened last round; -1 when none
 	file     string // the probe file's name without its round (probeFile)
 	inode    uint64
 	round    uint64
