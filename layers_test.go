@@ -54,6 +54,8 @@ var layers = map[string][]string{
 	"node/ipc/dcerpc": nil,
 	"node/ipc/ndr":    {"node/smb2/utf16le"},
 	"node/ipc":        {"node/ipc/dcerpc", "node/ipc/ndr"},
+	"node/ipc/ncacn":  {"node/auth", "node/ipc/dcerpc", "node/ipc/ndr"},
+	"node/witness":    {"node/ipc/dcerpc", "node/ipc/ndr", "node/smb2/utf16le"},
 
 	// The engine, then the shares that plug into it, then what runs both.
 	"node/server":     {"node/auth", "node/metrics", "node/smb2", "node/smb2/fscc", "node/smb2/signing", "node/sockio", "node/state"},

@@ -1,5 +1,7 @@
 package dcerpc
 
+import "context"
+
 // Fault statuses ([C706] appendix E; [MS-RPCE] 2.2.2.6 lists those Windows uses).
 const (
 	StatusOpRangeError = 0x1c010002 // nca_s_op_rng_error
@@ -37,6 +39,12 @@ type Interface struct {
 	// [out] stub data, or a non-zero fault status to answer with a fault PDU
 	// instead. in is only valid during the call.
 	Call func(opnum uint16, in []byte) (out []byte, fault uint32)
+	// CallContext, when set, is used instead of Call: ctx ends when the
+	// connection does, so that a call may wait ([MS-SWN] AsyncNotify).
+	CallContext func(ctx context.Context, opnum uint16, in []byte) (out []byte, fault uint32)
+	// MinLevel is the authentication level a call must be made at; calls
+	// below it fail with nca_s_fault_access_denied. Zero: any.
+	MinLevel uint8
 }
 
 // call is a request being reassembled from fragments.
@@ -55,11 +63,14 @@ type Conn struct {
 	ifaces  []*Interface
 	secAddr string
 
-	bound    bool
-	maxXmit  int // largest fragment we may send
-	assoc    uint32
-	contexts map[uint16]*Interface
-	call     call
+	bound      bool
+	maxXmit    int // largest fragment we may send
+	assoc      uint32
+	contexts   map[uint16]*Interface
+	call       call
+	sec        *Security
+	auth       authState
+	headerSign bool
 }
 
 // NewConn returns an association serving ifaces; secAddr is the secondary
@@ -68,11 +79,30 @@ func NewConn(secAddr string, ifaces ...*Interface) *Conn {
 	return &Conn{ifaces: ifaces, secAddr: secAddr, maxXmit: MaxFrag, contexts: map[uint16]*Interface{}}
 }
 
+// SetSecurity lets the association authenticate clients with sec; without
+// it only authentication level none is accepted. Call it before Handle.
+func (c *Conn) SetSecurity(sec *Security) { c.sec = sec }
+
+// AuthLevel returns the association's authentication level once its
+// security context is established (AuthLevelNone otherwise).
+func (c *Conn) AuthLevel() uint8 {
+	if c.auth.ctx == nil || !c.auth.done || c.auth.failed {
+		return AuthLevelNone
+	}
+	return c.auth.level
+}
+
 // Handle processes one complete PDU and passes each PDU of the answer, in
 // order, to emit; each emitted slice is freshly allocated. It returns an error
 // only for input that breaks the protocol beyond answering, after which the
 // caller should close the pipe.
 func (c *Conn) Handle(pdu []byte, emit func([]byte)) error {
+	return c.HandleContext(context.Background(), pdu, emit)
+}
+
+// HandleContext is Handle with the connection's context, which calls see.
+// An authenticated PDU may be decrypted in place.
+func (c *Conn) HandleContext(ctx context.Context, pdu []byte, emit func([]byte)) error {
 	var h Header
 	if err := h.Decode(pdu); err != nil {
 		if len(pdu) >= HeaderSize && pdu[2] == TypeBind && err != ErrShort {
@@ -88,14 +118,16 @@ func (c *Conn) Handle(pdu []byte, emit func([]byte)) error {
 	case TypeAlterContext:
 		c.alterContext(pdu, emit)
 	case TypeRequest:
-		c.request(pdu, emit)
+		c.request(ctx, pdu, emit)
 	case TypeCoCancel, TypeOrphaned:
 		// The call is abandoned; nothing is sent back ([MS-RPCE] 3.3.1.5.10).
 		if c.call.active && c.call.id == h.CallID {
 			c.call = call{}
 		}
-	case TypeAuth3, TypeShutdown:
-		// No authentication is negotiated, and shutdown is advisory.
+	case TypeAuth3:
+		c.auth3(pdu, &h)
+	case TypeShutdown:
+		// Advisory.
 	default:
 		return ErrFormat
 	}

@@ -126,3 +126,6 @@ func (r *Reader) UniqueString() (string, bool) {
 	}
 	return r.String(), true
 }
+
+// Bytes reads n bytes without alignment; the slice aliases the input.
+func (r *Reader) Bytes(n int) []byte { return r.take(n) }

@@ -61,3 +61,6 @@ func (w *Writer) String(s string) {
 	w.Buf = utf16le.Append(w.Buf, s)
 	w.Buf = append(w.Buf, 0, 0)
 }
+
+// Bytes appends b without alignment.
+func (w *Writer) Bytes(b []byte) { w.Buf = append(w.Buf, b...) }
