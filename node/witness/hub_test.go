@@ -1,0 +1,77 @@
+package witness
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+func TestHubMovesAndWithdraw(t *testing.T) {
+	h := NewHub()
+	h.SetResources(threeNodes())
+	h.Put(&Registration{ID: "a", IP: net.ParseIP("127.0.0.2")})
+	move := &Notification{Type: NotifyClientMove, Addrs: []IPAddr{{IP: net.ParseIP("127.0.0.3"), Flags: AddrOnline}}}
+	h.Queue("a", "m1", move)
+	h.Queue("a", "m1", move) // the same move twice is queued once
+	h.Queue("a", "m2", move)
+	h.Withdraw("a", "m2") // delivered through another node
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := h.Wait(ctx, "a")
+	if err != nil || n != move {
+		t.Fatalf("Wait: %v %v", n, err)
+	}
+	short, cancel2 := context.WithCancel(ctx)
+	cancel2()
+	if _, err := h.Wait(short, "a"); err != context.Canceled {
+		t.Fatalf("nothing queued: %v", err)
+	}
+	// A waiter ends when the registration goes.
+	done := make(chan error)
+	go func() { _, err := h.Wait(ctx, "a"); done <- err }()
+	// Whether it waits already or not, it ends with ErrUnknown.
+	h.Delete("a")
+	if err := <-done; err != ErrUnknown {
+		t.Fatalf("after Delete: %v", err)
+	}
+}
+
+func TestHubResourceChanges(t *testing.T) {
+	h := NewHub()
+	h.SetResources(threeNodes())
+	h.Put(&Registration{ID: "a", IP: net.ParseIP("127.0.0.2")})
+	h.Put(&Registration{ID: "b", IP: net.ParseIP("127.0.0.3"), Flags: FlagIPNotification})
+	rs := threeNodes()
+	rs[1].Available = false
+	h.SetResources(rs)
+	h.SetResources(threeNodes()) // back
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, want := range []uint32{ResourceUnavailable, ResourceAvailable} {
+		n, err := h.Wait(context.Background(), "a")
+		if err != nil || n.Type != NotifyResourceChange || n.Resources[0].State != want || n.Resources[0].Name != "127.0.0.2" {
+			t.Fatalf("want %#x: %+v %v", want, n, err)
+		}
+	}
+	if _, err := h.Wait(ctx, "b"); err != context.Canceled {
+		t.Errorf("b was told of node 2: %v", err)
+	}
+}
+
+// FuzzCall runs every opnum on arbitrary stub data: a fault or an answer,
+// never a panic; AsyncNotify does not wait (its context has ended).
+func FuzzCall(f *testing.F) {
+	f.Add(uint16(1), []byte{1, 0, 1, 0, 0, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 'S', 0, 'M', 0, 'B', 0, 0, 0})
+	f.Add(uint16(3), make([]byte, 20))
+	f.Add(uint16(4), []byte{0, 0, 2, 0})
+	f.Fuzz(func(t *testing.T, opnum uint16, in []byte) {
+		hub := NewHub()
+		hub.SetResources(threeNodes())
+		env := &Env{Hub: hub, Store: LocalStore{Hub: hub}, Node: "n1",
+			NetNames: func() []string { return []string{"SMB"} }, ShareExists: func(string) bool { return true }}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		env.call(ctx, opnum%6, in)
+	})
+}
