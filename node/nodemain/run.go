@@ -131,6 +131,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Control:         control,
 		SessionPeers:    coh.sessionPeers(),
 		ServerGUID:      coh.serverGUID,
+		ScaleOut:        cfg.Etcd != "", // witness.go
 		Metrics:         nm.m,
 
 		ZeroCopyThreshold:    orDefaultSize(cfg.ZeroCopyThreshold, defaultZeroCopyThreshold),
@@ -187,6 +188,15 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		control.SetValid(valid) // the engine answers nothing while fenced
 		pub.valid = valid
 	}
+	wit, err := startWitness(actx, cfg, log, witnessDeps{users: users, serverName: orDefault(cfg.ServerName, "SMBCLUSTER"),
+		workgroup: orDefault(cfg.Workgroup, "WORKGROUP"), shares: shares, etcd: coh.etcd, agent: agent}) // witness.go
+	if err != nil {
+		if agent != nil {
+			agent.Leave(context.Background())
+		}
+		return err
+	}
+	defer wit.stop()
 	listeners, err := listenStatic(cfg, agent)
 	if err != nil {
 		if agent != nil {

@@ -47,7 +47,7 @@ func serverAt(t *testing.T, hub *Hub, waddr, eaddr string) (witnessAddr, epmAddr
 	iface := env.Interface()
 	port := wl.Addr().(*net.TCPAddr).Port
 	go srv.Serve(wl, func(net.Addr) []*dcerpc.Interface { return []*dcerpc.Interface{iface} })
-	eps := []ncacn.Endpoint{{Syntax: Syntax, Port: func() int { return port }}}
+	eps := []ncacn.Endpoint{{Syntax: Syntax, Port: func(net.IP) int { return port }}}
 	go srv.Serve(el, func(local net.Addr) []*dcerpc.Interface {
 		return []*dcerpc.Interface{ncacn.EndpointMapper(local, eps)}
 	})

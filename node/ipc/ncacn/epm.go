@@ -26,7 +26,7 @@ const (
 // Endpoint is an interface served on a TCP port.
 type Endpoint struct {
 	Syntax dcerpc.SyntaxID
-	Port   func() int // 0: not served now
+	Port   func(ip net.IP) int // the port at ip; 0: not served there
 }
 
 // EndpointMapper returns the endpoint mapper's interface for a connection
@@ -77,7 +77,7 @@ func eptMap(in []byte, ip net.IP, endpoints []Endpoint) ([]byte, bool) {
 	if syn, ok := towerInterface(tower); ok && max > 0 {
 		for _, e := range endpoints {
 			if e.Syntax.UUID == syn.UUID && e.Syntax.Major == syn.Major {
-				if p := e.Port(); p > 0 {
+				if p := e.Port(ip); p > 0 {
 					found = buildTower(e.Syntax, ip, p)
 				}
 				break

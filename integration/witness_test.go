@@ -1,0 +1,197 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/smbcluster/smbcluster/integration/framework"
+)
+
+// witnessClient is node/witness's Python client of Samba's bindings.
+var witnessClient = filepath.Join("..", "node", "witness", "testdata", "witness_client.py")
+
+const (
+	witnessUser     = "wit"
+	witnessPassword = "Wit-Pass-1"
+	// witnessMargin is what RESOURCE_CHANGE may take beyond the lease
+	// TTL: etcd's expiry tick, the watch, the answer.
+	witnessMargin = 5 * time.Second
+)
+
+func needPythonSamba(t *testing.T) {
+	t.Helper()
+	if err := exec.Command("/usr/bin/python3", "-c", "import samba.dcerpc.witness").Run(); err != nil {
+		t.Skip("python3-samba not installed")
+	}
+}
+
+// witnessCluster starts three nodes whose witness services listen on one
+// port, wport, of each node's address.
+func witnessCluster(t *testing.T, extra ...string) (*framework.Cluster, int) {
+	t.Helper()
+	wport := framework.CommonFreePort(t, 3)
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3,
+		NodeArgs: append([]string{"--witness-port", strconv.Itoa(wport)}, extra...)})
+	c.MustSMBCtl(t, "user", "add", witnessUser, "--password", witnessPassword)
+	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
+	return c, wport
+}
+
+func witnessBinding(n int, port int, opts string) string {
+	return "ncacn_ip_tcp:127.0.0." + strconv.Itoa(n) + "[" + strconv.Itoa(port) + "," + opts + "]"
+}
+
+// pyWitness runs the Python client; its JSON lines arrive on the channel.
+func pyWitness(t *testing.T, binding string, args ...string) <-chan map[string]any {
+	t.Helper()
+	cmd := exec.Command("/usr/bin/python3", append([]string{witnessClient, binding, witnessUser, witnessPassword}, args...)...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ch := make(chan map[string]any, 16)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				ch <- m
+			}
+		}
+	}()
+	return ch
+}
+
+func nextLine(t *testing.T, ch <-chan map[string]any, within time.Duration, what string) map[string]any {
+	t.Helper()
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			t.Fatalf("%s: the client exited", what)
+		}
+		return m
+	case <-time.After(within):
+		t.Fatalf("%s: nothing within %v", what, within)
+	}
+	return nil
+}
+
+func wantResourceChange(t *testing.T, m map[string]any, ip string, state float64) {
+	t.Helper()
+	msgs, _ := m["messages"].([]any)
+	if m["type"] != float64(1) || len(msgs) != 1 {
+		t.Fatalf("want RESOURCE_CHANGE, got %v", m)
+	}
+	rc := msgs[0].(map[string]any)
+	if rc["name"] != ip || rc["state"] != state {
+		t.Fatalf("RESOURCE_CHANGE %v, want %s state %#x", rc, ip, int(state))
+	}
+}
+
+// TestWitnessNodeDeath: a client registers through node 1 for node 2's
+// address; node 2 is killed; AsyncNotify answers RESOURCE_CHANGE
+// unavailable within the lease TTL plus witnessMargin. Every node lists
+// every live node's address, its own not as a witness interface.
+func TestWitnessNodeDeath(t *testing.T) {
+	needPythonSamba(t)
+	c, wport := witnessCluster(t)
+	for n := 1; n <= 3; n++ {
+		m := nextLine(t, pyWitness(t, witnessBinding(n, wport, "sign"), "list"), clusterDeadline, "GetInterfaceList")
+		ifs, _ := m["interfaces"].([]any)
+		if len(ifs) != 3 {
+			t.Fatalf("node %d lists %v", n, m)
+		}
+		for _, i := range ifs {
+			i := i.(map[string]any)
+			own := i["ipv4"] == "127.0.0."+strconv.Itoa(n)
+			if witnessIf := int(i["flags"].(float64))&4 != 0; witnessIf == own || i["state"] != float64(1) {
+				t.Errorf("node %d lists %v", n, i)
+			}
+		}
+	}
+	ch := pyWitness(t, witnessBinding(1, wport, "seal"), "register", "SMBCLUSTER", "127.0.0.2", "V2", "0", "1")
+	if m := nextLine(t, ch, clusterDeadline, "RegisterEx"); m["ready"] != true {
+		t.Fatalf("RegisterEx: %v", m)
+	}
+	start := time.Now()
+	c.Nodes[1].Kill(t)
+	m := nextLine(t, ch, c.LeaseTTL+witnessMargin, "RESOURCE_CHANGE after node2's death")
+	wantResourceChange(t, m, "127.0.0.2", 0xff)
+	t.Logf("RESOURCE_CHANGE unavailable %v after kill -9 (lease TTL %v)", time.Since(start).Round(time.Millisecond), c.LeaseTTL)
+}
+
+// TestWitnessRegistrationSurvives: a registration taken by node 1 outlives
+// node 1: the client waits on node 3 with its handle, and hears of node 2
+// being drained.
+func TestWitnessRegistrationSurvives(t *testing.T) {
+	needPythonSamba(t)
+	c, wport := witnessCluster(t)
+	m := nextLine(t, pyWitness(t, witnessBinding(1, wport, "sign"), "register-only", "SMBCLUSTER", "127.0.0.2"), clusterDeadline, "RegisterEx")
+	handle, _ := m["handle"].(string)
+	if handle == "" {
+		t.Fatalf("RegisterEx: %v", m)
+	}
+	c.Nodes[0].Kill(t)
+	framework.WaitFor(t, clusterDeadline, "node1 down", func() bool {
+		st, _ := c.NodeState(t, "node1")
+		return st == "down"
+	})
+	ch := pyWitness(t, witnessBinding(3, wport, "seal"), "notify", handle, "1")
+	c.MustSMBCtl(t, "node", "drain", "node2")
+	m = nextLine(t, ch, clusterDeadline, "RESOURCE_CHANGE after node2's drain")
+	wantResourceChange(t, m, "127.0.0.2", 0xff)
+	if m = nextLine(t, ch, clusterDeadline, "UnRegister"); m["unregistered"] != true {
+		t.Fatalf("UnRegister: %v", m)
+	}
+}
+
+// TestWitnessRpcclient: rpcclient's witness commands through each node,
+// found through the endpoint mapper on port 135.
+func TestWitnessRpcclient(t *testing.T) {
+	if _, err := exec.LookPath("rpcclient"); err != nil {
+		t.Skip("rpcclient not installed")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the endpoint mapper's port 135 needs root")
+	}
+	witnessCluster(t, "--epm-port", "135")
+	for n := 1; n <= 3; n++ {
+		host := "127.0.0." + strconv.Itoa(n)
+		run := func(cmds string) string {
+			t.Helper()
+			out, err := exec.Command("rpcclient", "-U", witnessUser+"%"+witnessPassword, "-c", cmds, "ncacn_ip_tcp:"+host+"[sign]").CombinedOutput()
+			if err != nil {
+				t.Fatalf("rpcclient %s -c %q: %v\n%s", host, cmds, err, out)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		out := run("GetInterfaceList")
+		for m := 1; m <= 3; m++ {
+			if !strings.Contains(out, "127.0.0."+strconv.Itoa(m)) {
+				t.Errorf("node %d: GetInterfaceList without node %d:\n%s", n, m, out)
+			}
+		}
+		other := "127.0.0." + strconv.Itoa(n%3+1)
+		h1 := run("Register --net=SMBCLUSTER --ip=" + other + " --client=RPCCLIENT --V1")
+		h2 := run("RegisterEx --net=SMBCLUSTER --ip=" + other + " --client=RPCCLIENT")
+		for _, h := range []string{h1, h2} {
+			if !strings.HasPrefix(h, "0:") {
+				t.Fatalf("node %d: a handle? %q", n, h)
+			}
+			run("UnRegister " + h)
+		}
+	}
+}
