@@ -28,7 +28,9 @@ const (
 )
 
 // WitnessRegistrationKey is where registration id is kept.
-func WitnessRegistrationKey(id string) string { return WitnessRegistrationsPrefix + strings.ToLower(id) }
+func WitnessRegistrationKey(id string) string {
+	return WitnessRegistrationsPrefix + strings.ToLower(id)
+}
 
 // WitnessWaitKey is where node says a client waits on it for registration id.
 func WitnessWaitKey(id, node string) string {
