@@ -23,6 +23,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/cluster"
 	"github.com/smbcluster/smbcluster/node/ipc"
+	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
 	"github.com/smbcluster/smbcluster/node/state"
@@ -316,6 +317,7 @@ func orDefault(s, d string) string {
 // shareTable implements server.Shares; it is safe for concurrent use so
 // that shares can later be added and removed while serving.
 type shareTable struct {
+	pipeSecurity *dcerpc.Security // DCE/RPC authentication on IPC$ pipes; set before serving (witness.go)
 	// Immutable after openShares.
 	opens  state.Files
 	locks  state.Locks
@@ -386,6 +388,7 @@ func openShares(cfg *Config, log *slog.Logger, coh *coherence) (*shareTable, fun
 		ServerName: orDefault(cfg.ServerName, "SMBCLUSTER"),
 		Domain:     orDefault(cfg.Workgroup, "WORKGROUP"),
 		Shares:     func() []ipc.ShareInfo { return shareInfos(t) },
+		Security:   func() *dcerpc.Security { return t.pipeSecurity }, // witness.go
 	}
 	t.shares["ipc$"] = &server.Share{Name: "IPC$", Comment: "IPC Service", Pipe: true, Backend: share.NewIPC(env)}
 	return t, closeAll, nil

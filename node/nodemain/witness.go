@@ -50,6 +50,8 @@ type witnessDeps struct {
 
 // startWitness starts the witness service unless --witness-port is -1.
 func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessDeps) (*witnessService, error) {
+	acfg := &auth.Config{Users: d.users, NetBIOSComputer: d.serverName, NetBIOSDomain: d.workgroup}
+	d.shares.pipeSecurity = ncacn.NTLMSecurity(acfg) // IPC$ pipes too ([sign] bindings over ncacn_np)
 	if cfg.WitnessPort < 0 {
 		return nil, nil
 	}
@@ -87,7 +89,6 @@ func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessD
 		}
 		w.hub.SetResources(rs)
 	}
-	acfg := &auth.Config{Users: d.users, NetBIOSComputer: d.serverName, NetBIOSDomain: d.workgroup}
 	w.srv = &ncacn.Server{Security: func() *dcerpc.Security { return ncacn.NTLMSecurity(acfg) }, Logger: log}
 	iface := env.Interface()
 	for _, h := range hosts {
