@@ -1,0 +1,73 @@
+package service
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/smbcluster/smbcluster/coordinator/store"
+	adminv1 "github.com/smbcluster/smbcluster/proto/smbcluster/admin/v1"
+	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
+	"google.golang.org/grpc/codes"
+)
+
+func (e *env) moves(id string) []*statev1.WitnessMoveRecord {
+	e.t.Helper()
+	items, err := store.List(e.t.Context(), e.st, statev1.WitnessMovesOf(id), func() *statev1.WitnessMoveRecord { return &statev1.WitnessMoveRecord{} })
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []*statev1.WitnessMoveRecord
+	for _, it := range items {
+		out = append(out, it.Record)
+	}
+	return out
+}
+
+// TestWitnessMoves: client and share moves are records under the
+// registration, naming the target's addresses; a drain moves the clients
+// registered for the drained node's addresses to the least-loaded live
+// node.
+func TestWitnessMoves(t *testing.T) {
+	e := newEnv(t)
+	w := adminv1.NewWitnessServiceClient(e.conn)
+	for _, n := range []struct{ name, addr string }{{"n1", "192.0.2.1"}, {"n2", "192.0.2.2"}, {"n3", "192.0.2.3"}} {
+		if _, err := e.nodes.AddNode(e.ctx, &adminv1.AddNodeRequest{Name: n.name, Addresses: []string{n.addr}}); err != nil {
+			t.Fatal(err)
+		}
+		e.put(statev1.NodeLiveKey(n.name), &statev1.NodeLiveRecord{Name: n.name, Epoch: 1})
+	}
+	const a, b = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	e.put(statev1.WitnessRegistrationKey(a), &statev1.WitnessRegistrationRecord{Id: a, ClientName: "WIN", IpAddress: "192.0.2.1", ShareName: "data", Node: "n2"})
+	e.put(statev1.WitnessRegistrationKey(b), &statev1.WitnessRegistrationRecord{Id: b, ClientName: "MAC", IpAddress: "192.0.2.2", Node: "n1"})
+
+	resp, err := w.MoveClient(e.ctx, &adminv1.MoveClientRequest{Client: "win", ToNode: "n3"})
+	if err != nil || len(resp.Registrations) != 1 || resp.Registrations[0].AddressNode != "n1" {
+		t.Fatalf("MoveClient = %v, %v", resp, err)
+	}
+	if m := e.moves(a); len(m) != 1 || m[0].Kind != statev1.WitnessMoveRecord_KIND_CLIENT_MOVE || m[0].TargetNode != "n3" || !slices.Equal(m[0].Addresses, []string{"192.0.2.3"}) {
+		t.Fatalf("move records %v", m)
+	}
+	if _, err := w.MoveShare(e.ctx, &adminv1.MoveShareRequest{Share: "DATA", ToNode: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.moves(a); len(m) != 2 {
+		t.Fatalf("after a share move: %v", m)
+	}
+	_, err = w.MoveClient(e.ctx, &adminv1.MoveClientRequest{Client: "win", ToNode: "n9"})
+	wantCode(t, err, codes.NotFound, "move to an unknown node")
+	_, err = w.MoveShare(e.ctx, &adminv1.MoveShareRequest{Share: "none", ToNode: "n2"})
+	wantCode(t, err, codes.NotFound, "move of a share nobody registered for")
+
+	// Draining n2 moves MAC (registered for n2's address) to n3, which has
+	// fewer registrations for its addresses than n1.
+	if _, err := e.nodes.DrainNode(e.ctx, &adminv1.DrainNodeRequest{Name: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.moves(b); len(m) != 1 || m[0].TargetNode != "n3" {
+		t.Fatalf("drain moves %v", m)
+	}
+	list, err := w.ListWitnessRegistrations(e.ctx, &adminv1.ListWitnessRegistrationsRequest{})
+	if err != nil || len(list.Registrations) != 2 || list.Registrations[0].ClientName != "MAC" {
+		t.Fatalf("list = %v, %v", list, err)
+	}
+}
