@@ -227,3 +227,80 @@ func TestWitnessTorture(t *testing.T) {
 		}
 	}
 }
+
+// wantMove checks a CLIENT_MOVE (kind 2) or SHARE_MOVE (3) naming ip,
+// online.
+func wantMove(t *testing.T, m map[string]any, kind float64, ip string) {
+	t.Helper()
+	msgs, _ := m["messages"].([]any)
+	if m["type"] != kind || len(msgs) != 1 {
+		t.Fatalf("want move type %v, got %v", kind, m)
+	}
+	addrs, _ := msgs[0].(map[string]any)["addrs"].([]any)
+	if len(addrs) != 1 || addrs[0].(map[string]any)["ipv4"] != ip || addrs[0].(map[string]any)["flags"] != float64(0x09) {
+		t.Fatalf("move names %v, want %s online", addrs, ip)
+	}
+}
+
+// TestWitnessMoves: `smbctl client move` reaches the client, waiting on
+// node 1, with CLIENT_MOVE naming node 3's address; draining node 2 sends
+// every client registered for its address a CLIENT_MOVE to another node
+// (and RESOURCE_CHANGE unavailable), whichever node they wait on.
+func TestWitnessMoves(t *testing.T) {
+	needPythonSamba(t)
+	c, wport := witnessCluster(t)
+	ch := pyWitness(t, witnessBinding(1, wport, "seal"), "register", "SMBCLUSTER", "127.0.0.2", "V1", "0", "1")
+	if m := nextLine(t, ch, clusterDeadline, "Register"); m["ready"] != true {
+		t.Fatalf("Register: %v", m)
+	}
+	c.MustSMBCtl(t, "client", "move", "WITNESSTEST", "--to", "node3")
+	wantMove(t, nextLine(t, ch, clusterDeadline, "CLIENT_MOVE"), 2, "127.0.0.3")
+	if m := nextLine(t, ch, clusterDeadline, "UnRegister"); m["unregistered"] != true {
+		t.Fatalf("UnRegister: %v", m)
+	}
+
+	// Two clients of node 2's address, waiting on nodes 1 and 3.
+	var clients []<-chan map[string]any
+	for _, n := range []int{1, 3} {
+		ch := pyWitness(t, witnessBinding(n, wport, "sign"), "register", "SMBCLUSTER", "127.0.0.2", "V1", "0", "2")
+		if m := nextLine(t, ch, clusterDeadline, "Register"); m["ready"] != true {
+			t.Fatalf("Register: %v", m)
+		}
+		clients = append(clients, ch)
+	}
+	framework.WaitFor(t, clusterDeadline, "both clients waiting", func() bool {
+		var regs []struct {
+			WaitingOn []string `json:"waiting_on"`
+		}
+		c.SMBCtlJSON(t, &regs, "witness", "ls")
+		waiting := 0
+		for _, r := range regs {
+			waiting += len(r.WaitingOn)
+		}
+		return waiting == 2
+	})
+	c.MustSMBCtl(t, "node", "drain", "node2")
+	for i, ch := range clients {
+		var sawMove, sawDown bool
+		for range 2 {
+			m := nextLine(t, ch, clusterDeadline, "notifications of the drain")
+			switch m["type"] {
+			case float64(2):
+				msgs := m["messages"].([]any)
+				ip := msgs[0].(map[string]any)["addrs"].([]any)[0].(map[string]any)["ipv4"]
+				if ip != "127.0.0.1" && ip != "127.0.0.3" {
+					t.Errorf("client %d moved to %v", i, ip)
+				}
+				sawMove = true
+			case float64(1):
+				wantResourceChange(t, m, "127.0.0.2", 0xff)
+				sawDown = true
+			default:
+				t.Errorf("client %d: %v", i, m)
+			}
+		}
+		if !sawMove || !sawDown {
+			t.Errorf("client %d: move %v, resource change %v", i, sawMove, sawDown)
+		}
+	}
+}
