@@ -190,7 +190,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		pub.valid = valid
 	}
 	wit, err := startWitness(actx, cfg, log, witnessDeps{users: users, serverName: orDefault(cfg.ServerName, "SMBCLUSTER"),
-		workgroup: orDefault(cfg.Workgroup, "WORKGROUP"), shares: shares, etcd: coh.etcd, agent: agent}) // witness.go
+		workgroup: orDefault(cfg.Workgroup, "WORKGROUP"), shares: shares, etcd: coh.etcd, agent: agent, metrics: nm.m}) // witness.go
 	if err != nil {
 		if agent != nil {
 			agent.Leave(context.Background())

@@ -14,6 +14,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
 	"github.com/smbcluster/smbcluster/node/ipc/ncacn"
+	"github.com/smbcluster/smbcluster/node/metrics"
 	"github.com/smbcluster/smbcluster/node/witness"
 	"github.com/smbcluster/smbcluster/node/witness/etcdstore"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -45,7 +46,7 @@ type witnessDeps struct {
 	shares     *shareTable
 	etcd       *clientv3.Client
 	agent      *member
-	metrics    func(n *witness.Notification) // nil: none
+	metrics    *metrics.Node // nil: none
 }
 
 // startWitness starts the witness service unless --witness-port is -1.
@@ -70,7 +71,9 @@ func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessD
 			return names
 		},
 		ShareExists: func(name string) bool { _, ok := d.shares.Lookup(name); return ok },
-		Notified:    d.metrics,
+	}
+	if wm := d.metrics.Witness(func() int { return len(w.hub.List()) }, w.hub.Waiting); wm != nil {
+		env.Notified = func(n *witness.Notification) { wm.Notified(n.Type) }
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	w.stopc = cancel
