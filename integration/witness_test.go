@@ -3,9 +3,11 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,15 +124,44 @@ func TestWitnessNodeDeath(t *testing.T) {
 			}
 		}
 	}
-	ch := pyWitness(t, witnessBinding(1, wport, "seal"), "register", "SMBCLUSTER", "127.0.0.2", "V2", "0", "1")
+	// RegisterEx with WITNESS_REGISTER_IP_NOTIFICATION: node 2's public
+	// address going offline and coming back online on another node are
+	// IP_CHANGEs, in whatever order with the RESOURCE_CHANGE.
+	ch := pyWitness(t, witnessBinding(1, wport, "seal"), "register", "SMBCLUSTER", "127.0.0.2", "V2", "0", "3")
 	if m := nextLine(t, ch, clusterDeadline, "RegisterEx"); m["ready"] != true {
 		t.Fatalf("RegisterEx: %v", m)
 	}
 	start := time.Now()
 	c.Nodes[1].Kill(t)
-	m := nextLine(t, ch, c.LeaseTTL+witnessMargin, "RESOURCE_CHANGE after node2's death")
-	wantResourceChange(t, m, "127.0.0.2", 0xff)
+	deadline := start.Add(c.LeaseTTL + witnessMargin)
+	var ipChanges []string
+	for {
+		m := nextLine(t, ch, time.Until(deadline), "RESOURCE_CHANGE after node2's death")
+		if m["type"] == float64(4) {
+			for _, a := range m["messages"].([]any)[0].(map[string]any)["addrs"].([]any) {
+				a := a.(map[string]any)
+				ipChanges = append(ipChanges, fmt.Sprintf("%v/%#x", a["ipv4"], int(a["flags"].(float64))))
+			}
+			continue
+		}
+		wantResourceChange(t, m, "127.0.0.2", 0xff)
+		break
+	}
 	t.Logf("RESOURCE_CHANGE unavailable %v after kill -9 (lease TTL %v)", time.Since(start).Round(time.Millisecond), c.LeaseTTL)
+	for len(ipChanges) < 2 {
+		m := nextLine(t, ch, clusterDeadline, "IP_CHANGEs of node2's public address")
+		if m["type"] != float64(4) {
+			t.Fatalf("want IP_CHANGE, got %v", m)
+		}
+		for _, a := range m["messages"].([]any)[0].(map[string]any)["addrs"].([]any) {
+			a := a.(map[string]any)
+			ipChanges = append(ipChanges, fmt.Sprintf("%v/%#x", a["ipv4"], int(a["flags"].(float64))))
+		}
+	}
+	// Offline (0x10|V4), then online on the survivor that took it (0x08|V4).
+	if want := []string{"127.0.0.2/0x11", "127.0.0.2/0x9"}; !slices.Equal(ipChanges, want) {
+		t.Errorf("IP_CHANGEs %v, want %v", ipChanges, want)
+	}
 }
 
 // TestWitnessRegistrationSurvives: a registration taken by node 1 outlives

@@ -54,7 +54,7 @@ type Hub struct {
 	mu        sync.Mutex
 	regs      map[string]*regState
 	resources map[string]Resource // by IP string
-	nodeAddrs map[string][]string // node → its addresses, sorted
+	served    map[string]bool     // public addresses served now, by IP; nil: not known
 	// Delivered is called (outside the lock) after a notification was
 	// handed to a client; metrics and the cluster store hook it.
 	Delivered func(reg *Registration, n *Notification, key string)
@@ -62,7 +62,7 @@ type Hub struct {
 
 // NewHub returns an empty hub.
 func NewHub() *Hub {
-	return &Hub{regs: map[string]*regState{}, resources: map[string]Resource{}, nodeAddrs: map[string][]string{}}
+	return &Hub{regs: map[string]*regState{}, resources: map[string]Resource{}}
 }
 
 // Put adds or replaces a registration.
@@ -228,67 +228,71 @@ func (h *Hub) Resources() []Resource {
 	return out
 }
 
-// SetResources replaces the cluster's addresses and queues what changed
-// for the registrations it concerns ([MS-SWN] 3.1.1, 3.1.4.4): a
-// RESOURCE_CHANGE for an address that became unavailable (its node gone
-// or drained) or available again, and an IP_CHANGE for registrations that
-// asked for them when their node's addresses changed.
+// SetResources replaces the cluster's addresses and queues a
+// RESOURCE_CHANGE for the registrations of an address that became
+// unavailable (its node gone or drained) or available again ([MS-SWN]
+// 3.1.1, 3.1.4.4).
 func (h *Hub) SetResources(rs []Resource) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	next := make(map[string]Resource, len(rs))
-	nodeAddrs := map[string][]string{}
 	for _, r := range rs {
-		k := r.IP.String()
-		next[k] = r
-		if r.Available {
-			nodeAddrs[r.Node] = append(nodeAddrs[r.Node], k)
-		}
+		next[r.IP.String()] = r
 	}
-	for _, a := range nodeAddrs {
-		slices.Sort(a)
-	}
-	first := len(h.resources) == 0 && len(h.nodeAddrs) == 0
+	first := len(h.resources) == 0
 	for _, s := range h.regs {
 		k := s.reg.IP.String()
 		old, had := h.resources[k]
 		cur, has := next[k]
 		was, is := had && old.Available, has && cur.Available
-		if !first && was != is {
-			state := uint32(ResourceUnavailable)
-			if is {
-				state = ResourceAvailable
-			}
-			s.queueLocked(pending{n: &Notification{Type: NotifyResourceChange, Resources: []ResourceChange{{Name: k, State: state}}}})
-		}
-		if first || s.reg.Flags&FlagIPNotification == 0 {
+		if first || was == is {
 			continue
 		}
-		node := cur.Node
-		if !has {
-			node = old.Node
+		state := uint32(ResourceUnavailable)
+		if is {
+			state = ResourceAvailable
 		}
-		if n := addrChange(h.nodeAddrs[node], nodeAddrs[node]); n != nil {
+		s.queueLocked(pending{n: &Notification{Type: NotifyResourceChange, Resources: []ResourceChange{{Name: k, State: state}}}})
+	}
+	h.resources = next
+}
+
+// SetServed replaces the set of public addresses some node serves now,
+// by IP, and sends the registrations that asked for IP notifications
+// (WITNESS_REGISTER_IP_NOTIFICATION) an IP_CHANGE for each address that
+// went offline (its holder gone, before another takes it) or came online
+// (taken) — so a public address moving between nodes shows as offline,
+// then online.
+func (h *Hub) SetServed(ips []net.IP) {
+	next := make(map[string]bool, len(ips))
+	for _, ip := range ips {
+		next[ip.String()] = true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.served == nil {
+		h.served = next
+		return
+	}
+	n := &Notification{Type: NotifyIPChange}
+	for ip := range next {
+		if !h.served[ip] {
+			n.Addrs = append(n.Addrs, IPAddr{IP: net.ParseIP(ip), Flags: AddrOnline})
+		}
+	}
+	for ip := range h.served {
+		if !next[ip] {
+			n.Addrs = append(n.Addrs, IPAddr{IP: net.ParseIP(ip), Flags: AddrOffline})
+		}
+	}
+	h.served = next
+	if len(n.Addrs) == 0 {
+		return
+	}
+	slices.SortFunc(n.Addrs, func(a, b IPAddr) int { return compareStrings(a.IP.String(), b.IP.String()) })
+	for _, s := range h.regs {
+		if s.reg.Flags&FlagIPNotification != 0 {
 			s.queueLocked(pending{n: n})
 		}
 	}
-	h.resources, h.nodeAddrs = next, nodeAddrs
-}
-
-// addrChange is the IP_CHANGE between two address sets of a node, nil if
-// they are the same.
-func addrChange(old, cur []string) *Notification {
-	if slices.Equal(old, cur) {
-		return nil
-	}
-	n := &Notification{Type: NotifyIPChange}
-	for _, a := range cur {
-		n.Addrs = append(n.Addrs, IPAddr{IP: net.ParseIP(a), Flags: AddrOnline})
-	}
-	for _, a := range old {
-		if !slices.Contains(cur, a) {
-			n.Addrs = append(n.Addrs, IPAddr{IP: net.ParseIP(a), Flags: AddrOffline})
-		}
-	}
-	return n
 }

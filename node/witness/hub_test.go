@@ -57,6 +57,21 @@ func TestHubResourceChanges(t *testing.T) {
 	if _, err := h.Wait(ctx, "b"); err != context.Canceled {
 		t.Errorf("b was told of node 2: %v", err)
 	}
+	// Public addresses: b asked for IP notifications, a did not. A move
+	// shows as offline, then online.
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.0.0.2")}
+	h.SetServed(ips)     // known: nothing to say
+	h.SetServed(ips[:1]) // 127.0.0.2's holder died
+	h.SetServed(ips)     // another node took it
+	for _, want := range []uint32{AddrOffline, AddrOnline} {
+		n, err := h.Wait(context.Background(), "b")
+		if err != nil || n.Type != NotifyIPChange || len(n.Addrs) != 1 || n.Addrs[0].Flags != want || !n.Addrs[0].IP.Equal(ips[1]) {
+			t.Fatalf("want IP_CHANGE %#x: %+v %v", want, n, err)
+		}
+	}
+	if _, err := h.Wait(ctx, "a"); err != context.Canceled {
+		t.Errorf("a was told of an address: %v", err)
+	}
 }
 
 // FuzzCall runs every opnum on arbitrary stub data: a fault or an answer,

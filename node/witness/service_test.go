@@ -115,6 +115,7 @@ func TestPythonSambaClient(t *testing.T) {
 	needPythonSamba(t)
 	hub := NewHub()
 	hub.SetResources(threeNodes())
+	hub.SetServed([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.0.0.2"), net.ParseIP("127.0.0.3")})
 	waddr, eaddr := server(t, hub)
 	host, port, _ := net.SplitHostPort(waddr)
 	_, eport, _ := net.SplitHostPort(eaddr)
@@ -151,7 +152,8 @@ func TestPythonSambaClient(t *testing.T) {
 		if rc := msgs[0].(map[string]any); rc["state"] != float64(ResourceUnavailable) || rc["name"] != "127.0.0.2" {
 			t.Fatalf("resource change %v", rc)
 		}
-		// IP_CHANGE was asked for: node 2 lost its address.
+		// IP_CHANGE was asked for: node 2's public address is served no more.
+		hub.SetServed([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.0.0.3")})
 		m = next(t, ch)
 		if m["type"] != float64(NotifyIPChange) {
 			t.Fatalf("notification %v", m)

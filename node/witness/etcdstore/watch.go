@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"net"
 	"strings"
 	"time"
 
@@ -14,8 +15,9 @@ import (
 
 // view is what Run knows of the cluster, owned by its goroutine.
 type view struct {
-	nodes map[string]*statev1.NodeRecord
-	live  map[string]*statev1.NodeLiveRecord
+	nodes  map[string]*statev1.NodeRecord
+	live   map[string]*statev1.NodeLiveRecord
+	served map[string]bool // public addresses held, by AddressKey
 }
 
 // Run feeds the hub until ctx ends: it loads the node, live and witness
@@ -37,7 +39,7 @@ func (s *Store) Run(ctx context.Context) error {
 }
 
 func (s *Store) follow(ctx context.Context) error {
-	v := &view{nodes: map[string]*statev1.NodeRecord{}, live: map[string]*statev1.NodeLiveRecord{}}
+	v := &view{nodes: map[string]*statev1.NodeRecord{}, live: map[string]*statev1.NodeLiveRecord{}, served: map[string]bool{}}
 	gctx, cancel := callCtx(ctx)
 	resp, err := s.cli.Txn(gctx).Then(
 		clientv3.OpGet(statev1.NodesPrefix, clientv3.WithPrefix()),
@@ -45,6 +47,7 @@ func (s *Store) follow(ctx context.Context) error {
 		clientv3.OpGet(statev1.WitnessRegistrationsPrefix, clientv3.WithPrefix()),
 		clientv3.OpGet(statev1.WitnessWaitsPrefix, clientv3.WithPrefix()),
 		clientv3.OpGet(statev1.WitnessMovesPrefix, clientv3.WithPrefix()),
+		clientv3.OpGet(statev1.AddressesPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 	).Commit()
 	cancel()
 	if err != nil {
@@ -79,6 +82,10 @@ func (s *Store) follow(ctx context.Context) error {
 		v.onLive(string(kv.Key), kv.Value)
 	}
 	s.hub.SetResources(v.resources())
+	for _, kv := range resp.Responses[5].GetResponseRange().Kvs {
+		v.served[string(kv.Key)] = true
+	}
+	s.hub.SetServed(v.servedIPs())
 
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer stop()
@@ -86,6 +93,7 @@ func (s *Store) follow(ctx context.Context) error {
 	nodes := s.cli.Watch(wctx, statev1.NodesPrefix, opts...)
 	live := s.cli.Watch(wctx, statev1.LivePrefix, opts...)
 	wit := s.cli.Watch(wctx, statev1.WitnessPrefix, opts...)
+	addrs := s.cli.Watch(wctx, statev1.AddressesPrefix, append(opts, clientv3.WithKeysOnly())...)
 	sweep := time.NewTicker(max(s.idle/4, 100*time.Millisecond))
 	defer sweep.Stop()
 	for {
@@ -110,6 +118,14 @@ func (s *Store) follow(ctx context.Context) error {
 				v.onLive(string(e.Kv.Key), valueOf(e))
 			}
 			s.hub.SetResources(v.resources())
+		case w, ok := <-addrs:
+			if !ok || w.Err() != nil {
+				return watchErr(w, ok)
+			}
+			for _, e := range w.Events {
+				v.served[string(e.Kv.Key)] = e.Type != mvccpb.DELETE
+			}
+			s.hub.SetServed(v.servedIPs())
 		case w, ok := <-wit:
 			if !ok || w.Err() != nil {
 				return watchErr(w, ok)
@@ -259,6 +275,17 @@ func (v *view) onLive(key string, value []byte) {
 		return
 	}
 	v.live[name] = rec
+}
+
+// servedIPs are the IPs of the public addresses held now.
+func (v *view) servedIPs() []net.IP {
+	var out []net.IP
+	for k, on := range v.served {
+		if ip := hostOf(strings.TrimPrefix(k, statev1.AddressesPrefix)); on && ip != nil {
+			out = append(out, ip)
+		}
+	}
+	return out
 }
 
 // resources are the admitted nodes' own addresses, available while the
