@@ -132,7 +132,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Control:         control,
 		SessionPeers:    coh.sessionPeers(),
 		ServerGUID:      coh.serverGUID,
-		ScaleOut:        cfg.Etcd != "", // witness.go
+		Cluster:         cfg.Etcd != "", // witness.go
 		Metrics:         nm.m,
 
 		ZeroCopyThreshold:    orDefaultSize(cfg.ZeroCopyThreshold, defaultZeroCopyThreshold),

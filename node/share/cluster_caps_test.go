@@ -8,12 +8,12 @@ import (
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 
-// TestScaleOutShareCaps: in a cluster (server.Config.ScaleOut) a disk
-// share answers an SMB 3.x TREE_CONNECT with SMB2_SHARE_CAP_CLUSTER and
-// SMB2_SHARE_CAP_SCALEOUT, a CA share with CONTINUOUS_AVAILABILITY too,
-// and an SMB 2.1 client gets none ([MS-SMB2] 3.3.5.7).
-func TestScaleOutShareCaps(t *testing.T) {
-	s := servertest.Start(t, servertest.Options{Configure: func(c *server.Config) { c.ScaleOut = true }})
+// TestClusterShareCaps: in a cluster (server.Config.Cluster) a disk
+// share answers an SMB 3.x TREE_CONNECT with SMB2_SHARE_CAP_CLUSTER but
+// not SCALEOUT, a CA share with CONTINUOUS_AVAILABILITY too, and an SMB
+// 2.1 client gets none ([MS-SMB2] 3.3.5.7).
+func TestClusterShareCaps(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{Configure: func(c *server.Config) { c.Cluster = true }})
 	caps := func(dialect uint16, share string) uint32 {
 		c := servertest.Dial(t, s.Addr)
 		if err := c.Negotiate(dialect); err != nil {
@@ -28,9 +28,9 @@ func TestScaleOutShareCaps(t *testing.T) {
 		}
 		return tc.Capabilities
 	}
-	const cluster = smb2.ShareCapCluster | smb2.ShareCapScaleout
-	if got := caps(smb2.Dialect311, servertest.ShareName); got&cluster != cluster {
-		t.Errorf("disk share: capabilities %#x, want CLUSTER|SCALEOUT", got)
+	const cluster = smb2.ShareCapCluster
+	if got := caps(smb2.Dialect311, servertest.ShareName); got != cluster {
+		t.Errorf("disk share: capabilities %#x, want CLUSTER only", got)
 	}
 	if got := caps(smb2.Dialect311, servertest.CAShareName); got&(cluster|smb2.ShareCapContinuousAvailability) != cluster|smb2.ShareCapContinuousAvailability {
 		t.Errorf("CA share: capabilities %#x", got)
