@@ -139,9 +139,16 @@ func (h *Hub) Waiting() int {
 	return n
 }
 
+// maxQueue bounds a registration's pending notifications: a client that
+// does not ask for them loses the oldest (a flapping node's history).
+const maxQueue = 64
+
 // queueLocked appends a notification for a registration and wakes its
 // waiters.
 func (s *regState) queueLocked(p pending) {
+	if len(s.queue) >= maxQueue {
+		s.queue = append(s.queue[:0], s.queue[1:]...)
+	}
 	s.queue = append(s.queue, p)
 	close(s.wake)
 	s.wake = make(chan struct{})

@@ -309,3 +309,37 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("after bad input: type %d", typ)
 	}
 }
+
+// TestLimits: connections beyond MaxConnections are closed at once, and
+// one that sends nothing is closed after BindTimeout.
+func TestLimits(t *testing.T) {
+	srv := &Server{MaxConnections: 1, BindTimeout: 100 * time.Millisecond}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l, func(net.Addr) []*dcerpc.Interface { return nil })
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	first := dial(t, l.Addr().String())
+	first.send(bindPDU(dcerpc.TypeBind)) // bound: no deadline any more
+	if ack := first.recv(); ack[2] != dcerpc.TypeBindAck {
+		t.Fatalf("bind: type %d", ack[2])
+	}
+	second := dial(t, l.Addr().String())
+	if _, err := readPDU(second.c); err != io.EOF {
+		t.Errorf("a connection past the limit: %v, want EOF", err)
+	}
+	first.c.Close()
+	// The slot frees once the server saw the close; a silent connection
+	// then ends at the bind timeout.
+	for {
+		c := dial(t, l.Addr().String())
+		start := time.Now()
+		if _, err := readPDU(c.c); err != io.EOF {
+			t.Fatalf("silent connection: %v, want EOF", err)
+		}
+		if time.Since(start) >= 100*time.Millisecond {
+			break
+		}
+	}
+}

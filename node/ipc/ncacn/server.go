@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
 )
@@ -21,6 +22,11 @@ type Server struct {
 	// Immutable once Serve is called.
 	Security func() *dcerpc.Security
 	Logger   *slog.Logger
+	// MaxConnections closes connections beyond it (0: DefaultMaxConnections).
+	MaxConnections int
+	// BindTimeout closes a connection whose first PDU has not arrived
+	// within it (0: DefaultBindTimeout).
+	BindTimeout time.Duration
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -28,6 +34,12 @@ type Server struct {
 	wg        sync.WaitGroup
 	closed    bool
 }
+
+// Defaults of Server's limits.
+const (
+	DefaultMaxConnections = 1024
+	DefaultBindTimeout    = 30 * time.Second
+)
 
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("ncacn: server closed")
@@ -81,6 +93,17 @@ func (s *Server) Serve(l net.Listener, ifaces Interfaces) error {
 			nc.Close()
 			return ErrServerClosed
 		}
+		limit := s.MaxConnections
+		if limit == 0 {
+			limit = DefaultMaxConnections
+		}
+		if limit > 0 && len(s.conns) >= limit {
+			s.mu.Unlock()
+			cancel()
+			nc.Close()
+			s.logger().Warn("DCE/RPC connection refused: too many", "remote", nc.RemoteAddr().String())
+			continue
+		}
 		s.conns[nc] = cancel
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -101,7 +124,11 @@ func (s *Server) Serve(l net.Listener, ifaces Interfaces) error {
 			if sec != nil {
 				c.rpc.SetSecurity(sec)
 			}
-			c.serve(ctx, cancel)
+			bt := s.BindTimeout
+			if bt == 0 {
+				bt = DefaultBindTimeout
+			}
+			c.serve(ctx, cancel, bt)
 		}()
 	}
 }
@@ -163,7 +190,7 @@ type conn struct {
 }
 
 // serve runs the reader in this goroutine and the calls in another.
-func (c *conn) serve(ctx context.Context, cancel context.CancelFunc) {
+func (c *conn) serve(ctx context.Context, cancel context.CancelFunc, bindTimeout time.Duration) {
 	pdus := make(chan []byte)
 	done := make(chan struct{})
 	go func() {
@@ -183,10 +210,14 @@ func (c *conn) serve(ctx context.Context, cancel context.CancelFunc) {
 		}
 	}()
 	defer func() { close(pdus); cancel(); c.nc.Close(); <-done }()
-	for {
+	c.nc.SetReadDeadline(time.Now().Add(bindTimeout))
+	for first := true; ; first = false {
 		pdu, err := readPDU(c.nc)
 		if err != nil {
 			return
+		}
+		if first {
+			c.nc.SetReadDeadline(time.Time{}) // a client may then wait long (AsyncNotify)
 		}
 		select {
 		case pdus <- pdu:
