@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
@@ -93,6 +94,13 @@ func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessD
 		w.hub.SetResources(rs)
 	}
 	w.srv = &ncacn.Server{Security: func() *dcerpc.Security { return ncacn.NTLMSecurity(acfg) }, Logger: log}
+	if d.agent != nil {
+		// A fenced node serves no witness client: they wait on another
+		// node, which hears the cluster.
+		w.srv.Admit = func() bool { return d.agent.Fence().Valid() }
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.endWhenFenced(cctx, d.agent) }()
+	}
 	iface := env.Interface()
 	for _, h := range hosts {
 		l, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(cfg.WitnessPort)))
@@ -159,6 +167,30 @@ func (w *witnessService) serve(l net.Listener, ifaces ncacn.Interfaces) {
 			l.Close()
 		}
 	}()
+}
+
+// endWhenFenced closes the witness connections whenever an incarnation
+// of the node ends.
+func (w *witnessService) endWhenFenced(ctx context.Context, agent *member) {
+	for {
+		f := agent.Fence()
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.Done():
+		}
+		w.srv.CloseConnections()
+		tick := time.NewTicker(100 * time.Millisecond)
+		for agent.Fence() == f {
+			select {
+			case <-ctx.Done():
+				tick.Stop()
+				return
+			case <-tick.C:
+			}
+		}
+		tick.Stop()
+	}
 }
 
 // stop ends the service: listeners, connections, the etcd feed.

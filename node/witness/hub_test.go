@@ -90,3 +90,36 @@ func FuzzCall(f *testing.F) {
 		env.call(ctx, opnum%6, in)
 	})
 }
+
+// TestAsyncNotifyTimeout: a RegisterEx keep-alive timeout ends a waiting
+// AsyncNotify with ERROR_TIMEOUT and no response; an unknown handle gets
+// ERROR_NOT_FOUND, and UnRegister of one ERROR_INVALID_PARAMETER.
+func TestAsyncNotifyTimeout(t *testing.T) {
+	hub := NewHub()
+	hub.SetResources(threeNodes())
+	env := &Env{Hub: hub, Store: LocalStore{Hub: hub}, Node: "n1", NetNames: func() []string { return []string{"SMB"} }}
+	a := registerArgs{version: V2, netName: "smb", ip: "127.0.0.2", client: "C", hasNetName: true, hasIP: true, hasClient: true, timeout: 1}
+	h, st := env.register(context.Background(), &a, true)
+	if st != errSuccess {
+		t.Fatalf("RegisterEx: %d", st)
+	}
+	start := time.Now()
+	if n, st := env.asyncNotify(context.Background(), h); n != nil || st != errTimeout {
+		t.Fatalf("AsyncNotify: %v %d", n, st)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("timed out after %v, want 1 s", d)
+	}
+	var unknown Handle
+	unknown[4] = 1
+	if _, st := env.asyncNotify(context.Background(), unknown); st != errNotFound {
+		t.Errorf("unknown handle: %d", st)
+	}
+	if st := env.unregister(context.Background(), unknown); st != errInvalidParameter {
+		t.Errorf("UnRegister unknown: %d", st)
+	}
+	// The wire form of no notification: a NULL pointer and the status.
+	if b := encodeNotify(nil, errTimeout); len(b) != 8 || b[4] != 0xb4 || b[5] != 0x05 {
+		t.Errorf("encoded %x", b)
+	}
+}

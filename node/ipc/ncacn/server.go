@@ -27,6 +27,9 @@ type Server struct {
 	// BindTimeout closes a connection whose first PDU has not arrived
 	// within it (0: DefaultBindTimeout).
 	BindTimeout time.Duration
+	// Admit, when set, is asked for every connection accepted; false
+	// closes it (a fenced node serves nothing).
+	Admit func() bool
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -85,6 +88,10 @@ func (s *Server) Serve(l net.Listener, ifaces Interfaces) error {
 			}
 			return err
 		}
+		if s.Admit != nil && !s.Admit() {
+			nc.Close()
+			continue
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		s.mu.Lock()
 		if s.closed {
@@ -130,6 +137,16 @@ func (s *Server) Serve(l net.Listener, ifaces Interfaces) error {
 			}
 			c.serve(ctx, cancel, bt)
 		}()
+	}
+}
+
+// CloseConnections ends every connection, leaving the listeners.
+func (s *Server) CloseConnections() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for nc, cancel := range s.conns {
+		cancel()
+		nc.Close()
 	}
 }
 
