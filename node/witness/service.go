@@ -81,7 +81,7 @@ func (e *Env) Interface() *dcerpc.Interface {
 	if lvl == 0 {
 		lvl = dcerpc.AuthLevelIntegrity
 	}
-	return &dcerpc.Interface{Syntax: Syntax, MinLevel: lvl, CallContext: e.call}
+	return &dcerpc.Interface{Syntax: Syntax, MinLevel: lvl, CallContext: e.call, Concurrent: true}
 }
 
 func (e *Env) call(ctx context.Context, opnum uint16, in []byte) ([]byte, uint32) {

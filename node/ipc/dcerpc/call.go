@@ -60,6 +60,10 @@ func (c *Conn) dispatch(ctx context.Context, id uint32, contextID, opnum uint16,
 		c.fault(id, contextID, StatusAccessDenied, emit)
 		return
 	}
+	if iface.CallContext != nil && iface.Concurrent && c.concurrent {
+		c.dispatchConcurrent(ctx, iface, id, contextID, opnum, stub, emit)
+		return
+	}
 	var (
 		out    []byte
 		status uint32
@@ -74,6 +78,53 @@ func (c *Conn) dispatch(ctx context.Context, id uint32, contextID, opnum uint16,
 		return
 	}
 	c.respond(id, contextID, out, emit)
+}
+
+// dispatchConcurrent runs a call on a goroutine of its own, which answers
+// under sendMu; a CoCancel or orphaned PDU for it, or the connection's
+// end, cancels its context. Past maxConcurrent running calls the client
+// is told the server is too busy.
+func (c *Conn) dispatchConcurrent(ctx context.Context, iface *Interface, id uint32, contextID, opnum uint16, stub []byte, emit func([]byte)) {
+	c.runMu.Lock()
+	_, dup := c.running[id]
+	if dup || len(c.running) >= maxConcurrent {
+		c.runMu.Unlock()
+		status := uint32(StatusServerTooBusy)
+		if dup {
+			status = StatusProtoError
+		}
+		c.fault(id, contextID, status, emit)
+		return
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	c.running[id] = cancel
+	c.runMu.Unlock()
+	go func() {
+		out, status := iface.CallContext(cctx, opnum, stub)
+		c.runMu.Lock()
+		delete(c.running, id)
+		c.runMu.Unlock()
+		cancel()
+		if cctx.Err() != nil && ctx.Err() != nil {
+			return // the connection is gone
+		}
+		c.sendMu.Lock()
+		defer c.sendMu.Unlock()
+		if status != 0 {
+			c.fault(id, contextID, status, emit)
+			return
+		}
+		c.respond(id, contextID, out, emit)
+	}()
+}
+
+// cancelRunning cancels a concurrent call.
+func (c *Conn) cancelRunning(id uint32) {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	if cancel, ok := c.running[id]; ok {
+		cancel()
+	}
 }
 
 // respond sends out in response fragments no larger than the client's

@@ -1,15 +1,19 @@
 package dcerpc
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // Fault statuses ([C706] appendix E; [MS-RPCE] 2.2.2.6 lists those Windows uses).
 const (
-	StatusOpRangeError = 0x1c010002 // nca_s_op_rng_error
-	StatusUnknownIf    = 0x1c010003 // nca_s_unknown_if
-	StatusProtoError   = 0x1c01000b // nca_s_proto_error
-	StatusInvalidTag   = 0x1c000006 // nca_s_fault_invalid_tag
-	StatusBadStubData  = 0x000006f7 // nca_s_fault_ndr (RPC_X_BAD_STUB_DATA)
-	StatusAccessDenied = 0x00000005 // nca_s_fault_access_denied
+	StatusOpRangeError  = 0x1c010002 // nca_s_op_rng_error
+	StatusUnknownIf     = 0x1c010003 // nca_s_unknown_if
+	StatusProtoError    = 0x1c01000b // nca_s_proto_error
+	StatusInvalidTag    = 0x1c000006 // nca_s_fault_invalid_tag
+	StatusBadStubData   = 0x000006f7 // nca_s_fault_ndr (RPC_X_BAD_STUB_DATA)
+	StatusAccessDenied  = 0x00000005 // nca_s_fault_access_denied
+	StatusServerTooBusy = 0x000006bb // RPC_S_SERVER_TOO_BUSY
 )
 
 const (
@@ -45,6 +49,11 @@ type Interface struct {
 	// MinLevel is the authentication level a call must be made at; calls
 	// below it fail with nca_s_fault_access_denied. Zero: any.
 	MinLevel uint8
+	// Concurrent lets CallContext calls run on goroutines of their own
+	// where the Conn allows it (SetConcurrent), so that a call that waits
+	// does not hold up the association's next ones (an UnRegister while
+	// an AsyncNotify waits).
+	Concurrent bool
 }
 
 // call is a request being reassembled from fragments.
@@ -56,12 +65,22 @@ type call struct {
 	stub      []byte
 }
 
-// Conn is the server side of one association: one named pipe open.
-// It is not safe for concurrent use.
+// maxConcurrent bounds the calls of one association running at once.
+const maxConcurrent = 16
+
+// Conn is the server side of one association: a named pipe open or a TCP
+// connection. Handle is called by one goroutine at a time; the calls it
+// starts on goroutines of their own (SetConcurrent) answer under sendMu,
+// which Handle holds too, so responses are signed in the order sent.
 type Conn struct {
 	// Immutable.
 	ifaces  []*Interface
 	secAddr string
+
+	sendMu     sync.Mutex        // held by Handle and by a concurrent call answering
+	concurrent bool              // set before use
+	running    map[uint32]func() // concurrent calls by call_id: their cancel; under runMu
+	runMu      sync.Mutex
 
 	bound      bool
 	maxXmit    int // largest fragment we may send
@@ -77,6 +96,14 @@ type Conn struct {
 // address put in the bind_ack, e.g. `\PIPE\srvsvc`.
 func NewConn(secAddr string, ifaces ...*Interface) *Conn {
 	return &Conn{ifaces: ifaces, secAddr: secAddr, maxXmit: MaxFrag, contexts: map[uint16]*Interface{}}
+}
+
+// SetConcurrent lets calls of Concurrent interfaces run on goroutines of
+// their own; emit must then be safe for concurrent use (a TCP
+// connection's whole-PDU writes). Call it before Handle.
+func (c *Conn) SetConcurrent() {
+	c.concurrent = true
+	c.running = map[uint32]func(){}
 }
 
 // SetSecurity lets the association authenticate clients with sec; without
@@ -103,6 +130,8 @@ func (c *Conn) Handle(pdu []byte, emit func([]byte)) error {
 // HandleContext is Handle with the connection's context, which calls see.
 // An authenticated PDU may be decrypted in place.
 func (c *Conn) HandleContext(ctx context.Context, pdu []byte, emit func([]byte)) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
 	var h Header
 	if err := h.Decode(pdu); err != nil {
 		if len(pdu) >= HeaderSize && pdu[2] == TypeBind && err != ErrShort {
@@ -124,6 +153,7 @@ func (c *Conn) HandleContext(ctx context.Context, pdu []byte, emit func([]byte))
 		if c.call.active && c.call.id == h.CallID {
 			c.call = call{}
 		}
+		c.cancelRunning(h.CallID)
 	case TypeAuth3:
 		c.auth3(pdu, &h)
 	case TypeShutdown:

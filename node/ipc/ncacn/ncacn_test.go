@@ -23,6 +23,9 @@ func (u users) NTHash(user, _ string) ([16]byte, bool) {
 
 var echoSyntax = dcerpc.SyntaxID{UUID: dcerpc.MustParseUUID("12345678-1234-abcd-ef00-0123456789ab"), Major: 1}
 
+// release ends the waiting calls (opnum 2) of start's echo interface.
+var release = make(chan struct{})
+
 // start serves an echo interface (opnum 0 echoes, others are out of
 // range) needing integrity.
 func start(t *testing.T) string {
@@ -33,12 +36,20 @@ func start(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	echo := &dcerpc.Interface{Syntax: echoSyntax, MinLevel: dcerpc.AuthLevelIntegrity,
-		Call: func(op uint16, in []byte) ([]byte, uint32) {
-			if op != 0 {
-				return nil, dcerpc.StatusOpRangeError
+	echo := &dcerpc.Interface{Syntax: echoSyntax, MinLevel: dcerpc.AuthLevelIntegrity, Concurrent: true,
+		CallContext: func(ctx context.Context, op uint16, in []byte) ([]byte, uint32) {
+			switch op {
+			case 0:
+				return bytes.Clone(in), 0
+			case 2: // waits for release, or its cancellation
+				select {
+				case <-release:
+					return []byte("released"), 0
+				case <-ctx.Done():
+					return nil, dcerpc.StatusProtoError
+				}
 			}
-			return bytes.Clone(in), 0
+			return nil, dcerpc.StatusOpRangeError
 		}}
 	go srv.Serve(l, func(net.Addr) []*dcerpc.Interface { return []*dcerpc.Interface{echo} })
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
@@ -126,6 +137,12 @@ func (c *client) bind(level uint8, password string) {
 // call sends a request (signed or sealed at the bound level unless
 // plain) and returns the answer's type and stub.
 func (c *client) call(opnum uint16, stub []byte, plain bool) (uint8, []byte) {
+	c.sendCall(opnum, stub, plain)
+	return c.recvCall()
+}
+
+// sendCall sends a request without waiting for its answer.
+func (c *client) sendCall(opnum uint16, stub []byte, plain bool) {
 	c.id++
 	r := dcerpc.Request{Header: dcerpc.Header{Flags: 3, CallID: c.id}, AllocHint: uint32(len(stub)), Opnum: opnum, Stub: stub}
 	pdu := make([]byte, r.Size())
@@ -145,6 +162,10 @@ func (c *client) call(opnum uint16, stub []byte, plain bool) (uint8, []byte) {
 		pdu = append(pdu, sig[:]...)
 	}
 	c.send(pdu)
+}
+
+// recvCall reads the next answer, all its fragments.
+func (c *client) recvCall() (uint8, []byte) {
 	var stubOut []byte
 	for {
 		typ, part := c.recvFragment()
@@ -341,5 +362,21 @@ func TestLimits(t *testing.T) {
 		if time.Since(start) >= 100*time.Millisecond {
 			break
 		}
+	}
+}
+
+// TestConcurrentCalls: a call that waits does not hold up the next call
+// on its connection; the answers come signed in the order sent.
+func TestConcurrentCalls(t *testing.T) {
+	addr := start(t)
+	c := dial(t, addr)
+	c.bind(dcerpc.AuthLevelPrivacy, "demo")
+	c.sendCall(2, []byte("wait"), false)
+	if typ, out := c.call(0, []byte("meanwhile"), false); typ != dcerpc.TypeResponse || string(out) != "meanwhile" {
+		t.Fatalf("second call: %d %q", typ, out)
+	}
+	close(release)
+	if typ, out := c.recvCall(); typ != dcerpc.TypeResponse || string(out) != "released" {
+		t.Fatalf("waiting call: %d %q", typ, out)
 	}
 }

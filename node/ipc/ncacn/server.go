@@ -131,6 +131,7 @@ func (s *Server) Serve(l net.Listener, ifaces Interfaces) error {
 			if sec != nil {
 				c.rpc.SetSecurity(sec)
 			}
+			c.rpc.SetConcurrent() // write sends whole PDUs, from any goroutine
 			bt := s.BindTimeout
 			if bt == 0 {
 				bt = DefaultBindTimeout
