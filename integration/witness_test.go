@@ -166,7 +166,7 @@ func TestWitnessNodeDeath(t *testing.T) {
 
 // TestWitnessRegistrationSurvives: a registration taken by node 1 outlives
 // node 1: the client waits on node 3 with its handle, and hears of node 2
-// being drained.
+// being drained (moved to node 3, node 2 unavailable).
 func TestWitnessRegistrationSurvives(t *testing.T) {
 	needPythonSamba(t)
 	c, wport := witnessCluster(t)
@@ -180,10 +180,24 @@ func TestWitnessRegistrationSurvives(t *testing.T) {
 		st, _ := c.NodeState(t, "node1")
 		return st == "down"
 	})
-	ch := pyWitness(t, witnessBinding(3, wport, "seal"), "notify", handle, "1")
+	ch := pyWitness(t, witnessBinding(3, wport, "seal"), "notify", handle, "2")
 	c.MustSMBCtl(t, "node", "drain", "node2")
-	m = nextLine(t, ch, clusterDeadline, "RESOURCE_CHANGE after node2's drain")
-	wantResourceChange(t, m, "127.0.0.2", 0xff)
+	// The drain sends CLIENT_MOVE (to node 3, the only other live node)
+	// and RESOURCE_CHANGE, in either order.
+	var sawMove, sawDown bool
+	for range 2 {
+		m = nextLine(t, ch, clusterDeadline, "notifications of node2's drain")
+		if m["type"] == float64(2) {
+			wantMove(t, m, 2, "127.0.0.3")
+			sawMove = true
+			continue
+		}
+		wantResourceChange(t, m, "127.0.0.2", 0xff)
+		sawDown = true
+	}
+	if !sawMove || !sawDown {
+		t.Fatalf("move %v, resource change %v", sawMove, sawDown)
+	}
 	if m = nextLine(t, ch, clusterDeadline, "UnRegister"); m["unregistered"] != true {
 		t.Fatalf("UnRegister: %v", m)
 	}
