@@ -288,7 +288,8 @@ func wantMove(t *testing.T, m map[string]any, kind float64, ip string) {
 }
 
 // TestWitnessMoves: `smbctl client move` reaches the client, waiting on
-// node 1, with CLIENT_MOVE naming node 3's address; draining node 2 sends
+// node 1, with CLIENT_MOVE naming node 3's address, and so does `smbctl
+// session move` of its SMB session; draining node 2 sends
 // every client registered for its address a CLIENT_MOVE to another node
 // (and RESOURCE_CHANGE unavailable), whichever node they wait on.
 func TestWitnessMoves(t *testing.T) {
@@ -303,6 +304,22 @@ func TestWitnessMoves(t *testing.T) {
 	if m := nextLine(t, ch, clusterDeadline, "UnRegister"); m["unregistered"] != true {
 		t.Fatalf("UnRegister: %v", m)
 	}
+
+	// smbctl session move: the SMB session and the witness registration
+	// come from the same client address.
+	ch = pyWitness(t, witnessBinding(1, wport, "sign"), "register", "SMBCLUSTER", "127.0.0.2", "V1", "0", "1")
+	if m := nextLine(t, ch, clusterDeadline, "Register"); m["ready"] != true {
+		t.Fatalf("Register: %v", m)
+	}
+	smb := clusterSession(t, c.Nodes[0], witnessUser, witnessPassword, "data")
+	framework.WaitFor(t, clusterDeadline, "the session published", func() bool {
+		return c.SMBCtl(t, "session", "move", fmt.Sprintf("0x%x", smb.Session.ID), "--to", "node3").ExitCode == 0
+	})
+	wantMove(t, nextLine(t, ch, clusterDeadline, "CLIENT_MOVE of the session"), 2, "127.0.0.3")
+	if m := nextLine(t, ch, clusterDeadline, "UnRegister"); m["unregistered"] != true {
+		t.Fatalf("UnRegister: %v", m)
+	}
+	smb.Close()
 
 	// Two clients of node 2's address, waiting on nodes 1 and 3.
 	var clients []<-chan map[string]any

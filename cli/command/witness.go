@@ -11,7 +11,8 @@ import (
 
 // The witness service's registrations ([MS-SWN]) and the moves sent
 // through them: `smbctl witness ls`, `smbctl client move`, `smbctl share
-// move` (share.go lists it among the share verbs).
+// move` and `smbctl session move` (share.go and session.go list them among
+// their verbs).
 
 var witnessVerbs = []verb{
 	{name: "ls", nargs: 0, summary: "list the clients registered with the witness service", define: defineWitnessLs},
@@ -30,6 +31,7 @@ func (c *call) witness() adminv1.WitnessServiceClient {
 type registrationView struct {
 	ID          string   `json:"id"`
 	Client      string   `json:"client"`
+	FromAddress string   `json:"client_address"`
 	NetName     string   `json:"net_name"`
 	Share       string   `json:"share"`
 	IPAddress   string   `json:"ip_address"`
@@ -47,19 +49,19 @@ func registrationOf(r *adminv1.WitnessRegistration) registrationView {
 	}
 	return registrationView{ID: r.GetId(), Client: r.GetClientName(), NetName: r.GetNetName(), Share: r.GetShareName(),
 		IPAddress: r.GetIpAddress(), AddressNode: r.GetAddressNode(), Node: r.GetNode(), WaitingOn: w,
-		Version: r.GetVersion(), Since: fmtTime(r.GetCreateTime())}
+		Version: r.GetVersion(), Since: fmtTime(r.GetCreateTime()), FromAddress: r.GetClientAddress()}
 }
 
 type registrationList []registrationView
 
 func (l registrationList) table() table {
-	t := table{header: []string{"CLIENT", "NET NAME", "SHARE", "FOR", "NODE", "WAITING ON", "SINCE", "ID"}}
+	t := table{header: []string{"CLIENT", "FROM", "NET NAME", "SHARE", "FOR", "NODE", "WAITING ON", "SINCE", "ID"}}
 	for _, r := range l {
 		target := r.IPAddress
 		if r.AddressNode != "" {
 			target += " (" + r.AddressNode + ")"
 		}
-		t.rows = append(t.rows, []string{dash(r.Client), dash(r.NetName), dash(r.Share), dash(target), dash(r.Node),
+		t.rows = append(t.rows, []string{dash(r.Client), dash(r.FromAddress), dash(r.NetName), dash(r.Share), dash(target), dash(r.Node),
 			dash(strings.Join(r.WaitingOn, ",")), dash(r.Since), r.ID})
 	}
 	return t
@@ -77,6 +79,26 @@ func (m moved) table() table {
 	t := registrationList(m.Registrations).table()
 	t.title = fmt.Sprintf("%s %s: sent %s to %d registration(s), to node %s", m.Kind, m.What, moveName(m.Kind), len(m.Registrations), m.To)
 	return t
+}
+
+func defineSessionMove(fs *flag.FlagSet) action {
+	to := toFlag(fs)
+	return func(ctx context.Context, c *call) error {
+		id, err := parseID("session id", c.args[0])
+		if err != nil {
+			return err
+		}
+		if *to == "" {
+			return usagef("--to NODE is required")
+		}
+		ctx, cancel := c.conn.rpcContext(ctx, 0)
+		defer cancel()
+		resp, err := c.witness().MoveSession(ctx, &adminv1.MoveSessionRequest{SessionId: id, ToNode: *to})
+		if err != nil {
+			return err
+		}
+		return c.p.print(movedOf("session", fmt.Sprintf("0x%x", id), *to, resp.GetRegistrations()))
+	}
 }
 
 func moveName(kind string) string {

@@ -22,7 +22,8 @@ func TestWitness(t *testing.T) {
 	c.put(statev1.WitnessWaitKey("0123456789abcdef0123456789abcdef", "n2"), &statev1.WitnessWaitRecord{Node: "n2"})
 	c.put(statev1.WitnessRegistrationKey("fedcba9876543210fedcba9876543210"), &statev1.WitnessRegistrationRecord{
 		Id: "fedcba9876543210fedcba9876543210", Version: 0x00010001, NetName: "FILES",
-		IpAddress: "192.0.2.2", ClientName: "LAPTOP", Node: "n1", Since: timestamppb.New(testNow)})
+		IpAddress: "192.0.2.2", ClientName: "LAPTOP", Node: "n1", Since: timestamppb.New(testNow), ClientAddress: "198.51.100.7:50111"})
+	c.put(statev1.SessionKey(0x42), &statev1.SessionRecord{SessionId: 0x42, Node: "n2", User: "alice", ClientAddress: "198.51.100.7:50000"})
 	c.want(ExitOK, "witness", "ls")
 	c.want(ExitOK, "witness", "ls", "-o", "json")
 	c.want(ExitOK, "client", "move", "win11", "--to", "n2")
@@ -31,6 +32,9 @@ func TestWitness(t *testing.T) {
 	c.want(ExitNotFound, "client", "move", "WIN11", "--to", "n9")
 	c.want(ExitUsage, "client", "move", "WIN11")
 	c.want(ExitOK, "share", "move", "DATA", "--to", "n2")
+	c.want(ExitOK, "session", "move", "0x42", "--to", "n1")
+	c.want(ExitNotFound, "session", "move", "0x43", "--to", "n1")
+	c.want(ExitUsage, "session", "move", "0x42")
 	c.want(ExitNotFound, "share", "move", "other", "--to", "n2")
 	c.want(ExitOK, "node", "drain", "n1")
 	c.want(ExitConflict, "client", "move", "WIN11", "--to", "n1")

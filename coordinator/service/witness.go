@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -94,7 +95,7 @@ func (v *witnessView) describe(r *statev1.WitnessRegistrationRecord) *adminv1.Wi
 	return &adminv1.WitnessRegistration{
 		Id: r.GetId(), ClientName: r.GetClientName(), NetName: r.GetNetName(), ShareName: r.GetShareName(),
 		IpAddress: r.GetIpAddress(), AddressNode: v.ipNodes[hostIP(r.GetIpAddress())], Node: r.GetNode(),
-		WaitingOn: waits, Version: version, CreateTime: r.GetSince(),
+		WaitingOn: waits, Version: version, CreateTime: r.GetSince(), ClientAddress: r.GetClientAddress(),
 	}
 }
 
@@ -172,6 +173,29 @@ func (s *witnessService) MoveShare(ctx context.Context, req *adminv1.MoveShareRe
 	}
 	s.b.log.Info("witness share move", "share", req.GetShare(), "to", req.GetToNode(), "registrations", len(moved))
 	return &adminv1.MoveShareResponse{Registrations: moved}, nil
+}
+
+func (s *witnessService) MoveSession(ctx context.Context, req *adminv1.MoveSessionRequest) (*adminv1.MoveSessionResponse, error) {
+	if req.GetSessionId() == 0 {
+		return nil, invalidf("session id: a non-zero SessionId is required")
+	}
+	what := fmt.Sprintf("session 0x%x", req.GetSessionId())
+	sess := &statev1.SessionRecord{}
+	if _, err := s.b.st.Get(ctx, statev1.SessionKey(req.GetSessionId()), sess); err != nil {
+		return nil, storeError(err, what)
+	}
+	ip := hostIP(sess.GetClientAddress())
+	moved, err := s.b.move(ctx, req.GetToNode(), statev1.WitnessMoveRecord_KIND_CLIENT_MOVE, func(r *statev1.WitnessRegistrationRecord) bool {
+		return r.GetClientAddress() != "" && hostIP(r.GetClientAddress()) == ip
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(moved) == 0 {
+		return nil, errorf(codes.NotFound, "%s: no witness registration from its client's address %s", what, ip)
+	}
+	s.b.log.Info("witness session move", "session", what, "to", req.GetToNode(), "registrations", len(moved))
+	return &adminv1.MoveSessionResponse{Registrations: moved}, nil
 }
 
 // move writes a move for every registration match selects, to node to.

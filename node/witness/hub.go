@@ -22,6 +22,8 @@ type Registration struct {
 	Timeout   uint32 // AsyncNotify keep-alive timeout in seconds; 0: none
 	Node      string // the node that took it
 	Since     time.Time
+	// ClientAddr is where the registration came from (host:port).
+	ClientAddr string
 }
 
 // Resource is one address of the cluster and the node it belongs to.

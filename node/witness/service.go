@@ -193,6 +193,7 @@ func (e *Env) register(ctx context.Context, a *registerArgs, ex bool) (Handle, u
 	reg := &Registration{
 		ID: hex.EncodeToString(h[4:]), Version: a.version, NetName: a.netName, ShareName: a.shareName,
 		IP: ip, Client: a.client, Flags: a.flags, Timeout: a.timeout, Node: e.Node, Since: now().UTC(),
+		ClientAddr: dcerpc.Peer(ctx),
 	}
 	if err := e.Store.Register(ctx, reg); err != nil {
 		return Handle{}, errNoResources

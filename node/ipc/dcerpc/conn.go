@@ -65,6 +65,20 @@ type call struct {
 	stub      []byte
 }
 
+type peerKey struct{}
+
+// WithPeer returns ctx carrying the client's address, which calls find
+// with Peer (the TCP transport sets it).
+func WithPeer(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, peerKey{}, addr)
+}
+
+// Peer returns the client's address a call's context carries, "" if none.
+func Peer(ctx context.Context) string {
+	s, _ := ctx.Value(peerKey{}).(string)
+	return s
+}
+
 // maxConcurrent bounds the calls of one association running at once.
 const maxConcurrent = 16
 

@@ -92,7 +92,7 @@ func (s *Server) Serve(l net.Listener, ifaces Interfaces) error {
 			nc.Close()
 			continue
 		}
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(dcerpc.WithPeer(context.Background(), nc.RemoteAddr().String()))
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()

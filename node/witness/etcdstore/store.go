@@ -153,6 +153,7 @@ func recordOf(r *witness.Registration) *statev1.WitnessRegistrationRecord {
 	return &statev1.WitnessRegistrationRecord{
 		Id: r.ID, Version: r.Version, NetName: r.NetName, ShareName: r.ShareName, IpAddress: r.IP.String(),
 		ClientName: r.Client, Flags: r.Flags, TimeoutSeconds: r.Timeout, Node: r.Node, Since: timestamppb.New(r.Since),
+		ClientAddress: r.ClientAddr,
 	}
 }
 
@@ -161,6 +162,7 @@ func registrationOf(rec *statev1.WitnessRegistrationRecord) *witness.Registratio
 		ID: rec.GetId(), Version: rec.GetVersion(), NetName: rec.GetNetName(), ShareName: rec.GetShareName(),
 		IP: net.ParseIP(rec.GetIpAddress()), Client: rec.GetClientName(), Flags: rec.GetFlags(),
 		Timeout: rec.GetTimeoutSeconds(), Node: rec.GetNode(), Since: rec.GetSince().AsTime(),
+		ClientAddr: rec.GetClientAddress(),
 	}
 }
 

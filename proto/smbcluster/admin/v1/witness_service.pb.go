@@ -41,8 +41,10 @@ type WitnessRegistration struct {
 	// waiting_on are the nodes where the client waits for notifications.
 	WaitingOn []string `protobuf:"bytes,8,rep,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"`
 	// version is 1 (Register) or 2 (RegisterEx).
-	Version       uint32                 `protobuf:"varint,9,opt,name=version,proto3" json:"version,omitempty"`
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	Version    uint32                 `protobuf:"varint,9,opt,name=version,proto3" json:"version,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// client_address is where the registration came from.
+	ClientAddress string `protobuf:"bytes,11,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -145,6 +147,13 @@ func (x *WitnessRegistration) GetCreateTime() *timestamppb.Timestamp {
 		return x.CreateTime
 	}
 	return nil
+}
+
+func (x *WitnessRegistration) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
 }
 
 type ListWitnessRegistrationsRequest struct {
@@ -422,11 +431,108 @@ func (x *MoveShareResponse) GetRegistrations() []*WitnessRegistration {
 	return nil
 }
 
+type MoveSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// session_id is the SMB2 SessionId (smbctl session ls).
+	SessionId     uint64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ToNode        string `protobuf:"bytes,2,opt,name=to_node,json=toNode,proto3" json:"to_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveSessionRequest) Reset() {
+	*x = MoveSessionRequest{}
+	mi := &file_smbcluster_admin_v1_witness_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveSessionRequest) ProtoMessage() {}
+
+func (x *MoveSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_witness_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveSessionRequest.ProtoReflect.Descriptor instead.
+func (*MoveSessionRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_witness_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *MoveSessionRequest) GetSessionId() uint64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *MoveSessionRequest) GetToNode() string {
+	if x != nil {
+		return x.ToNode
+	}
+	return ""
+}
+
+type MoveSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Registrations []*WitnessRegistration `protobuf:"bytes,1,rep,name=registrations,proto3" json:"registrations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveSessionResponse) Reset() {
+	*x = MoveSessionResponse{}
+	mi := &file_smbcluster_admin_v1_witness_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveSessionResponse) ProtoMessage() {}
+
+func (x *MoveSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_witness_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveSessionResponse.ProtoReflect.Descriptor instead.
+func (*MoveSessionResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_witness_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *MoveSessionResponse) GetRegistrations() []*WitnessRegistration {
+	if x != nil {
+		return x.Registrations
+	}
+	return nil
+}
+
 var File_smbcluster_admin_v1_witness_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_admin_v1_witness_service_proto_rawDesc = "" +
 	"\n" +
-	")smbcluster/admin/v1/witness_service.proto\x12\x13smbcluster.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcc\x02\n" +
+	")smbcluster/admin/v1/witness_service.proto\x12\x13smbcluster.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf3\x02\n" +
 	"\x13WitnessRegistration\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vclient_name\x18\x02 \x01(\tR\n" +
@@ -443,7 +549,8 @@ const file_smbcluster_admin_v1_witness_service_proto_rawDesc = "" +
 	"\aversion\x18\t \x01(\rR\aversion\x12;\n" +
 	"\vcreate_time\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"!\n" +
+	"createTime\x12%\n" +
+	"\x0eclient_address\x18\v \x01(\tR\rclientAddress\"!\n" +
 	"\x1fListWitnessRegistrationsRequest\"r\n" +
 	" ListWitnessRegistrationsResponse\x12N\n" +
 	"\rregistrations\x18\x01 \x03(\v2(.smbcluster.admin.v1.WitnessRegistrationR\rregistrations\"D\n" +
@@ -456,12 +563,19 @@ const file_smbcluster_admin_v1_witness_service_proto_rawDesc = "" +
 	"\x05share\x18\x01 \x01(\tR\x05share\x12\x17\n" +
 	"\ato_node\x18\x02 \x01(\tR\x06toNode\"c\n" +
 	"\x11MoveShareResponse\x12N\n" +
-	"\rregistrations\x18\x01 \x03(\v2(.smbcluster.admin.v1.WitnessRegistrationR\rregistrations2\xd5\x02\n" +
+	"\rregistrations\x18\x01 \x03(\v2(.smbcluster.admin.v1.WitnessRegistrationR\rregistrations\"L\n" +
+	"\x12MoveSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x17\n" +
+	"\ato_node\x18\x02 \x01(\tR\x06toNode\"e\n" +
+	"\x13MoveSessionResponse\x12N\n" +
+	"\rregistrations\x18\x01 \x03(\v2(.smbcluster.admin.v1.WitnessRegistrationR\rregistrations2\xb7\x03\n" +
 	"\x0eWitnessService\x12\x87\x01\n" +
 	"\x18ListWitnessRegistrations\x124.smbcluster.admin.v1.ListWitnessRegistrationsRequest\x1a5.smbcluster.admin.v1.ListWitnessRegistrationsResponse\x12]\n" +
 	"\n" +
 	"MoveClient\x12&.smbcluster.admin.v1.MoveClientRequest\x1a'.smbcluster.admin.v1.MoveClientResponse\x12Z\n" +
-	"\tMoveShare\x12%.smbcluster.admin.v1.MoveShareRequest\x1a&.smbcluster.admin.v1.MoveShareResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
+	"\tMoveShare\x12%.smbcluster.admin.v1.MoveShareRequest\x1a&.smbcluster.admin.v1.MoveShareResponse\x12`\n" +
+	"\vMoveSession\x12'.smbcluster.admin.v1.MoveSessionRequest\x1a(.smbcluster.admin.v1.MoveSessionResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_smbcluster_admin_v1_witness_service_proto_rawDescOnce sync.Once
@@ -475,7 +589,7 @@ func file_smbcluster_admin_v1_witness_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_admin_v1_witness_service_proto_rawDescData
 }
 
-var file_smbcluster_admin_v1_witness_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_smbcluster_admin_v1_witness_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_smbcluster_admin_v1_witness_service_proto_goTypes = []any{
 	(*WitnessRegistration)(nil),              // 0: smbcluster.admin.v1.WitnessRegistration
 	(*ListWitnessRegistrationsRequest)(nil),  // 1: smbcluster.admin.v1.ListWitnessRegistrationsRequest
@@ -484,24 +598,29 @@ var file_smbcluster_admin_v1_witness_service_proto_goTypes = []any{
 	(*MoveClientResponse)(nil),               // 4: smbcluster.admin.v1.MoveClientResponse
 	(*MoveShareRequest)(nil),                 // 5: smbcluster.admin.v1.MoveShareRequest
 	(*MoveShareResponse)(nil),                // 6: smbcluster.admin.v1.MoveShareResponse
-	(*timestamppb.Timestamp)(nil),            // 7: google.protobuf.Timestamp
+	(*MoveSessionRequest)(nil),               // 7: smbcluster.admin.v1.MoveSessionRequest
+	(*MoveSessionResponse)(nil),              // 8: smbcluster.admin.v1.MoveSessionResponse
+	(*timestamppb.Timestamp)(nil),            // 9: google.protobuf.Timestamp
 }
 var file_smbcluster_admin_v1_witness_service_proto_depIdxs = []int32{
-	7, // 0: smbcluster.admin.v1.WitnessRegistration.create_time:type_name -> google.protobuf.Timestamp
+	9, // 0: smbcluster.admin.v1.WitnessRegistration.create_time:type_name -> google.protobuf.Timestamp
 	0, // 1: smbcluster.admin.v1.ListWitnessRegistrationsResponse.registrations:type_name -> smbcluster.admin.v1.WitnessRegistration
 	0, // 2: smbcluster.admin.v1.MoveClientResponse.registrations:type_name -> smbcluster.admin.v1.WitnessRegistration
 	0, // 3: smbcluster.admin.v1.MoveShareResponse.registrations:type_name -> smbcluster.admin.v1.WitnessRegistration
-	1, // 4: smbcluster.admin.v1.WitnessService.ListWitnessRegistrations:input_type -> smbcluster.admin.v1.ListWitnessRegistrationsRequest
-	3, // 5: smbcluster.admin.v1.WitnessService.MoveClient:input_type -> smbcluster.admin.v1.MoveClientRequest
-	5, // 6: smbcluster.admin.v1.WitnessService.MoveShare:input_type -> smbcluster.admin.v1.MoveShareRequest
-	2, // 7: smbcluster.admin.v1.WitnessService.ListWitnessRegistrations:output_type -> smbcluster.admin.v1.ListWitnessRegistrationsResponse
-	4, // 8: smbcluster.admin.v1.WitnessService.MoveClient:output_type -> smbcluster.admin.v1.MoveClientResponse
-	6, // 9: smbcluster.admin.v1.WitnessService.MoveShare:output_type -> smbcluster.admin.v1.MoveShareResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	0, // 4: smbcluster.admin.v1.MoveSessionResponse.registrations:type_name -> smbcluster.admin.v1.WitnessRegistration
+	1, // 5: smbcluster.admin.v1.WitnessService.ListWitnessRegistrations:input_type -> smbcluster.admin.v1.ListWitnessRegistrationsRequest
+	3, // 6: smbcluster.admin.v1.WitnessService.MoveClient:input_type -> smbcluster.admin.v1.MoveClientRequest
+	5, // 7: smbcluster.admin.v1.WitnessService.MoveShare:input_type -> smbcluster.admin.v1.MoveShareRequest
+	7, // 8: smbcluster.admin.v1.WitnessService.MoveSession:input_type -> smbcluster.admin.v1.MoveSessionRequest
+	2, // 9: smbcluster.admin.v1.WitnessService.ListWitnessRegistrations:output_type -> smbcluster.admin.v1.ListWitnessRegistrationsResponse
+	4, // 10: smbcluster.admin.v1.WitnessService.MoveClient:output_type -> smbcluster.admin.v1.MoveClientResponse
+	6, // 11: smbcluster.admin.v1.WitnessService.MoveShare:output_type -> smbcluster.admin.v1.MoveShareResponse
+	8, // 12: smbcluster.admin.v1.WitnessService.MoveSession:output_type -> smbcluster.admin.v1.MoveSessionResponse
+	9, // [9:13] is the sub-list for method output_type
+	5, // [5:9] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_admin_v1_witness_service_proto_init() }
@@ -515,7 +634,7 @@ func file_smbcluster_admin_v1_witness_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_admin_v1_witness_service_proto_rawDesc), len(file_smbcluster_admin_v1_witness_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

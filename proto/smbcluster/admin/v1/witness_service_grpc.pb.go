@@ -22,6 +22,7 @@ const (
 	WitnessService_ListWitnessRegistrations_FullMethodName = "/smbcluster.admin.v1.WitnessService/ListWitnessRegistrations"
 	WitnessService_MoveClient_FullMethodName               = "/smbcluster.admin.v1.WitnessService/MoveClient"
 	WitnessService_MoveShare_FullMethodName                = "/smbcluster.admin.v1.WitnessService/MoveShare"
+	WitnessService_MoveSession_FullMethodName              = "/smbcluster.admin.v1.WitnessService/MoveSession"
 )
 
 // WitnessServiceClient is the client API for WitnessService service.
@@ -39,6 +40,9 @@ type WitnessServiceClient interface {
 	// MoveShare sends SHARE_MOVE, naming the target node's addresses, to
 	// every registration for a share (RegisterEx with a share name).
 	MoveShare(ctx context.Context, in *MoveShareRequest, opts ...grpc.CallOption) (*MoveShareResponse, error)
+	// MoveSession sends CLIENT_MOVE to the registrations made from the
+	// session's client address (its IP).
+	MoveSession(ctx context.Context, in *MoveSessionRequest, opts ...grpc.CallOption) (*MoveSessionResponse, error)
 }
 
 type witnessServiceClient struct {
@@ -79,6 +83,16 @@ func (c *witnessServiceClient) MoveShare(ctx context.Context, in *MoveShareReque
 	return out, nil
 }
 
+func (c *witnessServiceClient) MoveSession(ctx context.Context, in *MoveSessionRequest, opts ...grpc.CallOption) (*MoveSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveSessionResponse)
+	err := c.cc.Invoke(ctx, WitnessService_MoveSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WitnessServiceServer is the server API for WitnessService service.
 // All implementations must embed UnimplementedWitnessServiceServer
 // for forward compatibility.
@@ -94,6 +108,9 @@ type WitnessServiceServer interface {
 	// MoveShare sends SHARE_MOVE, naming the target node's addresses, to
 	// every registration for a share (RegisterEx with a share name).
 	MoveShare(context.Context, *MoveShareRequest) (*MoveShareResponse, error)
+	// MoveSession sends CLIENT_MOVE to the registrations made from the
+	// session's client address (its IP).
+	MoveSession(context.Context, *MoveSessionRequest) (*MoveSessionResponse, error)
 	mustEmbedUnimplementedWitnessServiceServer()
 }
 
@@ -112,6 +129,9 @@ func (UnimplementedWitnessServiceServer) MoveClient(context.Context, *MoveClient
 }
 func (UnimplementedWitnessServiceServer) MoveShare(context.Context, *MoveShareRequest) (*MoveShareResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MoveShare not implemented")
+}
+func (UnimplementedWitnessServiceServer) MoveSession(context.Context, *MoveSessionRequest) (*MoveSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveSession not implemented")
 }
 func (UnimplementedWitnessServiceServer) mustEmbedUnimplementedWitnessServiceServer() {}
 func (UnimplementedWitnessServiceServer) testEmbeddedByValue()                        {}
@@ -188,6 +208,24 @@ func _WitnessService_MoveShare_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WitnessService_MoveSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WitnessServiceServer).MoveSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WitnessService_MoveSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WitnessServiceServer).MoveSession(ctx, req.(*MoveSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WitnessService_ServiceDesc is the grpc.ServiceDesc for WitnessService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -206,6 +244,10 @@ var WitnessService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MoveShare",
 			Handler:    _WitnessService_MoveShare_Handler,
+		},
+		{
+			MethodName: "MoveSession",
+			Handler:    _WitnessService_MoveSession_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -95,8 +95,11 @@ type WitnessRegistrationRecord struct {
 	// timeout_seconds is RegisterEx's keep-alive timeout (0: none).
 	TimeoutSeconds uint32 `protobuf:"varint,8,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
 	// node took the registration.
-	Node          string                 `protobuf:"bytes,9,opt,name=node,proto3" json:"node,omitempty"`
-	Since         *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=since,proto3" json:"since,omitempty"`
+	Node  string                 `protobuf:"bytes,9,opt,name=node,proto3" json:"node,omitempty"`
+	Since *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=since,proto3" json:"since,omitempty"`
+	// client_address is the address the registration came from (host:port
+	// of the RPC connection), which ties it to the client's SMB sessions.
+	ClientAddress string `protobuf:"bytes,11,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -199,6 +202,13 @@ func (x *WitnessRegistrationRecord) GetSince() *timestamppb.Timestamp {
 		return x.Since
 	}
 	return nil
+}
+
+func (x *WitnessRegistrationRecord) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
 }
 
 // WitnessWaitRecord says that a client waits (AsyncNotify) for its
@@ -333,7 +343,7 @@ var File_smbcluster_state_v1_witness_proto protoreflect.FileDescriptor
 
 const file_smbcluster_state_v1_witness_proto_rawDesc = "" +
 	"\n" +
-	"!smbcluster/state/v1/witness.proto\x12\x13smbcluster.state.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc4\x02\n" +
+	"!smbcluster/state/v1/witness.proto\x12\x13smbcluster.state.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\x02\n" +
 	"\x19WitnessRegistrationRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x19\n" +
@@ -348,7 +358,8 @@ const file_smbcluster_state_v1_witness_proto_rawDesc = "" +
 	"\x0ftimeout_seconds\x18\b \x01(\rR\x0etimeoutSeconds\x12\x12\n" +
 	"\x04node\x18\t \x01(\tR\x04node\x120\n" +
 	"\x05since\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"Y\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12%\n" +
+	"\x0eclient_address\x18\v \x01(\tR\rclientAddress\"Y\n" +
 	"\x11WitnessWaitRecord\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x120\n" +
 	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\x8c\x02\n" +
