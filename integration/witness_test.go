@@ -127,7 +127,7 @@ func TestWitnessNodeDeath(t *testing.T) {
 	// RegisterEx with WITNESS_REGISTER_IP_NOTIFICATION: node 2's public
 	// address going offline and coming back online on another node are
 	// IP_CHANGEs, in whatever order with the RESOURCE_CHANGE.
-	ch := pyWitness(t, witnessBinding(1, wport, "seal"), "register", "SMBCLUSTER", "127.0.0.2", "V2", "0", "3")
+	ch := pyWitness(t, witnessBinding(1, wport, "seal,ndr64"), "register", "SMBCLUSTER", "127.0.0.2", "V2", "0", "3")
 	if m := nextLine(t, ch, clusterDeadline, "RegisterEx"); m["ready"] != true {
 		t.Fatalf("RegisterEx: %v", m)
 	}

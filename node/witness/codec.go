@@ -109,12 +109,15 @@ func appendInterfaceInfo(w *ndr.Writer, i *InterfaceInfo) {
 
 // encodeInterfaceList is the [out] of WitnessrGetInterfaceList ([MS-SWN]
 // 3.1.4.1): a pointer to a WITNESS_INTERFACE_LIST, then the result.
-func encodeInterfaceList(list []InterfaceInfo) []byte {
-	w := &ndr.Writer{}
+func encodeInterfaceList(list []InterfaceInfo, ndr64 bool) []byte {
+	w := &ndr.Writer{NDR64: ndr64}
 	w.Pointer(true) // *InterfaceList
+	if ndr64 {
+		w.Align(8) // the structure's alignment: its pointer's
+	}
 	w.Uint32(uint32(len(list)))
 	w.Pointer(true) // InterfaceInfo
-	w.Uint32(uint32(len(list)))
+	w.Count(uint64(len(list)))
 	for i := range list {
 		appendInterfaceInfo(w, &list[i])
 	}
@@ -136,9 +139,10 @@ type registerArgs struct {
 
 // decodeRegister reads WitnessrRegister's [in] ([MS-SWN] 3.1.4.2), or
 // WitnessrRegisterEx's when ex ([MS-SWN] 3.1.4.5).
-func decodeRegister(in []byte, ex bool) (registerArgs, bool) {
+func decodeRegister(in []byte, ex, ndr64 bool) (registerArgs, bool) {
 	var a registerArgs
 	r := ndr.NewReader(in)
+	r.NDR64 = ndr64
 	a.version = r.Uint32()
 	a.netName, a.hasNetName = r.UniqueString()
 	if ex {
@@ -231,8 +235,8 @@ func (n *Notification) messages() ([]byte, uint32) {
 
 // encodeNotify is the [out] of WitnessrAsyncNotify ([MS-SWN] 3.1.4.4): a
 // pointer to RESP_ASYNC_NOTIFY (NULL without one), then the result.
-func encodeNotify(n *Notification, status uint32) []byte {
-	w := &ndr.Writer{}
+func encodeNotify(n *Notification, status uint32, ndr64 bool) []byte {
+	w := &ndr.Writer{NDR64: ndr64}
 	if n == nil {
 		w.Pointer(false)
 		w.Uint32(status)
@@ -240,12 +244,15 @@ func encodeNotify(n *Notification, status uint32) []byte {
 	}
 	msgs, num := n.messages()
 	w.Pointer(true)
+	if ndr64 {
+		w.Align(8)
+	}
 	w.Uint32(n.Type)
 	w.Uint32(uint32(len(msgs)))
 	w.Uint32(num)
 	w.Pointer(len(msgs) > 0)
 	if len(msgs) > 0 {
-		w.Uint32(uint32(len(msgs))) // conformance of MessageBuffer
+		w.Count(uint64(len(msgs))) // conformance of MessageBuffer
 		w.Bytes(msgs)
 	}
 	w.Uint32(status)

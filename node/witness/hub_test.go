@@ -88,6 +88,7 @@ func FuzzCall(f *testing.F) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		env.call(ctx, opnum%6, in)
+		decodeRegister(in, opnum&1 != 0, true) // NDR64
 	})
 }
 
@@ -119,7 +120,7 @@ func TestAsyncNotifyTimeout(t *testing.T) {
 		t.Errorf("UnRegister unknown: %d", st)
 	}
 	// The wire form of no notification: a NULL pointer and the status.
-	if b := encodeNotify(nil, errTimeout); len(b) != 8 || b[4] != 0xb4 || b[5] != 0x05 {
+	if b := encodeNotify(nil, errTimeout, false); len(b) != 8 || b[4] != 0xb4 || b[5] != 0x05 {
 		t.Errorf("encoded %x", b)
 	}
 }

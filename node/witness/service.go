@@ -81,15 +81,16 @@ func (e *Env) Interface() *dcerpc.Interface {
 	if lvl == 0 {
 		lvl = dcerpc.AuthLevelIntegrity
 	}
-	return &dcerpc.Interface{Syntax: Syntax, MinLevel: lvl, CallContext: e.call, Concurrent: true}
+	return &dcerpc.Interface{Syntax: Syntax, MinLevel: lvl, CallContext: e.call, Concurrent: true, NDR64: true}
 }
 
 func (e *Env) call(ctx context.Context, opnum uint16, in []byte) ([]byte, uint32) {
+	ndr64 := dcerpc.IsNDR64(ctx)
 	switch opnum {
 	case opGetInterfaceList:
-		return encodeInterfaceList(e.interfaces()), 0
+		return encodeInterfaceList(e.interfaces(), ndr64), 0
 	case opRegister, opRegisterEx:
-		a, ok := decodeRegister(in, opnum == opRegisterEx)
+		a, ok := decodeRegister(in, opnum == opRegisterEx, ndr64)
 		if !ok {
 			return nil, dcerpc.StatusBadStubData
 		}
@@ -107,7 +108,7 @@ func (e *Env) call(ctx context.Context, opnum uint16, in []byte) ([]byte, uint32
 			return nil, dcerpc.StatusBadStubData
 		}
 		n, status := e.asyncNotify(ctx, h)
-		return encodeNotify(n, status), 0
+		return encodeNotify(n, status, ndr64), 0
 	}
 	return nil, dcerpc.StatusOpRangeError
 }

@@ -124,6 +124,7 @@ func TestPythonSambaClient(t *testing.T) {
 		"ncacn_ip_tcp:" + host + "[" + port + ",seal]",
 		"ncacn_ip_tcp:" + host + "[" + port + ",sign,spnego]",
 		"ncacn_ip_tcp:" + host + "[" + port + ",seal,ntlm]",
+		"ncacn_ip_tcp:" + host + "[" + port + ",sign,ndr64]",
 	} {
 		t.Run(binding, func(t *testing.T) {
 			ch, _ := pyClient(t, binding, "list")
@@ -136,7 +137,7 @@ func TestPythonSambaClient(t *testing.T) {
 	}
 	_ = eport
 	t.Run("notify", func(t *testing.T) {
-		binding := "ncacn_ip_tcp:" + host + "[" + port + ",seal]"
+		binding := "ncacn_ip_tcp:" + host + "[" + port + ",seal,ndr64]"
 		ch, _ := pyClient(t, binding, "register", "SMBCLUSTER", "127.0.0.2", "V2", "0", "2")
 		if m := next(t, ch); m["ready"] != true {
 			t.Fatalf("register: %v", m)

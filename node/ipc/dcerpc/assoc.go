@@ -95,6 +95,7 @@ func (c *Conn) ack(b *Bind, typ uint8, secAddr string) *BindAck {
 }
 
 // negotiate decides one presentation context: NDR for a served interface,
+// NDR64 when the client offers only that and the interface speaks it,
 // negotiate_ack for the bind time feature negotiation item ([MS-RPCE]
 // 3.3.1.5.3), the matching provider rejection otherwise.
 func (c *Conn) negotiate(ctx *ContextElem) ContextResult {
@@ -109,8 +110,14 @@ func (c *Conn) negotiate(ctx *ContextElem) ContextResult {
 	}
 	for _, t := range ctx.Transfer {
 		if t == NDR {
-			c.contexts[ctx.ContextID] = iface
+			c.contexts[ctx.ContextID] = pcontext{iface: iface, abstract: ctx.Abstract}
 			return ContextResult{Result: ResultAcceptance, Transfer: NDR}
+		}
+	}
+	for _, t := range ctx.Transfer {
+		if t == NDR64 && iface.NDR64 {
+			c.contexts[ctx.ContextID] = pcontext{iface: iface, abstract: ctx.Abstract, ndr64: true}
+			return ContextResult{Result: ResultAcceptance, Transfer: NDR64}
 		}
 	}
 	return ContextResult{Result: ResultProviderRejection, Reason: ReasonTransferSyntaxes}

@@ -47,7 +47,8 @@ func (c *Conn) request(ctx context.Context, pdu []byte, emit func([]byte)) {
 
 // dispatch runs a complete call and emits its response fragments.
 func (c *Conn) dispatch(ctx context.Context, id uint32, contextID, opnum uint16, stub []byte, emit func([]byte)) {
-	iface := c.contexts[contextID]
+	pc := c.contexts[contextID]
+	iface := pc.iface
 	if iface == nil {
 		c.fault(id, contextID, StatusUnknownIf, emit)
 		return
@@ -56,9 +57,12 @@ func (c *Conn) dispatch(ctx context.Context, id uint32, contextID, opnum uint16,
 		c.fault(id, contextID, StatusAccessDenied, emit)
 		return
 	}
-	if err := checkVerificationTrailer(stub, c.verifiable(id, contextID, opnum, iface)); err != nil {
+	if err := checkVerificationTrailer(stub, c.verifiable(id, contextID, opnum, pc)); err != nil {
 		c.fault(id, contextID, StatusAccessDenied, emit)
 		return
+	}
+	if pc.ndr64 {
+		ctx = context.WithValue(ctx, ndr64Key{}, true)
 	}
 	if iface.CallContext != nil && iface.Concurrent && c.concurrent {
 		c.dispatchConcurrent(ctx, iface, id, contextID, opnum, stub, emit)

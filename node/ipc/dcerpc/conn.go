@@ -49,6 +49,9 @@ type Interface struct {
 	// MinLevel is the authentication level a call must be made at; calls
 	// below it fail with nca_s_fault_access_denied. Zero: any.
 	MinLevel uint8
+	// NDR64 says that CallContext also speaks the 64-bit transfer syntax
+	// (IsNDR64 tells a call which one it gets).
+	NDR64 bool
 	// Concurrent lets CallContext calls run on goroutines of their own
 	// where the Conn allows it (SetConcurrent), so that a call that waits
 	// does not hold up the association's next ones (an UnRegister while
@@ -65,7 +68,23 @@ type call struct {
 	stub      []byte
 }
 
+// pcontext is a negotiated presentation context.
+type pcontext struct {
+	iface    *Interface
+	abstract SyntaxID // as the client named it (its minor version may be lower)
+	ndr64    bool
+}
+
 type peerKey struct{}
+
+type ndr64Key struct{}
+
+// IsNDR64 reports whether a call's stub data is in NDR64 ([MS-RPCE]
+// 2.2.5), the transfer syntax of its presentation context.
+func IsNDR64(ctx context.Context) bool {
+	b, _ := ctx.Value(ndr64Key{}).(bool)
+	return b
+}
 
 // WithPeer returns ctx carrying the client's address, which calls find
 // with Peer (the TCP transport sets it).
@@ -99,7 +118,7 @@ type Conn struct {
 	bound      bool
 	maxXmit    int // largest fragment we may send
 	assoc      uint32
-	contexts   map[uint16]*Interface
+	contexts   map[uint16]pcontext
 	call       call
 	sec        *Security
 	auth       authState
@@ -109,7 +128,7 @@ type Conn struct {
 // NewConn returns an association serving ifaces; secAddr is the secondary
 // address put in the bind_ack, e.g. `\PIPE\srvsvc`.
 func NewConn(secAddr string, ifaces ...*Interface) *Conn {
-	return &Conn{ifaces: ifaces, secAddr: secAddr, maxXmit: MaxFrag, contexts: map[uint16]*Interface{}}
+	return &Conn{ifaces: ifaces, secAddr: secAddr, maxXmit: MaxFrag, contexts: map[uint16]pcontext{}}
 }
 
 // SetConcurrent lets calls of Concurrent interfaces run on goroutines of

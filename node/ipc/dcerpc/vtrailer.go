@@ -30,8 +30,12 @@ type vtExpect struct {
 	contextID, opnum   uint16
 }
 
-func (c *Conn) verifiable(id uint32, contextID, opnum uint16, iface *Interface) *vtExpect {
-	return &vtExpect{abstract: iface.Syntax, transfer: NDR, callID: id, contextID: contextID, opnum: opnum}
+func (c *Conn) verifiable(id uint32, contextID, opnum uint16, pc pcontext) *vtExpect {
+	transfer := NDR
+	if pc.ndr64 {
+		transfer = NDR64
+	}
+	return &vtExpect{abstract: pc.abstract, transfer: transfer, callID: id, contextID: contextID, opnum: opnum}
 }
 
 // findVerificationTrailer returns the trailer at the end of stub: the last
