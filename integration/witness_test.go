@@ -105,7 +105,8 @@ func wantResourceChange(t *testing.T, m map[string]any, ip string, state float64
 
 // TestWitnessNodeDeath: a client registers through node 1 for node 2's
 // address; node 2 is killed; AsyncNotify answers RESOURCE_CHANGE
-// unavailable within the lease TTL plus witnessMargin. Every node lists
+// unavailable within the lease TTL plus witnessMargin, IP_CHANGEs as its
+// public address moves, and RESOURCE_CHANGE available when it returns. Every node lists
 // every live node's address, its own not as a witness interface.
 func TestWitnessNodeDeath(t *testing.T) {
 	needPythonSamba(t)
@@ -127,7 +128,7 @@ func TestWitnessNodeDeath(t *testing.T) {
 	// RegisterEx with WITNESS_REGISTER_IP_NOTIFICATION: node 2's public
 	// address going offline and coming back online on another node are
 	// IP_CHANGEs, in whatever order with the RESOURCE_CHANGE.
-	ch := pyWitness(t, witnessBinding(1, wport, "seal,ndr64"), "register", "SMBCLUSTER", "127.0.0.2", "V2", "0", "3")
+	ch := pyWitness(t, witnessBinding(1, wport, "seal,ndr64"), "register", "SMBCLUSTER", "127.0.0.2", "V2", "0", "6")
 	if m := nextLine(t, ch, clusterDeadline, "RegisterEx"); m["ready"] != true {
 		t.Fatalf("RegisterEx: %v", m)
 	}
@@ -161,6 +162,18 @@ func TestWitnessNodeDeath(t *testing.T) {
 	// Offline (0x10|V4), then online on the survivor that took it (0x08|V4).
 	if want := []string{"127.0.0.2/0x11", "127.0.0.2/0x9"}; !slices.Equal(ipChanges, want) {
 		t.Errorf("IP_CHANGEs %v, want %v", ipChanges, want)
+	}
+
+	// node2 returns: RESOURCE_CHANGE available (its address moving back
+	// is IP_CHANGEs again).
+	n := c.Nodes[1]
+	c.Nodes[1] = c.LaunchNode(t, n.Name, n.Addr, "--join-token-file", n.TokenFile, "--witness-port", strconv.Itoa(wport))
+	for {
+		m := nextLine(t, ch, clusterDeadline, "RESOURCE_CHANGE after node2's return")
+		if m["type"] != float64(4) {
+			wantResourceChange(t, m, "127.0.0.2", 1)
+			break
+		}
 	}
 }
 
