@@ -65,14 +65,13 @@ func eptMap(in []byte, ip net.IP, endpoints []Endpoint) ([]byte, bool) {
 		tower = r.Bytes(int(n))
 	}
 	r.Align(4)
-	handle := r.Bytes(contextHandleSize)
+	r.Bytes(contextHandleSize) // entry_handle: every answer is complete, so always the first call
 	max := r.Uint32()
 	if r.Err() != nil {
 		return nil, false
 	}
 	w := &ndr.Writer{}
 	w.Buf = append(w.Buf, make([]byte, contextHandleSize)...) // entry_handle: no more results
-	_ = handle
 	var found []byte
 	if syn, ok := towerInterface(tower); ok && max > 0 {
 		for _, e := range endpoints {
