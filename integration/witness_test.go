@@ -175,6 +175,11 @@ func TestWitnessNodeDeath(t *testing.T) {
 			break
 		}
 	}
+	// Its live record came first; let it finish joining before the test
+	// ends (and stops it).
+	framework.WaitFor(t, clusterDeadline, "node2 serving its address again", func() bool {
+		return slices.Contains(c.NodeListed(t, "node2").Serving, n.Addr)
+	})
 }
 
 // TestWitnessRegistrationSurvives: a registration taken by node 1 outlives
