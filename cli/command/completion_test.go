@@ -44,7 +44,7 @@ func TestBashCompletion(t *testing.T) {
 	_, script, _ := runMain([]string{"completion", "bash"}, nil)
 	for line, want := range map[string]string{
 		"smbctl sh":                 "share",
-		"smbctl share ":             "add rm set ls get",
+		"smbctl share ":             "add rm set ls get move",
 		"smbctl share add --re":     "--read-only --request-timeout",
 		"smbctl user passwd --pass": "--password --password-stdin",
 		"smbctl status -":           "--ca --cert --endpoint --insecure --key --request-timeout --token --token-file -o",

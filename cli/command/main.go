@@ -81,6 +81,8 @@ func init() {
 		{name: "session", summary: "list and close SMB sessions", verbs: sessionVerbs, listHint: "smbctl session ls"},
 		{name: "open", summary: "list and close open files", verbs: openVerbs, listHint: "smbctl open ls"},
 		{name: "lock", summary: "list byte-range locks", verbs: lockVerbs, listHint: "smbctl lock ls"},
+		{name: "witness", summary: "list the clients registered with the witness service", verbs: witnessVerbs, listHint: "smbctl witness ls"},
+		{name: "client", summary: "move a witness client to another node", verbs: clientVerbs, listHint: "smbctl witness ls"},
 		{name: "status", summary: "show the cluster's nodes, counts and etcd health", verbs: statusVerbs},
 		{name: "top", summary: "watch request rates, throughput, latency, busy clients and hot files across the cluster", verbs: topVerbs},
 		{name: "bench", summary: "measure an SMB server's throughput and latency", run: runBench,

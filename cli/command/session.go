@@ -15,6 +15,7 @@ import (
 var sessionVerbs = []verb{
 	{name: "ls", nargs: 0, summary: "list SMB sessions across the cluster", define: defineSessionLs},
 	{name: "close", args: "ID", nargs: 1, summary: "end a session on every node it has a channel on", define: defineSessionClose},
+	{name: "move", args: "ID", nargs: 1, summary: "tell the session's client, through its witness registration, to move to another node (CLIENT_MOVE)", define: defineSessionMove},
 }
 
 // maxCloseWait matches the coordinator's limit on a close's timeout.

@@ -17,6 +17,7 @@ var shareVerbs = []verb{
 	{name: "set", args: "NAME", nargs: 1, summary: "change the fields given as flags", define: defineShareSet},
 	{name: "ls", nargs: 0, summary: "list shares", define: defineShareLs},
 	{name: "get", args: "NAME", nargs: 1, summary: "show one share", define: defineShareGet},
+	{name: "move", args: "NAME", nargs: 1, summary: "tell the share's witness clients it is on another node (SHARE_MOVE)", define: defineShareMove},
 }
 
 func (c *call) shares() adminv1.ShareServiceClient { return adminv1.NewShareServiceClient(c.conn.cc) }

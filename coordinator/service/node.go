@@ -94,6 +94,12 @@ func (s *nodeService) DrainNode(ctx context.Context, req *adminv1.DrainNodeReque
 		return nil, err
 	}
 	s.b.log.Info("node draining", "node", req.Name, "timeout", timeout)
+	// Witness clients of the node are told to move first (witness.go).
+	if moved, err := s.b.drainMoves(ctx, req.Name); err != nil {
+		s.b.log.Warn("witness moves of a draining node", "node", req.Name, "err", err)
+	} else if moved > 0 {
+		s.b.log.Info("witness clients moved off a draining node", "node", req.Name, "registrations", moved)
+	}
 	drained := false
 	if timeout > 0 {
 		wctx, cancel := context.WithTimeout(ctx, timeout)

@@ -76,4 +76,5 @@ func Register(g grpc.ServiceRegistrar, o Options) {
 	adminv1.RegisterUserServiceServer(g, &userService{b: b})
 	adminv1.RegisterSessionServiceServer(g, &sessionService{b: b})
 	adminv1.RegisterClusterServiceServer(g, &clusterService{b: b})
+	adminv1.RegisterWitnessServiceServer(g, &witnessService{b: b})
 }

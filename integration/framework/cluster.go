@@ -228,7 +228,10 @@ func (c *Cluster) LaunchNode(t testing.TB, name, addr string, extra ...string) *
 		level = "info"
 	}
 	args := append([]string{"--listen", addr, "--log-level", level, "--etcd", strings.Join(c.Endpoints, ","),
-		"--name", name, "--secret-file", c.secretFile, "--lease-ttl", c.LeaseTTL.String()}, extra...)
+		"--name", name, "--secret-file", c.secretFile, "--lease-ttl", c.LeaseTTL.String(),
+		// No endpoint mapper on port 135 unless a test asks (extra comes
+		// after): clusters of tests run side by side share the addresses.
+		"--epm-port", "-1"}, extra...)
 	n := &ClusterNode{Node: newNode("smbnode", Options{Addr: addr}), Name: name}
 	if c.command != nil {
 		n.cmd = c.command(name, append([]string{BuildNode(t)}, args...))

@@ -127,7 +127,8 @@ func StartNode(t testing.TB, opts Options) *Node {
 	if level == "" {
 		level = "info"
 	}
-	args := []string{"--listen", opts.Addr, "--log-level", level}
+	// No endpoint mapper on port 135 (tests side by side share loopback).
+	args := []string{"--listen", opts.Addr, "--log-level", level, "--epm-port", "-1"}
 	for _, s := range opts.Shares {
 		spec := s.Name + "=" + s.Path
 		if s.Encrypt {

@@ -79,6 +79,7 @@ type Context struct {
 	flags           uint32 // negotiated flags (CHALLENGE ∩ AUTHENTICATE)
 	result          Result
 	krbErr          error // why Kerberos refused the client, for the log
+	micDone         bool  // SPNEGO mechListMICs were exchanged (sequence number 0 used)
 }
 
 // NewContext starts an authentication exchange.
@@ -247,6 +248,7 @@ func (c *Context) spnegoResp(in []byte) ([]byte, error) {
 			return nil, err
 		}
 		r.MechListMIC = mic
+		c.micDone = true
 	}
 	return r.Append(nil), nil
 }

@@ -34,6 +34,10 @@ type Env struct {
 	Domain     string             // workgroup, e.g. "WORKGROUP"
 	Comment    string             // server comment (sv101_comment)
 	Shares     func() []ShareInfo // current shares incl. IPC$; called per request
+	// Security, when set, lets clients authenticate DCE/RPC on the pipes
+	// (auth levels connect to privacy inside the SMB session, as
+	// smbtorture's [sign] bindings do); nil: authentication level none.
+	Security func() *dcerpc.Security
 }
 
 func (e *Env) shares() []ShareInfo {
@@ -121,7 +125,13 @@ func Open(name string, env *Env) (Pipe, error) {
 	if env == nil {
 		env = &Env{}
 	}
-	return &pipe{conn: dcerpc.NewConn(s.secAddr, s.ifaces(env)...)}, nil
+	conn := dcerpc.NewConn(s.secAddr, s.ifaces(env)...)
+	if env.Security != nil {
+		if sec := env.Security(); sec != nil {
+			conn.SetSecurity(sec)
+		}
+	}
+	return &pipe{conn: conn}, nil
 }
 
 type pipe struct {

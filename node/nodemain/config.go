@@ -91,6 +91,13 @@ type Config struct {
 	// or stops serving a public address's IP; AddressInterface is IFACE.
 	AddressHook      string `json:"address_hook"`
 	AddressInterface string `json:"address_interface"`
+
+	// WitnessPort and EPMPort are the TCP ports of the witness service
+	// ([MS-SWN] over ncacn_ip_tcp) and of the endpoint mapper that
+	// clients ask for it (witness.go): 0 the default (witness: any free
+	// port; endpoint mapper: 135 when run as root, else off), -1 off.
+	WitnessPort int `json:"witness_port"`
+	EPMPort     int `json:"epm_port"`
 }
 
 // Duration is a time.Duration that reads "5s" in JSON.
@@ -207,6 +214,8 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.DurationVar(&idleTimeout, "idle-timeout", 0, "close an authenticated connection idle for `DURATION` (0 or -1s: never, the default)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "refuse connections beyond `N` (0: default 4096, -1: unlimited)")
 	fs.IntVar(&cfg.MaxOpens, "max-opens", 0, "open files the node holds at most, `N` (0: default half the descriptor limit, -1: unlimited)")
+	fs.IntVar(&cfg.WitnessPort, "witness-port", 0, "TCP `PORT` of the witness service (0: any free port, found through the endpoint mapper; -1: off)")
+	fs.IntVar(&cfg.EPMPort, "epm-port", 0, "TCP `PORT` of the DCE/RPC endpoint mapper that names the witness port (0: 135 when run as root, else off; -1: off)")
 	fs.IntVar(&cfg.MaxOpensPerSession, "max-opens-per-session", 0, "open files one session holds at most, `N` (0: default 16384, -1: unlimited)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -288,6 +297,7 @@ func merge(file, flags *Config) *Config {
 	for _, p := range []struct{ dst, v *int }{
 		{&out.MaxConnections, &flags.MaxConnections}, {&out.MaxOpens, &flags.MaxOpens},
 		{&out.MaxOpensPerSession, &flags.MaxOpensPerSession},
+		{&out.WitnessPort, &flags.WitnessPort}, {&out.EPMPort, &flags.EPMPort},
 	} {
 		if *p.v != 0 {
 			*p.dst = *p.v

@@ -23,6 +23,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/cluster"
 	"github.com/smbcluster/smbcluster/node/ipc"
+	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/share"
 	"github.com/smbcluster/smbcluster/node/state"
@@ -131,6 +132,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Control:         control,
 		SessionPeers:    coh.sessionPeers(),
 		ServerGUID:      coh.serverGUID,
+		Cluster:         cfg.Etcd != "", // witness.go
 		Metrics:         nm.m,
 
 		ZeroCopyThreshold:    orDefaultSize(cfg.ZeroCopyThreshold, defaultZeroCopyThreshold),
@@ -187,6 +189,15 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		control.SetValid(valid) // the engine answers nothing while fenced
 		pub.valid = valid
 	}
+	wit, err := startWitness(actx, cfg, log, witnessDeps{users: users, serverName: orDefault(cfg.ServerName, "SMBCLUSTER"),
+		workgroup: orDefault(cfg.Workgroup, "WORKGROUP"), shares: shares, etcd: coh.etcd, agent: agent, metrics: nm.m}) // witness.go
+	if err != nil {
+		if agent != nil {
+			agent.Leave(context.Background())
+		}
+		return err
+	}
+	defer wit.stop()
 	listeners, err := listenStatic(cfg, agent)
 	if err != nil {
 		if agent != nil {
@@ -306,6 +317,7 @@ func orDefault(s, d string) string {
 // shareTable implements server.Shares; it is safe for concurrent use so
 // that shares can later be added and removed while serving.
 type shareTable struct {
+	pipeSecurity *dcerpc.Security // DCE/RPC authentication on IPC$ pipes; set before serving (witness.go)
 	// Immutable after openShares.
 	opens  state.Files
 	locks  state.Locks
@@ -376,6 +388,7 @@ func openShares(cfg *Config, log *slog.Logger, coh *coherence) (*shareTable, fun
 		ServerName: orDefault(cfg.ServerName, "SMBCLUSTER"),
 		Domain:     orDefault(cfg.Workgroup, "WORKGROUP"),
 		Shares:     func() []ipc.ShareInfo { return shareInfos(t) },
+		Security:   func() *dcerpc.Security { return t.pipeSecurity }, // witness.go
 	}
 	t.shares["ipc$"] = &server.Share{Name: "IPC$", Comment: "IPC Service", Pipe: true, Backend: share.NewIPC(env)}
 	return t, closeAll, nil

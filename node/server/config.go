@@ -28,6 +28,14 @@ type Config struct {
 	ServerName string   // NetBIOS name announced in NTLM target info
 	Workgroup  string   // NetBIOS domain
 	ServerGUID [16]byte // zero → random
+	// Cluster makes disk shares answer TREE_CONNECT from SMB 3.x clients
+	// with SMB2_SHARE_CAP_CLUSTER ([MS-SMB2] 3.3.5.7): clients then
+	// register with the witness service ([MS-SWN]). SMB2_SHARE_CAP_SCALEOUT
+	// is not sent: it promises a scale-out file server's CREATE semantics
+	// (no batch oplocks, read-only leases, durable handles only when
+	// persistent; smbtorture's smb2.replay tests hold a SCALEOUT share to
+	// them), which the engine does not implement.
+	Cluster bool
 
 	Users           auth.UserDB
 	Kerberos        *auth.Kerberos // nil: no Kerberos offered or accepted

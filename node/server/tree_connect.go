@@ -43,6 +43,9 @@ func (c *conn) serveTreeConnect(r *Request) (Response, error) {
 	if sh.CA && !sh.Pipe && r.conn.dialect >= smb2.Dialect300 {
 		resp.Capabilities |= smb2.ShareCapContinuousAvailability
 	}
+	if c.srv.cfg.Cluster && !sh.Pipe && r.conn.dialect >= smb2.Dialect300 {
+		resp.Capabilities |= smb2.ShareCapCluster
+	}
 	resp.MaximalAccess = t.MaximalAccess
 	s.mu.Lock()
 	s.nextTree++

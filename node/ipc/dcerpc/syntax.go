@@ -72,8 +72,8 @@ func (s *SyntaxID) encode(b []byte) {
 var (
 	// NDR is the 32-bit NDR transfer syntax, version 2.0 ([C706] appendix I).
 	NDR = SyntaxID{UUID: MustParseUUID("8a885d04-1ceb-11c9-9fe8-08002b104860"), Major: 2}
-	// NDR64 is the 64-bit transfer syntax ([MS-RPCE] 2.2.5.1), which this
-	// package declines.
+	// NDR64 is the 64-bit transfer syntax ([MS-RPCE] 2.2.5.1), accepted
+	// for interfaces that speak it (Interface.NDR64).
 	NDR64 = SyntaxID{UUID: MustParseUUID("71710533-beba-4937-8319-b5dbef9ccc36"), Major: 1}
 )
 

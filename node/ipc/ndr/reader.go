@@ -19,6 +19,9 @@ type Reader struct {
 	b   []byte
 	off int
 	err error
+	// NDR64 reads the 64-bit transfer syntax ([MS-RPCE] 2.2.5): pointers
+	// and counts are 8 bytes, aligned to 8.
+	NDR64 bool
 }
 
 // NewReader returns a Reader of b; b is aliased, not copied.
@@ -84,17 +87,34 @@ func (r *Reader) Uint32() uint32 {
 	return 0
 }
 
+// Uint64 reads an 8-aligned hyper.
+func (r *Reader) Uint64() uint64 {
+	r.Align(8)
+	if p := r.take(8); p != nil {
+		return binary.LittleEndian.Uint64(p)
+	}
+	return 0
+}
+
+// Count reads a conformance, offset or variance count: 4 bytes, 8 with NDR64.
+func (r *Reader) Count() uint64 {
+	if r.NDR64 {
+		return r.Uint64()
+	}
+	return uint64(r.Uint32())
+}
+
 // Pointer reads a unique pointer's referent id and reports whether it is
 // non-NULL; the pointee follows in deferred position.
-func (r *Reader) Pointer() bool { return r.Uint32() != 0 }
+func (r *Reader) Pointer() bool { return r.Count() != 0 }
 
 // String reads a conformant varying UTF-16 string ([C706] 14.3.4) and returns
 // it without its terminating NUL. It requires offset 0, actual count <=
 // maximum count <= MaxString, and valid UTF-16.
 func (r *Reader) String() string {
-	maxCount := r.Uint32()
-	offset := r.Uint32()
-	actual := r.Uint32()
+	maxCount := r.Count()
+	offset := r.Count()
+	actual := r.Count()
 	if r.err != nil {
 		return ""
 	}
@@ -126,3 +146,6 @@ func (r *Reader) UniqueString() (string, bool) {
 	}
 	return r.String(), true
 }
+
+// Bytes reads n bytes without alignment; the slice aliases the input.
+func (r *Reader) Bytes(n int) []byte { return r.take(n) }

@@ -14,6 +14,25 @@ const firstReferent = 0x00020000
 type Writer struct {
 	Buf []byte
 	ref uint32 // last referent id handed out
+	// NDR64 writes the 64-bit transfer syntax ([MS-RPCE] 2.2.5): pointers
+	// and counts are 8 bytes, aligned to 8.
+	NDR64 bool
+}
+
+// Uint64 appends an 8-aligned hyper.
+func (w *Writer) Uint64(v uint64) {
+	w.Align(8)
+	w.Buf = binary.LittleEndian.AppendUint64(w.Buf, v)
+}
+
+// Count appends a conformance, offset or variance count: 4 bytes, 8 with
+// NDR64.
+func (w *Writer) Count(v uint64) {
+	if w.NDR64 {
+		w.Uint64(v)
+		return
+	}
+	w.Uint32(uint32(v))
 }
 
 // Align pads Buf with zeros to a multiple of n (1, 2, 4 or 8).
@@ -40,24 +59,27 @@ func (w *Writer) Uint32(v uint32) {
 // caller writes the pointee later, in the position NDR defers it to.
 func (w *Writer) Pointer(nonNull bool) {
 	if !nonNull {
-		w.Uint32(0)
+		w.Count(0)
 		return
 	}
 	if w.ref == 0 {
 		w.ref = firstReferent - 4
 	}
 	w.ref += 4
-	w.Uint32(w.ref)
+	w.Count(uint64(w.ref))
 }
 
 // String appends s as a conformant varying string of UTF-16 code units
 // including the terminating NUL ([C706] 14.3.4; [string] wchar_t*): maximum
 // count, offset 0, actual count, the characters.
 func (w *Writer) String(s string) {
-	n := uint32(utf16le.Len(s)/2 + 1)
-	w.Uint32(n)
-	w.Uint32(0)
-	w.Uint32(n)
+	n := uint64(utf16le.Len(s)/2 + 1)
+	w.Count(n)
+	w.Count(0)
+	w.Count(n)
 	w.Buf = utf16le.Append(w.Buf, s)
 	w.Buf = append(w.Buf, 0, 0)
 }
+
+// Bytes appends b without alignment.
+func (w *Writer) Bytes(b []byte) { w.Buf = append(w.Buf, b...) }

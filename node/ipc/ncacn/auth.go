@@ -1,0 +1,62 @@
+package ncacn
+
+import (
+	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
+)
+
+// NTLMSecurity authenticates associations with NTLMSSP, raw
+// (RPC_C_AUTHN_WINNT) or in SPNEGO (RPC_C_AUTHN_GSS_NEGOTIATE), against the
+// users of cfg, the acceptor the SMB server uses; packet integrity and
+// privacy then use NTLMSSP's signing and sealing ([MS-NLMP] 3.4).
+// Kerberos is not offered (its per-message tokens are not implemented).
+func NTLMSecurity(cfg *auth.Config) *dcerpc.Security {
+	c := *cfg
+	c.Kerberos = nil
+	c.AllowGuest = false
+	c.AllowAnonymous = false
+	return &dcerpc.Security{New: func(typ uint8) dcerpc.Authenticator {
+		if typ != dcerpc.AuthTypeNTLMSSP && typ != dcerpc.AuthTypeSPNEGO {
+			return nil
+		}
+		return &ntlmAuth{ctx: auth.NewContext(&c)}
+	}}
+}
+
+type ntlmAuth struct {
+	ctx *auth.Context
+	sec *auth.Security
+}
+
+func (a *ntlmAuth) Step(in []byte) ([]byte, bool, error) {
+	out, err := a.ctx.Step(in)
+	switch err {
+	case auth.ErrMoreProcessing:
+		return out, false, nil
+	case nil:
+	default:
+		return nil, false, err
+	}
+	sec, err := a.ctx.Security()
+	if err != nil {
+		return nil, false, err
+	}
+	a.sec = sec
+	return out, true, nil
+}
+
+func (a *ntlmAuth) SignatureSize() int { return auth.SignatureSize }
+
+func (a *ntlmAuth) Sign(msg []byte) []byte {
+	s := a.sec.Sign(msg)
+	return s[:]
+}
+
+func (a *ntlmAuth) Verify(msg, sig []byte) error { return a.sec.Verify(msg, sig) }
+
+func (a *ntlmAuth) Seal(data, msg []byte) []byte {
+	s := a.sec.Seal(data, msg)
+	return s[:]
+}
+
+func (a *ntlmAuth) Unseal(data, msg, sig []byte) error { return a.sec.Unseal(data, msg, sig) }
