@@ -28,13 +28,16 @@ type View struct {
 }
 
 // RoundsToDecide is how many consecutive rounds of a prober a checker
-// must see right for the pair to be coherent. Three: every other round
-// rewrites the probe file at the size it had (prober.next), and only such
-// a round read after the checker cached the one before shows a page cache
-// that another node's writes leave stale — two rounds seen from an even
-// one on (same size, nothing cached yet; then a resize, which drops the
-// cached pages) would pass on ceph-fuse with its defaults.
-const RoundsToDecide = 3
+// must see right for the pair to be coherent. Every other round rewrites
+// the probe file at the size it had (prober.next), and only such a round
+// read after the checker cached the one before shows a page cache that
+// another node's writes leave stale — two rounds seen from an even one on
+// (same size, nothing cached yet; then a resize, which drops the cached
+// pages) would pass on ceph-fuse with its defaults. Six rounds hold three
+// such rounds: a client whose cache is dropped at times (ceph-fuse
+// invalidates pages when it loses its capabilities) rarely gets all of
+// them right by luck. A round costs milliseconds.
+const RoundsToDecide = 6
 
 // pendingBound is how long a node not yet serving a share waits for a
 // pair check that does not complete before deciding without it.

@@ -24,7 +24,7 @@
 // page cache other nodes' writes leave stale (ceph-fuse's defaults). Reads
 // through the page cache alone (sendfile, RWF_NOWAIT) are checked too: a
 // mount where only they are stale is served without them. A pair is
-// coherent once each node saw RoundsToDecide (three) consecutive rounds
+// coherent once each node saw RoundsToDecide (six) consecutive rounds
 // of the other right, among them a same-size rewrite of bytes it had read
 // and cached. A node serves the share while it
 // is coherent with more than half of the nodes it has a decided pair with
