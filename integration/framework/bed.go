@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -136,6 +137,11 @@ func NewBed(t testing.TB, opts BedOptions) *Bed {
 		b.EtcdHosts = append(b.EtcdHosts, b.addHost(t, "e"+strconv.Itoa(i), firstEtcdIP+i-1))
 	}
 	b.Storage = b.addHost(t, "s1", storageIP)
+	var phases []string
+	phase := func(what string) {
+		phases = append(phases, fmt.Sprintf("%s %v", what, time.Since(start).Round(time.Millisecond)))
+	}
+	phase("hosts")
 	b.startEtcd(t)
 	b.Cluster = newCluster(t, opts.LeaseTTL, opts.NodeArgs)
 	b.Port = BedSMBPort
@@ -143,7 +149,9 @@ func NewBed(t testing.TB, opts BedOptions) *Bed {
 		return b.HostOf(name).Command(argv[0], argv[1:]...)
 	}
 	b.startEtcdAndCoordinator(t, false, false, b.EtcdEndpoints())
+	phase("etcd")
 	b.Backend.Start(t, b.Storage, b.Coherent)
+	phase("backend")
 	b.SharePath = filepath.Join(b.tmp, "share")
 	if err := os.Mkdir(b.SharePath, 0o755); err != nil {
 		t.Fatal(err)
@@ -151,6 +159,7 @@ func NewBed(t testing.TB, opts BedOptions) *Bed {
 	for i := range b.Hosts {
 		b.mount(t, b.Hosts[i])
 	}
+	phase("mounts")
 	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +168,9 @@ func NewBed(t testing.TB, opts BedOptions) *Bed {
 	for i := range b.Hosts {
 		b.Nodes = append(b.Nodes, b.startNode(t, i))
 	}
-	t.Logf("bed %d (%s, coherent %v) up in %v", b.ID, b.Backend.Name(), b.Coherent, time.Since(start).Round(time.Millisecond))
+	phase("nodes")
+	t.Logf("bed %d (%s, coherent %v) up in %v (at: %s)", b.ID, b.Backend.Name(), b.Coherent,
+		time.Since(start).Round(time.Millisecond), strings.Join(phases, ", "))
 	return b
 }
 
