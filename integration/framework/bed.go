@@ -253,7 +253,46 @@ func sweepBeds(t testing.TB) {
 		t.Logf("removing bed %d of dead process %d", id, pid)
 		teardownBed(id)
 	}
+	// Namespaces and bridges of a bed without a number file (removed by
+	// hand): a bed takes its number before it makes any, and gives it
+	// back only after removing them all.
+	var orphans []int
+	out, _ := exec.Command("ip", "-o", "link", "show", "type", "bridge").Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			orphans = append(orphans, bedNumber(strings.TrimSuffix(f[1], ":")))
+		}
+	}
+	out, _ = exec.Command("ip", "netns", "list").Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			orphans = append(orphans, bedNumber(f[0]))
+		}
+	}
+	for _, id := range orphans {
+		if id > 0 && !fileExists(filepath.Join(bedStateDir, strconv.Itoa(id)+".pid")) {
+			teardownBed(id)
+		}
+	}
 	sweepSharedDirs()
+}
+
+// bedNumber returns the number of the bed a namespace or link named name
+// belongs to (smbc-ID-...), 0 if none.
+func bedNumber(name string) int {
+	rest, ok := strings.CutPrefix(name, bedPrefix)
+	if !ok {
+		return 0
+	}
+	id, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(id)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // teardownBed removes everything of bed id: every process in its network
