@@ -20,11 +20,11 @@ const (
 )
 
 // bedBackends are the backends the coherent tests run on.
-var bedBackends = []string{"local", "glusterfs"}
+var bedBackends = []string{"local", "glusterfs", "cephfs"}
 
-// bedFor returns the shared bed of backend ("local", "glusterfs", or
-// "glusterfs-caching-volume": the coherent mount options on a volume with
-// its caching translators on) with the options the cluster requires, or
+// bedFor returns the shared bed of backend ("local", "glusterfs",
+// "cephfs", or "glusterfs-caching-volume": the coherent mount options on a
+// volume with its caching translators on) with the options the cluster requires, or
 // the client's defaults, with user gina and share data at its share path.
 func bedFor(t *testing.T, backend string, defaults bool) *framework.Bed {
 	t.Helper()
@@ -49,6 +49,8 @@ func bedFor(t *testing.T, backend string, defaults bool) *framework.Bed {
 			// translators left on.
 			framework.RequireGlusterFS(tb)
 			be = &framework.GlusterFS{VolumeOff: []string{}}
+		case "cephfs":
+			be = &framework.CephFS{}
 		default:
 			tb.Fatalf("no backend %q", backend)
 		}

@@ -112,7 +112,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	log.Info("node-to-node API", "addr", l.Addr().String())
 	return &coherence{
 		files: router, locks: router, notify: router, router: router, sessions: sessions, shards: shards, peerAddr: l.Addr().String(),
-		etcd: cli,
+		etcd:       cli,
 		serverGUID: clusterServerGUID(secret),
 		stop: func() {
 			cancel()

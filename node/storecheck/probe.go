@@ -87,8 +87,13 @@ func newProber(d *dir, node string) *prober {
 }
 
 // next runs the next round: the probe file rewritten in place with new
-// bytes and a new size, renamed, and its marker replaced. It returns the
-// round's record (the caller adds path and volume).
+// bytes, renamed, and its marker replaced. Odd rounds give it a new size,
+// even rounds keep the size it had: a FUSE mount drops a file's cached
+// pages when it sees the size change, so only a rewrite of the same size
+// shows a page cache that another node's writes do not invalidate
+// (ceph-fuse with its defaults: every such read through a kept descriptor
+// is stale, every read after a resize fresh). It returns the round's
+// record (the caller adds path and volume).
 func (p *prober) next() (*statev1.StorageProbeRecord, error) {
 	if p.fd < 0 {
 		p.sweep()
@@ -96,7 +101,13 @@ func (p *prober) next() (*statev1.StorageProbeRecord, error) {
 	round := p.round + 1
 	name := p.prefix + p.inc + "." + strconv.FormatUint(round, 10)
 	marker := name + ".marker"
-	data := probeBytes(p.size)
+	var data []byte
+	if round%2 == 0 && p.size > 0 {
+		data = make([]byte, p.size)
+		rand.Read(data)
+	} else {
+		data = probeBytes(p.size)
+	}
 	if p.fd < 0 {
 		fd, err := unix.Openat(p.d.fd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
