@@ -169,9 +169,9 @@ func TestBedCachingVolumeRefused(t *testing.T) {
 // STATUS_BAD_NETWORK_NAME), and that while nodes still serve it a read
 // through one of what another wrote is never stale.
 func refusedNeverStale(t *testing.T, b *framework.Bed) {
-	// The stale-read probe: once the nodes have decided, while both
-	// still serve the share, a read through one of what the other wrote
-	// must be fresh.
+	// The stale-read probe: once the nodes have decided, while two or
+	// more still serve the share, a read through one of what another
+	// wrote must be fresh.
 	framework.WaitFor(t, clusterDeadline, "every node's check of share data decided", func() bool {
 		views := shareViews(t, b, bedShare)
 		decided := 0
@@ -182,21 +182,28 @@ func refusedNeverStale(t *testing.T, b *framework.Bed) {
 		}
 		return decided >= len(b.Nodes)
 	})
-	if a, ok := tryConnect(t, b.Nodes[0]); ok {
-		if r, ok := tryConnect(t, b.Nodes[1]); ok {
-			for i := range 100 {
-				got, want, err := writeReadRound(a, r, "bed-refused.bin", i)
-				if err != nil {
-					break // refused meanwhile
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("round %d: a stale read (%d bytes, want %d) through a node serving the share on incoherent storage", i, len(got), len(want))
-					break
-				}
-			}
-			r.Close()
+	var serving []*servertest.Conn
+	for _, n := range b.Nodes {
+		if c, ok := tryConnect(t, n); ok {
+			serving = append(serving, c)
 		}
-		a.Close()
+	}
+	if len(serving) >= 2 {
+		for i := range 100 {
+			// Written through one serving node, read through the next.
+			w, r := serving[i%len(serving)], serving[(i+1)%len(serving)]
+			got, want, err := writeReadRound(w, r, "bed-refused.bin", i)
+			if err != nil {
+				break // refused meanwhile
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("round %d: a stale read (%d bytes, want %d) through a node serving the share on incoherent storage", i, len(got), len(want))
+				break
+			}
+		}
+	}
+	for _, c := range serving {
+		c.Close()
 	}
 	framework.WaitFor(t, clusterDeadline, "every node refusing share data", func() bool {
 		return allViews(t, b, "refused")

@@ -22,43 +22,52 @@ const (
 // bedBackends are the backends the coherent tests run on.
 var bedBackends = []string{"local", "glusterfs", "cephfs"}
 
-// bedFor returns the shared bed of backend ("local", "glusterfs",
-// "cephfs", or "glusterfs-caching-volume": the coherent mount options on a
-// volume with its caching translators on) with the options the cluster requires, or
-// the client's defaults, with user gina and share data at its share path.
+// bedFor returns a bed of backend ("local", "glusterfs", "cephfs", or
+// "glusterfs-caching-volume": the coherent mount options on a volume with
+// its caching translators on) with the options the cluster requires, or
+// the client's defaults, with user gina and share data at its share
+// path. The coherent beds, which most tests use, are shared by the
+// package's tests; any other is the test's own, gone when it ends: on a
+// 2-core machine every bed alive costs the others (three etcd members
+// each), and with seven alive a loaded etcd cost a node its lease.
 func bedFor(t *testing.T, backend string, defaults bool) *framework.Bed {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("the multi-host test bed takes seconds to come up: not in -short")
 	}
-	key := "bed-" + backend
-	if defaults {
-		key += "-defaults"
+	if defaults || backend == "glusterfs-caching-volume" {
+		return startBed(t, backend, defaults)
 	}
-	return framework.Shared(t, key, func(tb testing.TB) *framework.Bed {
-		framework.RequireBed(tb)
-		var be framework.Backend
-		switch backend {
-		case "local":
-			be = &framework.Local{}
-		case "glusterfs":
-			framework.RequireGlusterFS(tb)
-			be = &framework.GlusterFS{}
-		case "glusterfs-caching-volume":
-			// The coherent FUSE mount options, the volume's caching
-			// translators left on.
-			framework.RequireGlusterFS(tb)
-			be = &framework.GlusterFS{VolumeOff: []string{}}
-		case "cephfs":
-			be = &framework.CephFS{}
-		default:
-			tb.Fatalf("no backend %q", backend)
-		}
-		b := framework.NewBed(tb, framework.BedOptions{Backend: be, ClientDefaults: defaults})
-		b.MustSMBCtl(tb, "user", "add", bedUser, "--password", bedPass)
-		b.MustSMBCtl(tb, "share", "add", bedShare, b.SharePath)
-		return b
+	return framework.Shared(t, "bed-"+backend, func(tb testing.TB) *framework.Bed {
+		return startBed(tb, backend, defaults)
 	})
+}
+
+// startBed brings bedFor's bed up for tb.
+func startBed(tb testing.TB, backend string, defaults bool) *framework.Bed {
+	tb.Helper()
+	framework.RequireBed(tb)
+	var be framework.Backend
+	switch backend {
+	case "local":
+		be = &framework.Local{}
+	case "glusterfs":
+		framework.RequireGlusterFS(tb)
+		be = &framework.GlusterFS{}
+	case "glusterfs-caching-volume":
+		// The coherent FUSE mount options, the volume's caching
+		// translators left on.
+		framework.RequireGlusterFS(tb)
+		be = &framework.GlusterFS{VolumeOff: []string{}}
+	case "cephfs":
+		be = &framework.CephFS{}
+	default:
+		tb.Fatalf("no backend %q", backend)
+	}
+	b := framework.NewBed(tb, framework.BedOptions{Backend: be, ClientDefaults: defaults})
+	b.MustSMBCtl(tb, "user", "add", bedUser, "--password", bedPass)
+	b.MustSMBCtl(tb, "share", "add", bedShare, b.SharePath)
+	return b
 }
 
 // shareView is one node's view of a share as `smbctl share ls -o json`
