@@ -280,7 +280,7 @@ func (s *shareCheck) onProbe(ctx context.Context, key string, value []byte) {
 	case rec.VolumeId != s.volume:
 		v.Ok, v.Reason = false, "the nodes key the share's files with different volume ids (their share records differ)"
 	default:
-		stale, err := p.check(s.d, rec)
+		stale, err := s.checkPeer(p, rec)
 		if err != nil && s.superseded(ctx, key, rec.Round) {
 			return // the prober went on meanwhile: its next round is checked instead
 		}
@@ -299,6 +299,18 @@ func (s *shareCheck) onProbe(ctx context.Context, key string, value []byte) {
 	}
 	s.mine[node] = v
 	s.put(ctx, statev1.StorageVerdictKey(s.name, s.self(), node), v)
+}
+
+// checkPeer checks rec through the share's probe directory as it is
+// now (opened afresh: the node's own may have been removed and made
+// again).
+func (s *shareCheck) checkPeer(p *peer, rec *statev1.StorageProbeRecord) (bool, error) {
+	d, err := openDir(s.root)
+	if err != nil {
+		return false, err
+	}
+	defer d.close()
+	return p.check(d, rec)
 }
 
 // superseded reports whether the prober's record at key is past round,
@@ -386,8 +398,11 @@ func (s *shareCheck) step(ctx context.Context) {
 		v.Reason += s.hint
 	}
 	if v != s.view {
-		if v.State != s.view.State {
+		switch {
+		case (v.State == Serving) != (s.view.State == Serving), v.ZeroCopy != s.view.ZeroCopy:
 			s.log().Info("storage check", "state", v.State, "reason", v.Reason, "zero_copy", v.ZeroCopy)
+		case v.State != s.view.State: // refused ↔ checking as a refused node checks a new probe file
+			s.log().Debug("storage check", "state", v.State, "reason", v.Reason)
 		}
 		s.setView(v)
 		s.putView(ctx)
@@ -421,9 +436,41 @@ func (s *shareCheck) roundDue(now time.Time) bool {
 	return more || age >= s.c.cfg.Interval
 }
 
+// refusedBy reports whether a checker found this node's current probe
+// round wrong.
+func (s *shareCheck) refusedBy() bool {
+	for node := range s.probes {
+		if t := s.theirs[node]; t != nil && s.probe != nil && t.Round == s.probe.Round && !t.Ok {
+			return true
+		}
+	}
+	return false
+}
+
 // nextRound probes the share once more and publishes the round.
 func (s *shareCheck) nextRound(ctx context.Context, now time.Time) {
+	if s.refusedBy() {
+		// A checker's failure stands for the probe file's life: a new
+		// file is checked afresh (the failure may have come from the
+		// probe files being removed under the nodes), and refused again
+		// within its first rounds where the storage is at fault.
+		s.pr.remove()
+		s.pr = newProber(s.d, s.c.cfg.Node)
+	}
 	rec, err := s.pr.next()
+	if err != nil {
+		// The probe directory or file may have been removed under the
+		// node (by hand on the storage): start over with new ones once.
+		s.log().Warn("storage check: probing again from a new probe file", "err", err)
+		s.pr.remove()
+		s.d.close()
+		if s.d, err = openDir(s.root); err == nil {
+			s.pr = newProber(s.d, s.c.cfg.Node)
+			rec, err = s.pr.next()
+		} else {
+			s.d, s.pr = nil, nil
+		}
+	}
 	if err != nil {
 		s.probeErr = err
 		s.log().Warn("storage check: cannot probe the share through this node's mount", "err", err)

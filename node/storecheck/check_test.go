@@ -3,6 +3,7 @@ package storecheck
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,11 +57,16 @@ func (n *node) get() View {
 
 func startNode(t *testing.T, cli *clientv3.Client, share, name, root string, volume uint64) *node {
 	t.Helper()
+	return startNodeEvery(t, cli, share, name, root, volume, time.Hour)
+}
+
+func startNodeEvery(t *testing.T, cli *clientv3.Client, share, name, root string, volume uint64, interval time.Duration) *node {
+	t.Helper()
 	lease, err := cli.Grant(context.Background(), 30)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := New(Config{Client: cli, Node: name, Interval: time.Hour,
+	c := New(Config{Client: cli, Node: name, Interval: interval, Log: testLog(t),
 		Lease: func() (clientv3.LeaseID, bool) { return lease.ID, true }})
 	n := &node{name: name}
 	n.stop = c.Watch(share, root, volume, func(v View) {
@@ -278,4 +284,37 @@ func TestMountType(t *testing.T) {
 	if h := hints["fuse.glusterfs"]; !strings.Contains(h, "direct-io-mode=enable") {
 		t.Errorf("GlusterFS hint %q", h)
 	}
+}
+
+// TestProbeDirRemoved: the probe directory removed under running nodes
+// (by hand on the storage) is made again at the next round; the share
+// stays served.
+func TestProbeDirRemoved(t *testing.T) {
+	cli := client(t)
+	root := t.TempDir()
+	n1 := startNodeEvery(t, cli, "removed", "r1", root, 4, 100*time.Millisecond)
+	n2 := startNodeEvery(t, cli, "removed", "r2", root, 4, 100*time.Millisecond)
+	waitState(t, n1, Serving)
+	waitState(t, n2, Serving)
+	key := statev1.StorageProbeKey("removed", "r1")
+	rec := &statev1.StorageProbeRecord{}
+	waitRecord(t, cli, key, rec, func() bool { return true })
+	before := probeFile(rec.Name)
+	if err := os.RemoveAll(filepath.Join(root, statev1.StorageProbeDir)); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, cli, key, rec, func() bool { return probeFile(rec.Name) != before && rec.Round >= 3 })
+	for _, n := range []*node{n1, n2} {
+		if v := waitState(t, n, Serving); v.State != Serving {
+			t.Errorf("%s: %+v", n.name, v)
+		}
+	}
+}
+
+// testLog logs to the test's output with -v.
+func testLog(t *testing.T) *slog.Logger {
+	if !testing.Verbose() {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
 }

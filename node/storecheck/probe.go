@@ -205,7 +205,8 @@ func pwriteAll(fd int, p []byte) error {
 
 // peer is what a checker keeps of another node's probe between rounds.
 type peer struct {
-	fd       int // the probe file as opened last round; -1 when none
+	fd       int    // the probe file as opened last round; -1 when none
+	file     string // the probe file's name without its round (probeFile)
 	inode    uint64
 	round    uint64
 	roundsOK uint32
@@ -239,8 +240,13 @@ func incoherent(format string, a ...any) error {
 // the round's, another error when the check could not be made, and
 // whether reads through the page cache alone were stale.
 func (pr *peer) check(d *dir, rec *statev1.StorageProbeRecord) (cacheStale bool, err error) {
-	if rec.Inode != pr.inode {
-		pr.failed = nil // a new probe file: a new incarnation of the prober
+	file := probeFile(rec.Name)
+	if file != pr.file {
+		// A new probe file (a new incarnation of the prober, or its
+		// probe made again): inode numbers may be reused, names are not.
+		pr.failed, pr.file = nil, file
+		pr.close()
+		pr.roundsOK = 0
 	}
 	if pr.failed != nil {
 		return false, pr.failed
@@ -255,8 +261,16 @@ func (pr *peer) check(d *dir, rec *statev1.StorageProbeRecord) (cacheStale bool,
 // fail makes err, a finding of rec's round, stand (peer.failed).
 func (pr *peer) fail(rec *statev1.StorageProbeRecord, err error) {
 	if isIncoherent(err) {
-		pr.failed, pr.inode = err, rec.Inode
+		pr.failed = err
 	}
+}
+
+// probeFile is a probe file's name without its round: "NODE.INC".
+func probeFile(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		return name[:i]
+	}
+	return name
 }
 
 // read is check's reading of rec.
