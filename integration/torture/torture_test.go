@@ -46,6 +46,8 @@ type slot struct {
 	share  string
 	dir    string // the directory behind share
 	before func() // if set, called before each test
+	// empty empties the share before each test (default: emptyDir(dir)).
+	empty func() error
 }
 
 // knownFail is an expected failure: its reason and the list it is in.
@@ -131,6 +133,61 @@ func TestTortureCluster(t *testing.T) {
 	for i, f := range forwarders {
 		t.Logf("slot %d: connections placed per node: %v", i, f.Placed())
 	}
+}
+
+// TestTortureBed runs the allowlist against three nodes deployed as on
+// separate hosts (framework.NewBed): each node its own host (network and
+// mount namespaces) with its own GlusterFS FUSE mount of one replica-3
+// volume, etcd three members, clients through round-robin forwarders as
+// in TestTortureCluster. Every share's storage is checked by the nodes
+// (node/storecheck) before they serve it. SMBCLUSTER_TORTURE_BED=off
+// skips it.
+func TestTortureBed(t *testing.T) {
+	bin, allow := torturePrelude(t)
+	if target := os.Getenv(framework.EnvTarget); target != "" && target != "node" {
+		t.Skipf("%s=%s: the bed run is smbnode's", framework.EnvTarget, target)
+	}
+	if os.Getenv("SMBCLUSTER_TORTURE_BED") == "off" {
+		t.Skip("SMBCLUSTER_TORTURE_BED=off")
+	}
+	framework.RequireBed(t)
+	framework.RequireGlusterFS(t)
+	t.Parallel() // beside TestTorture and TestTortureCluster
+	b := framework.NewBed(t, framework.BedOptions{Backend: &framework.GlusterFS{}})
+	tg := target{
+		users: map[string]string{"alice": framework.DefaultUsers["alice"], "bob": framework.DefaultUsers["bob"]},
+		known: readKnown(t, "knownfail.txt", "cluster-knownfail.txt"),
+	}
+	for _, u := range sortedKeys(tg.users) {
+		b.MustSMBCtl(t, "user", "add", u, "--password", tg.users[u])
+	}
+	var backends []string
+	for _, n := range b.Nodes {
+		backends = append(backends, n.Addr)
+	}
+	// The shares' directories are on the volume: made, and emptied before
+	// each test, through node 1's mount.
+	h := b.Hosts[0]
+	for i := range parallel {
+		name := fmt.Sprintf("torture%d", i)
+		dir := filepath.Join(b.SharePath, name)
+		h.MustExec(t, "mkdir", "-p", dir)
+		b.MustSMBCtl(t, "share", "add", name, dir)
+		f := framework.StartRoundRobin(t, backends...)
+		tg.slots = append(tg.slots, slot{host: f.Addr().IP.String(), port: f.Addr().Port, share: name, dir: dir, before: f.Rewind,
+			empty: func() error {
+				r := h.Exec(t, "find", dir, "-mindepth", "1", "-maxdepth", "1", "!", "-name", statev1.StorageProbeDir,
+					"-exec", "rm", "-rf", "{}", "+")
+				if r.ExitCode != 0 {
+					return fmt.Errorf("%s", r.Output())
+				}
+				return nil
+			}})
+	}
+	for _, n := range b.Nodes {
+		waitServes(t, n, tg)
+	}
+	runAll(t, bin, tg, allow)
 }
 
 // waitServes waits until node n serves every share of tg to every user.
@@ -226,7 +283,11 @@ func runOne(t *testing.T, bin string, tg target, s slot, name string) (bool, str
 	// "Existing" tests leave a file whose inherited DACL grants no DELETE
 	// in a directory that grants no FILE_DELETE_CHILD, which READONLY's
 	// deltree then rightly cannot remove) is not this test's business.
-	if err := emptyDir(s.dir); err != nil {
+	empty := s.empty
+	if empty == nil {
+		empty = func() error { return emptyDir(s.dir) }
+	}
+	if err := empty(); err != nil {
 		t.Fatalf("emptying share %s: %v", s.share, err)
 	}
 	if s.before != nil {
