@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
@@ -19,6 +20,7 @@ import (
 	"github.com/smbcluster/smbcluster/node/witness"
 	"github.com/smbcluster/smbcluster/node/witness/etcdstore"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sys/unix"
 )
 
 // defaultEPMPort is the endpoint mapper's well-known port ([C706]
@@ -103,7 +105,7 @@ func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessD
 	}
 	iface := env.Interface()
 	for _, h := range hosts {
-		l, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(cfg.WitnessPort)))
+		l, err := listenFreebind(net.JoinHostPort(h, strconv.Itoa(cfg.WitnessPort)))
 		if err != nil {
 			w.stop()
 			return nil, fmt.Errorf("witness: %w", err)
@@ -128,7 +130,7 @@ func (w *witnessService) listenEPM(cfg *Config, hosts []string, log *slog.Logger
 	}
 	eps := []ncacn.Endpoint{{Syntax: witness.Syntax, Port: w.portAt}}
 	for _, h := range hosts {
-		l, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port)))
+		l, err := listenFreebind(net.JoinHostPort(h, strconv.Itoa(port)))
 		if err != nil {
 			if must {
 				log.Error("endpoint mapper", "err", err)
@@ -229,4 +231,27 @@ func witnessHosts(cfg *Config, agent *member) []string {
 		}
 	}
 	return hosts
+}
+
+// listenFreebind listens on addr even while its IP is not on any of the
+// host's interfaces (IP_FREEBIND): a public address the node was admitted
+// with is on its interface only while the node holds it (--address-hook
+// adds it when the node takes it), and the witness is reached through it
+// then.
+func listenFreebind(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(network, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			if network == "tcp6" {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_IPV6, unix.IPV6_FREEBIND, 1)
+			} else {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_FREEBIND, 1)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	return lc.Listen(context.Background(), "tcp", addr)
 }
