@@ -90,8 +90,9 @@ func TestCluster(t *testing.T) {
 			}
 			return n == 2
 		})
-		if _, err := os.Stat(filepath.Join(dataDir, statev1.StorageProbeDir)); err != nil {
-			t.Fatalf("no probe directory in the share: %v", err)
+		probes, _ := filepath.Glob(filepath.Join(dataDir, statev1.StorageProbePrefix+".*"))
+		if len(probes) == 0 {
+			t.Fatalf("no probe files at the share's root")
 		}
 		c.MustSMBCtl(t, "user", "add", "pat", "--password", "Pat-Pass-1")
 		pat := framework.SMBClient{Node: n2.Node, User: "pat", Password: "Pat-Pass-1"}
@@ -100,16 +101,16 @@ func TestCluster(t *testing.T) {
 			r = pat.Script(t, "", "data", "ls")
 			return r.ExitCode == 0
 		})
-		if strings.Contains(r.Stdout, statev1.StorageProbeDir) {
-			t.Errorf("the probe directory is listed to clients:\n%s", r)
+		if strings.Contains(r.Stdout, statev1.StorageProbePrefix) {
+			t.Errorf("probe files are listed to clients:\n%s", r)
 		}
-		r = pat.Script(t, "", "data", "ls "+statev1.StorageProbeDir+`\*`)
+		r = pat.Script(t, "", "data", "allinfo "+filepath.Base(probes[0]))
 		if !strings.Contains(r.Output(), "NT_STATUS_ACCESS_DENIED") {
-			t.Errorf("listing the probe directory:\n%s", r)
+			t.Errorf("opening a probe file:\n%s", r)
 		}
-		r = pat.Script(t, "", "data", "mkdir "+statev1.StorageProbeDir+`\x`)
+		r = pat.Script(t, "", "data", "mkdir "+statev1.StorageProbePrefix+".x")
 		if !strings.Contains(r.Output(), "NT_STATUS_ACCESS_DENIED") {
-			t.Errorf("creating in the probe directory:\n%s", r)
+			t.Errorf("creating a name the probes keep:\n%s", r)
 		}
 	})
 

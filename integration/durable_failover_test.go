@@ -82,7 +82,32 @@ func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, vi
 		c.MustSMBCtl(t, "share", "add", "data", dir)
 	}
 	c.MustSMBCtl(t, "user", "add", "kim", "--password", "Kim-Pass-1")
-	data := make([]byte, failoverFileSize)
+	durableScenario(t, durableRun{c: c, share: "data", file: "big.bin", size: failoverFileSize,
+		mode: mode, persistent: persistent, via: via,
+		kill:     func() { c.Nodes[0].Kill(t) },
+		readBack: func() ([]byte, error) { return os.ReadFile(filepath.Join(dir, "big.bin")) }})
+}
+
+// durableRun is one durable failover: node 1 of c holds a durable (or
+// persistent) open of file in share with a lease and a lock, writes half
+// of size bytes, is killed (kill) or stopped past its lease; the client
+// reconnects through node number via, writes the rest; readBack reads
+// the file as the storage has it. User kim exists.
+type durableRun struct {
+	c          *framework.Cluster
+	share      string
+	file       string
+	size       int
+	mode       failoverMode
+	persistent bool
+	via        int
+	kill       func()
+	readBack   func() ([]byte, error)
+}
+
+func durableScenario(t *testing.T, run durableRun) {
+	c, persistent, mode, via := run.c, run.persistent, run.mode, run.via
+	data := make([]byte, run.size)
 	rand.Read(data)
 
 	var guid [16]byte
@@ -91,7 +116,7 @@ func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, vi
 		var cn *smbc.Conn
 		framework.WaitFor(t, clusterDeadline, "kim's connection to "+n.Name, func() bool {
 			var err error
-			cn, err = smbc.Dial(context.Background(), smbc.Options{Addr: n.Addr, Share: "data", User: "kim",
+			cn, err = smbc.Dial(context.Background(), smbc.Options{Addr: n.Addr, Share: run.share, User: "kim",
 				Password: "Kim-Pass-1", ClientGUID: guid})
 			return err == nil
 		})
@@ -104,7 +129,7 @@ func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, vi
 		Timeout: time.Minute, ShareAccess: smb2.FileShareRead | smb2.FileShareWrite, Persistent: persistent}
 	rand.Read(opts.CreateGUID[:])
 	rand.Read(opts.LeaseKey[:])
-	f, d, err := a.OpenDurable("big.bin", opts)
+	f, d, err := a.OpenDurable(run.file, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,17 +160,17 @@ func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, vi
 	if err := f.Lock(lockedOff, lockedLen, true); err != nil {
 		t.Fatal(err)
 	}
-	writeRange(t, f, data, 0, failoverFileSize/2)
+	writeRange(t, f, data, 0, run.size/2)
 
-	b := clusterSession(t, c.Nodes[2], "kim", "Kim-Pass-1", "data")
+	b := clusterSession(t, c.Nodes[2], "kim", "Kim-Pass-1", run.share)
 	refused := func(when string) {
 		t.Helper()
-		excl := servertest.CreateRequest("big.bin")
+		excl := servertest.CreateRequest(run.file)
 		excl.ShareAccess = smb2.FileShareRead // refuses a's write access
 		if _, err := b.CreateWith(excl); !errors.Is(err, smb2.StatusSharingViolation) {
 			t.Errorf("%s: node3's open conflicting with the durable open's share access: %v, want STATUS_SHARING_VIOLATION", when, err)
 		}
-		compat := servertest.CreateRequest("big.bin")
+		compat := servertest.CreateRequest(run.file)
 		compat.DesiredAccess = smb2.GenericRead | smb2.GenericWrite
 		resp, err := b.CreateWith(compat)
 		if err != nil {
@@ -185,7 +210,7 @@ func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, vi
 
 	switch mode {
 	case failoverKill:
-		c.Nodes[0].Kill(t)
+		run.kill()
 	case failoverStop:
 		if err := c.Nodes[0].Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -228,7 +253,7 @@ func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, vi
 	refused("after the failover")
 	// Every write through node 1 was answered: the client writes the
 	// second half, and the first half must be node 1's writes.
-	writeRange(t, f2, data, failoverFileSize/2, failoverFileSize)
+	writeRange(t, f2, data, run.size/2, run.size)
 	if mode == failoverStop {
 		if err := c.Nodes[0].Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
@@ -245,7 +270,7 @@ func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, vi
 	if err := f2.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(dir, "big.bin"))
+	got, err := run.readBack()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +279,7 @@ func durableFailoverThrough(t *testing.T, mode failoverMode, persistent bool, vi
 		for i < len(got) && i < len(data) && got[i] == data[i] {
 			i++
 		}
-		t.Fatalf("big.bin: %d bytes, first difference at %d; want the %d bytes written", len(got), i, len(data))
+		t.Fatalf("%s: %d bytes, first difference at %d; want the %d bytes written", run.file, len(got), i, len(data))
 	}
 }
 

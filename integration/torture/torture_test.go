@@ -176,7 +176,7 @@ func TestTortureBed(t *testing.T) {
 		f := framework.StartRoundRobin(t, backends...)
 		tg.slots = append(tg.slots, slot{host: f.Addr().IP.String(), port: f.Addr().Port, share: name, dir: dir, before: f.Rewind,
 			empty: func() error {
-				r := h.Exec(t, "find", dir, "-mindepth", "1", "-maxdepth", "1", "!", "-name", statev1.StorageProbeDir,
+				r := h.Exec(t, "find", dir, "-mindepth", "1", "-maxdepth", "1", "!", "-name", statev1.StorageProbePrefix+"*",
 					"-exec", "rm", "-rf", "{}", "+")
 				if r.ExitCode != 0 {
 					return fmt.Errorf("%s", r.Output())
@@ -333,7 +333,7 @@ func emptyDir(dir string) error {
 		return err
 	}
 	for _, e := range entries {
-		if e.Name() == statev1.StorageProbeDir {
+		if strings.HasPrefix(e.Name(), statev1.StorageProbePrefix) {
 			continue // the cluster's storage check's, not the test's
 		}
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {

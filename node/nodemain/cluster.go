@@ -232,7 +232,7 @@ func (t *shareTable) Put(rec *statev1.ShareRecord, encryptAll bool) (*server.Sha
 		if err != nil {
 			return nil, err
 		}
-		fsys.Hide(statev1.StorageProbeDir) // the storage check's probes (storage.go)
+		fsys.Hide(statev1.StorageProbePrefix) // the storage check's probes (storage.go)
 		disk := share.NewDisk(rec.Name, fsys, rec.ReadOnly, t.log)
 		disk.SetVolumeID(statev1.VolumeID(rec)) // one identity on every node, whatever its mount reports
 		disk.SetState(t.opens, t.locks)

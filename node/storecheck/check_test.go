@@ -151,9 +151,9 @@ func TestCoherentNodes(t *testing.T) {
 			t.Errorf("n3 stopped but %s is left", kv.Key)
 		}
 	}
-	entries, _ := os.ReadDir(filepath.Join(root, statev1.StorageProbeDir))
+	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "n3.") {
+		if strings.HasPrefix(e.Name(), statev1.StorageProbePrefix+".n3.") {
 			t.Errorf("n3 stopped but its probe file %s is left", e.Name())
 		}
 	}
@@ -286,9 +286,9 @@ func TestMountType(t *testing.T) {
 	}
 }
 
-// TestProbeDirRemoved: the probe directory removed under running nodes
-// (by hand on the storage) is made again at the next round; the share
-// stays served.
+// TestProbeDirRemoved: the probe files removed under running nodes (by
+// hand on the storage) are made again at the next round; the share stays
+// served.
 func TestProbeDirRemoved(t *testing.T) {
 	cli := client(t)
 	root := t.TempDir()
@@ -300,8 +300,14 @@ func TestProbeDirRemoved(t *testing.T) {
 	rec := &statev1.StorageProbeRecord{}
 	waitRecord(t, cli, key, rec, func() bool { return true })
 	before := probeFile(rec.Name)
-	if err := os.RemoveAll(filepath.Join(root, statev1.StorageProbeDir)); err != nil {
+	entries, err := os.ReadDir(root)
+	if err != nil {
 		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Remove(filepath.Join(root, e.Name())); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitRecord(t, cli, key, rec, func() bool { return probeFile(rec.Name) != before && rec.Round >= 3 })
 	for _, n := range []*node{n1, n2} {

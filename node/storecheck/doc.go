@@ -13,7 +13,8 @@
 //
 // The check, for each share, between every pair of nodes serving it:
 // each node (as prober) rewrites in place, renames and resizes its probe
-// file in the share's hidden StorageProbeDir through its own mount, then
+// file at the share's root (hidden from clients, statev1.StorageProbePrefix)
+// through its own mount, then
 // publishes the round (statev1.StorageProbeRecord); every other node (as
 // checker) reads it back at once through its own mount — the old name
 // gone, the new one there with the prober's inode number and size, the

@@ -21,26 +21,20 @@ const (
 	maxProbe = 60000
 )
 
-// dir is a share's probe directory (statev1.StorageProbeDir) through this
-// node's mount of the share.
+// dir is the root directory of a share through this node's mount, where
+// the probe files are (statev1.StorageProbePrefix). Not a directory of
+// their own: nodes making one directory at once on a distributed
+// filesystem may each make their own (GlusterFS gives them different
+// identities, and files made in one are then not seen through the other).
 type dir struct {
 	fd int // O_RDONLY|O_DIRECTORY
 }
 
-// openDir opens, creating it if need be, the probe directory of the share
-// rooted at root.
+// openDir opens the root of the share at root.
 func openDir(root string) (*dir, error) {
-	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("share root %s: %w", root, err)
-	}
-	defer unix.Close(rfd)
-	if err := unix.Mkdirat(rfd, statev1.StorageProbeDir, 0o700); err != nil && err != unix.EEXIST {
-		return nil, fmt.Errorf("creating %s/%s: %w", root, statev1.StorageProbeDir, err)
-	}
-	fd, err := unix.Openat(rfd, statev1.StorageProbeDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s/%s: %w", root, statev1.StorageProbeDir, err)
 	}
 	return &dir{fd: fd}, nil
 }
@@ -83,7 +77,7 @@ type prober struct {
 func newProber(d *dir, node string) *prober {
 	var b [4]byte
 	rand.Read(b[:])
-	return &prober{d: d, prefix: strings.ToLower(node) + ".", inc: hex.EncodeToString(b[:]), fd: -1}
+	return &prober{d: d, prefix: statev1.StorageProbePrefix + "." + strings.ToLower(node) + ".", inc: hex.EncodeToString(b[:]), fd: -1}
 }
 
 // next runs the next round: the probe file rewritten in place with new

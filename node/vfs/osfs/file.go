@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -264,7 +263,7 @@ func (f *file) ReadDir() ([]vfs.FileInfo, error) {
 			full := n
 			if f.name != "" {
 				full = f.name + "/" + n
-			} else if f.fs.hidden != "" && strings.EqualFold(n, f.fs.hidden) {
+			} else if f.fs.isHidden(n) {
 				continue
 			}
 			fi, err := f.fs.entryInfo(fd, n, full)

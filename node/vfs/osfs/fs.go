@@ -25,7 +25,7 @@ type FS struct {
 	rootPath string
 	btime    bool   // the filesystem reports birth times
 	inMemory bool   // tmpfs or ramfs: reads never wait for a disk (nowait.go)
-	hidden   string // a root entry clients neither see nor reach (Hide)
+	hidden   string // lower case: root entries beginning with it are hidden (Hide)
 
 	noXattr   atomic.Bool // user xattrs are unsupported here
 	closeOnce sync.Once
@@ -86,10 +86,16 @@ func (fsys *FS) Root() string { return fsys.rootPath }
 // through SetInfo persist (the filesystem keeps user xattrs).
 func (fsys *FS) XattrsSupported() bool { return !fsys.noXattr.Load() }
 
-// Hide keeps name, an entry of the share's root, from clients: ReadDir of
-// the root leaves it out and every name beneath it is refused (EACCES).
-// The cluster keeps its storage probes there. Call it before serving.
-func (fsys *FS) Hide(name string) { fsys.hidden = name }
+// Hide keeps the entries of the share's root whose names begin with
+// prefix (in any case) from clients: ReadDir of the root leaves them out
+// and they and every name beneath them are refused (EACCES). The cluster
+// keeps its storage probes there. Call it before serving.
+func (fsys *FS) Hide(prefix string) { fsys.hidden = strings.ToLower(prefix) }
+
+// isHidden reports whether the root entry name is hidden (Hide).
+func (fsys *FS) isHidden(name string) bool {
+	return fsys.hidden != "" && strings.HasPrefix(strings.ToLower(name), fsys.hidden)
+}
 
 // checkName validates a share-relative name (see the package doc).
 func (fsys *FS) checkName(op, name string) error {
@@ -101,7 +107,7 @@ func (fsys *FS) checkName(op, name string) error {
 	}
 	if fsys.hidden != "" {
 		first, _, _ := strings.Cut(name, "/")
-		if strings.EqualFold(first, fsys.hidden) {
+		if fsys.isHidden(first) {
 			return &fs.PathError{Op: op, Path: name, Err: syscall.EACCES}
 		}
 	}

@@ -299,11 +299,11 @@ func TestDataAllocation(t *testing.T) {
 	}
 }
 
-// TestHide: a hidden root entry is neither listed nor reachable, by any
-// case of its name, while the same name below the root is an ordinary one.
+// TestHide: hidden root entries (by prefix, in any case) are neither
+// listed nor reachable, while the same names below the root are ordinary.
 func TestHide(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{".smbcluster", "sub/.smbcluster"} {
+	for _, d := range []string{".smbcluster", ".smbcluster.n1.probe", "sub/.smbcluster.n1"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -314,7 +314,7 @@ func TestHide(t *testing.T) {
 	}
 	defer fsys.Close()
 	fsys.Hide(".smbcluster")
-	for _, name := range []string{".smbcluster", ".SMBCluster", ".smbcluster/probe", ".smbcluster/x/y"} {
+	for _, name := range []string{".smbcluster", ".SMBCluster", ".smbcluster.n1.probe", ".smbcluster/x/y", ".smbclusterX"} {
 		if _, err := fsys.Stat(name); !errors.Is(err, fs.ErrPermission) {
 			t.Errorf("Stat(%q) = %v, want EACCES", name, err)
 		}
@@ -322,13 +322,16 @@ func TestHide(t *testing.T) {
 			t.Errorf("Open(%q) = %v, want EACCES", name, err)
 		}
 	}
+	if _, _, err := fsys.Open(".smbcluster.new", vfs.OpenOptions{Write: true, Create: vfs.CreateExclusive}); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("creating a hidden name = %v, want EACCES", err)
+	}
 	if err := fsys.Rename("sub", ".smbcluster/sub", false); !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("Rename into the hidden entry = %v, want EACCES", err)
 	}
 	if err := fsys.Remove(".smbcluster"); !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("Remove(hidden) = %v, want EACCES", err)
 	}
-	if _, err := fsys.Stat("sub/.smbcluster"); err != nil {
+	if _, err := fsys.Stat("sub/.smbcluster.n1"); err != nil {
 		t.Errorf("Stat below the root: %v", err)
 	}
 	d, _, err := fsys.Open("", vfs.OpenOptions{Read: true})

@@ -602,7 +602,7 @@ func (f *file) ReadDirNames() ([]string, error) {
 		return err
 	})
 	if f.name == "" && f.fs.hidden != "" {
-		names = slices.DeleteFunc(names, func(n string) bool { return strings.EqualFold(n, f.fs.hidden) })
+		names = slices.DeleteFunc(names, f.fs.isHidden)
 	}
 	return names, f.pathErr("readdir", err)
 }

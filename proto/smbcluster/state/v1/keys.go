@@ -106,7 +106,7 @@ import (
 //
 // Storage. A node serving a share in a cluster checks, through its own
 // mount, that the share's storage is coherent between nodes: each round it
-// rewrites its probe file (in StorageProbeDir at the share's root, hidden
+// rewrites its probe file (at the share's root, named StorageProbePrefix…, hidden
 // from clients) and publishes StorageProbeKey; every other node serving
 // the share reads the file back through its own mount and publishes what
 // it saw under StorageVerdictKey. A node serves the share while it and
@@ -148,9 +148,10 @@ const (
 	StorageVerdictsPrefix = StoragePrefix + "verdicts/"
 	ShareViewsPrefix      = StoragePrefix + "views/"
 
-	// StorageProbeDir is the directory at a share's root where nodes keep
-	// their probe files; clients neither see nor reach it.
-	StorageProbeDir = ".smbcluster"
+	// StorageProbePrefix begins the names of the probe files nodes keep at
+	// a share's root (".smbcluster.NODE.…"); clients neither see nor reach
+	// a root entry whose name begins with it, in any case.
+	StorageProbePrefix = ".smbcluster"
 )
 
 // NodeKey is where the coordinator keeps node name's NodeRecord.
