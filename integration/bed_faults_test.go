@@ -405,7 +405,11 @@ func startLoad(t *testing.T, b *framework.Bed) *faultLoad {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			defer c.close()
+			defer func() {
+				if c != nil {
+					c.close()
+				}
+			}()
 			for n := 0; ; n++ {
 				select {
 				case <-l.stop:
@@ -414,11 +418,28 @@ func startLoad(t *testing.T, b *framework.Bed) *faultLoad {
 				}
 				name := fmt.Sprintf("fault-load-%d-%d-%d.bin", stamp, i, n%8)
 				data := bytes.Repeat([]byte{byte(n)}, 4096+n%512)
-				fs, cancel := c.with(clusterDeadline)
 				r := timed{what: fmt.Sprintf("round %d on %s through node%d", n, name, i+1), start: time.Now()}
-				r.err = loadRound(fs, name, data)
+				if c == nil {
+					// After an error the client logs on again, as a
+					// real one does (each failed attempt is an error).
+					c, r.err = dialFault(b.PublicAddr(i))
+				}
+				if r.err == nil {
+					fs, cancel := c.with(clusterDeadline)
+					r.err = loadRound(fs, name, data)
+					cancel()
+					if r.err != nil {
+						c.close()
+						c = nil
+					}
+				}
 				r.end = time.Now()
-				cancel()
+				if r.err != nil {
+					select { // not a busy loop against a node that refuses
+					case <-l.stop:
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
 				l.mu.Lock()
 				l.ops++
 				if r.took() > l.long.took() {
