@@ -570,12 +570,13 @@ func TestBedFaultEtcdLeaderKilled(t *testing.T) {
 	noFence(t, b, before)
 }
 
-// TestBedFaultEtcdMemberPartitioned: one etcd member — the leader, the
-// harder case — is cut off from the other two members and from every node
-// host (the test process, which watches, still reaches it), under the
-// same load as above; the others elect a leader and the nodes' etcd
-// clients go on through them. No node fences, no client request fails.
-// After healing the member catches up.
+// TestBedFaultEtcdMemberPartitioned: one etcd member, a follower, is cut
+// off from the other two members and from every node host (the test
+// process, which watches, still reaches it), under the same load as
+// above: the nodes' etcd calls that reach it hang, the others go on
+// through the two members that have a quorum. No node fences, no client
+// request fails. After healing the member catches up. (The leader
+// partitioned is the leader lost: TestBedFaultEtcdLeaderKilled.)
 func TestBedFaultEtcdMemberPartitioned(t *testing.T) {
 	b := bedFor(t, "local", false)
 	bedServing(t, b)
@@ -583,20 +584,16 @@ func TestBedFaultEtcdMemberPartitioned(t *testing.T) {
 	load := startLoad(t, b)
 	load.waitRounds(t, 30, "the load running")
 	leader := etcdLeader(t, b)
-	h := b.EtcdHosts[leader]
+	member := (leader + 1) % len(b.EtcdHosts)
+	h := b.EtcdHosts[member]
 	var others []*framework.Host
 	for i, e := range b.EtcdHosts {
-		if i != leader {
+		if i != member {
 			others = append(others, e)
 		}
 	}
 	h.CutOff(t, append(others, b.Hosts...)...)
 	cut := time.Now()
-	framework.WaitFor(t, clusterDeadline, "a leader among the other members", func() bool {
-		l := b.EtcdLeader(t)
-		return l >= 0 && l != leader
-	})
-	elected := time.Since(cut)
 	framework.WaitFor(t, b.LeaseTTL+clusterDeadline, "the load running past two lease TTLs", func() bool {
 		return time.Since(cut) > 2*b.LeaseTTL
 	})
@@ -604,10 +601,9 @@ func TestBedFaultEtcdMemberPartitioned(t *testing.T) {
 	noFence(t, b, before)
 	h.Heal(t)
 	framework.WaitFor(t, clusterDeadline, "the partitioned member back", func() bool {
-		return b.EtcdMemberHealthy(t, leader)
+		return b.EtcdMemberHealthy(t, member)
 	})
 	load.waitRounds(t, 30, "the load running after healing")
-	load.finish(t, fmt.Sprintf("etcd member %s (the leader) partitioned for %v (new leader in %v)",
-		h.Name, time.Since(cut).Round(time.Millisecond), elected.Round(time.Millisecond)))
+	load.finish(t, fmt.Sprintf("etcd member %s (a follower) partitioned for %v", h.Name, time.Since(cut).Round(time.Millisecond)))
 	noFence(t, b, before)
 }

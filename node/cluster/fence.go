@@ -194,7 +194,7 @@ func (k *leaseKeeper) fenceAtDeadline(ctx context.Context) {
 	}
 }
 
-// keepAlive renews the lease every third of the TTL (sooner after a
+// keepAlive renews the lease every sixth of the TTL (sooner after a
 // failure) and moves the deadline on from each answered keep-alive's
 // send time.
 func (k *leaseKeeper) keepAlive(ctx context.Context) {
@@ -204,7 +204,11 @@ func (k *leaseKeeper) keepAlive(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		next := sent.Add(k.ttl / 3)
+		// A keep-alive every sixth of the TTL: after the last answered
+		// one, the etcd leader may be lost (killed, partitioned) and a new
+		// one elected — etcd's default election timeout is 1 s, randomised
+		// up to 2 s — before the deadline, TTL - margin after that send.
+		next := sent.Add(k.ttl / 6)
 		switch {
 		case err == nil:
 			k.f.extend(sent.Add(min(granted, k.ttl) - leaseMargin(k.ttl)))
