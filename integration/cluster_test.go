@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -374,6 +375,7 @@ func TestMakeRun(t *testing.T) {
 			t.Errorf("demo share on %s:\n%s", host, r)
 		}
 	}
+	checkSecondRun(t, bin, dir, port, coord, configEnv)
 	ctl := "bin/smbctl --insecure --endpoint " + coord
 	if !strings.Contains(banner, ctl+" node ls") {
 		t.Errorf("the banner does not say how to administer the cluster (%s node ls):\n%s", ctl, banner)
@@ -398,6 +400,39 @@ func TestMakeRun(t *testing.T) {
 	link := filepath.Join(strings.TrimPrefix(configEnv[0], "XDG_CONFIG_HOME="), "smbctl", "dev", coord+".token")
 	if _, err := os.Lstat(link); !os.IsNotExist(err) {
 		t.Errorf("the development token's link %s outlives the cluster: %v", link, err)
+	}
+}
+
+// checkSecondRun: a second `make run` while one runs — on the same
+// directory, or another directory with the same coordinator address, or
+// with a node's address held — says so and exits non-zero at once, and
+// leaves the running cluster as it was (checkDevAdmin, after it, still
+// administers it with its token).
+func checkSecondRun(t *testing.T, bin, dir string, port int, coord string, env []string) {
+	t.Helper()
+	other := filepath.Join(t.TempDir(), "run")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"same dir", []string{"--dir", dir, "--port", strconv.Itoa(port), "--coordinator", coord}, dir + " is in use by another localcluster"},
+		{"same coordinator", []string{"--dir", other, "--port", strconv.Itoa(framework.CommonFreePort(t, 3)), "--coordinator", coord, "--metrics-port", "0", "--coordinator-metrics", ""}, "address in use: " + coord},
+		{"same node address", []string{"--dir", other, "--port", strconv.Itoa(port), "--coordinator", framework.FreeAddr(t, "127.0.0.1"), "--metrics-port", "0", "--coordinator-metrics", ""}, "address in use: 127.0.0.1:" + strconv.Itoa(port)},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		cmd := exec.CommandContext(ctx, bin, tc.args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || timedOut {
+			t.Errorf("second run, %s: %v, want exit 1\n%s", tc.name, err, out)
+		}
+		if !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "panic") {
+			t.Errorf("second run, %s: want %q, got\n%s", tc.name, tc.want, out)
+		}
 	}
 }
 

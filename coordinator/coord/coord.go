@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/smbcluster/smbcluster/coordinator/devtoken"
@@ -77,10 +78,12 @@ type Coordinator struct {
 	roots []string
 }
 
-// Start opens etcd, loads the cluster secret, listens and serves the admin
-// API in the background. On an error it undoes what it did.
-func Start(c Config) (co *Coordinator, err error) {
-	co = &Coordinator{log: c.Log, done: make(chan error, 1), roots: c.ShareRoots, tls: len(c.GRPC) > 0}
+// Start listens, opens etcd, loads the cluster secret and serves the
+// admin API in the background. It listens first, so that an address in
+// use (another coordinator, a second `make run`) is refused before
+// anything else starts; on any error it undoes what it did.
+func Start(c Config) (_ *Coordinator, err error) {
+	co := &Coordinator{log: c.Log, done: make(chan error, 1), roots: c.ShareRoots, tls: len(c.GRPC) > 0}
 	if co.log == nil {
 		co.log = slog.Default()
 	}
@@ -89,10 +92,12 @@ func Start(c Config) (co *Coordinator, err error) {
 			co.runUndo()
 		}
 	}()
-	sealer, err := LoadSealer(c.SecretFile, c.CreateSecret)
+	l, err := Listen(c.Listen, c.DevLoopback)
 	if err != nil {
 		return nil, err
 	}
+	co.undo = append(co.undo, func() { l.Close() })
+	co.Addr = l.Addr()
 	var met *coordMetrics
 	if c.MetricsAddr != "" {
 		met = newCoordMetrics()
@@ -105,15 +110,14 @@ func Start(c Config) (co *Coordinator, err error) {
 		c.GRPC = append(c.GRPC[:len(c.GRPC):len(c.GRPC)], met.serverOption())
 		c.etcdDial = append(c.etcdDial, met.etcdOption())
 	}
+	sealer, err := LoadSealer(c.SecretFile, c.CreateSecret)
+	if err != nil {
+		return nil, err
+	}
 	cli, err := co.openEtcd(c)
 	if err != nil {
 		return nil, err
 	}
-	l, err := Listen(c.Listen, c.DevLoopback)
-	if err != nil {
-		return nil, err
-	}
-	co.Addr = l.Addr()
 	o := service.Options{Store: store.New(cli), Sealer: sealer, Token: c.Token, ShareRoots: c.ShareRoots, Version: c.Version, Logger: c.Log}
 	if c.DevLoopback {
 		abs, _ := filepath.Abs(c.TokenFile)
@@ -211,11 +215,20 @@ func LoadSealer(path string, create bool) (*statev1.Sealer, error) {
 func Listen(addr string, loopbackOnly bool) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: %w", err)
+		return nil, ListenError("coordinator", addr, err)
 	}
 	if tcp, ok := l.Addr().(*net.TCPAddr); loopbackOnly && (!ok || !tcp.IP.IsLoopback()) {
 		l.Close()
 		return nil, fmt.Errorf("coordinator %s: not a loopback address, and the development mode serves without TLS", l.Addr())
 	}
 	return l, nil
+}
+
+// ListenError says why what (a server, a flag) cannot listen on addr;
+// an address in use is named as such, with the likely cause.
+func ListenError(what, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s: address in use: %s (held by another process: another `make run`, coordinator or node?)", what, addr)
+	}
+	return fmt.Errorf("%s %s: %w", what, addr, err)
 }

@@ -3,6 +3,7 @@ package coord
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	adminv1 "github.com/smbcluster/smbcluster/proto/smbcluster/admin/v1"
@@ -71,5 +72,58 @@ func TestLoadSealer(t *testing.T) {
 	}
 	if _, err := LoadSealer(path, true); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStartAddressInUse: a second coordinator on a busy admin or metrics
+// address is refused with an error naming the address as in use (it
+// panicked in Start's undo before), and leaves nothing started: its
+// embedded etcd directory holds no socket, its token is not linked, and
+// the first coordinator still answers.
+func TestStartAddressInUse(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	cfg := func(name, listen, metrics string) Config {
+		return Config{
+			Listen: listen, EmbeddedEtcd: filepath.Join(dir, name, "etcd"), MetricsAddr: metrics,
+			SecretFile: filepath.Join(dir, "secret"), CreateSecret: true,
+			DevLoopback: true, TokenFile: filepath.Join(dir, name+"-token"), Token: "coord-test-token-0123456789",
+			ShareRoots: []string{dir}, Version: "test",
+		}
+	}
+	first, err := Start(cfg("first", "127.0.0.1:0", "127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Stop(false)
+	for _, tc := range []struct{ name, listen, metrics, busy string }{
+		{"admin", first.Addr.String(), "", first.Addr.String()},
+		{"metrics", "127.0.0.1:0", first.MetricsAddr.String(), first.MetricsAddr.String()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			co, err := Start(cfg(tc.name, tc.listen, tc.metrics))
+			if err == nil {
+				co.Stop(false)
+				t.Fatal("a second coordinator started on a busy address")
+			}
+			if !strings.Contains(err.Error(), "address in use: "+tc.busy) {
+				t.Errorf("error %q does not say %s is in use", err, tc.busy)
+			}
+			if _, err := os.Stat(filepath.Join(dir, tc.name, "etcd")); !os.IsNotExist(err) {
+				t.Errorf("the refused coordinator started its etcd: %v", err)
+			}
+		})
+	}
+	conn, err := grpc.NewClient(first.Addr.String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	authed := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer coord-test-token-0123456789")
+	if _, err := adminv1.NewClusterServiceClient(conn).GetStatus(authed, &adminv1.GetStatusRequest{}); err != nil {
+		t.Errorf("the first coordinator after the refusals: %v", err)
+	}
+	if _, err := os.Lstat(first.Link); err != nil {
+		t.Errorf("the first coordinator's token link: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package coord
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -68,7 +67,7 @@ func (m *coordMetrics) etcdOption() grpc.DialOption {
 func (m *coordMetrics) serve(addr string, log *slog.Logger) (net.Addr, func(), error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--metrics-addr: %w", err)
+		return nil, nil, ListenError("--metrics-addr", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))

@@ -109,12 +109,20 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	if o.debugAddr != "" {
 		l, err := net.Listen("tcp", o.debugAddr)
 		if err != nil {
-			return fmt.Errorf("--debug-addr: %w", err)
+			return coord.ListenError("--debug-addr", o.debugAddr, err)
 		}
 		go http.Serve(l, nil) // expvar and net/http/pprof register on the default mux
 	}
 	dir, err := filepath.Abs(o.dir)
 	if err != nil {
+		return err
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := checkFree(o); err != nil {
 		return err
 	}
 	shares := filepath.Join(dir, "shares")
@@ -153,6 +161,49 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	return serveNodes(ctx, o, &c, nodes, endpoints, secretFile, stdout, func() bool { return serveOwn(actx, admin, nodes) })
+}
+
+// lockDir takes DIR for this process (an exclusive lock on DIR/lock,
+// released when the process ends): a second localcluster on the same
+// DIR would overwrite the running one's token and etcd sockets.
+func lockDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s is in use by another localcluster (`make run`): stop it first, or give another --dir", dir)
+		}
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// checkFree makes sure, before anything starts, that the nodes' SMB and
+// metrics addresses are free: a node waits for a public address it
+// cannot bind (another node may still hold it), so one held by some
+// other process would never be served.
+func checkFree(o options) error {
+	for i := 1; i <= o.nodes; i++ {
+		host := "127.0.0." + strconv.Itoa(i)
+		addrs := []string{net.JoinHostPort(host, strconv.Itoa(o.port))}
+		if o.metricsPort != 0 {
+			addrs = append(addrs, net.JoinHostPort(host, strconv.Itoa(o.metricsPort)))
+		}
+		for _, a := range addrs {
+			l, err := net.Listen("tcp", a)
+			if err != nil {
+				return coord.ListenError("node"+strconv.Itoa(i), a, err)
+			}
+			l.Close()
+		}
+	}
+	return nil
 }
 
 // coordinator is what the help text says of the admin API.
@@ -247,21 +298,31 @@ func serveNodes(ctx context.Context, o options, c *coordinator, nodes []node, en
 			exits <- nodemain.Run(ctx, args)
 		}()
 	}
-	readyErr := waitListening(ctx, nodes, ready)
-	if readyErr == nil {
-		printHelp(stdout, o, c, nodes, endpoints)
-	}
-	select {
-	case <-ctx.Done():
-	case c := <-exits:
-		slog.Error("a node stopped", "exit", c)
+	readyc := make(chan error, 1)
+	go func() { readyc <- waitListening(ctx, nodes, ready) }()
+	var runErr error
+	for ready := false; runErr == nil && ctx.Err() == nil; {
+		select {
+		case <-ctx.Done():
+		case err := <-readyc:
+			if err != nil {
+				if ctx.Err() == nil {
+					runErr = err
+				}
+				break
+			}
+			ready = true
+			printHelp(stdout, o, c, nodes, endpoints)
+		case code := <-exits:
+			runErr = fmt.Errorf("a node stopped (exit %d); its error is above", code)
+			if !ready {
+				runErr = fmt.Errorf("a node failed to start (exit %d); its error is above", code)
+			}
+		}
 	}
 	cancel()
 	wg.Wait()
-	if readyErr != nil && ctx.Err() == nil {
-		return readyErr
-	}
-	return nil
+	return runErr
 }
 
 // waitListening waits until ready and every node accepts connections.

@@ -13,7 +13,12 @@
 // realm (krb5kdc on a free loopback port, its database and configuration
 // in a temporary directory reached through KRB5_CONFIG and
 // KRB5_KDC_PROFILE, principals made with kadmin.local); its tests skip
-// when the MIT KDC is not installed.
+// when the MIT KDC is not installed. [StartCephFS] starts a throw-away
+// Ceph cluster with one CephFS filesystem (mon, mgr, OSD on a sparse file,
+// MDS, all state in a temporary directory; 14–25 s on a busy 2-core
+// machine, 0.3 GiB), which
+// nodes mount with their own ceph-fuse ([CephFS.MountCommand]); &CephFS{}
+// is also a backend of the multi-host test bed.
 //
 // [NewBed] deploys a cluster as on separate machines (issue 22): each node,
 // each member of a three-member etcd and the storage servers in a [Host]

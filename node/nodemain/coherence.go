@@ -75,7 +75,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	l, err := net.Listen("tcp", peerListenAddr(cfg))
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("--peer-listen: %w", err)
+		return nil, listenError("--peer-listen", peerListenAddr(cfg), err)
 	}
 	log = log.With("component", "peer")
 	shards := cluster.NewShardMap(cli, cfg.Name, l.Addr().String(), log)

@@ -2,7 +2,6 @@ package nodemain
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,7 +40,7 @@ func startMetrics(cfg *Config, log *slog.Logger) (*nodeMetrics, error) {
 	}
 	l, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
-		return nil, errors.New("--metrics-addr: " + err.Error())
+		return nil, listenError("--metrics-addr", cfg.MetricsAddr, err)
 	}
 	nm := &nodeMetrics{m: metrics.NewNode(), addr: publishedAddr(l.Addr().String(), cfg), start: time.Now()}
 	mux := http.NewServeMux()

@@ -243,7 +243,7 @@ func listenStatic(cfg *Config, agent *member) ([]net.Listener, error) {
 			for _, l := range listeners {
 				l.Close()
 			}
-			return nil, fmt.Errorf("listen %s: %w", addr, err)
+			return nil, listenError("--listen", addr, err)
 		}
 		listeners = append(listeners, l)
 	}
@@ -393,4 +393,13 @@ func shareInfos(t *shareTable) []ipc.ShareInfo {
 		out = append(out, si)
 	}
 	return out
+}
+
+// listenError says why the node cannot listen on addr (given by flag);
+// an address in use is named as such.
+func listenError(flag, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s: address in use: %s (held by another process: another node or `make run`?)", flag, addr)
+	}
+	return fmt.Errorf("%s %s: %w", flag, addr, err)
 }

@@ -195,7 +195,7 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		res.hdr.Credits = c.grantFor(h)
 	}
 	if err != nil {
-		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "status", status.String(), "err", err)
+		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "sid", h.SessionID, "status", status.String(), "err", err)
 	}
 	c.observe(r, &res, status, start)
 	return res, nil

@@ -106,7 +106,20 @@ func TestUnknownIDs(t *testing.T) {
 	hdr.SessionID ^= 0x5a5a
 	h, _ := c.Send(hdr, servertest.Body(&smb2.TreeConnectRequest{Path: `\\127.0.0.1\share`}))
 	check("unknown session", h, smb2.StatusUserSessionDeleted)
+	// A SESSION_SETUP naming a session the server does not know (no
+	// binding) is refused the same way ([MS-SMB2] 3.3.5.5, as smbd
+	// answers), and the connection's own session goes on.
+	hdr = c.Header(smb2.CmdSessionSetup)
+	hdr.SessionID ^= 0x5a5a
+	h, _ = c.Send(hdr, servertest.Body(&smb2.SessionSetupRequest{SecurityMode: 1, SecurityBuffer: []byte{0x60, 0}}))
+	check("SESSION_SETUP of an unknown session", h, smb2.StatusUserSessionDeleted)
 	c.Sign = true
+	if err := c.Echo(); err != nil {
+		t.Fatalf("the connection after a SESSION_SETUP of an unknown session: %v", err)
+	}
+	if _, err := c.Create("after-unknown-setup"); err != nil {
+		t.Fatalf("the session after a SESSION_SETUP of an unknown session: %v", err)
+	}
 
 	hdr = c.Header(smb2.CmdCreate)
 	hdr.TreeID += 77

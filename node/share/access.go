@@ -197,26 +197,69 @@ func (d *Disk) authorize(r *server.Request, o *open, req *smb2.CreateRequest, ac
 	desired := mapFileGeneric(req.DesiredAccess) &^ (smb2.MaximumAllowed | smb2.AccessSystemSecurity)
 	maxAllowed := req.DesiredAccess&smb2.MaximumAllowed != 0
 	granted := grantedBy(sd, t)
+	check := desired | destroyAccess(action)
 	extra := fscc.Delete | fscc.FileReadAttributes
-	if need := desired &^ granted; need&extra != 0 || maxAllowed && granted&extra != extra {
-		pg := fscc.FileAllAccess
-		if psd := d.parentSD(o.name); psd != nil {
-			pg = grantedBy(psd, t)
-		}
-		if pg&fscc.FileDeleteChild != 0 {
-			granted |= fscc.Delete
-		}
-		if pg&fscc.FileReadData != 0 { // FILE_LIST_DIRECTORY
-			granted |= fscc.FileReadAttributes
-		}
+	if need := check &^ granted; need&extra != 0 || maxAllowed && granted&extra != extra {
+		granted |= d.parentGrants(o.name, t)
 	}
-	if desired&^granted != 0 {
+	if check&^granted != 0 {
 		return smb2.StatusAccessDenied
 	}
 	if req.DesiredAccess&smb2.MaximumAllowed != 0 {
-		o.access = granted&d.MaximalAccess(r.Session) | desired | req.DesiredAccess&smb2.AccessSystemSecurity
+		keep := o.access | ^uint32(readOnlyCleared) // what the open (create.go) may have at all
+		o.access = (granted&d.MaximalAccess(r.Session) | desired | req.DesiredAccess&smb2.AccessSystemSecurity) & keep
 	}
 	return nil
+}
+
+// destroyAccess is the access that overwriting or superseding a file
+// needs besides the access asked for: its data, EAs and attributes are
+// replaced (FILE_WRITE_DATA, FILE_WRITE_EA, FILE_WRITE_ATTRIBUTES), and a
+// supersede deletes the file it replaces (DELETE), as Windows file
+// systems check them on IRP_MJ_CREATE (smbtorture
+// smb2.acls.OVERWRITE_READ_ONLY_FILE: a DACL granting only
+// FILE_READ_DATA refuses all three dispositions).
+func destroyAccess(action uint32) uint32 {
+	switch action {
+	case smb2.FileOverwritten:
+		return fscc.FileWriteData | fscc.FileWriteEA | fscc.FileWriteAttributes
+	case smb2.FileSuperseded:
+		return fscc.Delete | fscc.FileWriteEA | fscc.FileWriteAttributes
+	}
+	return 0
+}
+
+// parentGrants is what name's directory grants t on name itself
+// ([MS-FSA] 2.1.5.1.2.1): DELETE through FILE_DELETE_CHILD and
+// FILE_READ_ATTRIBUTES through FILE_LIST_DIRECTORY.
+func (d *Disk) parentGrants(name string, t *token) uint32 {
+	pg := uint32(fscc.FileAllAccess)
+	if psd := d.parentSD(name); psd != nil {
+		pg = grantedBy(psd, t)
+	}
+	var g uint32
+	if pg&fscc.FileDeleteChild != 0 {
+		g |= fscc.Delete
+	}
+	if pg&fscc.FileReadData != 0 { // FILE_LIST_DIRECTORY
+		g |= fscc.FileReadAttributes
+	}
+	return g
+}
+
+// maximalAccess is the access the CREATE's MxAc context reports for open
+// o ([MS-SMB2] 3.3.5.9.5): what the file's stored descriptor grants the
+// session's user (its DACL, OWNER RIGHTS, the parent's DELETE and
+// FILE_READ_ATTRIBUTES) within what the share allows; the share's alone
+// for a file without one.
+func (d *Disk) maximalAccess(r *server.Request, o *open) uint32 {
+	share := d.MaximalAccess(r.Session)
+	sd := storedSD(o.f)
+	if sd == nil {
+		return share
+	}
+	t := tokenOf(r.Session)
+	return (grantedBy(sd, t) | d.parentGrants(o.name, t)) & share
 }
 
 // addAccess is the right a new file or directory needs on its parent.
@@ -245,7 +288,7 @@ func (d *Disk) inherit(o *open, t *token) error {
 	if psd.DACL == nil {
 		return nil // a NULL DACL has nothing to inherit
 	}
-	dacl := inheritedACL(psd.DACL, o.isDir, t.user, group)
+	dacl := inheritedACL(psd.DACL, o.isDir, t.user, group, psd.Control&fscc.SEDACLAutoInherited != 0)
 	if len(dacl.ACEs) == 0 {
 		return nil // nothing inherited: the default descriptor describes it
 	}
@@ -272,7 +315,21 @@ func (d *Disk) inherit(o *open, t *token) error {
 // object types): CREATOR OWNER and CREATOR GROUP become the new file's
 // owner and group and generic rights are mapped in the ACEs that apply to
 // it; a directory also keeps inheritable copies for its own children.
-func inheritedACL(parent *fscc.ACL, isDir bool, owner, group fscc.SID) *fscc.ACL {
+// The inherited ACEs carry INHERITED_ACE only with auto-inheritance, when
+// the parent's DACL is SE_DACL_AUTO_INHERITED (the DACL_AUTO_INHERIT flag
+// of 2.5.3.4.1; smbtorture smb2.acls.INHERITANCE and INHERITFLAGS check
+// both ways against Windows).
+func inheritedACL(parent *fscc.ACL, isDir bool, owner, group fscc.SID, auto bool) *fscc.ACL {
+	out := computeInherited(parent, isDir, owner, group)
+	if !auto {
+		for i := range out.ACEs {
+			out.ACEs[i].Flags &^= fscc.InheritedACE
+		}
+	}
+	return out
+}
+
+func computeInherited(parent *fscc.ACL, isDir bool, owner, group fscc.SID) *fscc.ACL {
 	out := &fscc.ACL{Revision: parent.Revision}
 	const inheritFlags = fscc.ObjectInheritACE | fscc.ContainerInheritACE | fscc.NoPropagateInheritACE | fscc.InheritOnlyACE
 	for _, a := range parent.ACEs {

@@ -175,7 +175,7 @@ func TestInheritance(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sd.Owner == nil || !sd.Owner.Equal(me) || sd.DACL == nil || len(sd.DACL.ACEs) != 1 ||
-		sd.DACL.ACEs[0].Flags != fscc.InheritedACE || sd.DACL.ACEs[0].Mask != noDelete {
+		sd.DACL.ACEs[0].Flags != 0 || sd.DACL.ACEs[0].Mask != noDelete { // INHERITED_ACE only with auto-inheritance
 		t.Fatalf("inherited descriptor %+v", sd)
 	}
 	f.Close(false)
@@ -194,7 +194,7 @@ func TestInheritedACLForDirectory(t *testing.T) {
 		ace(fscc.AccessAllowedACEType, fscc.ContainerInheritACE|fscc.NoPropagateInheritACE, fscc.FileGenericWrite, fscc.SIDUsers),
 		ace(fscc.AccessAllowedACEType, 0, fscc.FileAllAccess, fscc.SIDSystem), // not inheritable
 	}}
-	got := inheritedACL(parent, true, owner, group)
+	got := inheritedACL(parent, true, owner, group, true)
 	want := []fscc.ACE{
 		ace(fscc.AccessAllowedACEType, fscc.InheritedACE, fscc.FileAllAccess, owner),
 		ace(fscc.AccessAllowedACEType, fscc.ObjectInheritACE|fscc.ContainerInheritACE|fscc.InheritOnlyACE|fscc.InheritedACE, smb2.GenericAll, fscc.SIDCreatorOwner),
@@ -211,7 +211,7 @@ func TestInheritedACLForDirectory(t *testing.T) {
 			t.Errorf("ACE %d = %+v, want %+v", i, g, w)
 		}
 	}
-	files := inheritedACL(parent, false, owner, group)
+	files := inheritedACL(parent, false, owner, group, true)
 	if len(files.ACEs) != 2 || !files.ACEs[0].SID.Equal(owner) || files.ACEs[0].Mask != fscc.FileAllAccess ||
 		files.ACEs[0].Flags != fscc.InheritedACE || !files.ACEs[1].SID.Equal(fscc.SIDUsers) {
 		t.Fatalf("file ACEs %+v", files.ACEs)
@@ -310,7 +310,7 @@ func FuzzAccessCheck(f *testing.F) {
 			return
 		}
 		for _, isDir := range []bool{false, true} {
-			acl := inheritedACL(sd.DACL, isDir, owner, fscc.UnixGroupSID(0))
+			acl := inheritedACL(sd.DACL, isDir, owner, fscc.UnixGroupSID(0), true)
 			for _, a := range acl.ACEs {
 				if a.Flags&fscc.InheritedACE == 0 || !isDir && a.Flags&(fscc.ObjectInheritACE|fscc.ContainerInheritACE|fscc.InheritOnlyACE) != 0 {
 					t.Fatalf("inherited ACE %+v (dir %v)", a, isDir)

@@ -1,6 +1,8 @@
 package share
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"io/fs"
@@ -87,7 +89,7 @@ func (d *Disk) create(r *server.Request, req *smb2.CreateRequest) (_ server.Hand
 	if fi, err = o.settleData(req, action, truncate, fi); err != nil {
 		return nil, nil, err
 	}
-	resp := d.createResponse(req, o, fi, action, access, oplock, lease)
+	resp := d.createResponse(r, req, o, fi, action, oplock, lease)
 	if action == smb2.FileCreated {
 		d.notify.post(actionAdded, o.name, nameFilter(o.isDir))
 	}
@@ -131,6 +133,14 @@ func (o *open) settleData(req *smb2.CreateRequest, action uint32, truncate bool,
 		if err := o.f.Truncate(0); err != nil {
 			return fi, err
 		}
+		// The file takes the attributes the CREATE gives, with
+		// FILE_ATTRIBUTE_ARCHIVE ([MS-FSA] 2.1.5.1.2, overwrite of a
+		// data file; smbtorture smb2.openattr); sparse stays a matter
+		// of FSCTL_SET_SPARSE.
+		attrs := req.FileAttributes&vfs.StoredAttrs&^(vfs.AttrNormal|vfs.AttrSparse|vfs.AttrDirectory) | vfs.AttrArchive
+		if err := o.f.SetInfo(time.Time{}, time.Time{}, time.Time{}, time.Time{}, &attrs); err != nil {
+			return fi, err
+		}
 		var err error
 		if fi, err = o.f.Stat(); err != nil {
 			return fi, err
@@ -140,7 +150,7 @@ func (o *open) settleData(req *smb2.CreateRequest, action uint32, truncate bool,
 }
 
 // createResponse is the answer to a CREATE of open o.
-func (d *Disk) createResponse(req *smb2.CreateRequest, o *open, fi vfs.FileInfo, action, access uint32, oplock uint8, lease *state.LeaseGrant) *smb2.CreateResponse {
+func (d *Disk) createResponse(r *server.Request, req *smb2.CreateRequest, o *open, fi vfs.FileInfo, action uint32, oplock uint8, lease *state.LeaseGrant) *smb2.CreateResponse {
 	resp := &smb2.CreateResponse{
 		OplockLevel:    oplock,
 		CreateAction:   action,
@@ -152,7 +162,7 @@ func (d *Disk) createResponse(req *smb2.CreateRequest, o *open, fi vfs.FileInfo,
 		EndOfFile:      uint64(fi.Size),
 		FileAttributes: fi.Attributes,
 	}
-	resp.Contexts = d.createContexts(req, fi, access)
+	resp.Contexts = d.createContexts(r, req, o, fi)
 	if lease != nil {
 		resp.Contexts = append(resp.Contexts, leaseContext(lease)) // lease.go
 	}
@@ -275,8 +285,12 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 		}
 		opts.Write = true
 	}
+	if !opts.Truncate && opts.Write && d.maxAllowedOfReadOnly(name, req) {
+		access &^= readOnlyCleared
+		opts.Write = false
+	}
 	if opts.Truncate || opts.Write {
-		if err := d.checkWritable(name, access, opts); err != nil {
+		if err := d.checkWritable(name, req, access, opts); err != nil {
 			return nil, 0, false, err
 		}
 	}
@@ -302,14 +316,35 @@ func (d *Disk) open(name string, req *smb2.CreateRequest, access uint32) (*open,
 	return o, action, truncate, nil
 }
 
+// readOnlyCleared is the access MAXIMUM_ALLOWED does not grant on a file
+// with FILE_ATTRIBUTE_READONLY ([MS-FSA] 2.1.5.1.2.1).
+const readOnlyCleared = smb2.FileWriteData | smb2.FileAppendData | smb2.FileDeleteChild
+
+// maxAllowedOfReadOnly reports whether req asks for MAXIMUM_ALLOWED but
+// for no write access of its own, and name is an existing file with
+// FILE_ATTRIBUTE_READONLY: the open is granted what it may have but the
+// writes ([MS-FSA] 2.1.5.1.2.1), not refused.
+func (d *Disk) maxAllowedOfReadOnly(name string, req *smb2.CreateRequest) bool {
+	if req.DesiredAccess&smb2.MaximumAllowed == 0 || d.mapGeneric(req.DesiredAccess&^smb2.MaximumAllowed)&(smb2.FileWriteData|smb2.FileAppendData) != 0 {
+		return false
+	}
+	fi, err := d.fs.Stat(name)
+	return err == nil && !fi.IsDir && fi.Attributes&vfs.AttrReadOnly != 0
+}
+
 // checkWritable refuses to write or truncate a file with the read-only
 // attribute ([MS-FSA] 2.1.5.1.2.1).
-func (d *Disk) checkWritable(name string, access uint32, opts vfs.OpenOptions) error {
+func (d *Disk) checkWritable(name string, req *smb2.CreateRequest, access uint32, opts vfs.OpenOptions) error {
 	fi, err := d.fs.Stat(name)
 	if err != nil || fi.IsDir {
 		return nil
 	}
 	if fi.Attributes&vfs.AttrReadOnly != 0 && (opts.Truncate || access&(smb2.FileWriteData|smb2.FileAppendData) != 0) {
+		return smb2.StatusAccessDenied
+	}
+	// An overwrite must keep FILE_ATTRIBUTE_HIDDEN and
+	// FILE_ATTRIBUTE_SYSTEM of the file it replaces ([MS-FSA] 2.1.5.1.2).
+	if keep := fi.Attributes & (vfs.AttrHidden | vfs.AttrSystem); req != nil && opts.Truncate && req.FileAttributes&keep != keep { // nil: a named stream
 		return smb2.StatusAccessDenied
 	}
 	return nil
@@ -332,13 +367,14 @@ func (d *Disk) openError(name string, err error) error {
 	return err
 }
 
-// createContexts answers the create contexts the server supports: MxAc and
-// QFid. Others are ignored, as [MS-SMB2] 3.3.5.9 allows.
-func (d *Disk) createContexts(req *smb2.CreateRequest, fi vfs.FileInfo, access uint32) []smb2.CreateContext {
+// createContexts answers the create contexts the server supports: MxAc
+// (access.go: what the file's descriptor grants) and QFid. Others are
+// ignored, as [MS-SMB2] 3.3.5.9 allows.
+func (d *Disk) createContexts(r *server.Request, req *smb2.CreateRequest, o *open, fi vfs.FileInfo) []smb2.CreateContext {
 	var out []smb2.CreateContext
 	k := req.Known()
 	if k.Present(smb2.CtxQueryMaximalAccess) {
-		mx := smb2.MxAcResponse{MaximalAccess: d.MaximalAccess(nil)}
+		mx := smb2.MxAcResponse{MaximalAccess: d.maximalAccess(r, o)}
 		out = append(out, smb2.CreateContext{Name: "MxAc", Data: mx.Append(nil)})
 	}
 	if k.Present(smb2.CtxQueryOnDiskID) {

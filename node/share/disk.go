@@ -25,7 +25,7 @@ type Disk struct {
 	fs       vfs.FS
 	readOnly bool
 	log      *slog.Logger
-	volumeID uint64 // the share's identity: SetVolumeID, else the filesystem's serial number
+	volumeID uint64      // the share's identity: SetVolumeID, else the filesystem's serial number
 	table    state.Files // share modes, delete-pending and oplocks of every open
 	locks    state.Locks // byte-range locks
 	notify   notifier    // CHANGE_NOTIFY watchers

@@ -26,6 +26,8 @@ type open struct {
 
 	allocation int64 // allocation set through this open (alloc.go); under mu
 
+	wtimes writeTimes // the file's LastWriteTime as this open's WRITEs move it (writetime.go)
+
 	written atomic.Bool // data was written through it: its close breaks the parent's leases (dirlease.go)
 	// writeThrough: a persistent open's WRITEs reach stable storage
 	// before they are answered (durable_cluster.go).
@@ -117,6 +119,9 @@ func (o *open) Close(postQuery bool) (*smb2.CloseResponse, error) {
 	del, name, renamed := o.deleteOnClose, o.name, o.renamed // SET_INFO rename changes them under mu
 	o.mu.Unlock()
 	del = del && o.deletesOnClose()
+	if !del {
+		o.closeWriteTime() // writetime.go
+	}
 	var resp *smb2.CloseResponse
 	if postQuery && !del {
 		resp = o.closeAttributes()
@@ -245,7 +250,11 @@ func (o *open) Flush(r *server.Request) error {
 	if err := o.need(smb2.FileWriteData | smb2.FileAppendData); err != nil {
 		return err
 	}
-	return o.f.Sync()
+	if err := o.f.Sync(); err != nil {
+		return err
+	}
+	o.flushWriteTime() // writetime.go: a pending LastWriteTime update is done
+	return nil
 }
 
 // nameFilter is the CHANGE_NOTIFY filter bit for adding or removing a name.

@@ -20,8 +20,9 @@ const (
 
 // The vfs reports no POSIX owner or mode, so a file without a stored
 // descriptor is described as owned by the user who opened it (access.go),
-// group gid 0, with mode 0755 (directories) or 0644 (files), write bits
-// removed for FILE_ATTRIBUTE_READONLY.
+// group gid 0, with mode 0755 (directories) or 0644 (files).
+// FILE_ATTRIBUTE_READONLY leaves the descriptor alone, as on Windows
+// (smbtorture smb2.winattr: the ACL is the same whatever the attributes).
 const (
 	defaultDirMode  = 0o755
 	defaultFileMode = 0o644
@@ -36,9 +37,6 @@ func securityDescriptor(fi vfs.FileInfo, owner fscc.SID) fscc.SecurityDescriptor
 	mode := uint32(defaultFileMode)
 	if fi.IsDir {
 		mode = defaultDirMode
-	}
-	if fi.Attributes&vfs.AttrReadOnly != 0 {
-		mode &^= 0o222
 	}
 	return fscc.DefaultSD(owner, fscc.UnixGroupSID(0), mode, fi.IsDir)
 }
@@ -89,7 +87,7 @@ func (o *open) fileSD(fi vfs.FileInfo) fscc.SecurityDescriptor {
 // each part enforced, and the parts AdditionalInformation names replace
 // those of the file's descriptor, which the backend stores. Opens made
 // after it are checked against it (access.go); this one keeps its access.
-func (o *open) setSecurity(req *smb2.SetInfoRequest) error {
+func (o *open) setSecurity(t *token, req *smb2.SetInfoRequest) error {
 	si := req.AdditionalInformation
 	if si&secOwnerGroup != 0 && o.access&smb2.WriteOwner == 0 {
 		return smb2.StatusAccessDenied
@@ -97,8 +95,8 @@ func (o *open) setSecurity(req *smb2.SetInfoRequest) error {
 	if si&fscc.DACLSecurityInformation != 0 && o.access&smb2.WriteDAC == 0 {
 		return smb2.StatusAccessDenied
 	}
-	if si&fscc.SACLSecurityInformation != 0 && o.access&smb2.AccessSystemSecurity == 0 {
-		return smb2.StatusAccessDenied
+	if si&fscc.SACLSecurityInformation != 0 && o.access&(smb2.AccessSystemSecurity|smb2.WriteDAC) != smb2.AccessSystemSecurity|smb2.WriteDAC {
+		return smb2.StatusAccessDenied // a SACL needs WRITE_DAC too, as Windows checks
 	}
 	var sd fscc.SecurityDescriptor
 	if err := sd.Decode(req.Buffer); err != nil {
@@ -116,8 +114,22 @@ func (o *open) setSecurity(req *smb2.SetInfoRequest) error {
 		return err
 	}
 	cur := o.fileSD(fi)
+	if si&fscc.OwnerSecurityInformation != 0 && !mayOwn(t, &cur, sd.Owner) {
+		return smb2.StatusInvalidOwner
+	}
 	mergeSD(&cur, &sd, si)
 	return storeSD(sf, &cur)
+}
+
+// mayOwn reports whether the user of token t may make owner the owner of
+// a file whose descriptor is cur: itself or a group of its token, or the
+// owner the file has already. Another SID would need a privilege
+// (SeRestorePrivilege, SeTakeOwnershipPrivilege) that no user has here;
+// Windows refuses a user without it with STATUS_INVALID_OWNER ([MS-DTYP]
+// 2.5.3.4.1 checks the owner against the token). smbtorture
+// smb2.acls.SDFLAGSVSCHOWN gives a file to Everyone and back.
+func mayOwn(t *token, cur *fscc.SecurityDescriptor, owner *fscc.SID) bool {
+	return t.has(*owner) || cur.Owner != nil && owner.Equal(*cur.Owner)
 }
 
 // storeSD stores sd; a backend that cannot store is not an error.
@@ -149,16 +161,37 @@ func mergeSD(cur, sd *fscc.SecurityDescriptor, si uint32) {
 	if si&fscc.DACLSecurityInformation != 0 {
 		// A DACL that is absent or not marked present is the NULL DACL
 		// (everyone has every access), which is still "present".
-		cur.DACL = sd.DACL
+		cur.DACL = mapACLGeneric(sd.DACL)
 		if sd.Control&fscc.SEDACLPresent == 0 {
 			cur.DACL = nil
 		}
-		cur.Control = cur.Control&^daclControl | sd.Control&daclControl | fscc.SEDACLPresent
+		// SE_DACL_AUTO_INHERIT_REQ asks for auto-inheritance and is never
+		// stored; SE_DACL_AUTO_INHERITED is kept only with it, as Windows
+		// keeps them (smbtorture smb2.acls.INHERITFLAGS).
+		ctl := sd.Control & daclControl &^ fscc.SEDACLAutoInheritReq
+		if sd.Control&fscc.SEDACLAutoInheritReq == 0 {
+			ctl &^= fscc.SEDACLAutoInherited
+		}
+		cur.Control = cur.Control&^daclControl | ctl | fscc.SEDACLPresent
 	}
 	if si&fscc.SACLSecurityInformation != 0 {
-		cur.SACL = sd.SACL
+		cur.SACL = mapACLGeneric(sd.SACL)
 		cur.Control = cur.Control&^saclControl | sd.Control&saclControl
 	}
+}
+
+// mapACLGeneric maps the generic rights of every ACE of acl to the file
+// rights they stand for, as Windows stores a DACL or SACL that is set
+// (the file GenericMapping, [MS-DTYP] 2.5.3.2 and 2.5.3.4.1; smbtorture
+// smb2.acls.GENERIC and CREATOR read them back mapped).
+func mapACLGeneric(acl *fscc.ACL) *fscc.ACL {
+	if acl == nil {
+		return nil
+	}
+	for i := range acl.ACEs {
+		acl.ACEs[i].Mask = mapFileGeneric(acl.ACEs[i].Mask)
+	}
+	return acl
 }
 
 // applySecD stores the descriptor of an SMB2_CREATE_SD_BUFFER create

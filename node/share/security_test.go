@@ -71,11 +71,17 @@ func TestSetSecurity(t *testing.T) {
 	d := infoDisk(t)
 	f := infoOpen(t, d, "f", false, 0)
 	fi, _ := f.f.Stat()
-	sd := securityDescriptor(fi, fscc.SID{})
+	sd := securityDescriptor(fi, f.owner)
 	set := func(o *open, si uint32, b []byte) error {
 		return o.SetInfo(&server.Request{}, &smb2.SetInfoRequest{InfoType: smb2.InfoSecurity, AdditionalInformation: si, Buffer: b})
 	}
 	wantStatus(t, set(f, 7, sd.Bytes()), 0)
+	// Another user as owner: no privilege allows it (STATUS_INVALID_OWNER,
+	// as Windows answers a user without SeRestorePrivilege); the owner
+	// the file has already may be set again.
+	other := securityDescriptor(fi, UserSID("mallory"))
+	wantStatus(t, set(f, fscc.OwnerSecurityInformation, other.Bytes()), smb2.StatusInvalidOwner)
+	wantStatus(t, set(f, fscc.OwnerSecurityInformation, sd.Bytes()), 0)
 	wantStatus(t, set(f, 7, []byte{1, 2, 3}), smb2.StatusInvalidSecurityDescr)
 	noOwner := sd.Filter(fscc.DACLSecurityInformation)
 	wantStatus(t, set(f, fscc.OwnerSecurityInformation, noOwner.Bytes()), smb2.StatusInvalidOwner)

@@ -26,7 +26,7 @@ func (o *open) SetInfo(r *server.Request, req *smb2.SetInfoRequest) error {
 		// Labels, quotas and object ids cannot be changed ([MS-FSA] 2.1.5.16).
 		return smb2.StatusNotSupported
 	case smb2.InfoSecurity:
-		return o.setSecurity(req)
+		return o.setSecurity(tokenOf(r.Session), req)
 	case smb2.InfoQuota:
 		return smb2.StatusNotSupported
 	}
@@ -143,7 +143,8 @@ func (o *open) setBasic(b []byte) error {
 		a = a&vfs.StoredAttrs&^vfs.AttrSparse | fi.Attributes&vfs.AttrSparse
 		set = &a
 	}
-	c, a, w, ch := setTime(bi.CreationTime), setTime(bi.LastAccessTime), setTime(bi.LastWriteTime), setTime(bi.ChangeTime)
+	w := o.setBasicWriteTime(bi.LastWriteTime) // writetime.go: also flushes a pending update
+	c, a, ch := setTime(bi.CreationTime), setTime(bi.LastAccessTime), setTime(bi.ChangeTime)
 	if set == nil && c.IsZero() && a.IsZero() && w.IsZero() && ch.IsZero() {
 		return nil
 	}
@@ -197,6 +198,7 @@ func (o *open) setEndOfFile(size int64) error {
 	if err := o.f.Truncate(size); err != nil {
 		return truncErr(err)
 	}
+	o.resized()                                                                // writetime.go
 	o.postModified(smb2.FileNotifyChangeSize | smb2.FileNotifyChangeLastWrite) // notify.go
 	return nil
 }
@@ -226,6 +228,7 @@ func (o *open) setAllocation(size int64) error {
 		return truncErr(err)
 	}
 	o.setAllocationHint(size) // alloc.go: what the open reports
+	o.resized()               // writetime.go
 	return nil
 }
 

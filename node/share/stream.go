@@ -89,7 +89,7 @@ func (d *Disk) createStream(r *server.Request, req *smb2.CreateRequest, pn parse
 		EndOfFile:      uint64(fi.Size),
 		FileAttributes: attrs(fi),
 	}
-	resp.Contexts = d.createContexts(req, fi, access)
+	resp.Contexts = d.createContexts(r, req, o, fi)
 	if lease != nil {
 		resp.Contexts = append(resp.Contexts, leaseContext(lease)) // lease.go
 	}
@@ -120,7 +120,7 @@ func (d *Disk) openStream(so vfs.StreamOpener, pn parsedName, req *smb2.CreateRe
 		return nil, 0, false, err
 	}
 	if opts.Truncate || opts.Write {
-		if err := d.checkWritable(pn.name, access, opts); err != nil {
+		if err := d.checkWritable(pn.name, nil, access, opts); err != nil {
 			return nil, 0, false, err
 		}
 	}

@@ -38,6 +38,7 @@ func (o *open) WriteRange(r *server.Request, req *smb2.WriteRequest) (server.Wri
 	if o.so != nil {
 		o.d.table.BreakRead(o.so.Key, o.so)
 	}
+	o.beforeWrite() // writetime.go
 	return server.WriteRange{File: o.f, Off: off, N: int(req.Length), Sync: o.writesThrough(req)}, nil
 }
 
@@ -55,6 +56,9 @@ func (o *open) writesThrough(req *smb2.WriteRequest) bool {
 // change.
 func (o *open) WriteDone(req *smb2.WriteRequest, off int64, n int) error {
 	o.setPosition(off + int64(n))
+	if n > 0 {
+		o.afterWrite() // writetime.go: the file keeps the LastWriteTime it showed
+	}
 	if !o.written.Load() { // one store per open, not per WRITE
 		o.written.Store(true)
 	}

@@ -32,9 +32,9 @@ const DefaultInterval = 30 * time.Second
 const (
 	// tick paces a share's loop: lease changes, rounds due, pending pairs.
 	tick = 250 * time.Millisecond
-	// answerBound is how long a round waits for every checker's verdict
-	// before the next round goes on while a pair still needs rounds.
-	answerBound = 2 * time.Second
+	// stuckBound is how long a round waits for a checker's verdict before
+	// the next round goes on without it.
+	stuckBound = 10 * time.Second
 	// callTimeout bounds one etcd call.
 	callTimeout = 5 * time.Second
 )
@@ -61,7 +61,8 @@ func (c *Checker) Watch(name, root string, volume uint64, changed func(View)) (s
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &shareCheck{c: c, name: name, root: root, volume: volume, changed: changed,
 		probes: map[string]*statev1.StorageProbeRecord{}, since: map[string]time.Time{}, peers: map[string]*peer{},
-		mine: map[string]*statev1.StorageVerdictRecord{}, theirs: map[string]*statev1.StorageVerdictRecord{}}
+		mine: map[string]*statev1.StorageVerdictRecord{}, theirs: map[string]*statev1.StorageVerdictRecord{},
+		live: map[string]time.Time{}}
 	s.setView(View{State: Checking, Reason: "checking the storage", ZeroCopy: true})
 	done := make(chan struct{})
 	go func() {
@@ -92,12 +93,14 @@ type shareCheck struct {
 	// and cached just before (caches that expire in seconds show then).
 	burst bool
 
-	probes map[string]*statev1.StorageProbeRecord  // the other nodes' latest rounds
-	since  map[string]time.Time                    // when each appeared
-	peers  map[string]*peer                        // what this node keeps of each
+	probes map[string]*statev1.StorageProbeRecord   // the other nodes' latest rounds
+	since  map[string]time.Time                     // when each appeared
+	live   map[string]time.Time                     // the other live nodes, since when
+	peers  map[string]*peer                         // what this node keeps of each
 	mine   map[string]*statev1.StorageVerdictRecord // this node's verdicts on them
 	theirs map[string]*statev1.StorageVerdictRecord // theirs on this node's probe
 
+	hint  string // the fix known for the share's filesystem, for a refusal
 	view  View
 	lease clientv3.LeaseID // the lease the records were put with
 }
@@ -107,6 +110,7 @@ func (s *shareCheck) log() *slog.Logger { return s.c.cfg.Log.With("share", s.nam
 // run checks the share until ctx ends, then removes the node's probe
 // files and records.
 func (s *shareCheck) run(ctx context.Context) {
+	s.hint = hint(s.root)
 	d, err := openDir(s.root)
 	if err != nil {
 		s.probeErr = err
@@ -132,7 +136,8 @@ func (s *shareCheck) follow(ctx context.Context) error {
 	gctx, cancel := context.WithTimeout(ctx, callTimeout)
 	resp, err := cli.Txn(gctx).Then(
 		clientv3.OpGet(s.probesPrefix(), clientv3.WithPrefix()),
-		clientv3.OpGet(s.verdictsPrefix(), clientv3.WithPrefix())).Commit()
+		clientv3.OpGet(s.verdictsPrefix(), clientv3.WithPrefix()),
+		clientv3.OpGet(statev1.LivePrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
 	cancel()
 	if err != nil {
 		return err
@@ -143,6 +148,18 @@ func (s *shareCheck) follow(ctx context.Context) error {
 	}
 	clear(s.probes)
 	clear(s.theirs)
+	live := map[string]bool{}
+	for _, kv := range resp.Responses[2].GetResponseRange().GetKvs() {
+		live[statev1.LastKeyPart(string(kv.Key))] = true
+	}
+	for node := range s.live {
+		if !live[node] {
+			delete(s.live, node)
+		}
+	}
+	for node := range live {
+		s.onLive(node, true)
+	}
 	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
 		s.onVerdict(ctx, string(kv.Key), kv.Value)
 	}
@@ -154,6 +171,7 @@ func (s *shareCheck) follow(ctx context.Context) error {
 	rev := resp.Header.Revision + 1
 	probes := cli.Watch(wctx, s.probesPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev))
 	verdicts := cli.Watch(wctx, s.verdictsPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev))
+	lives := cli.Watch(wctx, statev1.LivePrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	s.step(ctx)
@@ -180,6 +198,13 @@ func (s *shareCheck) follow(ctx context.Context) error {
 			for _, ev := range w.Events {
 				s.onVerdict(ctx, string(ev.Kv.Key), eventValue(ev))
 			}
+		case w, ok = <-lives:
+			if err := watchErr(w, ok); err != nil {
+				return err
+			}
+			for _, ev := range w.Events {
+				s.onLive(statev1.LastKeyPart(string(ev.Kv.Key)), ev.Type != clientv3.EventTypeDelete)
+			}
 		}
 		s.step(ctx)
 	}
@@ -199,7 +224,23 @@ func eventValue(ev *clientv3.Event) []byte {
 	return ev.Kv.Value
 }
 
-func (s *shareCheck) probesPrefix() string   { return statev1.StorageProbeKey(s.name, "") }
+// onLive records that node is live (or no longer). Every live node serves
+// every share of the cluster: until its probe shows, a node that does
+// not serve the share yet waits for it (Decide's pending pairs).
+func (s *shareCheck) onLive(node string, live bool) {
+	if node == s.self() {
+		return
+	}
+	if !live {
+		delete(s.live, node)
+		return
+	}
+	if _, ok := s.live[node]; !ok {
+		s.live[node] = time.Now()
+	}
+}
+
+func (s *shareCheck) probesPrefix() string { return statev1.StorageProbeKey(s.name, "") }
 func (s *shareCheck) verdictsPrefix() string {
 	return statev1.StorageVerdictsPrefix + strings.ToLower(s.name) + "/"
 }
@@ -239,7 +280,7 @@ func (s *shareCheck) onProbe(ctx context.Context, key string, value []byte) {
 	case rec.VolumeId != s.volume:
 		v.Ok, v.Reason = false, "the nodes key the share's files with different volume ids (their share records differ)"
 	default:
-		stale, err := p.check(s.d, rec)
+		stale, err := s.checkPeer(p, rec)
 		if err != nil && s.superseded(ctx, key, rec.Round) {
 			return // the prober went on meanwhile: its next round is checked instead
 		}
@@ -258,6 +299,18 @@ func (s *shareCheck) onProbe(ctx context.Context, key string, value []byte) {
 	}
 	s.mine[node] = v
 	s.put(ctx, statev1.StorageVerdictKey(s.name, s.self(), node), v)
+}
+
+// checkPeer checks rec through the share's probe directory as it is
+// now (opened afresh: the node's own may have been removed and made
+// again).
+func (s *shareCheck) checkPeer(p *peer, rec *statev1.StorageProbeRecord) (bool, error) {
+	d, err := openDir(s.root)
+	if err != nil {
+		return false, err
+	}
+	defer d.close()
+	return p.check(d, rec)
 }
 
 // superseded reports whether the prober's record at key is past round,
@@ -334,7 +387,9 @@ func (s *shareCheck) step(ctx context.Context) {
 	now := time.Now()
 	if lease != s.lease {
 		s.lease = lease
-		s.probe = nil // a new incarnation probes anew
+		if s.probe != nil { // the round as it stands, under the new incarnation
+			s.put(ctx, statev1.StorageProbeKey(s.name, s.self()), s.probe)
+		}
 		for node, v := range s.mine {
 			s.put(ctx, statev1.StorageVerdictKey(s.name, s.self(), node), v)
 		}
@@ -343,14 +398,25 @@ func (s *shareCheck) step(ctx context.Context) {
 	if s.pr != nil && s.probeErr == nil && s.roundDue(now) {
 		s.nextRound(ctx, now)
 	}
-	pairs := make(map[string]Pair, len(s.probes))
+	pairs := make(map[string]Pair, len(s.probes)+len(s.live))
 	for node := range s.probes {
 		pairs[node] = Pair{Mine: s.mine[node], Theirs: s.theirs[node], Since: s.since[node]}
 	}
+	for node, since := range s.live {
+		if _, ok := pairs[node]; !ok {
+			pairs[node] = Pair{Since: since}
+		}
+	}
 	v := Decide(pairs, s.view.State == Serving, s.probeErr, now)
+	if v.State == Refused && s.probeErr == nil {
+		v.Reason += s.hint
+	}
 	if v != s.view {
-		if v.State != s.view.State {
+		switch {
+		case (v.State == Serving) != (s.view.State == Serving), v.ZeroCopy != s.view.ZeroCopy:
 			s.log().Info("storage check", "state", v.State, "reason", v.Reason, "zero_copy", v.ZeroCopy)
+		case v.State != s.view.State: // refused ↔ checking as a refused node checks a new probe file
+			s.log().Debug("storage check", "state", v.State, "reason", v.Reason)
 		}
 		s.setView(v)
 		s.putView(ctx)
@@ -365,27 +431,60 @@ func (s *shareCheck) roundDue(now time.Time) bool {
 		return true
 	}
 	age := now.Sub(s.roundAt)
-	if age >= s.c.cfg.Interval {
-		return true
-	}
-	answered, more := true, s.burst
+	more := s.burst
 	for node := range s.probes {
 		t := s.theirs[node]
 		if t == nil || t.Round < s.probe.Round {
-			answered = false
-			more = true
+			// A round never overtakes a checker still reading the last
+			// one (it would see the next round's file and report the
+			// last one stale), unless the checker is stuck.
+			if age < stuckBound {
+				return false
+			}
 			continue
 		}
-		if t.Ok && t.RoundsOk < 2 {
+		if t.Ok && t.RoundsOk < RoundsToDecide {
 			more = true
 		}
 	}
-	return more && (answered || age >= answerBound)
+	return more || age >= s.c.cfg.Interval
+}
+
+// refusedBy reports whether a checker found this node's current probe
+// round wrong.
+func (s *shareCheck) refusedBy() bool {
+	for node := range s.probes {
+		if t := s.theirs[node]; t != nil && s.probe != nil && t.Round == s.probe.Round && !t.Ok {
+			return true
+		}
+	}
+	return false
 }
 
 // nextRound probes the share once more and publishes the round.
 func (s *shareCheck) nextRound(ctx context.Context, now time.Time) {
+	if s.refusedBy() {
+		// A checker's failure stands for the probe file's life: a new
+		// file is checked afresh (the failure may have come from the
+		// probe files being removed under the nodes), and refused again
+		// within its first rounds where the storage is at fault.
+		s.pr.remove()
+		s.pr = newProber(s.d, s.c.cfg.Node)
+	}
 	rec, err := s.pr.next()
+	if err != nil {
+		// The probe directory or file may have been removed under the
+		// node (by hand on the storage): start over with new ones once.
+		s.log().Warn("storage check: probing again from a new probe file", "err", err)
+		s.pr.remove()
+		s.d.close()
+		if s.d, err = openDir(s.root); err == nil {
+			s.pr = newProber(s.d, s.c.cfg.Node)
+			rec, err = s.pr.next()
+		} else {
+			s.d, s.pr = nil, nil
+		}
+	}
 	if err != nil {
 		s.probeErr = err
 		s.log().Warn("storage check: cannot probe the share through this node's mount", "err", err)

@@ -3,8 +3,10 @@ package storecheck
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,11 +57,16 @@ func (n *node) get() View {
 
 func startNode(t *testing.T, cli *clientv3.Client, share, name, root string, volume uint64) *node {
 	t.Helper()
+	return startNodeEvery(t, cli, share, name, root, volume, time.Hour)
+}
+
+func startNodeEvery(t *testing.T, cli *clientv3.Client, share, name, root string, volume uint64, interval time.Duration) *node {
+	t.Helper()
 	lease, err := cli.Grant(context.Background(), 30)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := New(Config{Client: cli, Node: name, Interval: time.Hour,
+	c := New(Config{Client: cli, Node: name, Interval: interval, Log: testLog(t),
 		Lease: func() (clientv3.LeaseID, bool) { return lease.ID, true }})
 	n := &node{name: name}
 	n.stop = c.Watch(share, root, volume, func(v View) {
@@ -131,7 +138,7 @@ func TestCoherentNodes(t *testing.T) {
 				continue
 			}
 			v := &statev1.StorageVerdictRecord{}
-			waitRecord(t, cli, statev1.StorageVerdictKey(share, checker, prober), v, func() bool { return v.Ok && v.RoundsOk >= 2 })
+			waitRecord(t, cli, statev1.StorageVerdictKey(share, checker, prober), v, func() bool { return v.Ok && v.RoundsOk >= RoundsToDecide })
 		}
 	}
 	n3.stop()
@@ -198,8 +205,8 @@ func TestSeparateStorageRefused(t *testing.T) {
 // TestDecide covers Decide's rules.
 func TestDecide(t *testing.T) {
 	now := time.Now()
-	ok2 := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: 2}
-	ok1 := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: 1}
+	ok2 := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: RoundsToDecide}
+	ok1 := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: RoundsToDecide - 1}
 	bad := &statev1.StorageVerdictRecord{Ok: false, Reason: "stale data"}
 	stale := &statev1.StorageVerdictRecord{Ok: true, RoundsOk: 3, CacheStale: true}
 	for _, tc := range []struct {
@@ -231,4 +238,83 @@ func TestDecide(t *testing.T) {
 			t.Errorf("%s: refused without a reason", tc.name)
 		}
 	}
+}
+
+// TestNewShareNotServedBeforeChecked: a share added to a running cluster
+// reaches every node at once; a node must not take itself for the only
+// one and serve before the others' probes show. Two live nodes over
+// separate storage never serve it.
+func TestNewShareNotServedBeforeChecked(t *testing.T) {
+	cli := client(t)
+	for _, n := range []string{"l1", "l2"} {
+		lease, err := cli.Grant(context.Background(), 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Put(context.Background(), statev1.NodeLiveKey(n), "", clientv3.WithLease(lease.ID)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.Revoke(context.Background(), lease.ID) })
+	}
+	n1 := startNode(t, cli, "added", "l1", t.TempDir(), 5)
+	n2 := startNode(t, cli, "added", "l2", t.TempDir(), 5)
+	waitState(t, n1, Refused)
+	waitState(t, n2, Refused)
+	for _, n := range []*node{n1, n2} {
+		n.mu.Lock()
+		if slices.Contains(n.seen, Serving) {
+			t.Errorf("%s served a share whose storage it had not checked: %v", n.name, n.seen)
+		}
+		n.mu.Unlock()
+	}
+}
+
+// TestMountType finds the type of the mount holding a path: the root's,
+// /proc's.
+func TestMountType(t *testing.T) {
+	if got := mountType("/proc/self"); got != "proc" {
+		t.Errorf("mountType(/proc/self) = %q, want proc", got)
+	}
+	if got := mountType(t.TempDir()); got == "" {
+		t.Errorf("no mount type for a temporary directory")
+	}
+	if got := unescapeMount(`/mnt/a\040b`); got != "/mnt/a b" {
+		t.Errorf("unescapeMount = %q", got)
+	}
+	if h := hints["fuse.glusterfs"]; !strings.Contains(h, "direct-io-mode=enable") {
+		t.Errorf("GlusterFS hint %q", h)
+	}
+}
+
+// TestProbeDirRemoved: the probe directory removed under running nodes
+// (by hand on the storage) is made again at the next round; the share
+// stays served.
+func TestProbeDirRemoved(t *testing.T) {
+	cli := client(t)
+	root := t.TempDir()
+	n1 := startNodeEvery(t, cli, "removed", "r1", root, 4, 100*time.Millisecond)
+	n2 := startNodeEvery(t, cli, "removed", "r2", root, 4, 100*time.Millisecond)
+	waitState(t, n1, Serving)
+	waitState(t, n2, Serving)
+	key := statev1.StorageProbeKey("removed", "r1")
+	rec := &statev1.StorageProbeRecord{}
+	waitRecord(t, cli, key, rec, func() bool { return true })
+	before := probeFile(rec.Name)
+	if err := os.RemoveAll(filepath.Join(root, statev1.StorageProbeDir)); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, cli, key, rec, func() bool { return probeFile(rec.Name) != before && rec.Round >= 3 })
+	for _, n := range []*node{n1, n2} {
+		if v := waitState(t, n, Serving); v.State != Serving {
+			t.Errorf("%s: %+v", n.name, v)
+		}
+	}
+}
+
+// testLog logs to the test's output with -v.
+func testLog(t *testing.T) *slog.Logger {
+	if !testing.Verbose() {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
 }

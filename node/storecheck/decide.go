@@ -27,6 +27,15 @@ type View struct {
 	ZeroCopy bool
 }
 
+// RoundsToDecide is how many consecutive rounds of a prober a checker
+// must see right for the pair to be coherent. Three: every other round
+// rewrites the probe file at the size it had (prober.next), and only such
+// a round read after the checker cached the one before shows a page cache
+// that another node's writes leave stale — two rounds seen from an even
+// one on (same size, nothing cached yet; then a resize, which drops the
+// cached pages) would pass on ceph-fuse with its defaults.
+const RoundsToDecide = 3
+
 // pendingBound is how long a node not yet serving a share waits for a
 // pair check that does not complete before deciding without it.
 const pendingBound = 15 * time.Second
@@ -63,7 +72,7 @@ func Decide(pairs map[string]Pair, serving bool, probeErr error, now time.Time) 
 			failed = append(failed, fmt.Sprintf("%s's writes seen through this node's mount: %s", node, p.Mine.Reason))
 		case p.Theirs != nil && !p.Theirs.Ok:
 			failed = append(failed, fmt.Sprintf("this node's writes seen through %s's mount: %s", node, p.Theirs.Reason))
-		case p.Mine != nil && p.Theirs != nil && p.Mine.RoundsOk >= 2 && p.Theirs.RoundsOk >= 2:
+		case p.Mine != nil && p.Theirs != nil && p.Mine.RoundsOk >= RoundsToDecide && p.Theirs.RoundsOk >= RoundsToDecide:
 			ok++
 		case serving:
 			ok++ // nothing wrong seen yet: a serving node goes on while it checks a newcomer

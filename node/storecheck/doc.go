@@ -18,11 +18,15 @@
 // checker) reads it back at once through its own mount — the old name
 // gone, the new one there with the prober's inode number and size, the
 // bytes through a fresh descriptor and through the one it kept from the
-// round before — and publishes what it saw (StorageVerdictRecord). Reads
+// round before — and publishes what it saw (StorageVerdictRecord). Every
+// other round keeps the file's size: a FUSE mount drops a file's cached
+// pages when it sees the size change, so only a same-size rewrite shows a
+// page cache other nodes' writes leave stale (ceph-fuse's defaults). Reads
 // through the page cache alone (sendfile, RWF_NOWAIT) are checked too: a
 // mount where only they are stale is served without them. A pair is
-// coherent once each node saw two rounds of the other right, the second
-// after the first was read and cached. A node serves the share while it
+// coherent once each node saw RoundsToDecide (three) consecutive rounds
+// of the other right, among them a same-size rewrite of bytes it had read
+// and cached. A node serves the share while it
 // is coherent with more than half of the nodes it has a decided pair with
 // (itself counted), and refuses it otherwise (View), so a node with a
 // wrong mount refuses alone while two nodes that disagree both refuse.

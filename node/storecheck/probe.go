@@ -87,8 +87,13 @@ func newProber(d *dir, node string) *prober {
 }
 
 // next runs the next round: the probe file rewritten in place with new
-// bytes and a new size, renamed, and its marker replaced. It returns the
-// round's record (the caller adds path and volume).
+// bytes, renamed, and its marker replaced. Odd rounds give it a new size,
+// even rounds keep the size it had: a FUSE mount drops a file's cached
+// pages when it sees the size change, so only a rewrite of the same size
+// shows a page cache that another node's writes do not invalidate
+// (ceph-fuse with its defaults: every such read through a kept descriptor
+// is stale, every read after a resize fresh). It returns the round's
+// record (the caller adds path and volume).
 func (p *prober) next() (*statev1.StorageProbeRecord, error) {
 	if p.fd < 0 {
 		p.sweep()
@@ -96,7 +101,13 @@ func (p *prober) next() (*statev1.StorageProbeRecord, error) {
 	round := p.round + 1
 	name := p.prefix + p.inc + "." + strconv.FormatUint(round, 10)
 	marker := name + ".marker"
-	data := probeBytes(p.size)
+	var data []byte
+	if round%2 == 0 && p.size > 0 {
+		data = make([]byte, p.size)
+		rand.Read(data)
+	} else {
+		data = probeBytes(p.size)
+	}
 	if p.fd < 0 {
 		fd, err := unix.Openat(p.d.fd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
@@ -194,7 +205,8 @@ func pwriteAll(fd int, p []byte) error {
 
 // peer is what a checker keeps of another node's probe between rounds.
 type peer struct {
-	fd       int // the probe file as opened last round; -1 when none
+	fd       int    // the probe file as opened last round; -1 when none
+	file     string // the probe file's name without its round (probeFile)
 	inode    uint64
 	round    uint64
 	roundsOK uint32
@@ -228,8 +240,13 @@ func incoherent(format string, a ...any) error {
 // the round's, another error when the check could not be made, and
 // whether reads through the page cache alone were stale.
 func (pr *peer) check(d *dir, rec *statev1.StorageProbeRecord) (cacheStale bool, err error) {
-	if rec.Inode != pr.inode {
-		pr.failed = nil // a new probe file: a new incarnation of the prober
+	file := probeFile(rec.Name)
+	if file != pr.file {
+		// A new probe file (a new incarnation of the prober, or its
+		// probe made again): inode numbers may be reused, names are not.
+		pr.failed, pr.file = nil, file
+		pr.close()
+		pr.roundsOK = 0
 	}
 	if pr.failed != nil {
 		return false, pr.failed
@@ -244,8 +261,16 @@ func (pr *peer) check(d *dir, rec *statev1.StorageProbeRecord) (cacheStale bool,
 // fail makes err, a finding of rec's round, stand (peer.failed).
 func (pr *peer) fail(rec *statev1.StorageProbeRecord, err error) {
 	if isIncoherent(err) {
-		pr.failed, pr.inode = err, rec.Inode
+		pr.failed = err
 	}
+}
+
+// probeFile is a probe file's name without its round: "NODE.INC".
+func probeFile(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		return name[:i]
+	}
+	return name
 }
 
 // read is check's reading of rec.

@@ -104,6 +104,14 @@ type FdFile interface {
 	Fd() uintptr
 }
 
+// WriteTimeSetter is implemented by files that set their last write time
+// alone without allocating: the share puts the time back after each
+// WRITE that must not move it (node/share/writetime.go), and falls back
+// to SetInfo elsewhere.
+type WriteTimeSetter interface {
+	SetWriteTime(t time.Time) error
+}
+
 // StreamFS is implemented by backends that keep alternate data streams.
 type StreamFS interface {
 	// Streams lists the named streams of name (the unnamed data stream excluded).

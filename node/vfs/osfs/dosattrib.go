@@ -3,6 +3,7 @@ package osfs
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"time"
 )
 
@@ -39,8 +40,15 @@ const (
 	dosFlagAttrs    = 1
 	dosFlagCreation = 2
 	dosFlagChange   = 4
-	dosMinSize      = 16
-	dosRecordSize   = 32
+	// The creation time, or the change time and its mtime, are in 100 ns
+	// units since 1601 (a FILETIME) rather than ns since 1970: a time
+	// past the int64 nanoseconds of 1678–2262, which SMB clients set
+	// (a 64-bit time_t, [MS-FSA] 2.1.5.14.2 keeps any time). Older
+	// readers, which ignore the flag, could not hold such a time anyway.
+	dosFlagCreationFT = 8
+	dosFlagChangeFT   = 16
+	dosMinSize        = 16
+	dosRecordSize     = 32
 )
 
 var errDOSRecord = errors.New("osfs: malformed dosattrib record")
@@ -52,24 +60,30 @@ func (d *dosAttrib) Size() int { return dosRecordSize }
 func (d *dosAttrib) Encode(b []byte) {
 	_ = b[dosRecordSize-1]
 	var flags uint8
-	var ct int64
+	var ct uint64
 	if d.HasAttrs {
 		flags |= dosFlagAttrs
 	}
 	if d.HasCreation {
 		flags |= dosFlagCreation
-		ct = d.Creation.UnixNano()
+		if !fitsUnixNano(d.Creation) {
+			flags |= dosFlagCreationFT
+		}
+		ct = encodeTime(d.Creation, flags&dosFlagCreationFT != 0)
 	}
-	var chg, chgM int64
+	var chg, chgM uint64
 	if d.HasChange {
 		flags |= dosFlagChange
-		chg, chgM = d.Change.UnixNano(), d.ChangeMtime.UnixNano()
+		if !fitsUnixNano(d.Change) || !fitsUnixNano(d.ChangeMtime) {
+			flags |= dosFlagChangeFT
+		}
+		chg, chgM = encodeTime(d.Change, flags&dosFlagChangeFT != 0), encodeTime(d.ChangeMtime, flags&dosFlagChangeFT != 0)
 	}
 	b[0], b[1], b[2], b[3] = dosVersion, flags, 0, 0
 	binary.LittleEndian.PutUint32(b[4:], d.Attrs)
-	binary.LittleEndian.PutUint64(b[8:], uint64(ct))
-	binary.LittleEndian.PutUint64(b[16:], uint64(chg))
-	binary.LittleEndian.PutUint64(b[24:], uint64(chgM))
+	binary.LittleEndian.PutUint64(b[8:], ct)
+	binary.LittleEndian.PutUint64(b[16:], chg)
+	binary.LittleEndian.PutUint64(b[24:], chgM)
 }
 
 // Decode parses a record. Longer records (a later minor extension) are
@@ -86,12 +100,42 @@ func (d *dosAttrib) Decode(msg []byte) error {
 	}
 	if flags&dosFlagCreation != 0 {
 		d.HasCreation = true
-		d.Creation = time.Unix(0, int64(binary.LittleEndian.Uint64(msg[8:])))
+		d.Creation = decodeTime(binary.LittleEndian.Uint64(msg[8:]), flags&dosFlagCreationFT != 0)
 	}
 	if flags&dosFlagChange != 0 && len(msg) >= dosRecordSize {
 		d.HasChange = true
-		d.Change = time.Unix(0, int64(binary.LittleEndian.Uint64(msg[16:])))
-		d.ChangeMtime = time.Unix(0, int64(binary.LittleEndian.Uint64(msg[24:])))
+		d.Change = decodeTime(binary.LittleEndian.Uint64(msg[16:]), flags&dosFlagChangeFT != 0)
+		d.ChangeMtime = decodeTime(binary.LittleEndian.Uint64(msg[24:]), flags&dosFlagChangeFT != 0)
 	}
 	return nil
+}
+
+// filetimeEpoch is 1601-01-01 in Unix seconds.
+const filetimeEpoch = -11644473600
+
+var minUnixNano, maxUnixNano = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
+// fitsUnixNano reports whether t's Unix nanoseconds fit an int64.
+func fitsUnixNano(t time.Time) bool {
+	return !t.Before(minUnixNano) && !t.After(maxUnixNano)
+}
+
+// encodeTime is t in ns since 1970, or as a FILETIME (100 ns units since
+// 1601; 0 before 1601).
+func encodeTime(t time.Time, ft bool) uint64 {
+	if !ft {
+		return uint64(t.UnixNano())
+	}
+	s := t.Unix() - filetimeEpoch
+	if s < 0 {
+		return 0
+	}
+	return uint64(s)*1e7 + uint64(t.Nanosecond())/100
+}
+
+func decodeTime(v uint64, ft bool) time.Time {
+	if !ft {
+		return time.Unix(0, int64(v))
+	}
+	return time.Unix(int64(v/1e7)+filetimeEpoch, int64(v%1e7)*100)
 }

@@ -216,14 +216,23 @@ func (f *file) SetInfo(creation, access, write, change time.Time, attrs *uint32)
 	return f.pathErr("setinfo", err)
 }
 
+// SetWriteTime sets the file's mtime (vfs.WriteTimeSetter): one
+// utimensat on the descriptor, nothing allocated.
+func (f *file) SetWriteTime(t time.Time) error {
+	if err := futimens(int(f.f.Fd()), time.Time{}, t); err != nil {
+		return f.pathErr("setinfo", err)
+	}
+	return nil
+}
+
 // futimens sets the times that are non-zero, leaving the others alone.
 func futimens(fd int, atime, mtime time.Time) error {
 	ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
 	if !atime.IsZero() {
-		ts[0] = unix.NsecToTimespec(atime.UnixNano())
+		ts[0] = unix.Timespec{Sec: atime.Unix(), Nsec: int64(atime.Nanosecond())}
 	}
 	if !mtime.IsZero() {
-		ts[1] = unix.NsecToTimespec(mtime.UnixNano())
+		ts[1] = unix.Timespec{Sec: mtime.Unix(), Nsec: int64(mtime.Nanosecond())} // not UnixNano: a 64-bit time_t past 2262 is kept
 	}
 	// utimensat(fd, NULL, ts, 0) is futimens(3).
 	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)

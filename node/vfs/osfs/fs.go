@@ -23,8 +23,8 @@ type FS struct {
 	// Immutable after New.
 	root     int // O_PATH|O_DIRECTORY descriptor of the share root
 	rootPath string
-	btime    bool // the filesystem reports birth times
-	inMemory bool // tmpfs or ramfs: reads never wait for a disk (nowait.go)
+	btime    bool   // the filesystem reports birth times
+	inMemory bool   // tmpfs or ramfs: reads never wait for a disk (nowait.go)
 	hidden   string // a root entry clients neither see nor reach (Hide)
 
 	noXattr   atomic.Bool // user xattrs are unsupported here

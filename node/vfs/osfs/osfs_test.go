@@ -106,6 +106,39 @@ func TestDOSAttribRoundTrip(t *testing.T) {
 			t.Errorf("16-byte record: %+v, %v", got, err)
 		}
 	}
+	// Times past int64 nanoseconds (1678–2262), which SMB clients set
+	// (smbtorture smb2.timestamps.time_t_15032385535), are kept exactly.
+	for _, ts := range []time.Time{time.Unix(15032385535, 0), time.Unix(10000000000, 100), time.Date(1601, 1, 2, 0, 0, 0, 0, time.UTC), time.Unix(1e9, 5)} {
+		rec := dosAttrib{HasCreation: true, Creation: ts, HasChange: true, Change: ts, ChangeMtime: time.Unix(2e9, 7)}
+		b := make([]byte, rec.Size())
+		rec.Encode(b)
+		var got dosAttrib
+		if err := got.Decode(b); err != nil || !got.Creation.Equal(ts) || !got.Change.Equal(ts) || !got.ChangeMtime.Equal(rec.ChangeMtime) && fitsUnixNano(ts) {
+			t.Errorf("time %v: %+v, %v", ts, got, err)
+		}
+	}
+}
+
+// TestTimesBeyond2262: SetInfo keeps a creation and a write time past
+// int64 nanoseconds, as Stat reads them back.
+func TestTimesBeyond2262(t *testing.T) {
+	fsys, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := fsys.Open("f", vfs.OpenOptions{Create: vfs.CreateIfAbsent, Read: true, Write: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ts := time.Unix(10000000000, 0) // 2286
+	if err := f.SetInfo(ts, time.Time{}, ts, time.Time{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.CreationTime.Equal(ts) || !fi.LastWriteTime.Equal(ts) {
+		t.Fatalf("creation %v, write %v (%v), want %v", fi.CreationTime, fi.LastWriteTime, err, ts)
+	}
 }
 
 func FuzzDOSAttrib(f *testing.F) {

@@ -552,6 +552,9 @@ func (s *streamFile) SetInfo(creation, access, write, change time.Time, attrs *u
 	return s.base.SetInfo(creation, access, write, change, attrs)
 }
 
+// SetWriteTime sets the mtime of the file holding the stream.
+func (s *streamFile) SetWriteTime(t time.Time) error { return s.base.SetWriteTime(t) }
+
 // Security returns the file's stored descriptor.
 func (s *streamFile) Security() ([]byte, error) { return s.base.Security() }
 
