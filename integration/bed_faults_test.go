@@ -564,9 +564,8 @@ func TestBedFaultEtcdLeaderKilled(t *testing.T) {
 		return b.EtcdMemberHealthy(t, leader)
 	})
 	load.waitRounds(t, 30, "the load running after the member rejoined")
-	long := load.finish(t, fmt.Sprintf("etcd leader %s killed (new leader in %v), restarted after %v",
+	load.finish(t, fmt.Sprintf("etcd leader %s killed (new leader in %v), restarted after %v",
 		b.EtcdHosts[leader].Name, elected.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond)))
-	_ = long
 	noFence(t, b, before)
 }
 
