@@ -407,7 +407,7 @@ func (b *Bed) startEtcd(t testing.TB) {
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
-			"--initial-cluster-token", b.name("etcd"), "--log-level", "warn", "--logger", "zap"))
+			"--initial-cluster-token", b.name("etcd"), "--pre-vote", "--log-level", "warn", "--logger", "zap"))
 	}
 	WaitFor(t, StartDeadline, "the bed's etcd answering", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

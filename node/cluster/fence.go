@@ -194,20 +194,21 @@ func (k *leaseKeeper) fenceAtDeadline(ctx context.Context) {
 	}
 }
 
-// keepAlive renews the lease every third of the TTL (sooner after a
+// keepAlive renews the lease every sixth of the TTL (sooner after a
 // failure) and moves the deadline on from each answered keep-alive's
 // send time.
 func (k *leaseKeeper) keepAlive(ctx context.Context) {
 	failing := false
 	for {
-		sent := time.Now()
-		cctx, cancel := context.WithTimeout(ctx, callTimeout(k.ttl))
-		granted, err := k.renew(cctx)
-		cancel()
+		sent, granted, err := k.renewHedged(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		next := sent.Add(k.ttl / 3)
+		// A keep-alive every sixth of the TTL: after the last answered
+		// one, the etcd leader may be lost (killed, partitioned) and a new
+		// one elected — etcd's default election timeout is 1 s, randomised
+		// up to 2 s — before the deadline, TTL - margin after that send.
+		next := sent.Add(k.ttl / 6)
 		switch {
 		case err == nil:
 			k.f.extend(sent.Add(min(granted, k.ttl) - leaseMargin(k.ttl)))
@@ -236,6 +237,60 @@ func (k *leaseKeeper) keepAlive(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// maxHedged bounds the keep-alives one renewal has in flight.
+const maxHedged = 3
+
+// renewHedged renews the lease once: a keep-alive, and another every
+// tenth of the TTL while none has been answered (at most maxHedged, each
+// bounded by callTimeout), the first answer winning. The etcd client
+// spreads calls over the members, so a keep-alive stuck on a member that
+// cannot reach the leader (partitioned, or waiting for an election to
+// end) does not hold the renewal for its whole timeout: the next one
+// goes to another member, or reaches the new leader as soon as there is
+// one. It returns the send time of the keep-alive answered (the lease's
+// deadline counts from it), or the last error when none was.
+func (k *leaseKeeper) renewHedged(ctx context.Context) (time.Time, time.Duration, error) {
+	type result struct {
+		sent    time.Time
+		granted time.Duration
+		err     error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan result, maxHedged)
+	launch := func() {
+		sent := time.Now()
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, callTimeout(k.ttl))
+			granted, err := k.renew(cctx)
+			cancel()
+			results <- result{sent, granted, err}
+		}()
+	}
+	launch()
+	launched, inflight := 1, 1
+	hedge := time.NewTicker(max(k.ttl/10, 10*time.Millisecond))
+	defer hedge.Stop()
+	var last result
+	for inflight > 0 {
+		select {
+		case r := <-results:
+			inflight--
+			if r.err == nil || errors.Is(r.err, rpctypes.ErrLeaseNotFound) {
+				return r.sent, r.granted, r.err
+			}
+			last = r
+		case <-hedge.C:
+			if launched < maxHedged {
+				launch()
+				launched++
+				inflight++
+			}
+		}
+	}
+	return last.sent, last.granted, last.err
 }
 
 func (k *leaseKeeper) alive() bool {

@@ -22,6 +22,7 @@ type fakeEtcd struct {
 	stopped  bool
 	lost     bool
 	sent     []time.Time
+	answered []time.Time // the send times of the keep-alives answered
 	timeouts []time.Duration
 }
 
@@ -48,6 +49,9 @@ func (e *fakeEtcd) renew(ttl time.Duration) func(context.Context) (time.Duration
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		case <-t.C:
+			e.mu.Lock()
+			e.answered = append(e.answered, now)
+			e.mu.Unlock()
 			return ttl, nil
 		}
 	}
@@ -57,6 +61,12 @@ func (e *fakeEtcd) set(f func(*fakeEtcd)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f(e)
+}
+
+func (e *fakeEtcd) lastAnswered() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.answered[len(e.answered)-1]
 }
 
 func (e *fakeEtcd) lastSent() time.Time {
@@ -93,15 +103,16 @@ func TestLeaseDeadlineCountsFromSend(t *testing.T) {
 		if !f.Valid() || f.Err() != nil {
 			t.Fatalf("fenced while etcd answers: %v", f.Err())
 		}
-		// The answer to the keep-alive sent last is still on its way.
-		sent := etcd.lastSent()
-		if want := sent.Add(-ttl / 3).Add(ttl - margin); !f.Deadline().Equal(want) {
-			t.Errorf("deadline %v after the last answered send, want %v", f.Deadline().Sub(sent.Add(-ttl/3)), ttl-margin)
+		// Keep-alives are hedged (renewHedged): the deadline counts from
+		// the send of the one answered last.
+		if a := etcd.lastAnswered(); !f.Deadline().Equal(a.Add(ttl - margin)) {
+			t.Errorf("deadline %v after the last answered send, want %v", f.Deadline().Sub(a), ttl-margin)
 		}
 
 		etcd.set(func(e *fakeEtcd) { e.stopped = true })
 		time.Sleep(time.Second) // the pending answer still arrives
 		synctest.Wait()
+		sent := etcd.lastAnswered()
 		deadline := f.Deadline()
 		if want := sent.Add(ttl - margin); !deadline.Equal(want) {
 			t.Fatalf("deadline %v, want %v (send time of the last answered keep-alive + TTL - margin)", deadline, want)

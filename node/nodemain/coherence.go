@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/cluster"
 	"github.com/smbcluster/smbcluster/node/handoff"
@@ -21,7 +22,9 @@ import (
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 )
 
 // coherence is where the node's shares find per-file state: its own
@@ -78,7 +81,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	shards := cluster.NewShardMap(cli, cfg.Name, l.Addr().String(), log)
 	// Mutual TLS under a CA derived from the cluster secret (peer/tls.go).
 	router := peer.New(shards, table, locks, func(addr string) (*grpc.ClientConn, error) {
-		return grpc.NewClient(addr, append(peerDialOptions(m), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))...)
+		return grpc.NewClient(addr, append(append(peerDialOptions(m), peerLiveness...), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))...)
 	}, log)
 	if m != nil {
 		router.Observe(m.Peer) // Admit, Call and Wait over the exchange
@@ -91,13 +94,13 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	shards.Recover = router.Recover
 	shards.NodeUp = router.NodeUp
 	router.SetDurableRecords(durableRecords{cli: cli, self: cfg.Name, epoch: shards.Epoch, log: log}) // durable.go
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)),
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)), peerPings,
 		grpc.ChainUnaryInterceptor(peer.RecoverUnary(log)), grpc.ChainStreamInterceptor(peer.RecoverStream(log)))
 	peerv1.RegisterPeerServiceServer(srv, router.Service())
 	// A channel bound through this node to another node's session is
 	// handed to that node (node/handoff).
 	sessions := handoff.New(cfg.Name, shards.Peers, func(addr string) (*grpc.ClientConn, error) {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
+		return grpc.NewClient(addr, append(peerLiveness, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))...)
 	}, log)
 	peerv1.RegisterSessionServiceServer(srv, sessions.Service())
 	shards.NodeGone = func(node string, keep uint64) {
@@ -277,3 +280,22 @@ func clusterServerGUID(secret []byte) [16]byte {
 	copy(g[:], h[:])
 	return g
 }
+
+// peerLiveness is how a node's connections to its peers find out that a
+// peer cannot be reached (a network partition: packets dropped, no reset)
+// and come back after: a keep-alive ping after 10 s without traffic (the
+// least grpc-go allows), answered within 3 s or the connection is closed
+// and the calls on it fail (peer.Router routes them again); a connection
+// attempt gives up after 3 s, and is tried again at most 2 s apart, so
+// that a healed network is used within seconds. A request that needs an
+// unreachable peer is answered within the router's own bound (node/peer
+// callTimeout), whichever of these comes first.
+var peerLiveness = []grpc.DialOption{
+	grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 3 * time.Second, PermitWithoutStream: true}),
+	grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 3 * time.Second,
+		Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}}),
+}
+
+// peerPings lets the peers' keep-alive pings (peerLiveness) through: by
+// default a server ends a connection pinged more often than every 5 min.
+var peerPings = grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true})

@@ -378,7 +378,16 @@ func (r *Router) closeDelegated(o *state.Open) bool {
 		wait := r.converting[o.Ref]
 		r.mu.Unlock()
 		if wait != nil {
-			<-wait
+			// The return may go on for a while when the owner cannot be
+			// reached (returnAt tries again): the close waits for it at
+			// most callTimeout, then goes to the owner as any close
+			// (bounded by callTimeout too).
+			t := time.NewTimer(callTimeout)
+			defer t.Stop()
+			select {
+			case <-wait:
+			case <-t.C:
+			}
 		}
 		return false
 	}

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -43,14 +44,38 @@ func (r *Router) Admit(ctx context.Context, o *state.Open, req state.Request, on
 }
 
 func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, onWait func()) (state.Grant, error) {
+	// The request's context has no deadline: an Admit may wait as long
+	// as the owner waits for a break. But an owner that does not answer
+	// at all (it cannot be reached: a partition, a stopped process whose
+	// lease still holds) must not hold the client's request: without an
+	// answer within callTimeout — the result, or word that the owner
+	// waits for a break — the open fails with ErrPeerUnreachable. A
+	// stream that breaks during such a wait counts again from then.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(callTimeout, func() { cancel(ErrPeerUnreachable) })
+	defer timer.Stop()
+	waiting := false
+	wait := func() {
+		timer.Stop()
+		waiting = true
+		if onWait != nil {
+			onWait()
+			onWait = nil
+		}
+	}
 	for {
 		changed := r.routes.Changed()
 		t, err := r.at(ctx, o.Key)
 		if err != nil {
 			r.log.Warn("admitting an open", "file", keyString(o.Key), "err", err)
+			if context.Cause(ctx) == ErrPeerUnreachable {
+				return state.Grant{}, ErrPeerUnreachable
+			}
 			return state.Grant{}, err
 		}
 		if t.local {
+			timer.Stop()
 			r.stats.Local.Add(1)
 			g, err := r.admitTable(ctx, o, req, r.routes.Self(), onWait)
 			if err == nil && cachesReads(g) {
@@ -63,7 +88,7 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 		}
 		id := r.askDeleg(o, req)
 		r.stats.call(peerv1.Op_OP_UNSPECIFIED)
-		ev, err := r.admitAt(ctx, t, o, req, id, onWait)
+		ev, err := r.admitAt(ctx, t, o, req, id, wait)
 		r.delegAnswered(id, o, t, ev, err)
 		if err == nil {
 			if ev.LocksPresent {
@@ -83,11 +108,20 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 		}
 		if !moved(err) || ctx.Err() != nil {
 			r.log.Warn("admitting an open at its owner", "file", keyString(o.Key), "err", err)
-			r.forget(o, t)
+			// The answer is the client's now; the owner is told to
+			// forget the open in the background (bounded by callTimeout).
+			go r.forget(o, t)
+			if context.Cause(ctx) == ErrPeerUnreachable {
+				return state.Grant{}, ErrPeerUnreachable
+			}
 			if ctx.Err() != nil {
 				return state.Grant{}, ctx.Err()
 			}
 			return state.Grant{}, err
+		}
+		if waiting { // the owner was waiting, and its stream broke
+			waiting = false
+			timer.Reset(callTimeout)
 		}
 		r.waitRoutes(ctx, changed)
 	}

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,12 @@ const (
 	deliverTimeout = 2 * time.Second
 	routeWait      = 500 * time.Millisecond
 )
+
+// ErrPeerUnreachable is returned when the owner of a file's shard did
+// not answer an open within callTimeout: it cannot be reached (a network
+// partition between the nodes; its lease, kept through etcd, still
+// holds). It is a deadline error (STATUS_IO_TIMEOUT to the client).
+var ErrPeerUnreachable = fmt.Errorf("peer: the file's owner did not answer within %v: %w", callTimeout, context.DeadlineExceeded)
 
 // ErrNoOwner is returned when a file's shard has no owner within the
 // wait (its owner died and no node has taken it over yet).

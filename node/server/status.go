@@ -33,6 +33,10 @@ func statusOf(err error) smb2.Status {
 		return smb2.StatusAccessDenied
 	case errors.Is(err, context.Canceled):
 		return smb2.StatusCancelled
+	case errors.Is(err, context.DeadlineExceeded):
+		// Another node did not answer in time (node/peer callTimeout:
+		// a partition between the nodes).
+		return smb2.StatusIOTimeout
 	case errors.Is(err, fs.ErrClosed):
 		return smb2.StatusFileClosed
 	}

@@ -314,13 +314,27 @@ func (s *shareCheck) checkPeer(p *peer, rec *statev1.StorageProbeRecord) (bool, 
 }
 
 // superseded reports whether the prober's record at key is past round,
-// or gone.
+// or gone — or cannot be read: a finding stands only once the round is
+// known to be the prober's current one. A watch that delivers rounds
+// late (its etcd member cut off from the others: a partition) shows a
+// round whose files the prober has already renamed and deleted; read
+// then, they are missing, which says nothing of the storage. The read is
+// tried on up to three members (the client spreads calls over them);
+// if none answers, the round is left unjudged and the next one checked.
 func (s *shareCheck) superseded(ctx context.Context, key string, round uint64) bool {
-	gctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	resp, err := s.c.cfg.Client.Get(gctx, key)
+	var resp *clientv3.GetResponse
+	var err error
+	for range 3 {
+		gctx, cancel := context.WithTimeout(ctx, callTimeout)
+		resp, err = s.c.cfg.Client.Get(gctx, key)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
-		return false
+		s.log().Warn("storage check: a round's finding left unjudged, its record cannot be read", "key", key, "round", round, "err", err)
+		return true
 	}
 	if len(resp.Kvs) == 0 {
 		return true
