@@ -68,6 +68,16 @@ func (d *Disk) create(r *server.Request, req *smb2.CreateRequest) (_ server.Hand
 				o.release()
 			}
 			o.f.Close()
+			if action == smb2.FileCreated && !admitted {
+				// A CREATE refused before its open was admitted (a lease
+				// key in use on another file, [MS-SMB2] 3.3.5.9.8, a share
+				// mode, an access check) leaves no file or directory
+				// behind, as on a server that checks before it creates:
+				// else a later CREATE of the name finds it (smbtorture
+				// smb2.lease.request run twice on one share: the
+				// directory its refused CREATE made).
+				d.fs.Remove(pn.name)
+			}
 		}
 	}()
 	fi, err := o.f.Stat()
