@@ -15,6 +15,7 @@ var errCodes = []struct {
 	{state.ErrSharingViolation, peerv1.Error_ERROR_SHARING_VIOLATION},
 	{state.ErrDeletePending, peerv1.Error_ERROR_DELETE_PENDING},
 	{state.ErrLeaseKeyInUse, peerv1.Error_ERROR_LEASE_KEY_IN_USE},
+	{state.ErrDuplicateCreate, peerv1.Error_ERROR_DUPLICATE_CREATE},
 	{state.ErrNoLease, peerv1.Error_ERROR_NO_LEASE},
 	{state.ErrNotBreaking, peerv1.Error_ERROR_NOT_BREAKING},
 	{state.ErrAckNotAccepted, peerv1.Error_ERROR_ACK_NOT_ACCEPTED},
@@ -150,5 +151,18 @@ func locksOf(ls []*peerv1.Lock) []state.Lock {
 }
 
 func openDesc(o *state.Open, ref *peerv1.OpenRef) *peerv1.OpenDesc {
-	return &peerv1.OpenDesc{Ref: ref, Key: keyPB(o.Key), Name: o.Name, Stream: o.Stream, Access: o.Access, ShareAccess: o.ShareAccess}
+	d := &peerv1.OpenDesc{Ref: ref, Key: keyPB(o.Key), Name: o.Name, Stream: o.Stream, Access: o.Access, ShareAccess: o.ShareAccess}
+	if o.Create != (state.CreateID{}) {
+		d.CreateId = append(append([]byte(nil), o.Create.Client[:]...), o.Create.Create[:]...)
+	}
+	return d
+}
+
+// createIDOf is an OpenDesc's create_id.
+func createIDOf(b []byte) (c state.CreateID) {
+	if len(b) == 32 {
+		copy(c.Client[:], b[:16])
+		copy(c.Create[:], b[16:])
+	}
+	return c
 }

@@ -101,7 +101,7 @@ type grant struct {
 // (or earn one).
 func plainOpen(o *state.Open, req state.Request) bool {
 	return req.Oplock == state.OplockNone && req.Lease == nil && !req.Overwrite && !req.NoCaching &&
-		!req.Directory && o.Stream == "" && state.Delegable(o.Access, o.ShareAccess)
+		!req.Directory && o.Stream == "" && o.Create == (state.CreateID{}) && state.Delegable(o.Access, o.ShareAccess)
 }
 
 // admitDelegated admits o under this node's delegation of its file, when

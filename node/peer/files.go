@@ -132,7 +132,7 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 func (r *Router) admitAt(ctx context.Context, t target, o *state.Open, req state.Request, deleg uint64, onWait func()) (*peerv1.AdmitEvent, error) {
 	return t.mx.admit(ctx, &peerv1.AdmitRequest{
 		Route: t.route, Open: openDesc(o, r.ref(o)), Oplock: uint32(req.Oplock), Lease: leaseReqPB(req.Lease),
-		Overwrite: req.Overwrite, NoCaching: req.NoCaching, Directory: req.Directory, Delegation: deleg,
+		Overwrite: req.Overwrite, NoCaching: req.NoCaching, Directory: req.Directory, Delegation: deleg, Replay: req.Replay,
 	}, onWait)
 }
 

@@ -95,7 +95,7 @@ func (r *Router) proxy(d *peerv1.OpenDesc) (o *state.Open, existed bool, err err
 	}
 	o = &state.Open{
 		Key: keyOf(d.Key), Name: d.Name, Stream: d.Stream, Access: d.Access, ShareAccess: d.ShareAccess,
-		Breaker: remoteBreaker{r, ref},
+		Breaker: remoteBreaker{r, ref}, Create: createIDOf(d.CreateId), Origin: ref.Node,
 	}
 	r.proxies[k] = o
 	r.proxyRef[o] = k
@@ -210,7 +210,7 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 	ctx := stream.Context()
 	g, err := r.admitTable(ctx, o, state.Request{
 		Oplock: uint8(req.Oplock), Lease: leaseReqOf(req.Lease), Overwrite: req.Overwrite,
-		NoCaching: req.NoCaching, Directory: req.Directory,
+		NoCaching: req.NoCaching, Directory: req.Directory, Replay: req.Replay,
 	}, req.Open.Ref.Node, func() { stream.Send(&peerv1.AdmitEvent{Waiting: true}) })
 	if err != nil {
 		r.unproxy(o)
@@ -245,7 +245,7 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 func delegable(req *peerv1.AdmitRequest) bool {
 	d := req.GetOpen()
 	return req.Oplock == uint32(state.OplockNone) && req.Lease == nil && !req.Overwrite && !req.NoCaching &&
-		!req.Directory && d.GetStream() == "" && state.Delegable(d.GetAccess(), d.GetShareAccess())
+		!req.Directory && d.GetStream() == "" && len(d.GetCreateId()) == 0 && state.Delegable(d.GetAccess(), d.GetShareAccess())
 }
 
 // Call implements peerv1.PeerServiceServer.

@@ -68,6 +68,16 @@ func (d *Disk) create(r *server.Request, req *smb2.CreateRequest) (_ server.Hand
 				o.release()
 			}
 			o.f.Close()
+			if action == smb2.FileCreated && !admitted {
+				// A CREATE refused before its open was admitted (a lease
+				// key in use on another file, [MS-SMB2] 3.3.5.9.8, a share
+				// mode, an access check) leaves no file or directory
+				// behind, as on a server that checks before it creates:
+				// else a later CREATE of the name finds it (smbtorture
+				// smb2.lease.request run twice on one share: the
+				// directory its refused CREATE made).
+				d.fs.Remove(pn.name)
+			}
 		}
 	}()
 	fi, err := o.f.Stat()
@@ -228,6 +238,12 @@ func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.Crea
 			req.CreateDisposition == smb2.FileSupersede,
 	}
 	sreq.Lease, _ = leaseRequest(r, req)
+	if k := req.Known(); k.Valid(smb2.CtxDurableRequestV2) && r.Session != nil {
+		// The owner refuses a CreateGuid another node's open of the file
+		// has (state.ErrDuplicateCreate).
+		o.so.Create = state.CreateID{Client: r.Session.ClientGUID, Create: k.DurableV2.CreateGUID}
+		sreq.Replay = r.Header.Flags&smb2.FlagReplayOperation != 0
+	}
 	sreq.NoCaching = o.isDir && !r.DirectoryLeasing()
 	sreq.Directory = o.isDir
 	if req.RequestedOplockLevel == smb2.OplockLevelLease || o.isDir {
@@ -241,6 +257,8 @@ func (d *Disk) admit(r *server.Request, o *open, fi vfs.FileInfo, req *smb2.Crea
 		return 0, nil, smb2.StatusDeletePending
 	case errors.Is(err, state.ErrLeaseKeyInUse):
 		return 0, nil, smb2.StatusInvalidParameter
+	case errors.Is(err, state.ErrDuplicateCreate):
+		return 0, nil, smb2.StatusDuplicateObjectid
 	case err != nil:
 		return 0, nil, err
 	case g.Lease != nil:

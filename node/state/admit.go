@@ -9,6 +9,7 @@ type Request struct {
 	Overwrite bool          // FILE_SUPERSEDE, FILE_OVERWRITE or FILE_OVERWRITE_IF
 	NoCaching bool          // grant nothing (a directory), but still check the lease key
 	Directory bool          // the open is of a directory: a lease on it never caches writes
+	Replay    bool          // the CREATE has SMB2_FLAGS_REPLAY_OPERATION: Open.Create is not checked
 }
 
 // Grant is the oplock or lease an admitted open got.
@@ -61,6 +62,23 @@ func (t *Table) tryAdmit(o *Open, req Request, first bool) (<-chan struct{}, []*
 	}
 	if f.deletePending || o.Stream != "" && f.streamPending[o.Stream] {
 		return nil, nil, Grant{}, ErrDeletePending
+	}
+	if o.Create != (CreateID{}) && !req.Replay {
+		// [MS-SMB2] 3.3.5.9.10 looks the CreateGuid up among all of the
+		// client's opens. A node checks its own (node/server/replay.go,
+		// with Open.IsReplayEligible); across nodes the check is made
+		// here, at the file's owner, which every CREATE of the file
+		// already asks: no etcd read or extra call on the CREATE's path.
+		// It covers a CreateGuid reused for the same file (a CREATE sent
+		// again without the replay flag, on another node), not one reused
+		// for another file, and it counts another node's open while it is
+		// open (the owner does not see when it stops being eligible for
+		// replay).
+		for _, e := range f.opens {
+			if e != o && e.Create == o.Create && e.Origin != o.Origin {
+				return nil, nil, Grant{}, ErrDuplicateCreate
+			}
+		}
 	}
 	var own *holder
 	if req.Lease != nil {

@@ -43,9 +43,14 @@ var (
 	ErrSharingViolation = errors.New("state: sharing violation")
 	ErrDeletePending    = errors.New("state: delete pending")
 	ErrLeaseKeyInUse    = errors.New("state: lease key in use on another file")
-	ErrNoLease          = errors.New("state: no such lease")
-	ErrNotBreaking      = errors.New("state: no lease break pending")
-	ErrAckNotAccepted   = errors.New("state: acknowledged lease state not a subset of the break")
+	// ErrDuplicateCreate refuses an open whose CREATE names, with a DH2Q
+	// and without SMB2_FLAGS_REPLAY_OPERATION, the ClientGuid and
+	// CreateGuid of an open of the file held by another node
+	// (STATUS_DUPLICATE_OBJECTID, [MS-SMB2] 3.3.5.9.10).
+	ErrDuplicateCreate = errors.New("state: CreateGuid in use by an open on another node")
+	ErrNoLease         = errors.New("state: no such lease")
+	ErrNotBreaking     = errors.New("state: no lease break pending")
+	ErrAckNotAccepted  = errors.New("state: acknowledged lease state not a subset of the break")
 )
 
 // Open is one open's entry in the table.
@@ -59,9 +64,19 @@ type Open struct {
 	// Ref names the open to the other nodes of a cluster (node/peer sets
 	// it when it admits the open; zero on a single node).
 	Ref uint64
+	// Create names the CREATE that made the open when it carried a DH2Q
+	// (its client's ClientGuid and the CreateGuid), zero otherwise; Origin
+	// is the node that holds the open, "" for the table's own node's
+	// (node/peer sets it for another node's). See ErrDuplicateCreate.
+	Create CreateID
+	Origin string
 
 	h *holder // guarded by the table's mutex: the open's oplock or lease, nil if none
 }
+
+// CreateID names a CREATE with a DH2Q: the client's ClientGuid and the
+// CreateGuid ([MS-SMB2] 3.3.5.9.10).
+type CreateID struct{ Client, Create [16]byte }
 
 // Oplock returns the open's current oplock level (none for a lease).
 func (t *Table) Oplock(o *Open) uint8 {

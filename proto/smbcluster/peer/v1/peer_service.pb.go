@@ -48,6 +48,7 @@ const (
 	Error_ERROR_INVALID_RANGE     Error = 10
 	Error_ERROR_CANCELLED         Error = 11
 	Error_ERROR_OTHER             Error = 12
+	Error_ERROR_DUPLICATE_CREATE  Error = 13
 )
 
 // Enum value maps for Error.
@@ -66,6 +67,7 @@ var (
 		10: "ERROR_INVALID_RANGE",
 		11: "ERROR_CANCELLED",
 		12: "ERROR_OTHER",
+		13: "ERROR_DUPLICATE_CREATE",
 	}
 	Error_value = map[string]int32{
 		"ERROR_UNSPECIFIED":       0,
@@ -81,6 +83,7 @@ var (
 		"ERROR_INVALID_RANGE":     10,
 		"ERROR_CANCELLED":         11,
 		"ERROR_OTHER":             12,
+		"ERROR_DUPLICATE_CREATE":  13,
 	}
 )
 
@@ -625,13 +628,16 @@ func (x *Caching) GetBreaking() bool {
 }
 
 type OpenDesc struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *OpenRef               `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	Key           *FileKey               `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	Stream        string                 `protobuf:"bytes,4,opt,name=stream,proto3" json:"stream,omitempty"`
-	Access        uint32                 `protobuf:"varint,5,opt,name=access,proto3" json:"access,omitempty"`
-	ShareAccess   uint32                 `protobuf:"varint,6,opt,name=share_access,json=shareAccess,proto3" json:"share_access,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Ref         *OpenRef               `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Key         *FileKey               `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Name        string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Stream      string                 `protobuf:"bytes,4,opt,name=stream,proto3" json:"stream,omitempty"`
+	Access      uint32                 `protobuf:"varint,5,opt,name=access,proto3" json:"access,omitempty"`
+	ShareAccess uint32                 `protobuf:"varint,6,opt,name=share_access,json=shareAccess,proto3" json:"share_access,omitempty"`
+	// create_id, for an open whose CREATE carried a DH2Q, is its client's
+	// ClientGuid and the CreateGuid (32 bytes; state.Open.Create).
+	CreateId      []byte `protobuf:"bytes,7,opt,name=create_id,json=createId,proto3" json:"create_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -708,6 +714,13 @@ func (x *OpenDesc) GetShareAccess() uint32 {
 	return 0
 }
 
+func (x *OpenDesc) GetCreateId() []byte {
+	if x != nil {
+		return x.CreateId
+	}
+	return nil
+}
+
 type AdmitRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Route     *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
@@ -720,7 +733,9 @@ type AdmitRequest struct {
 	// delegation, when not zero, is the id of an admission delegation the
 	// holder would take with this open (node/peer/deleg.go): the owner may
 	// grant it when the open is plain and nothing on the file conflicts.
-	Delegation    uint64 `protobuf:"varint,8,opt,name=delegation,proto3" json:"delegation,omitempty"`
+	Delegation uint64 `protobuf:"varint,8,opt,name=delegation,proto3" json:"delegation,omitempty"`
+	// replay: the CREATE has SMB2_FLAGS_REPLAY_OPERATION (state.Request.Replay).
+	Replay        bool `protobuf:"varint,9,opt,name=replay,proto3" json:"replay,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -809,6 +824,13 @@ func (x *AdmitRequest) GetDelegation() uint64 {
 		return x.Delegation
 	}
 	return 0
+}
+
+func (x *AdmitRequest) GetReplay() bool {
+	if x != nil {
+		return x.Replay
+	}
+	return false
 }
 
 type AdmitEvent struct {
@@ -2714,14 +2736,15 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"parent_key\x18\a \x01(\fR\tparentKey\x12\x1d\n" +
 	"\n" +
 	"has_parent\x18\b \x01(\bR\thasParent\x12\x1a\n" +
-	"\bbreaking\x18\t \x01(\bR\bbreaking\"\xcf\x01\n" +
+	"\bbreaking\x18\t \x01(\bR\bbreaking\"\xec\x01\n" +
 	"\bOpenDesc\x12-\n" +
 	"\x03ref\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x03ref\x12-\n" +
 	"\x03key\x18\x02 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\x03key\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
 	"\x06stream\x18\x04 \x01(\tR\x06stream\x12\x16\n" +
 	"\x06access\x18\x05 \x01(\rR\x06access\x12!\n" +
-	"\fshare_access\x18\x06 \x01(\rR\vshareAccess\"\xbc\x02\n" +
+	"\fshare_access\x18\x06 \x01(\rR\vshareAccess\x12\x1b\n" +
+	"\tcreate_id\x18\a \x01(\fR\bcreateId\"\xd4\x02\n" +
 	"\fAdmitRequest\x12/\n" +
 	"\x05route\x18\x01 \x01(\v2\x19.smbcluster.peer.v1.RouteR\x05route\x120\n" +
 	"\x04open\x18\x02 \x01(\v2\x1c.smbcluster.peer.v1.OpenDescR\x04open\x12\x16\n" +
@@ -2733,7 +2756,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\tdirectory\x18\a \x01(\bR\tdirectory\x12\x1e\n" +
 	"\n" +
 	"delegation\x18\b \x01(\x04R\n" +
-	"delegation\"\xf5\x02\n" +
+	"delegation\x12\x16\n" +
+	"\x06replay\x18\t \x01(\bR\x06replay\"\xf5\x02\n" +
 	"\n" +
 	"AdmitEvent\x12\x18\n" +
 	"\awaiting\x18\x01 \x01(\bR\awaiting\x12/\n" +
@@ -2898,7 +2922,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x05share\x18\x02 \x01(\tR\x05share\x12\x12\n" +
 	"\x04user\x18\x03 \x01(\tR\x04user\"2\n" +
 	"\x18CloseAppInstanceResponse\x12\x16\n" +
-	"\x06closed\x18\x01 \x01(\rR\x06closed*\xc9\x02\n" +
+	"\x06closed\x18\x01 \x01(\rR\x06closed*\xe5\x02\n" +
 	"\x05Error\x12\x15\n" +
 	"\x11ERROR_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ERROR_SHARING_VIOLATION\x10\x01\x12\x18\n" +
@@ -2913,7 +2937,8 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x13ERROR_INVALID_RANGE\x10\n" +
 	"\x12\x13\n" +
 	"\x0fERROR_CANCELLED\x10\v\x12\x0f\n" +
-	"\vERROR_OTHER\x10\f*\xeb\x04\n" +
+	"\vERROR_OTHER\x10\f\x12\x1a\n" +
+	"\x16ERROR_DUPLICATE_CREATE\x10\r*\xeb\x04\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tOP_REMOVE\x10\x01\x12\v\n" +
