@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,9 @@ func TestBedDurableFailover(t *testing.T) {
 		{"Stop", failoverStop, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if !slices.Contains(bedBackends, "glusterfs") {
+				t.Skip("SMBCLUSTER_BED_BACKENDS does not name glusterfs")
+			}
 			b := bedFor(t, "glusterfs", false)
 			b.MustSMBCtl(t, "user", "add", "kim", "--password", "Kim-Pass-1")
 			t.Cleanup(func() { b.SMBCtl(t, "user", "rm", "kim") })
