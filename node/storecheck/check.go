@@ -267,8 +267,8 @@ func (s *shareCheck) onProbe(ctx context.Context, key string, value []byte) {
 	if _, ok := s.since[node]; !ok {
 		s.since[node] = time.Now()
 	}
-	if s.d == nil {
-		return
+	if s.d == nil || rec.Name == "" {
+		return // a round announced, its files being changed (nextRound)
 	}
 	p := s.peers[node]
 	if p == nil {
@@ -301,9 +301,8 @@ func (s *shareCheck) onProbe(ctx context.Context, key string, value []byte) {
 	s.put(ctx, statev1.StorageVerdictKey(s.name, s.self(), node), v)
 }
 
-// checkPeer checks rec through the share's probe directory as it is
-// now (opened afresh: the node's own may have been removed and made
-// again).
+// checkPeer checks rec through the share's root as it is now (opened
+// afresh: it may have been replaced under the node).
 func (s *shareCheck) checkPeer(p *peer, rec *statev1.StorageProbeRecord) (bool, error) {
 	d, err := openDir(s.root)
 	if err != nil {
@@ -463,6 +462,16 @@ func (s *shareCheck) refusedBy() bool {
 
 // nextRound probes the share once more and publishes the round.
 func (s *shareCheck) nextRound(ctx context.Context, now time.Time) {
+	if s.probe != nil {
+		// Announce the round before touching its files: a checker that
+		// finds the files changed under its reading of the last round
+		// then sees, in etcd, that the prober went on (superseded), and
+		// does not take the change for a stale view of the storage.
+		next := &statev1.StorageProbeRecord{Round: s.probe.Round + 1, Path: s.root, VolumeId: s.volume}
+		if !s.put(ctx, statev1.StorageProbeKey(s.name, s.self()), next) {
+			return
+		}
+	}
 	if s.refusedBy() {
 		// A checker's failure stands for the probe file's life: a new
 		// file is checked afresh (the failure may have come from the
@@ -507,20 +516,25 @@ func (s *shareCheck) putView(ctx context.Context) {
 	})
 }
 
-// put writes a record of the node on its lease.
-func (s *shareCheck) put(ctx context.Context, key string, m proto.Message) {
+// put writes a record of the node on its lease; it reports whether it
+// did.
+func (s *shareCheck) put(ctx context.Context, key string, m proto.Message) bool {
 	if s.lease == 0 {
-		return
+		return false
 	}
 	b, err := proto.Marshal(m)
 	if err != nil {
-		return
+		return false
 	}
 	pctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if _, err := s.c.cfg.Client.Put(pctx, key, string(b), clientv3.WithLease(s.lease)); err != nil && ctx.Err() == nil {
-		s.log().Warn("storage check: writing a record", "key", key, "err", err)
+	if _, err := s.c.cfg.Client.Put(pctx, key, string(b), clientv3.WithLease(s.lease)); err != nil {
+		if ctx.Err() == nil {
+			s.log().Warn("storage check: writing a record", "key", key, "err", err)
+		}
+		return false
 	}
+	return true
 }
 
 func (s *shareCheck) del(ctx context.Context, key string, prefix bool) {

@@ -107,7 +107,8 @@ import (
 // Storage. A node serving a share in a cluster checks, through its own
 // mount, that the share's storage is coherent between nodes: each round it
 // rewrites its probe file (at the share's root, named StorageProbePrefix…, hidden
-// from clients) and publishes StorageProbeKey; every other node serving
+// from clients) and publishes StorageProbeKey (announcing the round, with
+// no name, before it touches the files); every other node serving
 // the share reads the file back through its own mount and publishes what
 // it saw under StorageVerdictKey. A node serves the share while it and
 // more than half of the nodes it has a decided check with agree (each
