@@ -129,20 +129,22 @@ func (t *shareTable) startCheck(rec *statev1.ShareRecord, sh *server.Share) {
 		return
 	}
 	g.stop = t.checks.Watch(rec.Name, rec.Path, g.volume, func(v storecheck.View) {
+		was, _ := g.get()
 		g.set(v)
-		t.applyView(rec.Name, v)
+		t.applyView(rec.Name, was, v)
 	})
 }
 
-// applyView makes the share follow its storage check's view: reads
-// without the page cache where it is stale, trees ended when refused.
-func (t *shareTable) applyView(name string, v storecheck.View) {
+// applyView makes the share follow its storage check's view (was before):
+// reads without the page cache where it is stale, trees ended as it turns
+// refused.
+func (t *shareTable) applyView(name string, was, v storecheck.View) {
 	sh, _ := t.lookup(name)
 	if sh == nil {
 		return
 	}
 	sh.SetPageCacheReads(v.ZeroCopy)
-	if v.State == storecheck.Refused && t.endTrees != nil {
+	if v.State == storecheck.Refused && was.State != storecheck.Refused && t.endTrees != nil {
 		n := t.endTrees(sh)
 		t.log.Error("share refused: its storage is not coherent between nodes", "share", name, "reason", v.Reason, "trees_ended", n)
 	}
