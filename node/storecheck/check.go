@@ -100,9 +100,12 @@ type shareCheck struct {
 	mine   map[string]*statev1.StorageVerdictRecord // this node's verdicts on them
 	theirs map[string]*statev1.StorageVerdictRecord // theirs on this node's probe
 
-	hint  string // the fix known for the share's filesystem, for a refusal
-	view  View
-	lease clientv3.LeaseID // the lease the records were put with
+	hint string // the fix known for the share's filesystem, for a refusal
+	// cacheStale: a page-cache read (sendfile, RWF_NOWAIT) here was seen
+	// stale; the share is read without them from then on.
+	cacheStale bool
+	view       View
+	lease      clientv3.LeaseID // the lease the records were put with
 }
 
 func (s *shareCheck) log() *slog.Logger { return s.c.cfg.Log.With("share", s.name) }
@@ -285,7 +288,10 @@ func (s *shareCheck) onProbe(ctx context.Context, key string, value []byte) {
 			return // the prober went on meanwhile: its next round is checked instead
 		}
 		p.fail(rec, err)
-		v.CacheStale = stale
+		// Once stale through the page cache, always: a round that reads
+		// it fresh says nothing of the next READ.
+		s.cacheStale = s.cacheStale || stale
+		v.CacheStale = s.cacheStale
 		if err != nil {
 			v.Ok, v.Reason = false, err.Error()
 		}
