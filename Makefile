@@ -88,13 +88,27 @@ bench-scaleout:
 # writes through its public address, until a client reads the file back
 # through that address from the node that took it over; median and worst
 # of FAILOVER_RUNS runs and bytes lost (integration/failoverbench_test.go),
-# in bench/results/failover-latest.txt.
+# in bench/results/failover-latest.txt. BED=glusterfs (or cephfs, local)
+# runs it on the multi-host bed: each node a host of its own with its own
+# mount, the address moved by the address hook (failover-BED-latest.txt).
 FAILOVER_RUNS ?= 10
+FAILOVER_OUT = bench/results/failover$(if $(BED),-$(BED))-latest.txt
 .PHONY: bench-failover
 bench-failover: build
 	mkdir -p bench/results
-	$(TESTENV) SMBCLUSTER_BENCH_FAILOVER=$(FAILOVER_RUNS) $(GO) test ./integration -run '^TestFailoverBench$$' -count=1 -v -timeout 20m \
-		> bench/results/failover-latest.txt 2>&1; s=$$?; grep -E 'run [0-9]+:|failover \(|FAIL|^ok' bench/results/failover-latest.txt; exit $$s
+	$(TESTENV) SMBCLUSTER_BENCH_FAILOVER=$(FAILOVER_RUNS) SMBCLUSTER_BENCH_FAILOVER_BED=$(BED) $(GO) test ./integration -run '^TestFailoverBench$$' -count=1 -v -timeout 20m \
+		> $(FAILOVER_OUT) 2>&1; s=$$?; grep -E 'run [0-9]+:|failover \(|FAIL|^ok' $(FAILOVER_OUT); exit $$s
+
+# One client's 1 MiB READ and WRITE against the three nodes of a GlusterFS
+# bed (each node its own host and FUSE mount) and against smbd, one per
+# host over the same mounts, paired runs (integration TestBedBenchIO);
+# the table is in bench/results/bed-io-latest.txt.
+BED_RUNS ?= 3
+.PHONY: bench-bed
+bench-bed: build
+	mkdir -p bench/results
+	$(TESTENV) SMBCLUSTER_BENCH_BED=$(BED_RUNS) $(GO) test ./integration -run '^TestBedBenchIO$$' -count=1 -v -timeout 40m \
+		> bench/results/bed-io-latest.txt 2>&1; s=$$?; grep -E '^\s*\||MiB/s|FAIL|^ok' bench/results/bed-io-latest.txt; exit $$s
 
 clean:
 	rm -rf bin run

@@ -31,7 +31,10 @@ func TestBedCoherence(t *testing.T) {
 					return allViews(t, b, "serving")
 				})
 			})
-			checkCoherenceAcross(t, b.Nodes, "bedcoh-", func(n *framework.ClusterNode) *servertest.Conn {
+			// The bed outlives the test (-count, the other tests): names
+			// of this run's own.
+			prefix := fmt.Sprintf("bedcoh-%d-", time.Now().UnixNano())
+			checkCoherenceAcross(t, b.Nodes, prefix, func(n *framework.ClusterNode) *servertest.Conn {
 				return bedConnect(t, n)
 			})
 		})
@@ -43,33 +46,41 @@ func TestBedCoherence(t *testing.T) {
 // write (overwriting, the size changing) and a fresh open for the read,
 // alternately small (the READ answered inline) and large (64 KiB and more:
 // sendfile when the node's page cache holds the data), not one stale. The
-// rounds run on four pairs of nodes at once (1→2, 2→3, 3→1, 1→3), each
-// pair its own files and connections, to bound the time on slow storage.
+// rounds run on five pairs of nodes at once (1→2, 2→3, 3→1, 1→3, each
+// pair its own files and connections, to bound the time on slow storage),
+// the fifth reading through a channel bound on node 1 of a session made
+// on node 3: the open is node 3's, the READs are node 1's, which answers
+// them through its own mount (its sendfile for the large ones).
 func TestBedDataCoherence(t *testing.T) {
 	for _, backend := range bedBackends {
 		t.Run(backend, func(t *testing.T) {
 			b := bedFor(t, backend, false)
-			const rounds, workers = 1000, 4
+			const rounds, workers = 1000, 5
 			start := time.Now()
 			var stale atomic.Int64
 			var wg sync.WaitGroup
 			for k := range workers {
 				wn, rn := b.Nodes[k%3], b.Nodes[(k+1+k/3)%3]
 				w, r := bedConnect(t, wn), bedConnect(t, rn)
+				via, vn := r, rn
+				if k == 4 {
+					vn = b.Nodes[0]
+					via = bedChannel(t, r, vn)
+				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					defer w.Close()
 					defer r.Close()
 					for i := k; i < rounds; i += workers {
-						got, want, err := writeReadRound(w, r, fmt.Sprintf("bed-data-%d-%d.bin", k, i%3), i)
+						got, want, err := writeReadRound(w, r, via, fmt.Sprintf("bed-data-%d-%d.bin", k, i%3), i)
 						if err != nil {
-							t.Errorf("round %d (%s to %s): %v", i, wn.Name, rn.Name, err)
+							t.Errorf("round %d (%s to %s, read on %s): %v", i, wn.Name, rn.Name, vn.Name, err)
 							return
 						}
 						if !bytes.Equal(got, want) {
 							if stale.Add(1) <= 5 {
-								t.Errorf("round %d: read %d bytes through %s, want the %d %s wrote", i, len(got), rn.Name, len(want), wn.Name)
+								t.Errorf("round %d: read %d bytes through %s, want the %d %s wrote", i, len(got), vn.Name, len(want), wn.Name)
 							}
 						}
 					}
@@ -82,6 +93,23 @@ func TestBedDataCoherence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bedChannel binds a channel of s's session on node n and returns it,
+// connected to s's tree.
+func bedChannel(t *testing.T, s *servertest.Conn, n *framework.ClusterNode) *servertest.Conn {
+	t.Helper()
+	ch := servertest.Dial(t, n.Addr)
+	ch.ClientGUID = s.ClientGUID
+	if err := ch.Negotiate(smb2.Dialect311); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Bind(s.Session, bedUser, bedPass); err != nil {
+		t.Fatalf("binding a channel on %s: %v", n.Name, err)
+	}
+	ch.TreeID = s.TreeID
+	t.Cleanup(func() { ch.Close() })
+	return ch
 }
 
 // roundData is what round i writes: small (under the zero-copy
@@ -100,10 +128,11 @@ func roundData(i int) []byte {
 }
 
 // writeReadRound overwrites name through w with round i's bytes and reads
-// it back through r, each with an open of its own. A size in the reading
-// open's CREATE response other than the size written is stale too (got
-// is then that many zeros).
-func writeReadRound(w, r *servertest.Conn, name string, i int) (got, want []byte, err error) {
+// it back through r, each with an open of its own; the READs go on via, r
+// or a channel of r's session. A size in the reading open's CREATE
+// response other than the size written is stale too (got is then that
+// many zeros).
+func writeReadRound(w, r, via *servertest.Conn, name string, i int) (got, want []byte, err error) {
 	want = roundData(i)
 	req := servertest.CreateRequest(name)
 	req.CreateDisposition = smb2.FileOverwriteIf
@@ -131,7 +160,7 @@ func writeReadRound(w, r *servertest.Conn, name string, i int) (got, want []byte
 		return make([]byte, rresp.EndOfFile), want, nil
 	}
 	for off := 0; ; {
-		p, err := r.Read(fid, uint64(off), 128<<10)
+		p, err := via.Read(fid, uint64(off), 128<<10)
 		if errors.Is(err, smb2.StatusEndOfFile) {
 			return got, want, nil
 		}
@@ -192,7 +221,7 @@ func refusedNeverStale(t *testing.T, b *framework.Bed) {
 		for i := range 100 {
 			// Written through one serving node, read through the next.
 			w, r := serving[i%len(serving)], serving[(i+1)%len(serving)]
-			got, want, err := writeReadRound(w, r, "bed-refused.bin", i)
+			got, want, err := writeReadRound(w, r, r, "bed-refused.bin", i)
 			if err != nil {
 				break // refused meanwhile
 			}

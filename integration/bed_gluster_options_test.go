@@ -61,7 +61,7 @@ func TestBedGlusterOptions(t *testing.T) {
 			w, r := bedConnect(t, b.Nodes[0]), bedConnect(t, b.Nodes[1])
 			stale, rounds := 0, 0
 			for i := range 200 {
-				got, want, err := writeReadRound(w, r, fmt.Sprintf("options-%d", i%3), i)
+				got, want, err := writeReadRound(w, r, r, fmt.Sprintf("options-%d", i%3), i)
 				if err != nil {
 					t.Logf("round %d: %v (the share refused meanwhile?)", i, err)
 					break

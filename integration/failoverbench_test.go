@@ -19,8 +19,13 @@ import (
 )
 
 // EnvBenchFailover runs TestFailoverBench with that many runs (make
-// bench-failover sets it to 10).
-const EnvBenchFailover = "SMBCLUSTER_BENCH_FAILOVER"
+// bench-failover sets it to 10); EnvBenchFailoverBed runs them on the
+// multi-host bed with that backend instead of on one host (make
+// bench-failover BED=glusterfs).
+const (
+	EnvBenchFailover    = "SMBCLUSTER_BENCH_FAILOVER"
+	EnvBenchFailoverBed = "SMBCLUSTER_BENCH_FAILOVER_BED"
+)
 
 // failoverRun is one measured failover.
 type failoverRun struct {
@@ -31,6 +36,18 @@ type failoverRun struct {
 	attempts int           // client attempts until the first success
 }
 
+// failoverTarget is the cluster a failover is measured on: its nodes,
+// the share and user the client uses, and how a node is killed and
+// started again (on one host, or as a bed does it on separate hosts).
+type failoverTarget struct {
+	c                     *framework.Cluster
+	user, password, share string
+	kill                  func(t *testing.T, k int)
+	// restart starts node k again and waits until it serves its
+	// address.
+	restart func(t *testing.T, k int)
+}
+
 // TestFailoverBench measures failover time as a client sees it: a
 // writer streams 64 KiB WRITEs to a file through a node's public address;
 // the node is killed (SIGKILL); a client then logs on again through the
@@ -38,46 +55,80 @@ type failoverRun struct {
 // The time from the kill to the first such read that returns every byte
 // the writer had acknowledged is the failover time; bytes missing are
 // lost. The node is started again and gets its address back before the
-// next run; runs rotate over the three nodes. Nodes use smbnode's
-// default lease TTL. Skipped unless SMBCLUSTER_BENCH_FAILOVER is set.
+// next run; runs rotate over the three nodes. Nodes use a lease TTL of
+// 3 s. Skipped unless SMBCLUSTER_BENCH_FAILOVER is set; on the bed
+// (each node a host of its own with its own mount of the backend, the
+// address moved by the address hook) with
+// SMBCLUSTER_BENCH_FAILOVER_BED=glusterfs, cephfs or local.
 func TestFailoverBench(t *testing.T) {
 	runs, _ := strconv.Atoi(os.Getenv(EnvBenchFailover))
 	if runs <= 0 {
 		t.Skipf("set %s=RUNS to measure failover (make bench-failover)", EnvBenchFailover)
 	}
-	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3, LeaseTTL: 3 * time.Second})
-	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
-	c.MustSMBCtl(t, "user", "add", "lee", "--password", "Lee-Pass-1")
+	tg := failoverOnOneHost(t)
+	if backend := os.Getenv(EnvBenchFailoverBed); backend != "" {
+		tg = failoverOnBed(t, backend)
+	}
 	var results []failoverRun
 	for i := range runs {
-		k := i % len(c.Nodes)
-		r := failoverOnce(t, c, k, fmt.Sprintf("run-%d.bin", i))
+		k := i % len(tg.c.Nodes)
+		r := failoverOnce(t, tg, k, fmt.Sprintf("run-%d-%d.bin", i, time.Now().UnixNano()))
 		t.Logf("run %d: killed %s, served again through its address after %v (%d attempts), %d bytes acknowledged before, %d lost",
 			i+1, r.node, r.took.Round(time.Millisecond), r.attempts, r.acked, r.lost)
 		results = append(results, r)
 	}
-	t.Log(failoverSummary(results, c.LeaseTTL))
+	t.Log(failoverSummary(results, tg.c.LeaseTTL))
+}
+
+// failoverOnOneHost is a three-node cluster on this host.
+func failoverOnOneHost(t *testing.T) failoverTarget {
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3, LeaseTTL: 3 * time.Second})
+	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
+	c.MustSMBCtl(t, "user", "add", "lee", "--password", "Lee-Pass-1")
+	return failoverTarget{c: c, user: "lee", password: "Lee-Pass-1", share: "data",
+		kill: func(t *testing.T, k int) { c.Nodes[k].Kill(t) },
+		restart: func(t *testing.T, k int) {
+			n := c.Nodes[k]
+			epoch := c.NodeListed(t, n.Name).Epoch
+			c.Nodes[k] = c.LaunchNode(t, n.Name, n.Addr, "--join-token-file", n.TokenFile)
+			c.Nodes[k].TokenFile = n.TokenFile
+			framework.WaitFor(t, clusterDeadline, n.Name+" back with its address", func() bool {
+				l := c.NodeListed(t, n.Name)
+				return l.State == "up" && l.Epoch > epoch && slices.Contains(l.Serving, n.Addr)
+			})
+		}}
+}
+
+// failoverOnBed is the bed of backend (its own, with the bed's share and
+// user).
+func failoverOnBed(t *testing.T, backend string) failoverTarget {
+	b := startBed(t, backend, false)
+	framework.WaitFor(t, 2*clusterDeadline, "every node serving "+bedShare, func() bool {
+		return allViews(t, b, "serving")
+	})
+	return failoverTarget{c: b.Cluster, user: bedUser, password: bedPass, share: bedShare,
+		kill:    func(t *testing.T, k int) { b.KillNode(t, k) },
+		restart: func(t *testing.T, k int) { b.RestartNode(t, k) }}
 }
 
 // failoverOnce kills node k while a writer streams through its address,
 // measures until a client reads the file back through that address, and
 // starts the node again.
-func failoverOnce(t *testing.T, c *framework.Cluster, k int, file string) failoverRun {
-	n := c.Nodes[k]
+func failoverOnce(t *testing.T, tg failoverTarget, k int, file string) failoverRun {
+	n := tg.c.Nodes[k]
 	addr := n.Addr
 	r := failoverRun{node: n.Name}
-	epoch := c.NodeListed(t, n.Name).Epoch
 	acked := make(chan int64, 1)
 	started := make(chan struct{})
-	go func() { acked <- streamWrites(addr, file, started) }()
+	go func() { acked <- streamWrites(tg, addr, file, started) }()
 	<-started
 	killed := time.Now()
-	n.Kill(t)
+	tg.kill(t, k)
 	r.acked = <-acked
 	want := pattern(r.acked)
 	framework.WaitFor(t, 60*time.Second, "a read through "+addr+" after "+n.Name+" was killed", func() bool {
 		r.attempts++
-		got, err := readThrough(addr, "lee", "Lee-Pass-1", "data", file)
+		got, err := readThrough(addr, tg.user, tg.password, tg.share, file)
 		if err != nil {
 			return false
 		}
@@ -85,31 +136,26 @@ func failoverOnce(t *testing.T, c *framework.Cluster, k int, file string) failov
 		r.lost = int64(len(want)) - commonPrefix(got, want)
 		return true
 	})
-	c.Nodes[k] = c.LaunchNode(t, n.Name, addr, "--join-token-file", n.TokenFile)
-	c.Nodes[k].TokenFile = n.TokenFile
-	framework.WaitFor(t, clusterDeadline, n.Name+" back with its address", func() bool {
-		l := c.NodeListed(t, n.Name)
-		return l.State == "up" && l.Epoch > epoch && slices.Contains(l.Serving, addr)
-	})
+	tg.restart(t, k)
 	return r
 }
 
 // streamWrites writes pattern bytes to file through addr in 64 KiB
 // WRITEs until one fails (the node died) and returns how many bytes were
 // acknowledged; started is closed after the first 1 MiB.
-func streamWrites(addr, file string, started chan<- struct{}) int64 {
+func streamWrites(tg failoverTarget, addr, file string, started chan<- struct{}) int64 {
 	var once sync.Once
 	start := func() { once.Do(func() { close(started) }) }
 	defer start()
 	ctx := context.Background()
-	d := &gosmb2.Dialer{Initiator: &gosmb2.NTLMInitiator{User: "lee", Password: "Lee-Pass-1"}}
+	d := &gosmb2.Dialer{Initiator: &gosmb2.NTLMInitiator{User: tg.user, Password: tg.password}}
 	s, err := d.Dial(ctx, addr)
 	if err != nil {
 		return 0
 	}
 	defer s.Logoff()
 	host, _, _ := net.SplitHostPort(addr)
-	fs, err := s.Mount(`\\` + host + `\data`)
+	fs, err := s.Mount(`\\` + host + `\` + tg.share)
 	if err != nil {
 		return 0
 	}

@@ -156,7 +156,7 @@ func (c *Conn) Stats() ChannelStats {
 
 // On returns the same open used through c, another channel of its
 // session.
-func (f *File) On(c *Conn) *File { return &File{c: c, id: f.id} }
+func (f *File) On(c *Conn) *File { return &File{c: c, id: f.id, writeFlags: f.writeFlags} }
 
 // MultiFile is one open used through several channels of its session.
 // Each READ or WRITE goes to the live channel with the fewest of the

@@ -31,6 +31,17 @@ const (
 type File struct {
 	c  *Conn
 	id smb2.FileID
+	// writeFlags are the WRITEs' Flags (SMB2_WRITEFLAG_*).
+	writeFlags uint32
+}
+
+// WriteThrough returns the open f whose WRITEs ask the server to have the
+// data on stable storage before it answers (SMB2_WRITEFLAG_WRITE_THROUGH,
+// dialect 2.1 and later).
+func (f *File) WriteThrough() *File {
+	g := *f
+	g.writeFlags |= smb2.WriteFlagWriteThrough
+	return &g
 }
 
 // OpenFile opens name (share-relative) for reading and writing, creating it
@@ -143,7 +154,7 @@ func (f *File) WriteAt(b []byte, off int64) (int, error) {
 	done := 0
 	for done < len(b) {
 		n := min(len(b)-done, int(c.maxWrite))
-		cl := c.writeCall(f.id, off+int64(done), b[done:done+n])
+		cl := c.writeCall(f.id, off+int64(done), b[done:done+n], f.writeFlags)
 		err := c.do(cl, c.creditCharge(n))
 		var count int
 		if err == nil {
@@ -168,7 +179,7 @@ func (f *File) WriteAt(b []byte, off int64) (int, error) {
 }
 
 // writeCall builds a WRITE of data at off; data is sent from where it is.
-func (c *Conn) writeCall(id smb2.FileID, off int64, data []byte) *call {
+func (c *Conn) writeCall(id smb2.FileID, off int64, data []byte, flags uint32) *call {
 	cl, b := newRawCall(smb2.CmdWrite, writeRequestFixed)
 	clear(b)
 	binary.LittleEndian.PutUint16(b, 49)
@@ -176,6 +187,7 @@ func (c *Conn) writeCall(id smb2.FileID, off int64, data []byte) *call {
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(data)))
 	binary.LittleEndian.PutUint64(b[8:], uint64(off))
 	id.Encode(b[16:])
+	binary.LittleEndian.PutUint32(b[44:], flags)
 	cl.payload = data
 	return cl
 }

@@ -22,14 +22,35 @@ const nssWrapperGlob = "/usr/lib/*/libnss_wrapper.so"
 // accounts come from nss_wrapper files and files are accessed as root.
 func StartSamba(t testing.TB, opts Options) *Node {
 	t.Helper()
+	return startSamba(t, nil, withDefaults(t, opts))
+}
+
+// StartSambaOn starts such an smbd on bed host h, in its network and mount
+// namespaces: opts.Addr is one of h's addresses and the shares' paths are
+// paths of h's mounts (a node host's SharePath, to compare smbd with the
+// node over the same mount). opts.Shares need their Path.
+func StartSambaOn(t testing.TB, h *Host, opts Options) *Node {
+	t.Helper()
+	if opts.Users == nil {
+		opts.Users = DefaultUsers
+	}
+	return startSamba(t, h, opts)
+}
+
+// startSamba runs smbd with opts, on host h when not nil.
+func startSamba(t testing.TB, h *Host, opts Options) *Node {
+	t.Helper()
 	smbd := RequireTool(t, "smbd")
 	smbpasswd := RequireTool(t, "smbpasswd")
 	libs, _ := filepath.Glob(nssWrapperGlob)
 	if len(libs) == 0 {
 		t.Skipf("nss_wrapper not installed (apt-get install libnss-wrapper): no %s", nssWrapperGlob)
 	}
-	opts = withDefaults(t, opts)
+	command := exec.Command
 	dir := t.TempDir()
+	if h != nil {
+		command, dir = h.Command, h.TempDir(t)
+	}
 	for _, d := range []string{"lock", "state", "cache", "pid", "private", "ncalrpc", "binddns", "log"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -42,7 +63,7 @@ func StartSamba(t testing.TB, opts Options) *Node {
 	}
 	for _, u := range sortedKeys(opts.Users) {
 		pw := opts.Users[u]
-		cmd := exec.Command(smbpasswd, "-c", conf, "-a", "-s", u)
+		cmd := command(smbpasswd, "-c", conf, "-a", "-s", u)
 		cmd.Env = env
 		cmd.Stdin = strings.NewReader(pw + "\n" + pw + "\n")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -50,7 +71,7 @@ func StartSamba(t testing.TB, opts Options) *Node {
 		}
 	}
 	n := newNode("samba", opts)
-	n.cmd = exec.Command(smbd, "--foreground", "--no-process-group",
+	n.cmd = command(smbd, "--foreground", "--no-process-group",
 		"--debug-stdout", "--debuglevel=1", "--configfile="+conf)
 	n.cmd.Env = env
 	n.sigtermOK = true

@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/smbcluster/smbcluster/integration/framework"
+)
+
+// EnvBenchBed runs TestBedBenchIO with that many paired runs per cell
+// (make bench-bed sets it).
+const EnvBenchBed = "SMBCLUSTER_BENCH_BED"
+
+// bedBenchMounts are the GlusterFS client setups TestBedBenchIO measures:
+// the set docs/STORAGE.md requires (direct-io: no page cache on the
+// nodes, so no zero-copy READ) and the same volume options with the page
+// cache on and the kernel asked about every file's attributes on every
+// access (attribute-timeout=0: FUSE drops a file's cached pages when its
+// size or mtime changed), which the storage check decides on its own.
+var bedBenchMounts = []struct {
+	name, options string
+}{
+	{"direct-io", ""},
+	{"page-cache", "attribute-timeout=0,entry-timeout=0"},
+}
+
+// TestBedBenchIO measures one client's 1 MiB READ and WRITE against the
+// three nodes of a GlusterFS bed and against smbd, one per node host over
+// the same mount, in one run (skipped unless SMBCLUSTER_BENCH_BED=RUNS):
+// for each mount setup of bedBenchMounts, a bed of its own; smbctl bench
+// with three connections, connection i to host i's server (ours: node i's
+// public address; Samba: smbd on host i), and ours again as one session
+// with a channel to each node (--multichannel). Runs are paired and
+// alternate which server goes first; the log ends with a table of
+// medians and ratios (bench/README.md has the results).
+func TestBedBenchIO(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv(EnvBenchBed))
+	if runs <= 0 {
+		t.Skipf("set %s=RUNS to measure (make bench-bed)", EnvBenchBed)
+	}
+	framework.RequireGlusterFS(t)
+	smbctl := framework.BuildSMBCtl(t)
+	var rows []string
+	for _, m := range bedBenchMounts {
+		t.Run(m.name, func(t *testing.T) {
+			b := framework.NewBed(t, framework.BedOptions{Backend: &framework.GlusterFS{MountOptions: m.options}})
+			b.MustSMBCtl(t, "user", "add", bedUser, "--password", bedPass)
+			b.MustSMBCtl(t, "share", "add", bedShare, b.SharePath)
+			framework.WaitFor(t, 2*clusterDeadline, "every node serving "+bedShare, func() bool {
+				return allViews(t, b, "serving")
+			})
+			zeroCopy := 0
+			for _, v := range shareViews(t, b, bedShare) {
+				if v.ZeroCopy {
+					zeroCopy++
+				}
+			}
+			var ours, samba []string
+			for i, h := range b.Hosts {
+				ours = append(ours, b.PublicAddr(i))
+				s := framework.StartSambaOn(t, h, framework.Options{
+					Addr:   net.JoinHostPort(h.Addr, "445"),
+					Users:  map[string]string{bedUser: bedPass},
+					Shares: []framework.Share{{Name: bedShare, Path: b.SharePath}},
+					Args: []string{"use sendfile = yes", "aio read size = 0", "aio write size = 1",
+						"strict sync = no"},
+				})
+				samba = append(samba, s.Addr)
+			}
+			for _, rw := range []string{"read", "write"} {
+				cell := map[string][]float64{}
+				for run := range runs {
+					sides := []string{"ours", "samba", "ours-mc"}
+					if run%2 == 1 {
+						slices.Reverse(sides)
+					}
+					for _, side := range sides {
+						servers, extra := ours, []string(nil)
+						switch side {
+						case "samba":
+							servers = samba
+						case "ours-mc":
+							extra = []string{"--multichannel"}
+						}
+						mibs := bedBench(t, smbctl, servers, rw, extra)
+						t.Logf("%s %s run %d %s: %.0f MiB/s", m.name, rw, run+1, side, mibs)
+						cell[side] = append(cell[side], mibs)
+					}
+				}
+				rows = append(rows, fmt.Sprintf("| %s (zero-copy on %d of %d nodes) | %s | %.0f | %.0f | %.0f | %.2f× | %.2f× |",
+					m.name, zeroCopy, len(b.Nodes), rw, median(cell["ours"]), median(cell["ours-mc"]), median(cell["samba"]),
+					pairedRatio(cell["ours"], cell["samba"]), pairedRatio(cell["ours-mc"], cell["samba"])))
+			}
+		})
+	}
+	t.Logf("one client, 1 MiB, 3 connections (one per host), iodepth 16, %d paired runs, medians in MiB/s:\n"+
+		"| GlusterFS mount | rw | ours (3 sessions) | ours (1 session, 3 channels) | smbd (3 sessions) | ours/smbd | ours mc/smbd |\n"+
+		"|---|---|---|---|---|---|---|\n%s", runs, strings.Join(rows, "\n"))
+}
+
+// bedBench runs one smbctl bench cell of 1 MiB rw against servers (one
+// connection each) and returns its MiB/s.
+func bedBench(t *testing.T, smbctl string, servers []string, rw string, extra []string) float64 {
+	t.Helper()
+	args := append([]string{"bench", "--server", strings.Join(servers, ","), "--share", bedShare,
+		"--user", bedUser, "--password", bedPass, "--rw", rw, "--bs", "1m", "--conns", strconv.Itoa(len(servers)),
+		"--iodepth", "16", "--size", "256m", "--runtime", "5s", "--warmup", "1s",
+		"--file", "bed-bench.dat", "--keep", "--no-progress", "-o", "json"}, extra...)
+	out, err := exec.Command(smbctl, args...).Output()
+	if err != nil {
+		t.Fatalf("smbctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	var r struct {
+		Total struct {
+			MiBps float64 `json:"mib_s"`
+		} `json:"total"`
+		Mismatched int64 `json:"mismatched_blocks"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("smbctl bench output: %v\n%s", err, out)
+	}
+	if r.Mismatched != 0 {
+		t.Fatalf("%d blocks read back wrong", r.Mismatched)
+	}
+	return r.Total.MiBps
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// pairedRatio is the median of a[i]/b[i].
+func pairedRatio(a, b []float64) float64 {
+	var r []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			r = append(r, a[i]/b[i])
+		}
+	}
+	return median(r)
+}
