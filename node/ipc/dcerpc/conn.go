@@ -98,6 +98,15 @@ func Peer(ctx context.Context) string {
 	return s
 }
 
+type userKey struct{}
+
+// User returns the user the association authenticated, as its security
+// provider names it ("" for none): calls that decide by who calls use it.
+func User(ctx context.Context) string {
+	s, _ := ctx.Value(userKey{}).(string)
+	return s
+}
+
 // maxConcurrent bounds the calls of one association running at once.
 const maxConcurrent = 16
 
