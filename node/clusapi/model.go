@@ -125,9 +125,13 @@ func ipResourceID(ip string) string {
 	return string(b)
 }
 
+// CoreNetName is the name Windows gives the cluster's own network name
+// resource; it names the network name here too.
+const CoreNetName = "Cluster Name"
+
 func (s *State) resource(name, owner string) (Resource, bool) {
-	for _, r := range s.resources(owner) {
-		if strings.EqualFold(r.Name, name) {
+	for i, r := range s.resources(owner) {
+		if strings.EqualFold(r.Name, name) || (i == 0 && strings.EqualFold(name, CoreNetName)) {
 			return r, true
 		}
 	}

@@ -65,7 +65,7 @@ func (c *Conn) dispatch(ctx context.Context, id uint32, contextID, opnum uint16,
 		ctx = context.WithValue(ctx, ndr64Key{}, true)
 	}
 	if id, ok := c.auth.ctx.(Identifier); ok && c.AuthLevel() > AuthLevelNone {
-		ctx = context.WithValue(ctx, userKey{}, id.User())
+		ctx = WithUser(ctx, id.User())
 	}
 	if iface.CallContext != nil && iface.Concurrent && c.concurrent {
 		c.dispatchConcurrent(ctx, iface, id, contextID, opnum, stub, emit)
