@@ -408,8 +408,8 @@ func TestWitnessMoves(t *testing.T) {
 // STATUS_NETWORK_NAME_DELETED, IPC$ still answers — and back online
 // through node 2; a user who is no administrator reads the cluster but is
 // refused the change, and a signed binding (below packet privacy) is
-// refused the interface. rpcclient finds clusapi through the endpoint
-// mapper.
+// refused the interface; `smbctl netname` shows who did it and does the
+// same. rpcclient finds clusapi through the endpoint mapper.
 func TestClusapiNetName(t *testing.T) {
 	if _, err := exec.LookPath("rpcclient"); err != nil {
 		t.Skip("rpcclient not installed")
@@ -462,10 +462,21 @@ func TestClusapiNetName(t *testing.T) {
 			t.Fatalf("node %d: IPC$ while offline: %s", n, r)
 		}
 	}
+	if r := c.MustSMBCtl(t, "netname", "get", "-o", "json"); !strings.Contains(r.Stdout, `"state": "offline"`) ||
+		!strings.Contains(r.Stdout, `"changed_by": "`+witnessUser+`"`) || !strings.Contains(r.Stdout, `"node": "node1"`) {
+		t.Fatalf("smbctl netname get:\n%s", r.Stdout)
+	}
 	mustRPC(2, witnessUser, witnessPassword, "clusapi_online_resource SMBCLUSTER")
 	for n := 1; n <= 3; n++ {
 		framework.WaitFor(t, clusterDeadline, fmt.Sprintf("node %d serving trees", n), func() bool {
 			return treeConnect(n, "data").ExitCode == 0
 		})
 	}
+	// The operator's way to the same: smbctl netname offline|online.
+	c.MustSMBCtl(t, "netname", "offline")
+	framework.WaitFor(t, clusterDeadline, "node 3 refusing trees", func() bool {
+		return strings.Contains(treeConnect(3, "data").Output(), "NT_STATUS_NETWORK_NAME_DELETED")
+	})
+	c.MustSMBCtl(t, "netname", "online")
+	framework.WaitFor(t, clusterDeadline, "node 3 serving trees", func() bool { return treeConnect(3, "data").ExitCode == 0 })
 }
