@@ -138,9 +138,6 @@ func (a *assoc) call(ctx context.Context, opnum uint16, in []byte) ([]byte, uint
 	if !ok {
 		return nil, dcerpc.StatusOpRangeError
 	}
-	if dcerpc.IsNDR64(ctx) {
-		return nil, dcerpc.StatusBadStubData // not offered: the interface is NDR only
-	}
 	return h(a, ctx, &args{in: in})
 }
 
