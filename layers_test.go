@@ -56,6 +56,7 @@ var layers = map[string][]string{
 	"node/ipc":               {"node/ipc/dcerpc", "node/ipc/ndr"},
 	"node/ipc/ncacn":         {"node/auth", "node/ipc/dcerpc", "node/ipc/ndr"},
 	"node/witness":           {"node/ipc/dcerpc", "node/ipc/ndr", "node/smb2/utf16le"},
+	"node/clusapi":           {"node/ipc/dcerpc", "node/ipc/ndr"},
 	"node/witness/etcdstore": {"node/witness", "proto/smbcluster/state/v1"},
 
 	// The engine, then the shares that plug into it, then what runs both.
@@ -64,7 +65,7 @@ var layers = map[string][]string{
 	"node/servertest": {"node/auth", "node/server", "node/share", "node/smb2", "node/smb2/signing", "node/vfs", "node/vfs/memfs", "node/vfs/osfs", "node/vfs/vfstest"},
 	"node/cluster":    {"node/peer", "node/server", "node/state", "proto/smbcluster/state/v1"},
 	"node/storecheck": {"proto/smbcluster/state/v1"},
-	"node/nodemain":   {"node/auth", "node/cluster", "node/handoff", "node/ipc", "node/ipc/dcerpc", "node/ipc/ncacn", "node/witness", "node/witness/etcdstore", "node/metrics", "node/peer", "node/server", "node/share", "node/state", "node/storecheck", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
+	"node/nodemain":   {"node/auth", "node/cluster", "node/handoff", "node/ipc", "node/ipc/dcerpc", "node/ipc/ncacn", "node/clusapi", "node/witness", "node/witness/etcdstore", "node/metrics", "node/peer", "node/server", "node/share", "node/state", "node/storecheck", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
 	// Node-to-node calls: per-file state over gRPC, not the engine or shares.
 	"node/peer": {"node/state", "proto/smbcluster/peer/v1"},
 	// A handed-over connection is served by the node's server (Adopt).

@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -259,34 +260,50 @@ func TestWitnessRpcclient(t *testing.T) {
 	}
 }
 
-// TestWitnessTorture runs smbtorture's rpc.witness through each node,
-// signed and sealed, but AsyncNotify and AsyncNotify_timeouts: they drive
-// the cluster through clusapi ([MS-CMRP]), which the cluster does not
-// serve (smbtorture 4.17 crashes in AsyncNotify without it), and the
-// timeouts test expects WERR_TIMEOUT for a keep-alive timeout of 0, which
-// [MS-SWN] 3.1.4.5 and Samba's server take for no timeout.
+// TestWitnessTorture runs smbtorture's rpc.witness, all six tests, through
+// each node: signed and sealed but the keep-alive timeouts test, which
+// waits 231 s per witness interface and runs sealed through the three
+// nodes at once. AsyncNotify takes the cluster's network name offline
+// and back through clusapi ([MS-CMRP]) on the same port, as witnessUser,
+// a --cluster-admin, and expects RESOURCE_CHANGE unavailable for its
+// registration.
 func TestWitnessTorture(t *testing.T) {
 	if _, err := exec.LookPath("smbtorture"); err != nil {
 		t.Skip("smbtorture not installed")
 	}
-	c, wport := witnessCluster(t)
-	tests := []string{"GetInterfaceList", "Register", "UnRegister", "RegisterEx"}
+	c, wport := witnessCluster(t, "--cluster-admin", witnessUser)
+	torture := func(n int, prot string, tests ...string) error {
+		args := []string{witnessBinding(n, wport, prot), "-U", witnessUser + "%" + witnessPassword,
+			"-p", strconv.Itoa(c.Port), "--option=torture:net_name=SMBCLUSTER"}
+		for _, name := range tests {
+			args = append(args, "rpc.witness.witness."+name)
+		}
+		out, err := exec.Command("smbtorture", args...).CombinedOutput()
+		for _, name := range tests {
+			if !strings.Contains(string(out), "success: witness."+name+"\n") {
+				err = errors.Join(err, fmt.Errorf("witness.%s did not succeed", name))
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("smbtorture %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	tests := []string{"GetInterfaceList", "Register", "UnRegister", "RegisterEx", "AsyncNotify"}
 	for n := 1; n <= 3; n++ {
 		for _, prot := range []string{"sign", "seal"} {
-			args := []string{witnessBinding(n, wport, prot), "-U", witnessUser + "%" + witnessPassword,
-				"-p", strconv.Itoa(c.Port), "--option=torture:net_name=SMBCLUSTER"}
-			for _, name := range tests {
-				args = append(args, "rpc.witness.witness."+name)
+			if err := torture(n, prot, tests...); err != nil {
+				t.Fatalf("node %d, %s: %v", n, prot, err)
 			}
-			out, err := exec.Command("smbtorture", args...).CombinedOutput()
-			for _, name := range tests {
-				if !strings.Contains(string(out), "success: witness."+name+"\n") {
-					t.Errorf("node %d, %s: witness.%s did not succeed", n, prot, name)
-				}
-			}
-			if err != nil || t.Failed() {
-				t.Fatalf("smbtorture %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
+		}
+	}
+	errs := make(chan error, 3)
+	for n := 1; n <= 3; n++ {
+		go func() { errs <- torture(n, "seal", "AsyncNotify_timeouts") }()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }
@@ -383,4 +400,83 @@ func TestWitnessMoves(t *testing.T) {
 			t.Errorf("client %d: move %v, resource change %v", i, sawMove, sawDown)
 		}
 	}
+}
+
+// TestClusapiNetName: through clusapi ([MS-CMRP]) with rpcclient, sealed,
+// a --cluster-admin takes the cluster's network name offline through node
+// 1 — every node then refuses TREE_CONNECT to a disk share with
+// STATUS_NETWORK_NAME_DELETED, IPC$ still answers — and back online
+// through node 2; a user who is no administrator reads the cluster but is
+// refused the change, and a signed binding (below packet privacy) is
+// refused the interface; `smbctl netname` shows who did it and does the
+// same. rpcclient finds clusapi through the endpoint mapper.
+func TestClusapiNetName(t *testing.T) {
+	if _, err := exec.LookPath("rpcclient"); err != nil {
+		t.Skip("rpcclient not installed")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the endpoint mapper's port 135 needs root")
+	}
+	c, _ := witnessCluster(t, "--cluster-admin", witnessUser, "--epm-port", "135")
+	const plainUser, plainPassword = "plain", "Plain-Pass-1"
+	c.MustSMBCtl(t, "user", "add", plainUser, "--password", plainPassword)
+	rpc := func(n int, user, password, prot, cmds string) (string, error) {
+		out, err := exec.Command("rpcclient", "-U", user+"%"+password, "-c", cmds, "ncacn_ip_tcp:127.0.0."+strconv.Itoa(n)+"["+prot+"]").CombinedOutput()
+		return string(out), err
+	}
+	mustRPC := func(n int, user, password, cmds string) string {
+		t.Helper()
+		out, err := rpc(n, user, password, "seal", cmds)
+		if err != nil || strings.Contains(out, "error:") || strings.Contains(out, "result was") {
+			t.Fatalf("rpcclient node %d %s -c %q: %v\n%s", n, user, cmds, err, out)
+		}
+		return out
+	}
+	for n := 1; n <= 3; n++ {
+		out := mustRPC(n, plainUser, plainPassword, "clusapi_get_cluster_name; clusapi_get_cluster_version; clusapi_get_cluster_version2; clusapi_create_enum 0d; clusapi_get_resource_state SMBCLUSTER")
+		if !strings.Contains(out, "ClusterName: SMBCLUSTER") || !strings.Contains(out, "NodeName: node"+strconv.Itoa(n)) {
+			t.Fatalf("node %d: GetClusterName:\n%s", n, out)
+		}
+	}
+	if out, _ := rpc(1, plainUser, plainPassword, "seal", "clusapi_offline_resource SMBCLUSTER"); !strings.Contains(out, "WERR_ACCESS_DENIED") {
+		t.Fatalf("offline by a user who is no administrator:\n%s", out)
+	}
+	if out, _ := rpc(1, witnessUser, witnessPassword, "sign", "clusapi_get_cluster_name"); strings.Contains(out, "ClusterName:") {
+		t.Fatalf("clusapi below packet privacy answered:\n%s", out)
+	}
+	treeConnect := func(n int, share string) framework.Result {
+		return framework.SMBClient{Node: c.Nodes[n-1].Node, User: witnessUser, Password: witnessPassword}.Script(t, "", share, "ls")
+	}
+	for n := 1; n <= 3; n++ {
+		if r := treeConnect(n, "data"); r.ExitCode != 0 {
+			t.Fatalf("node %d before: %s", n, r)
+		}
+	}
+	mustRPC(1, witnessUser, witnessPassword, "clusapi_offline_resource SMBCLUSTER")
+	for n := 1; n <= 3; n++ {
+		framework.WaitFor(t, clusterDeadline, fmt.Sprintf("node %d refusing trees", n), func() bool {
+			return strings.Contains(treeConnect(n, "data").Output(), "NT_STATUS_NETWORK_NAME_DELETED")
+		})
+		list := framework.SMBClient{Node: c.Nodes[n-1].Node, User: witnessUser, Password: witnessPassword}
+		if r := list.List(t); r.ExitCode != 0 {
+			t.Fatalf("node %d: IPC$ while offline: %s", n, r)
+		}
+	}
+	if r := c.MustSMBCtl(t, "netname", "get", "-o", "json"); !strings.Contains(r.Stdout, `"state": "offline"`) ||
+		!strings.Contains(r.Stdout, `"changed_by": "`+witnessUser+`"`) || !strings.Contains(r.Stdout, `"node": "node1"`) {
+		t.Fatalf("smbctl netname get:\n%s", r.Stdout)
+	}
+	mustRPC(2, witnessUser, witnessPassword, "clusapi_online_resource SMBCLUSTER")
+	for n := 1; n <= 3; n++ {
+		framework.WaitFor(t, clusterDeadline, fmt.Sprintf("node %d serving trees", n), func() bool {
+			return treeConnect(n, "data").ExitCode == 0
+		})
+	}
+	// The operator's way to the same: smbctl netname offline|online.
+	c.MustSMBCtl(t, "netname", "offline")
+	framework.WaitFor(t, clusterDeadline, "node 3 refusing trees", func() bool {
+		return strings.Contains(treeConnect(3, "data").Output(), "NT_STATUS_NETWORK_NAME_DELETED")
+	})
+	c.MustSMBCtl(t, "netname", "online")
+	framework.WaitFor(t, clusterDeadline, "node 3 serving trees", func() bool { return treeConnect(3, "data").ExitCode == 0 })
 }

@@ -83,6 +83,7 @@ func init() {
 		{name: "lock", summary: "list byte-range locks", verbs: lockVerbs, listHint: "smbctl lock ls"},
 		{name: "witness", summary: "list the clients registered with the witness service", verbs: witnessVerbs, listHint: "smbctl witness ls"},
 		{name: "client", summary: "move a witness client to another node", verbs: clientVerbs, listHint: "smbctl witness ls"},
+		{name: "netname", summary: "take the cluster's network name (its client access point) offline and online", verbs: netnameVerbs, listHint: "smbctl netname get"},
 		{name: "status", summary: "show the cluster's nodes, counts and etcd health", verbs: statusVerbs},
 		{name: "top", summary: "watch request rates, throughput, latency, busy clients and hot files across the cluster", verbs: topVerbs},
 		{name: "bench", summary: "measure an SMB server's throughput and latency", run: runBench,

@@ -179,6 +179,38 @@ func (a *Agent) resetSettings(kvs []*mvccpb.KeyValue) {
 	a.onSettings("", v)
 }
 
+// onNetName applies the state of the cluster's network name
+// (NetNameRecord; none: online) to the server: while it is offline, disk
+// shares refuse new trees.
+func (a *Agent) onNetName(_ string, value []byte) {
+	rec := &statev1.NetNameRecord{}
+	if value != nil {
+		if err := proto.Unmarshal(value, rec); err != nil {
+			a.log.Warn("ignoring a network name record that does not decode", "err", err)
+			return
+		}
+	}
+	if a.node.Control == nil {
+		return
+	}
+	if was := a.node.Control.NetNameOffline(); was != rec.Offline {
+		if rec.Offline {
+			a.log.Info("the cluster's network name is offline: refusing new trees of disk shares", "by", rec.ChangedBy, "node", rec.Node)
+		} else {
+			a.log.Info("the cluster's network name is online", "by", rec.ChangedBy, "node", rec.Node)
+		}
+	}
+	a.node.Control.SetNetNameOffline(rec.Offline)
+}
+
+func (a *Agent) resetNetName(kvs []*mvccpb.KeyValue) {
+	var v []byte
+	if len(kvs) > 0 {
+		v = kvs[0].Value
+	}
+	a.onNetName("", v)
+}
+
 // onKerberos applies the cluster's keytab (KerberosRecord): it serves the
 // next Kerberos logons; sessions established go on.
 func (a *Agent) onKerberos(_ string, value []byte) {

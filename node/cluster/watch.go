@@ -26,6 +26,7 @@ var watched = []struct {
 	{statev1.ClosePrefix, true},
 	{statev1.KerberosKey(), false},
 	{statev1.AddressesPrefix, true},
+	{statev1.NetNameKey(), false},
 }
 
 // loadAll reads every watched range at one revision and applies it as
@@ -60,6 +61,7 @@ func (a *Agent) loadAll(ctx context.Context) error {
 	}
 	a.resetKerberos(kvs[6])
 	a.addrs.reset(kvs[7])
+	a.resetNetName(kvs[8])
 	a.reconcileShares()
 	return nil
 }
@@ -123,6 +125,8 @@ func (a *Agent) watch(ctx context.Context) error {
 		case r, ok := <-chans[7]:
 			err = a.onWatchRev(r, ok, a.addrs.put)
 			a.addressesChanged(ctx)
+		case r, ok := <-chans[8]:
+			err = a.onWatch(r, ok, a.onNetName)
 		case <-tick.C:
 			a.addressesChanged(ctx)
 			err = a.publish(ctx)

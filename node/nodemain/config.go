@@ -98,6 +98,11 @@ type Config struct {
 	// port; endpoint mapper: 135 when run as root, else off), -1 off.
 	WitnessPort int `json:"witness_port"`
 	EPMPort     int `json:"epm_port"`
+	// ClusterAdmins are the users (of the cluster's user table) who may
+	// change the cluster through clusapi ([MS-CMRP]; clusapi.go): take
+	// its network name offline and back online. Any authenticated user
+	// may read it. Give every node the same list.
+	ClusterAdmins []string `json:"cluster_admins"`
 }
 
 // Duration is a time.Duration that reads "5s" in JSON.
@@ -169,7 +174,7 @@ Flags:
 func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs := flag.NewFlagSet("smbnode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var listen, shares, users, advertise, spns, realms listFlag
+	var listen, shares, users, advertise, spns, realms, admins listFlag
 	var storageCheck time.Duration
 	var leaseTTL, shutdownTimeout, handshakeTimeout, idleTimeout, krbSkew time.Duration
 	var cfgFile string
@@ -177,6 +182,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	fs.Var(&listen, "listen", "`ADDR` to listen on, host:port (repeatable; default :445)")
 	fs.Var(&shares, "share", "share `NAME=PATH[,readonly][,encrypt][,comment=TEXT]` (repeatable)")
 	fs.Var(&users, "user", "local user `NAME:PASSWORD` (repeatable)")
+	fs.Var(&admins, "cluster-admin", "`USER` who may take the cluster's network name offline and online through clusapi ([MS-CMRP]) (repeatable)")
 	fs.StringVar(&cfgFile, "config", "", "JSON configuration `FILE` (flags add to it)")
 	fs.BoolVar(&cfg.SigningRequired, "signing-required", false, "refuse sessions that do not sign")
 	fs.StringVar(&cfg.Encryption, "encryption", "", "encryption `MODE`: off (only shares marked encrypt), desired (every capable client), required (refuse clients that cannot)")
@@ -238,6 +244,7 @@ func parseFlags(args []string, stderr *os.File) (*Config, error) {
 	cfg.Advertise = append(cfg.Advertise, advertise...)
 	cfg.SPNs = append(cfg.SPNs, spns...)
 	cfg.KerberosRealms = append(cfg.KerberosRealms, realms...)
+	cfg.ClusterAdmins = append(cfg.ClusterAdmins, admins...)
 	if storageCheck != 0 {
 		cfg.StorageCheckInterval = Duration(storageCheck)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/clusapi"
 	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
 	"github.com/smbcluster/smbcluster/node/ipc/ncacn"
 	"github.com/smbcluster/smbcluster/node/metrics"
@@ -39,6 +40,8 @@ type witnessService struct {
 	ports map[string]int // witness port by IP
 	wg    sync.WaitGroup
 	stopc context.CancelFunc
+	// clusapi: the witness port serves clusapi too (in a cluster).
+	clusapi bool
 }
 
 // witnessDeps is what the witness service needs of the node.
@@ -104,6 +107,10 @@ func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessD
 		go func() { defer w.wg.Done(); w.endWhenFenced(cctx, d.agent) }()
 	}
 	iface := env.Interface()
+	ifaces := func(net.Addr) []*dcerpc.Interface { return []*dcerpc.Interface{iface} }
+	if d.etcd != nil {
+		ifaces = w.withClusapi(cfg, d, iface)
+	}
 	for _, h := range hosts {
 		l, err := listenFreebind(net.JoinHostPort(h, strconv.Itoa(cfg.WitnessPort)))
 		if err != nil {
@@ -112,10 +119,29 @@ func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessD
 		}
 		w.ports[h] = l.Addr().(*net.TCPAddr).Port
 		log.Info("witness service listening", "addr", l.Addr().String())
-		w.serve(l, func(net.Addr) []*dcerpc.Interface { return []*dcerpc.Interface{iface} })
+		w.serve(l, ifaces)
 	}
 	w.listenEPM(cfg, hosts, log)
 	return w, nil
+}
+
+// withClusapi returns the interfaces of a witness port in a cluster: the
+// witness and clusapi ([MS-CMRP]; clusapi.go), with a handle table for
+// each connection. smbtorture's rpc.witness reaches clusapi through the
+// witness's own binding, and Windows serves both from one process too.
+func (w *witnessService) withClusapi(cfg *Config, d witnessDeps, iface *dcerpc.Interface) ncacn.Interfaces {
+	w.clusapi = true
+	admins := map[string]bool{}
+	for _, u := range cfg.ClusterAdmins {
+		admins[strings.ToLower(u)] = true
+	}
+	node := strings.ToLower(cfg.Name)
+	cenv := &clusapi.Env{
+		Cluster: &clusterModel{cli: d.etcd, name: d.serverName, node: node},
+		Node:    node,
+		IsAdmin: func(user string) bool { return admins[strings.ToLower(user)] },
+	}
+	return func(net.Addr) []*dcerpc.Interface { return []*dcerpc.Interface{iface, cenv.Interface()} }
 }
 
 // listenEPM starts the endpoint mapper: on the port asked for (failing
@@ -129,6 +155,9 @@ func (w *witnessService) listenEPM(cfg *Config, hosts []string, log *slog.Logger
 		return
 	}
 	eps := []ncacn.Endpoint{{Syntax: witness.Syntax, Port: w.portAt}}
+	if w.clusapi {
+		eps = append(eps, ncacn.Endpoint{Syntax: clusapi.Syntax, Port: w.portAt})
+	}
 	for _, h := range hosts {
 		l, err := listenFreebind(net.JoinHostPort(h, strconv.Itoa(port)))
 		if err != nil {

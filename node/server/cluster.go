@@ -35,6 +35,7 @@ const (
 // for concurrent use.
 type Control struct {
 	admission atomic.Uint32
+	offline   atomic.Bool // the cluster's network name is offline
 	policy    atomic.Pointer[Policy]
 	valid     atomic.Pointer[func() bool]
 
@@ -68,6 +69,15 @@ func (c *Control) Valid() bool {
 	f := c.valid.Load()
 	return f == nil || (*f)()
 }
+
+// SetNetNameOffline takes the cluster's network name, its client access
+// point, offline (true) or back online: while it is offline TREE_CONNECT
+// to a disk share fails with STATUS_NETWORK_NAME_DELETED; IPC$ and the
+// trees already connected go on.
+func (c *Control) SetNetNameOffline(off bool) { c.offline.Store(off) }
+
+// NetNameOffline reports whether the cluster's network name is offline.
+func (c *Control) NetNameOffline() bool { return c != nil && c.offline.Load() }
 
 // Admission returns how much new work the server takes.
 func (c *Control) Admission() Admission {

@@ -111,3 +111,24 @@ func TestControlAccept(t *testing.T) {
 		t.Errorf("Accept returned %v, want the connection made after admission resumed (%v)", nc.RemoteAddr(), admitted.LocalAddr())
 	}
 }
+
+// TestNetNameOffline: while the cluster's network name is offline a
+// TREE_CONNECT to a disk share fails with STATUS_NETWORK_NAME_DELETED
+// and a tree already connected goes on; back online, the share connects
+// again. (IPC$ while offline: integration's TestClusapiNetName.)
+func TestNetNameOffline(t *testing.T) {
+	ctl := &server.Control{}
+	srv := servertest.Start(t, servertest.Options{Control: ctl})
+	c := servertest.Connect(t, srv.Addr, servertest.Alice, servertest.AlicePassword, servertest.ShareName, smb2.Dialect311)
+	ctl.SetNetNameOffline(true)
+	if _, err := c.TreeConnect(servertest.ShareName); !errors.Is(err, smb2.StatusNetworkNameDeleted) {
+		t.Fatalf("TREE_CONNECT while offline: %v, want STATUS_NETWORK_NAME_DELETED", err)
+	}
+	if _, err := c.Create("f"); err != nil {
+		t.Fatalf("CREATE on the tree connected before: %v", err)
+	}
+	ctl.SetNetNameOffline(false)
+	if _, err := c.TreeConnect(servertest.ShareName); err != nil {
+		t.Fatalf("TREE_CONNECT back online: %v", err)
+	}
+}

@@ -20,6 +20,9 @@ func (c *conn) serveTreeConnect(r *Request) (Response, error) {
 	if !ok {
 		return nil, smb2.StatusBadNetworkName
 	}
+	if !sh.Pipe && c.srv.cfg.Control.NetNameOffline() {
+		return nil, smb2.StatusNetworkNameDeleted
+	}
 	s := r.Session
 	encrypt := sh.Encrypt || s.EncryptData
 	if sh.Encrypt && s.encrypter == nil && !sh.Pipe {

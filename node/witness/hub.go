@@ -57,6 +57,9 @@ type Hub struct {
 	regs      map[string]*regState
 	resources map[string]Resource // by IP string
 	served    map[string]bool     // public addresses served now, by IP; nil: not known
+	// netName is the state of the cluster's network name: 0 not yet
+	// known, netNameOnline, netNameOffline.
+	netName int
 	// Delivered is called (outside the lock) after a notification was
 	// handed to a client; metrics and the cluster store hook it.
 	Delivered func(reg *Registration, n *Notification, key string)
@@ -304,4 +307,44 @@ func (h *Hub) SetServed(ips []net.IP) {
 			s.queueLocked(pending{n: n})
 		}
 	}
+}
+
+// States of the cluster's network name, as the Hub knows it.
+const (
+	netNameOnline  = 1
+	netNameOffline = 2
+)
+
+// SetNetNameOnline records whether the cluster's network name, its client
+// access point, is online, and queues a RESOURCE_CHANGE naming each
+// registration's net name — unavailable as it goes offline, available as
+// it comes back — for every registration ([MS-SWN] 3.1.1: they all
+// registered for the cluster's names). The first state set only records.
+func (h *Hub) SetNetNameOnline(online bool) {
+	next := netNameOffline
+	if online {
+		next = netNameOnline
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	was := h.netName
+	h.netName = next
+	if was == 0 || was == next {
+		return
+	}
+	state := uint32(ResourceUnavailable)
+	if online {
+		state = ResourceAvailable
+	}
+	for _, s := range h.regs {
+		s.queueLocked(pending{n: &Notification{Type: NotifyResourceChange, Resources: []ResourceChange{{Name: s.reg.NetName, State: state}}}})
+	}
+}
+
+// NetNameOnline reports whether the cluster's network name is online (true
+// until the Hub is told otherwise).
+func (h *Hub) NetNameOnline() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.netName != netNameOffline
 }

@@ -111,6 +111,21 @@ func TestAsyncNotifyTimeout(t *testing.T) {
 	if d := time.Since(start); d < time.Second {
 		t.Errorf("timed out after %v, want 1 s", d)
 	}
+	// A keep-alive timeout of 0 answers at once, with what is pending or
+	// ERROR_TIMEOUT.
+	a.timeout = 0
+	h0, st := env.register(context.Background(), &a, true)
+	if st != errSuccess {
+		t.Fatalf("RegisterEx: %d", st)
+	}
+	if n, st := env.asyncNotify(context.Background(), h0); n != nil || st != errTimeout {
+		t.Fatalf("AsyncNotify, timeout 0: %v %d", n, st)
+	}
+	hub.SetNetNameOnline(true)
+	hub.SetNetNameOnline(false)
+	if n, st := env.asyncNotify(context.Background(), h0); st != errSuccess || n.Type != NotifyResourceChange {
+		t.Fatalf("AsyncNotify, timeout 0, pending: %v %d", n, st)
+	}
 	var unknown Handle
 	unknown[4] = 1
 	if _, st := env.asyncNotify(context.Background(), unknown); st != errNotFound {
@@ -122,5 +137,32 @@ func TestAsyncNotifyTimeout(t *testing.T) {
 	// The wire form of no notification: a NULL pointer and the status.
 	if b := encodeNotify(nil, errTimeout, false); len(b) != 8 || b[4] != 0xb4 || b[5] != 0x05 {
 		t.Errorf("encoded %x", b)
+	}
+}
+
+// TestNetNameChange: the network name going offline queues RESOURCE_CHANGE
+// unavailable, naming the net name each client registered for, for every
+// registration; coming back, available; the first state known and a state
+// set again queue nothing.
+func TestNetNameChange(t *testing.T) {
+	hub := NewHub()
+	hub.Put(&Registration{ID: "a", NetName: "SMBCLUSTER", IP: net.ParseIP("127.0.0.2")})
+	hub.Put(&Registration{ID: "b", NetName: "smbcluster.example.com", IP: net.ParseIP("127.0.0.3")})
+	hub.SetNetNameOnline(true)
+	hub.SetNetNameOnline(true)
+	if !hub.NetNameOnline() {
+		t.Fatal("offline after online")
+	}
+	hub.SetNetNameOnline(false)
+	hub.SetNetNameOnline(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for id, name := range map[string]string{"a": "SMBCLUSTER", "b": "smbcluster.example.com"} {
+		for _, want := range []uint32{ResourceUnavailable, ResourceAvailable} {
+			n, err := hub.Wait(ctx, id)
+			if err != nil || n.Type != NotifyResourceChange || len(n.Resources) != 1 || n.Resources[0] != (ResourceChange{Name: name, State: want}) {
+				t.Fatalf("%s: %+v %v, want %s %#x", id, n, err, name, want)
+			}
+		}
 	}
 }

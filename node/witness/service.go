@@ -220,14 +220,19 @@ func (e *Env) unregister(ctx context.Context, h Handle) uint32 {
 
 // asyncNotify serves WitnessrAsyncNotify ([MS-SWN] 3.1.4.4): it waits for
 // the registration's next notification, or its keep-alive timeout
-// (RegisterEx), or the client's going away.
+// (RegisterEx, [MS-SWN] 3.1.4.5: 0 answers at once), or the client's going
+// away.
 func (e *Env) asyncNotify(ctx context.Context, h Handle) (*Notification, uint32) {
 	id := handleID(h)
 	reg, ok := e.Hub.Get(id)
 	if !ok {
 		return nil, errNotFound
 	}
-	if reg.Timeout > 0 {
+	if reg.Version == V2 {
+		// The keep-alive timeout of RegisterEx bounds every wait; 0 asks
+		// for what is pending now, ERROR_TIMEOUT if nothing is, as
+		// Windows answers smbtorture's rpc.witness AsyncNotify_timeouts
+		// (Samba's server waits without end instead).
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(reg.Timeout)*time.Second)
 		defer cancel()

@@ -62,6 +62,12 @@ type Authenticator interface {
 	Unseal(data, msg, sig []byte) error
 }
 
+// Identifier is an Authenticator that names the user it authenticated,
+// which calls find with User.
+type Identifier interface {
+	User() string
+}
+
 // Security configures authentication for a Conn.
 type Security struct {
 	// New starts a security context for auth_type, or returns nil for an

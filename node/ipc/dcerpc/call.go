@@ -64,6 +64,9 @@ func (c *Conn) dispatch(ctx context.Context, id uint32, contextID, opnum uint16,
 	if pc.ndr64 {
 		ctx = context.WithValue(ctx, ndr64Key{}, true)
 	}
+	if who, ok := c.auth.ctx.(Identifier); ok && c.AuthLevel() > AuthLevelNone {
+		ctx = WithUser(ctx, who.User())
+	}
 	if iface.CallContext != nil && iface.Concurrent && c.concurrent {
 		c.dispatchConcurrent(ctx, iface, id, contextID, opnum, stub, emit)
 		return

@@ -98,6 +98,21 @@ func Peer(ctx context.Context) string {
 	return s
 }
 
+type userKey struct{}
+
+// WithUser returns ctx carrying the user a call is made by, which calls
+// find with User (Conn sets it from its security context).
+func WithUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, userKey{}, user)
+}
+
+// User returns the user the association authenticated, as its security
+// provider names it ("" for none): calls that decide by who calls use it.
+func User(ctx context.Context) string {
+	s, _ := ctx.Value(userKey{}).(string)
+	return s
+}
+
 // maxConcurrent bounds the calls of one association running at once.
 const maxConcurrent = 16
 

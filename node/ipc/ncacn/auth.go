@@ -45,6 +45,10 @@ func (a *ntlmAuth) Step(in []byte) ([]byte, bool, error) {
 	return out, true, nil
 }
 
+// User is the authenticated user: one of the cluster's users (the domain
+// a client names is not checked, as on the SMB side).
+func (a *ntlmAuth) User() string { return a.ctx.Result().User }
+
 func (a *ntlmAuth) SignatureSize() int { return auth.SignatureSize }
 
 func (a *ntlmAuth) Sign(msg []byte) []byte {

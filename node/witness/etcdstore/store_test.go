@@ -162,3 +162,33 @@ func TestStoreIdle(t *testing.T) {
 	s.Waiting(kept.ID, false)
 	waitFor(t, "dropped once nobody waits", func() bool { _, ok := h.Get(kept.ID); return !ok })
 }
+
+// TestStoreNetName: the network name's record taken offline and back
+// queues RESOURCE_CHANGE unavailable, then available, for a registration
+// on every node, naming the net name it registered for.
+func TestStoreNetName(t *testing.T) {
+	cli := client(t)
+	put(t, cli, statev1.NodeKey("n1"), &statev1.NodeRecord{Name: "n1", Addresses: []string{"192.0.2.1:445"}})
+	put(t, cli, statev1.NodeLiveKey("n1"), &statev1.NodeLiveRecord{Name: "n1"})
+	s1, h1 := node(t, cli, "n1", time.Hour)
+	_, h2 := node(t, cli, "n2", time.Hour)
+	reg := &witness.Registration{ID: "ffeeddccbbaa99887766554433221100", Version: witness.V1, NetName: "Files",
+		IP: net.ParseIP("192.0.2.1"), Client: "WIN", Node: "n1", Since: time.Now()}
+	if err := s1.Register(t.Context(), reg); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "n2 mirrors the registration", func() bool { _, ok := h2.Get(reg.ID); return ok })
+	put(t, cli, statev1.NetNameKey(), &statev1.NetNameRecord{Offline: true, ChangedBy: "admin"})
+	put(t, cli, statev1.NetNameKey(), &statev1.NetNameRecord{Offline: false, ChangedBy: "admin"})
+	for _, h := range []*witness.Hub{h1, h2} {
+		for _, want := range []uint32{witness.ResourceUnavailable, witness.ResourceAvailable} {
+			n, err := h.Wait(t.Context(), reg.ID)
+			if err != nil || n.Type != witness.NotifyResourceChange || n.Resources[0] != (witness.ResourceChange{Name: "Files", State: want}) {
+				t.Fatalf("%+v %v, want state %#x", n, err, want)
+			}
+		}
+	}
+	if !h2.NetNameOnline() {
+		t.Fatal("n2 holds the name offline")
+	}
+}

@@ -48,6 +48,7 @@ func (s *Store) follow(ctx context.Context) error {
 		clientv3.OpGet(statev1.WitnessWaitsPrefix, clientv3.WithPrefix()),
 		clientv3.OpGet(statev1.WitnessMovesPrefix, clientv3.WithPrefix()),
 		clientv3.OpGet(statev1.AddressesPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(statev1.NetNameKey()),
 	).Commit()
 	cancel()
 	if err != nil {
@@ -86,6 +87,11 @@ func (s *Store) follow(ctx context.Context) error {
 		v.served[string(kv.Key)] = true
 	}
 	s.hub.SetServed(v.servedIPs())
+	var nn []byte
+	if kvs := resp.Responses[6].GetResponseRange().Kvs; len(kvs) > 0 {
+		nn = kvs[0].Value
+	}
+	s.onNetName(nn)
 
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer stop()
@@ -94,6 +100,7 @@ func (s *Store) follow(ctx context.Context) error {
 	live := s.cli.Watch(wctx, statev1.LivePrefix, opts...)
 	wit := s.cli.Watch(wctx, statev1.WitnessPrefix, opts...)
 	addrs := s.cli.Watch(wctx, statev1.AddressesPrefix, append(opts, clientv3.WithKeysOnly())...)
+	netName := s.cli.Watch(wctx, statev1.NetNameKey(), clientv3.WithRev(rev+1))
 	sweep := time.NewTicker(max(s.idle/4, 100*time.Millisecond))
 	defer sweep.Stop()
 	for {
@@ -126,6 +133,13 @@ func (s *Store) follow(ctx context.Context) error {
 				v.served[string(e.Kv.Key)] = e.Type != mvccpb.DELETE
 			}
 			s.hub.SetServed(v.servedIPs())
+		case w, ok := <-netName:
+			if !ok || w.Err() != nil {
+				return watchErr(w, ok)
+			}
+			for _, e := range w.Events {
+				s.onNetName(valueOf(e))
+			}
 		case w, ok := <-wit:
 			if !ok || w.Err() != nil {
 				return watchErr(w, ok)
@@ -135,6 +149,19 @@ func (s *Store) follow(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// onNetName tells the hub the state of the cluster's network name from
+// its record (nil: none, online).
+func (s *Store) onNetName(value []byte) {
+	rec := &statev1.NetNameRecord{}
+	if value != nil {
+		if err := proto.Unmarshal(value, rec); err != nil {
+			s.log.Warn("ignoring a network name record that does not decode", "err", err)
+			return
+		}
+	}
+	s.hub.SetNetNameOnline(!rec.GetOffline())
 }
 
 type watchError struct{ err error }

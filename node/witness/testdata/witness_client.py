@@ -5,10 +5,12 @@ usage: witness_client.py BINDING USER PASSWORD COMMAND [ARGS...]
 
 Commands (one JSON object per line on stdout):
   list                              GetInterfaceList
-  register NETNAME IP [V2] [TIMEOUT] register (RegisterEx with V2), then
-                                    wait with AsyncNotify, printing each
+  register NETNAME IP [V2] [TIMEOUT] register (RegisterEx with V2, keep-alive
+                                    TIMEOUT seconds, 0 or none: an hour),
+                                    then wait with AsyncNotify, printing each
                                     notification; "ready" once registered
-  register-only NETNAME IP           register (V2), print the handle, exit
+  register-only NETNAME IP           register (V2, keep-alive an hour), print
+                                    the handle, exit
   notify UUID [COUNT]               AsyncNotify COUNT times on a registration
                                     made elsewhere, then unregister
 """
@@ -17,6 +19,8 @@ import sys
 
 from samba import credentials, param
 from samba.dcerpc import misc, witness
+
+HOUR = 3600
 
 
 def connect(binding, user, password):
@@ -44,7 +48,7 @@ def main():
                          "flags": i.flags, "version": i.version} for i in l.interfaces])
         return
     if cmd == "register-only":
-        h = c.RegisterEx(witness.WITNESS_V2, args[0], None, args[1], "WITNESSTEST", 0, 0)
+        h = c.RegisterEx(witness.WITNESS_V2, args[0], None, args[1], "WITNESSTEST", 0, HOUR)
         out(handle=str(h.uuid))
         return
     if cmd == "notify":
@@ -57,6 +61,7 @@ def main():
         net_name, ip = args[0], args[1]
         if len(args) > 2 and args[2] == "V2":
             timeout = int(args[3]) if len(args) > 3 else 0
+            timeout = timeout or HOUR  # 0 would answer ERROR_TIMEOUT at once
             h = c.RegisterEx(witness.WITNESS_V2, net_name, None, ip, "WITNESSTEST",
                              witness.WITNESS_REGISTER_IP_NOTIFICATION, timeout)
         else:

@@ -1425,6 +1425,247 @@ func (x *TopEntry) GetBytesWritten() uint64 {
 	return 0
 }
 
+// NetName is the state of the cluster's network name.
+type NetName struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Offline bool                   `protobuf:"varint,1,opt,name=offline,proto3" json:"offline,omitempty"`
+	// changed_by is who last changed it: a user authenticated by a node's
+	// clusapi, or "smbctl".
+	ChangedBy string `protobuf:"bytes,2,opt,name=changed_by,json=changedBy,proto3" json:"changed_by,omitempty"`
+	// node is the node whose clusapi changed it; empty through smbctl.
+	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// change_time is unset while it was never changed (online).
+	ChangeTime    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=change_time,json=changeTime,proto3" json:"change_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetName) Reset() {
+	*x = NetName{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetName) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetName) ProtoMessage() {}
+
+func (x *NetName) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetName.ProtoReflect.Descriptor instead.
+func (*NetName) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *NetName) GetOffline() bool {
+	if x != nil {
+		return x.Offline
+	}
+	return false
+}
+
+func (x *NetName) GetChangedBy() string {
+	if x != nil {
+		return x.ChangedBy
+	}
+	return ""
+}
+
+func (x *NetName) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NetName) GetChangeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ChangeTime
+	}
+	return nil
+}
+
+type GetNetNameRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetNetNameRequest) Reset() {
+	*x = GetNetNameRequest{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetNetNameRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetNetNameRequest) ProtoMessage() {}
+
+func (x *GetNetNameRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetNetNameRequest.ProtoReflect.Descriptor instead.
+func (*GetNetNameRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{26}
+}
+
+type GetNetNameResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NetName       *NetName               `protobuf:"bytes,1,opt,name=net_name,json=netName,proto3" json:"net_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetNetNameResponse) Reset() {
+	*x = GetNetNameResponse{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetNetNameResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetNetNameResponse) ProtoMessage() {}
+
+func (x *GetNetNameResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetNetNameResponse.ProtoReflect.Descriptor instead.
+func (*GetNetNameResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetNetNameResponse) GetNetName() *NetName {
+	if x != nil {
+		return x.NetName
+	}
+	return nil
+}
+
+type SetNetNameRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Offline       bool                   `protobuf:"varint,1,opt,name=offline,proto3" json:"offline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNetNameRequest) Reset() {
+	*x = SetNetNameRequest{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNetNameRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNetNameRequest) ProtoMessage() {}
+
+func (x *SetNetNameRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNetNameRequest.ProtoReflect.Descriptor instead.
+func (*SetNetNameRequest) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SetNetNameRequest) GetOffline() bool {
+	if x != nil {
+		return x.Offline
+	}
+	return false
+}
+
+type SetNetNameResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NetName       *NetName               `protobuf:"bytes,1,opt,name=net_name,json=netName,proto3" json:"net_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNetNameResponse) Reset() {
+	*x = SetNetNameResponse{}
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNetNameResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNetNameResponse) ProtoMessage() {}
+
+func (x *SetNetNameResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_admin_v1_cluster_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNetNameResponse.ProtoReflect.Descriptor instead.
+func (*SetNetNameResponse) Descriptor() ([]byte, []int) {
+	return file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SetNetNameResponse) GetNetName() *NetName {
+	if x != nil {
+		return x.NetName
+	}
+	return nil
+}
+
 var File_smbcluster_admin_v1_cluster_service_proto protoreflect.FileDescriptor
 
 const file_smbcluster_admin_v1_cluster_service_proto_rawDesc = "" +
@@ -1529,7 +1770,21 @@ const file_smbcluster_admin_v1_cluster_service_proto_rawDesc = "" +
 	"\brequests\x18\x02 \x01(\x04R\brequests\x12\x1d\n" +
 	"\n" +
 	"bytes_read\x18\x03 \x01(\x04R\tbytesRead\x12#\n" +
-	"\rbytes_written\x18\x04 \x01(\x04R\fbytesWritten2\x97\x06\n" +
+	"\rbytes_written\x18\x04 \x01(\x04R\fbytesWritten\"\x93\x01\n" +
+	"\aNetName\x12\x18\n" +
+	"\aoffline\x18\x01 \x01(\bR\aoffline\x12\x1d\n" +
+	"\n" +
+	"changed_by\x18\x02 \x01(\tR\tchangedBy\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12;\n" +
+	"\vchange_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"changeTime\"\x13\n" +
+	"\x11GetNetNameRequest\"M\n" +
+	"\x12GetNetNameResponse\x127\n" +
+	"\bnet_name\x18\x01 \x01(\v2\x1c.smbcluster.admin.v1.NetNameR\anetName\"-\n" +
+	"\x11SetNetNameRequest\x12\x18\n" +
+	"\aoffline\x18\x01 \x01(\bR\aoffline\"M\n" +
+	"\x12SetNetNameResponse\x127\n" +
+	"\bnet_name\x18\x01 \x01(\v2\x1c.smbcluster.admin.v1.NetNameR\anetName2\xd5\a\n" +
 	"\x0eClusterService\x12Z\n" +
 	"\tGetStatus\x12%.smbcluster.admin.v1.GetStatusRequest\x1a&.smbcluster.admin.v1.GetStatusResponse\x12Q\n" +
 	"\x06Health\x12\".smbcluster.admin.v1.HealthRequest\x1a#.smbcluster.admin.v1.HealthResponse\x12`\n" +
@@ -1538,7 +1793,11 @@ const file_smbcluster_admin_v1_cluster_service_proto_rawDesc = "" +
 	"\tSetKeytab\x12%.smbcluster.admin.v1.SetKeytabRequest\x1a&.smbcluster.admin.v1.SetKeytabResponse\x12Z\n" +
 	"\tGetKeytab\x12%.smbcluster.admin.v1.GetKeytabRequest\x1a&.smbcluster.admin.v1.GetKeytabResponse\x12c\n" +
 	"\fDeleteKeytab\x12(.smbcluster.admin.v1.DeleteKeytabRequest\x1a).smbcluster.admin.v1.DeleteKeytabResponse\x12l\n" +
-	"\x0fGetClusterStats\x12+.smbcluster.admin.v1.GetClusterStatsRequest\x1a,.smbcluster.admin.v1.GetClusterStatsResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
+	"\x0fGetClusterStats\x12+.smbcluster.admin.v1.GetClusterStatsRequest\x1a,.smbcluster.admin.v1.GetClusterStatsResponse\x12]\n" +
+	"\n" +
+	"GetNetName\x12&.smbcluster.admin.v1.GetNetNameRequest\x1a'.smbcluster.admin.v1.GetNetNameResponse\x12]\n" +
+	"\n" +
+	"SetNetName\x12&.smbcluster.admin.v1.SetNetNameRequest\x1a'.smbcluster.admin.v1.SetNetNameResponseBDZBgithub.com/smbcluster/smbcluster/proto/smbcluster/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_smbcluster_admin_v1_cluster_service_proto_rawDescOnce sync.Once
@@ -1552,7 +1811,7 @@ func file_smbcluster_admin_v1_cluster_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_admin_v1_cluster_service_proto_rawDescData
 }
 
-var file_smbcluster_admin_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_smbcluster_admin_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_smbcluster_admin_v1_cluster_service_proto_goTypes = []any{
 	(*EtcdMember)(nil),              // 0: smbcluster.admin.v1.EtcdMember
 	(*EtcdStatus)(nil),              // 1: smbcluster.admin.v1.EtcdStatus
@@ -1579,51 +1838,63 @@ var file_smbcluster_admin_v1_cluster_service_proto_goTypes = []any{
 	(*TrafficStats)(nil),            // 22: smbcluster.admin.v1.TrafficStats
 	(*ShareStats)(nil),              // 23: smbcluster.admin.v1.ShareStats
 	(*TopEntry)(nil),                // 24: smbcluster.admin.v1.TopEntry
-	(*Node)(nil),                    // 25: smbcluster.admin.v1.Node
-	(*fieldmaskpb.FieldMask)(nil),   // 26: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),   // 27: google.protobuf.Timestamp
+	(*NetName)(nil),                 // 25: smbcluster.admin.v1.NetName
+	(*GetNetNameRequest)(nil),       // 26: smbcluster.admin.v1.GetNetNameRequest
+	(*GetNetNameResponse)(nil),      // 27: smbcluster.admin.v1.GetNetNameResponse
+	(*SetNetNameRequest)(nil),       // 28: smbcluster.admin.v1.SetNetNameRequest
+	(*SetNetNameResponse)(nil),      // 29: smbcluster.admin.v1.SetNetNameResponse
+	(*Node)(nil),                    // 30: smbcluster.admin.v1.Node
+	(*fieldmaskpb.FieldMask)(nil),   // 31: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),   // 32: google.protobuf.Timestamp
 }
 var file_smbcluster_admin_v1_cluster_service_proto_depIdxs = []int32{
 	0,  // 0: smbcluster.admin.v1.EtcdStatus.members:type_name -> smbcluster.admin.v1.EtcdMember
-	25, // 1: smbcluster.admin.v1.GetStatusResponse.nodes:type_name -> smbcluster.admin.v1.Node
+	30, // 1: smbcluster.admin.v1.GetStatusResponse.nodes:type_name -> smbcluster.admin.v1.Node
 	1,  // 2: smbcluster.admin.v1.GetStatusResponse.etcd:type_name -> smbcluster.admin.v1.EtcdStatus
 	6,  // 3: smbcluster.admin.v1.GetSettingsResponse.settings:type_name -> smbcluster.admin.v1.Settings
 	6,  // 4: smbcluster.admin.v1.UpdateSettingsRequest.settings:type_name -> smbcluster.admin.v1.Settings
-	26, // 5: smbcluster.admin.v1.UpdateSettingsRequest.update_mask:type_name -> google.protobuf.FieldMask
+	31, // 5: smbcluster.admin.v1.UpdateSettingsRequest.update_mask:type_name -> google.protobuf.FieldMask
 	6,  // 6: smbcluster.admin.v1.UpdateSettingsResponse.settings:type_name -> smbcluster.admin.v1.Settings
 	12, // 7: smbcluster.admin.v1.Keytab.entries:type_name -> smbcluster.admin.v1.KeytabEntry
-	27, // 8: smbcluster.admin.v1.Keytab.update_time:type_name -> google.protobuf.Timestamp
+	32, // 8: smbcluster.admin.v1.Keytab.update_time:type_name -> google.protobuf.Timestamp
 	11, // 9: smbcluster.admin.v1.SetKeytabResponse.keytab:type_name -> smbcluster.admin.v1.Keytab
 	11, // 10: smbcluster.admin.v1.GetKeytabResponse.keytab:type_name -> smbcluster.admin.v1.Keytab
 	21, // 11: smbcluster.admin.v1.GetClusterStatsResponse.nodes:type_name -> smbcluster.admin.v1.NodeStats
-	27, // 12: smbcluster.admin.v1.NodeStats.time:type_name -> google.protobuf.Timestamp
-	27, // 13: smbcluster.admin.v1.NodeStats.start_time:type_name -> google.protobuf.Timestamp
+	32, // 12: smbcluster.admin.v1.NodeStats.time:type_name -> google.protobuf.Timestamp
+	32, // 13: smbcluster.admin.v1.NodeStats.start_time:type_name -> google.protobuf.Timestamp
 	22, // 14: smbcluster.admin.v1.NodeStats.total:type_name -> smbcluster.admin.v1.TrafficStats
 	23, // 15: smbcluster.admin.v1.NodeStats.shares:type_name -> smbcluster.admin.v1.ShareStats
 	24, // 16: smbcluster.admin.v1.NodeStats.top_files:type_name -> smbcluster.admin.v1.TopEntry
 	24, // 17: smbcluster.admin.v1.NodeStats.top_clients:type_name -> smbcluster.admin.v1.TopEntry
 	22, // 18: smbcluster.admin.v1.ShareStats.traffic:type_name -> smbcluster.admin.v1.TrafficStats
-	2,  // 19: smbcluster.admin.v1.ClusterService.GetStatus:input_type -> smbcluster.admin.v1.GetStatusRequest
-	4,  // 20: smbcluster.admin.v1.ClusterService.Health:input_type -> smbcluster.admin.v1.HealthRequest
-	7,  // 21: smbcluster.admin.v1.ClusterService.GetSettings:input_type -> smbcluster.admin.v1.GetSettingsRequest
-	9,  // 22: smbcluster.admin.v1.ClusterService.UpdateSettings:input_type -> smbcluster.admin.v1.UpdateSettingsRequest
-	13, // 23: smbcluster.admin.v1.ClusterService.SetKeytab:input_type -> smbcluster.admin.v1.SetKeytabRequest
-	15, // 24: smbcluster.admin.v1.ClusterService.GetKeytab:input_type -> smbcluster.admin.v1.GetKeytabRequest
-	17, // 25: smbcluster.admin.v1.ClusterService.DeleteKeytab:input_type -> smbcluster.admin.v1.DeleteKeytabRequest
-	19, // 26: smbcluster.admin.v1.ClusterService.GetClusterStats:input_type -> smbcluster.admin.v1.GetClusterStatsRequest
-	3,  // 27: smbcluster.admin.v1.ClusterService.GetStatus:output_type -> smbcluster.admin.v1.GetStatusResponse
-	5,  // 28: smbcluster.admin.v1.ClusterService.Health:output_type -> smbcluster.admin.v1.HealthResponse
-	8,  // 29: smbcluster.admin.v1.ClusterService.GetSettings:output_type -> smbcluster.admin.v1.GetSettingsResponse
-	10, // 30: smbcluster.admin.v1.ClusterService.UpdateSettings:output_type -> smbcluster.admin.v1.UpdateSettingsResponse
-	14, // 31: smbcluster.admin.v1.ClusterService.SetKeytab:output_type -> smbcluster.admin.v1.SetKeytabResponse
-	16, // 32: smbcluster.admin.v1.ClusterService.GetKeytab:output_type -> smbcluster.admin.v1.GetKeytabResponse
-	18, // 33: smbcluster.admin.v1.ClusterService.DeleteKeytab:output_type -> smbcluster.admin.v1.DeleteKeytabResponse
-	20, // 34: smbcluster.admin.v1.ClusterService.GetClusterStats:output_type -> smbcluster.admin.v1.GetClusterStatsResponse
-	27, // [27:35] is the sub-list for method output_type
-	19, // [19:27] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	32, // 19: smbcluster.admin.v1.NetName.change_time:type_name -> google.protobuf.Timestamp
+	25, // 20: smbcluster.admin.v1.GetNetNameResponse.net_name:type_name -> smbcluster.admin.v1.NetName
+	25, // 21: smbcluster.admin.v1.SetNetNameResponse.net_name:type_name -> smbcluster.admin.v1.NetName
+	2,  // 22: smbcluster.admin.v1.ClusterService.GetStatus:input_type -> smbcluster.admin.v1.GetStatusRequest
+	4,  // 23: smbcluster.admin.v1.ClusterService.Health:input_type -> smbcluster.admin.v1.HealthRequest
+	7,  // 24: smbcluster.admin.v1.ClusterService.GetSettings:input_type -> smbcluster.admin.v1.GetSettingsRequest
+	9,  // 25: smbcluster.admin.v1.ClusterService.UpdateSettings:input_type -> smbcluster.admin.v1.UpdateSettingsRequest
+	13, // 26: smbcluster.admin.v1.ClusterService.SetKeytab:input_type -> smbcluster.admin.v1.SetKeytabRequest
+	15, // 27: smbcluster.admin.v1.ClusterService.GetKeytab:input_type -> smbcluster.admin.v1.GetKeytabRequest
+	17, // 28: smbcluster.admin.v1.ClusterService.DeleteKeytab:input_type -> smbcluster.admin.v1.DeleteKeytabRequest
+	19, // 29: smbcluster.admin.v1.ClusterService.GetClusterStats:input_type -> smbcluster.admin.v1.GetClusterStatsRequest
+	26, // 30: smbcluster.admin.v1.ClusterService.GetNetName:input_type -> smbcluster.admin.v1.GetNetNameRequest
+	28, // 31: smbcluster.admin.v1.ClusterService.SetNetName:input_type -> smbcluster.admin.v1.SetNetNameRequest
+	3,  // 32: smbcluster.admin.v1.ClusterService.GetStatus:output_type -> smbcluster.admin.v1.GetStatusResponse
+	5,  // 33: smbcluster.admin.v1.ClusterService.Health:output_type -> smbcluster.admin.v1.HealthResponse
+	8,  // 34: smbcluster.admin.v1.ClusterService.GetSettings:output_type -> smbcluster.admin.v1.GetSettingsResponse
+	10, // 35: smbcluster.admin.v1.ClusterService.UpdateSettings:output_type -> smbcluster.admin.v1.UpdateSettingsResponse
+	14, // 36: smbcluster.admin.v1.ClusterService.SetKeytab:output_type -> smbcluster.admin.v1.SetKeytabResponse
+	16, // 37: smbcluster.admin.v1.ClusterService.GetKeytab:output_type -> smbcluster.admin.v1.GetKeytabResponse
+	18, // 38: smbcluster.admin.v1.ClusterService.DeleteKeytab:output_type -> smbcluster.admin.v1.DeleteKeytabResponse
+	20, // 39: smbcluster.admin.v1.ClusterService.GetClusterStats:output_type -> smbcluster.admin.v1.GetClusterStatsResponse
+	27, // 40: smbcluster.admin.v1.ClusterService.GetNetName:output_type -> smbcluster.admin.v1.GetNetNameResponse
+	29, // 41: smbcluster.admin.v1.ClusterService.SetNetName:output_type -> smbcluster.admin.v1.SetNetNameResponse
+	32, // [32:42] is the sub-list for method output_type
+	22, // [22:32] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_admin_v1_cluster_service_proto_init() }
@@ -1638,7 +1909,7 @@ func file_smbcluster_admin_v1_cluster_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_admin_v1_cluster_service_proto_rawDesc), len(file_smbcluster_admin_v1_cluster_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

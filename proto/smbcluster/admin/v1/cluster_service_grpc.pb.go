@@ -27,6 +27,8 @@ const (
 	ClusterService_GetKeytab_FullMethodName       = "/smbcluster.admin.v1.ClusterService/GetKeytab"
 	ClusterService_DeleteKeytab_FullMethodName    = "/smbcluster.admin.v1.ClusterService/DeleteKeytab"
 	ClusterService_GetClusterStats_FullMethodName = "/smbcluster.admin.v1.ClusterService/GetClusterStats"
+	ClusterService_GetNetName_FullMethodName      = "/smbcluster.admin.v1.ClusterService/GetNetName"
+	ClusterService_SetNetName_FullMethodName      = "/smbcluster.admin.v1.ClusterService/SetNetName"
 )
 
 // ClusterServiceClient is the client API for ClusterService service.
@@ -53,6 +55,14 @@ type ClusterServiceClient interface {
 	// GetClusterStats gathers every live node's counters (smbctl top):
 	// the coordinator asks each node's metrics address in parallel.
 	GetClusterStats(ctx context.Context, in *GetClusterStatsRequest, opts ...grpc.CallOption) (*GetClusterStatsResponse, error)
+	// GetNetName reports the state of the cluster's network name, its
+	// client access point (what nodes' clusapi, [MS-CMRP], also changes).
+	GetNetName(ctx context.Context, in *GetNetNameRequest, opts ...grpc.CallOption) (*GetNetNameResponse, error)
+	// SetNetName takes the cluster's network name offline or back online:
+	// while it is offline every node answers TREE_CONNECT to a disk share
+	// with STATUS_NETWORK_NAME_DELETED, and witness clients are told
+	// RESOURCE_CHANGE unavailable (available once it is back).
+	SetNetName(ctx context.Context, in *SetNetNameRequest, opts ...grpc.CallOption) (*SetNetNameResponse, error)
 }
 
 type clusterServiceClient struct {
@@ -143,6 +153,26 @@ func (c *clusterServiceClient) GetClusterStats(ctx context.Context, in *GetClust
 	return out, nil
 }
 
+func (c *clusterServiceClient) GetNetName(ctx context.Context, in *GetNetNameRequest, opts ...grpc.CallOption) (*GetNetNameResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetNetNameResponse)
+	err := c.cc.Invoke(ctx, ClusterService_GetNetName_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) SetNetName(ctx context.Context, in *SetNetNameRequest, opts ...grpc.CallOption) (*SetNetNameResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetNetNameResponse)
+	err := c.cc.Invoke(ctx, ClusterService_SetNetName_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServiceServer is the server API for ClusterService service.
 // All implementations must embed UnimplementedClusterServiceServer
 // for forward compatibility.
@@ -167,6 +197,14 @@ type ClusterServiceServer interface {
 	// GetClusterStats gathers every live node's counters (smbctl top):
 	// the coordinator asks each node's metrics address in parallel.
 	GetClusterStats(context.Context, *GetClusterStatsRequest) (*GetClusterStatsResponse, error)
+	// GetNetName reports the state of the cluster's network name, its
+	// client access point (what nodes' clusapi, [MS-CMRP], also changes).
+	GetNetName(context.Context, *GetNetNameRequest) (*GetNetNameResponse, error)
+	// SetNetName takes the cluster's network name offline or back online:
+	// while it is offline every node answers TREE_CONNECT to a disk share
+	// with STATUS_NETWORK_NAME_DELETED, and witness clients are told
+	// RESOURCE_CHANGE unavailable (available once it is back).
+	SetNetName(context.Context, *SetNetNameRequest) (*SetNetNameResponse, error)
 	mustEmbedUnimplementedClusterServiceServer()
 }
 
@@ -200,6 +238,12 @@ func (UnimplementedClusterServiceServer) DeleteKeytab(context.Context, *DeleteKe
 }
 func (UnimplementedClusterServiceServer) GetClusterStats(context.Context, *GetClusterStatsRequest) (*GetClusterStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetClusterStats not implemented")
+}
+func (UnimplementedClusterServiceServer) GetNetName(context.Context, *GetNetNameRequest) (*GetNetNameResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetNetName not implemented")
+}
+func (UnimplementedClusterServiceServer) SetNetName(context.Context, *SetNetNameRequest) (*SetNetNameResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetNetName not implemented")
 }
 func (UnimplementedClusterServiceServer) mustEmbedUnimplementedClusterServiceServer() {}
 func (UnimplementedClusterServiceServer) testEmbeddedByValue()                        {}
@@ -366,6 +410,42 @@ func _ClusterService_GetClusterStats_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClusterService_GetNetName_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetNetNameRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).GetNetName(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_GetNetName_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).GetNetName(ctx, req.(*GetNetNameRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_SetNetName_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetNetNameRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).SetNetName(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_SetNetName_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).SetNetName(ctx, req.(*SetNetNameRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClusterService_ServiceDesc is the grpc.ServiceDesc for ClusterService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -404,6 +484,14 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetClusterStats",
 			Handler:    _ClusterService_GetClusterStats_Handler,
+		},
+		{
+			MethodName: "GetNetName",
+			Handler:    _ClusterService_GetNetName_Handler,
+		},
+		{
+			MethodName: "SetNetName",
+			Handler:    _ClusterService_SetNetName_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -17,6 +17,7 @@ import (
 //	/smbcluster/v1/shares/<share>            ShareRecord     coordinator
 //	/smbcluster/v1/users/<user>              UserRecord      coordinator
 //	/smbcluster/v1/settings                  Settings        coordinator
+//	/smbcluster/v1/netname                   NetNameRecord   node (clusapi), absent: online
 //	/smbcluster/v1/sessions/<id>             SessionRecord   establishing node, on its lease
 //	/smbcluster/v1/channels/<node>/<id>      ChannelRecord   node holding the channels, on its lease
 //	/smbcluster/v1/opens/<node>/<fileid>     OpenRecord      node holding the open
@@ -172,6 +173,10 @@ func UserKey(name string) string { return UsersPrefix + strings.ToLower(name) }
 
 // SettingsKey is where the cluster's Settings live.
 func SettingsKey() string { return Root + "settings" }
+
+// NetNameKey is where the state of the cluster's network name (its client
+// access point) is kept; absent means online.
+func NetNameKey() string { return Root + "netname" }
 
 // KerberosKey is where the cluster's KerberosRecord (its service keytab,
 // sealed) lives.

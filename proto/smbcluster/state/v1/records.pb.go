@@ -1792,6 +1792,84 @@ func (x *CloseRequest) GetReason() string {
 	return ""
 }
 
+// NetNameRecord is the state of the cluster's network name, its client
+// access point ([MS-CMRP] the network name resource), under NetNameKey():
+// absent means online. An administrator takes it offline and back through
+// clusapi OfflineResource / OnlineResource on any node. While it is
+// offline every node answers TREE_CONNECT to a disk share with
+// STATUS_NETWORK_NAME_DELETED (IPC$ stays reachable) and the witness tells
+// registered clients RESOURCE_CHANGE unavailable, then available when it
+// is back online.
+type NetNameRecord struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Offline bool                   `protobuf:"varint,1,opt,name=offline,proto3" json:"offline,omitempty"`
+	// changed_by is the user who made the change, as authenticated.
+	ChangedBy string `protobuf:"bytes,2,opt,name=changed_by,json=changedBy,proto3" json:"changed_by,omitempty"`
+	// node is the node whose clusapi made the change.
+	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	ChangeTime    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=change_time,json=changeTime,proto3" json:"change_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetNameRecord) Reset() {
+	*x = NetNameRecord{}
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetNameRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetNameRecord) ProtoMessage() {}
+
+func (x *NetNameRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetNameRecord.ProtoReflect.Descriptor instead.
+func (*NetNameRecord) Descriptor() ([]byte, []int) {
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *NetNameRecord) GetOffline() bool {
+	if x != nil {
+		return x.Offline
+	}
+	return false
+}
+
+func (x *NetNameRecord) GetChangedBy() string {
+	if x != nil {
+		return x.ChangedBy
+	}
+	return ""
+}
+
+func (x *NetNameRecord) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NetNameRecord) GetChangeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ChangeTime
+	}
+	return nil
+}
+
 // Settings are cluster-wide server settings, under SettingsKey().
 type Settings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1814,7 +1892,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[17]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1904,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_state_v1_records_proto_msgTypes[17]
+	mi := &file_smbcluster_state_v1_records_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1917,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{17}
+	return file_smbcluster_state_v1_records_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Settings) GetRequireSigning() bool {
@@ -2072,7 +2150,14 @@ const file_smbcluster_state_v1_records_proto_rawDesc = "" +
 	"\texclusive\x18\x03 \x01(\bR\texclusive\"e\n" +
 	"\fCloseRequest\x12=\n" +
 	"\frequest_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTime\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xa5\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x99\x01\n" +
+	"\rNetNameRecord\x12\x18\n" +
+	"\aoffline\x18\x01 \x01(\bR\aoffline\x12\x1d\n" +
+	"\n" +
+	"changed_by\x18\x02 \x01(\tR\tchangedBy\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12;\n" +
+	"\vchange_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"changeTime\"\xa5\x02\n" +
 	"\bSettings\x12'\n" +
 	"\x0frequire_signing\x18\x01 \x01(\bR\x0erequireSigning\x12!\n" +
 	"\fencrypt_data\x18\x02 \x01(\bR\vencryptData\x12-\n" +
@@ -2098,7 +2183,7 @@ func file_smbcluster_state_v1_records_proto_rawDescGZIP() []byte {
 	return file_smbcluster_state_v1_records_proto_rawDescData
 }
 
-var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_smbcluster_state_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*Sealed)(nil),                // 0: smbcluster.state.v1.Sealed
 	(*NodeRecord)(nil),            // 1: smbcluster.state.v1.NodeRecord
@@ -2117,34 +2202,36 @@ var file_smbcluster_state_v1_records_proto_goTypes = []any{
 	(*DurableOpen)(nil),           // 14: smbcluster.state.v1.DurableOpen
 	(*ByteRangeLock)(nil),         // 15: smbcluster.state.v1.ByteRangeLock
 	(*CloseRequest)(nil),          // 16: smbcluster.state.v1.CloseRequest
-	(*Settings)(nil),              // 17: smbcluster.state.v1.Settings
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*NetNameRecord)(nil),         // 17: smbcluster.state.v1.NetNameRecord
+	(*Settings)(nil),              // 18: smbcluster.state.v1.Settings
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 }
 var file_smbcluster_state_v1_records_proto_depIdxs = []int32{
-	18, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
-	18, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
-	18, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
-	18, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
-	18, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
-	18, // 5: smbcluster.state.v1.ShareViewRecord.since:type_name -> google.protobuf.Timestamp
+	19, // 0: smbcluster.state.v1.NodeRecord.admit_time:type_name -> google.protobuf.Timestamp
+	19, // 1: smbcluster.state.v1.NodeRecord.drain_deadline:type_name -> google.protobuf.Timestamp
+	19, // 2: smbcluster.state.v1.NodeLiveRecord.start_time:type_name -> google.protobuf.Timestamp
+	19, // 3: smbcluster.state.v1.ShareRecord.create_time:type_name -> google.protobuf.Timestamp
+	19, // 4: smbcluster.state.v1.ShareRecord.update_time:type_name -> google.protobuf.Timestamp
+	19, // 5: smbcluster.state.v1.ShareViewRecord.since:type_name -> google.protobuf.Timestamp
 	0,  // 6: smbcluster.state.v1.UserRecord.nt_hash:type_name -> smbcluster.state.v1.Sealed
-	18, // 7: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
-	18, // 8: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
+	19, // 7: smbcluster.state.v1.UserRecord.create_time:type_name -> google.protobuf.Timestamp
+	19, // 8: smbcluster.state.v1.UserRecord.password_change_time:type_name -> google.protobuf.Timestamp
 	0,  // 9: smbcluster.state.v1.KerberosRecord.keytab:type_name -> smbcluster.state.v1.Sealed
-	18, // 10: smbcluster.state.v1.KerberosRecord.update_time:type_name -> google.protobuf.Timestamp
+	19, // 10: smbcluster.state.v1.KerberosRecord.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 11: smbcluster.state.v1.SessionRecord.session_key:type_name -> smbcluster.state.v1.Sealed
-	18, // 12: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
-	18, // 13: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
-	18, // 14: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
+	19, // 12: smbcluster.state.v1.SessionRecord.create_time:type_name -> google.protobuf.Timestamp
+	19, // 13: smbcluster.state.v1.ChannelRecord.bind_time:type_name -> google.protobuf.Timestamp
+	19, // 14: smbcluster.state.v1.OpenRecord.open_time:type_name -> google.protobuf.Timestamp
 	15, // 15: smbcluster.state.v1.OpenRecord.locks:type_name -> smbcluster.state.v1.ByteRangeLock
 	14, // 16: smbcluster.state.v1.OpenRecord.durable_open:type_name -> smbcluster.state.v1.DurableOpen
-	18, // 17: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
-	18, // 18: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	19, // 17: smbcluster.state.v1.CloseRequest.request_time:type_name -> google.protobuf.Timestamp
+	19, // 18: smbcluster.state.v1.NetNameRecord.change_time:type_name -> google.protobuf.Timestamp
+	19, // 19: smbcluster.state.v1.Settings.update_time:type_name -> google.protobuf.Timestamp
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_state_v1_records_proto_init() }
@@ -2158,7 +2245,7 @@ func file_smbcluster_state_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_state_v1_records_proto_rawDesc), len(file_smbcluster_state_v1_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
