@@ -74,7 +74,9 @@ func bedChannels(t *testing.T, b *framework.Bed) {
 		}
 	}
 
-	channelsAcceptance(t, s, ch2, ch3, func() { b.KillNode(t, 1) })
+	// 64 MiB, 16 of them rewritten while node 2 dies: the FUSE mounts
+	// write at a few hundred MiB/s here.
+	channelsAcceptanceSized(t, s, ch2, ch3, func() { b.KillNode(t, 1) }, 64<<20, 16<<20)
 
 	got := make([]byte, len(want))
 	if _, err := f.On(ch3).ReadAt(got, 0); err != nil && err != io.EOF {

@@ -119,6 +119,12 @@ func isStatusErr(err error, st smb2.Status) bool {
 // channelsAcceptance drives a session s with bound channels ch2 and ch3;
 // kill ends ch2's server.
 func channelsAcceptance(t *testing.T, s, ch2, ch3 *smbc.Conn, kill func()) {
+	channelsAcceptanceSized(t, s, ch2, ch3, kill, channelsFileSize, channelsLossSize)
+}
+
+// channelsAcceptanceSized is channelsAcceptance with a file of fileSize
+// bytes, lossSize of them rewritten while channel 2 dies.
+func channelsAcceptanceSized(t *testing.T, s, ch2, ch3 *smbc.Conn, kill func(), fileSize, lossSize int64) {
 	const file = "channels.bin"
 	f, err := s.OpenFile(file, true)
 	if err != nil {
@@ -127,19 +133,19 @@ func channelsAcceptance(t *testing.T, s, ch2, ch3 *smbc.Conn, kill func()) {
 	m := f.Spread(ch2, ch3)
 	chans := []*smbc.Conn{s, ch2, ch3}
 	before := channelCounts(chans)
-	if err := channelsPass(m, 0, channelsFileSize, 1, true); err != nil {
-		t.Fatalf("writing %d MiB: %v", channelsFileSize>>20, err)
+	if err := channelsPass(m, 0, fileSize, 1, true); err != nil {
+		t.Fatalf("writing %d MiB: %v", fileSize>>20, err)
 	}
-	if err := channelsPass(m, 0, channelsFileSize, 1, false); err != nil {
-		t.Fatalf("reading %d MiB back: %v", channelsFileSize>>20, err)
+	if err := channelsPass(m, 0, fileSize, 1, false); err != nil {
+		t.Fatalf("reading %d MiB back: %v", fileSize>>20, err)
 	}
 	// Every channel carried its share of both directions.
 	after := channelCounts(chans)
 	for i := range chans {
 		r, w := after[i].ReadBytes-before[i].ReadBytes, after[i].WriteBytes-before[i].WriteBytes
-		if r < channelsFileSize/10 || w < channelsFileSize/10 {
+		if r < fileSize/10 || w < fileSize/10 {
 			t.Errorf("channel %d (%s) carried %d MiB read and %d MiB written of %d MiB each way: not spread",
-				i+1, chans[i].Addr(), r>>20, w>>20, channelsFileSize>>20)
+				i+1, chans[i].Addr(), r>>20, w>>20, fileSize>>20)
 		}
 	}
 	t.Logf("per channel: %+v", after)
@@ -174,13 +180,13 @@ func channelsAcceptance(t *testing.T, s, ch2, ch3 *smbc.Conn, kill func()) {
 			}
 		}
 	}()
-	err = channelsPass(m, 0, channelsLossSize, 2, true)
+	err = channelsPass(m, 0, lossSize, 2, true)
 	close(passed)
 	if err != nil {
 		t.Fatalf("rewriting while channel 2's server dies: %v", err)
 	}
 	<-killed
-	if err := channelsPass(m, 0, channelsLossSize, 2, false); err != nil {
+	if err := channelsPass(m, 0, lossSize, 2, false); err != nil {
 		t.Fatalf("reading back after channel 2's server died: %v", err)
 	}
 	if ch2.Err() == nil {
@@ -190,7 +196,7 @@ func channelsAcceptance(t *testing.T, s, ch2, ch3 *smbc.Conn, kill func()) {
 		t.Errorf("channels in use after the loss: %d, want channels 1 and 3", len(left))
 	}
 	lost := channelCounts(chans)
-	if err := channelsPass(m, 0, channelsLossSize, 2, false); err != nil {
+	if err := channelsPass(m, 0, lossSize, 2, false); err != nil {
 		t.Fatal(err)
 	}
 	last := channelCounts(chans)
