@@ -99,16 +99,18 @@ bench-failover: build
 	$(TESTENV) SMBCLUSTER_BENCH_FAILOVER=$(FAILOVER_RUNS) SMBCLUSTER_BENCH_FAILOVER_BED=$(BED) $(GO) test ./integration -run '^TestFailoverBench$$' -count=1 -v -timeout 20m \
 		> $(FAILOVER_OUT) 2>&1; s=$$?; grep -E 'run [0-9]+:|failover \(|FAIL|^ok' $(FAILOVER_OUT); exit $$s
 
-# One client's 1 MiB READ and WRITE against the three nodes of a GlusterFS
-# bed (each node its own host and FUSE mount) and against smbd, one per
-# host over the same mounts, paired runs (integration TestBedBenchIO);
-# the table is in bench/results/bed-io-latest.txt.
+# On the GlusterFS bed (each node its own host and FUSE mount): one
+# client's 1 MiB READ and WRITE against the three nodes and against smbd,
+# one per host over the same mounts and through libgfapi (integration
+# TestBedBenchIO), and bench-cluster's open/close cells with every
+# connection on one node and spread over three (TestBedBenchCluster);
+# BED_RUNS paired runs; the tables are in bench/results/bed-latest.txt.
 BED_RUNS ?= 3
 .PHONY: bench-bed
 bench-bed: build
 	mkdir -p bench/results
-	$(TESTENV) SMBCLUSTER_BENCH_BED=$(BED_RUNS) $(GO) test ./integration -run '^TestBedBenchIO$$' -count=1 -v -timeout 40m \
-		> bench/results/bed-io-latest.txt 2>&1; s=$$?; grep -E '^\s*\||MiB/s|FAIL|^ok' bench/results/bed-io-latest.txt; exit $$s
+	$(TESTENV) SMBCLUSTER_BENCH_BED=$(BED_RUNS) $(GO) test ./integration -run '^TestBedBench(IO|Cluster)$$' -count=1 -v -timeout 40m \
+		> bench/results/bed-latest.txt 2>&1; s=$$?; grep -E '^\s*\||MiB/s|FAIL|^ok' bench/results/bed-latest.txt; exit $$s
 
 clean:
 	rm -rf bin run

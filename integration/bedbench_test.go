@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,8 +37,10 @@ var bedBenchMounts = []struct {
 // the same mount, in one run (skipped unless SMBCLUSTER_BENCH_BED=RUNS):
 // for each mount setup of bedBenchMounts, a bed of its own; smbctl bench
 // with three connections, connection i to host i's server (ours: node i's
-// public address; Samba: smbd on host i), and ours again as one session
-// with a channel to each node (--multichannel). Runs are paired and
+// public address; Samba: smbd on host i over the host's FUSE mount, and a
+// second smbd on host i reaching the volume through libgfapi, Samba's
+// vfs_glusterfs: what a native client backend gives), and ours again as
+// one session with a channel to each node (--multichannel). Runs are paired and
 // alternate which server goes first; the log ends with a table of
 // medians and ratios (bench/README.md has the results).
 func TestBedBenchIO(t *testing.T) {
@@ -46,6 +49,9 @@ func TestBedBenchIO(t *testing.T) {
 		t.Skipf("set %s=RUNS to measure (make bench-bed)", EnvBenchBed)
 	}
 	framework.RequireGlusterFS(t)
+	if m, _ := filepath.Glob("/usr/lib/*/samba/vfs/glusterfs.so"); len(m) == 0 {
+		t.Fatal("Samba's vfs_glusterfs is not installed (apt-get install samba-vfs-modules)")
+	}
 	smbctl := framework.BuildSMBCtl(t)
 	var rows []string
 	for _, m := range bedBenchMounts {
@@ -62,22 +68,32 @@ func TestBedBenchIO(t *testing.T) {
 					zeroCopy++
 				}
 			}
-			var ours, samba []string
+			var ours, samba, gfapi []string
+			tuned := []string{"use sendfile = yes", "aio read size = 0", "aio write size = 1", "strict sync = no"}
 			for i, h := range b.Hosts {
 				ours = append(ours, b.PublicAddr(i))
 				s := framework.StartSambaOn(t, h, framework.Options{
 					Addr:   net.JoinHostPort(h.Addr, "445"),
 					Users:  map[string]string{bedUser: bedPass},
 					Shares: []framework.Share{{Name: bedShare, Path: b.SharePath}},
-					Args: []string{"use sendfile = yes", "aio read size = 0", "aio write size = 1",
-						"strict sync = no"},
+					Args:   tuned,
 				})
 				samba = append(samba, s.Addr)
+				// The same volume through libgfapi, no FUSE: what a native
+				// client backend would give.
+				g := framework.StartSambaOn(t, h, framework.Options{
+					Addr:   net.JoinHostPort(h.Addr, "1445"),
+					Users:  map[string]string{bedUser: bedPass},
+					Shares: []framework.Share{{Name: bedShare, Path: "/"}},
+					Args: append(slices.Clone(tuned), "vfs objects = glusterfs", "glusterfs:volume = "+framework.GlusterVolume,
+						"glusterfs:volfile_server = "+b.Storage.Addr, "kernel share modes = no"),
+				})
+				gfapi = append(gfapi, g.Addr)
 			}
 			for _, rw := range []string{"read", "write"} {
 				cell := map[string][]float64{}
 				for run := range runs {
-					sides := []string{"ours", "samba", "ours-mc"}
+					sides := []string{"ours", "samba", "ours-mc", "samba-gfapi"}
 					if run%2 == 1 {
 						slices.Reverse(sides)
 					}
@@ -86,6 +102,8 @@ func TestBedBenchIO(t *testing.T) {
 						switch side {
 						case "samba":
 							servers = samba
+						case "samba-gfapi":
+							servers = gfapi
 						case "ours-mc":
 							extra = []string{"--multichannel"}
 						}
@@ -94,15 +112,16 @@ func TestBedBenchIO(t *testing.T) {
 						cell[side] = append(cell[side], mibs)
 					}
 				}
-				rows = append(rows, fmt.Sprintf("| %s (zero-copy on %d of %d nodes) | %s | %.0f | %.0f | %.0f | %.2f× | %.2f× |",
+				rows = append(rows, fmt.Sprintf("| %s (zero-copy on %d of %d nodes) | %s | %.0f | %.0f | %.0f | %.0f | %.2f× | %.2f× | %.2f× |",
 					m.name, zeroCopy, len(b.Nodes), rw, median(cell["ours"]), median(cell["ours-mc"]), median(cell["samba"]),
-					pairedRatio(cell["ours"], cell["samba"]), pairedRatio(cell["ours-mc"], cell["samba"])))
+					median(cell["samba-gfapi"]), pairedRatio(cell["ours"], cell["samba"]), pairedRatio(cell["ours-mc"], cell["samba"]),
+					pairedRatio(cell["ours"], cell["samba-gfapi"])))
 			}
 		})
 	}
 	t.Logf("one client, 1 MiB, 3 connections (one per host), iodepth 16, %d paired runs, medians in MiB/s:\n"+
-		"| GlusterFS mount | rw | ours (3 sessions) | ours (1 session, 3 channels) | smbd (3 sessions) | ours/smbd | ours mc/smbd |\n"+
-		"|---|---|---|---|---|---|---|\n%s", runs, strings.Join(rows, "\n"))
+		"| GlusterFS mount | rw | ours (3 sessions) | ours (1 session, 3 channels) | smbd (3 sessions) | smbd vfs_glusterfs (3 sessions) | ours/smbd | ours mc/smbd | ours/smbd gfapi |\n"+
+		"|---|---|---|---|---|---|---|---|---|\n%s", runs, strings.Join(rows, "\n"))
 }
 
 // bedBench runs one smbctl bench cell of 1 MiB rw against servers (one
@@ -153,4 +172,75 @@ func pairedRatio(a, b []float64) float64 {
 		}
 	}
 	return median(r)
+}
+
+// TestBedBenchCluster is make bench-cluster's open/close cells on the
+// GlusterFS bed (skipped unless SMBCLUSTER_BENCH_BED=RUNS): smbctl bench
+// --rw open with 4 connections, iodepth 1, every worker over its own 100
+// files, the same with a 4 KiB read after each open, and every worker on
+// one hot file — with every connection on node 1, then spread over the
+// three nodes (connection i on node i mod 3), runs alternating which goes
+// first. What it measures is what coordination between separate hosts
+// costs: spread over one node, where one host would give about 100 %.
+func TestBedBenchCluster(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv(EnvBenchBed))
+	if runs <= 0 {
+		t.Skipf("set %s=RUNS to measure (make bench-bed)", EnvBenchBed)
+	}
+	framework.RequireGlusterFS(t)
+	smbctl := framework.BuildSMBCtl(t)
+	b := framework.NewBed(t, framework.BedOptions{Backend: &framework.GlusterFS{}})
+	b.MustSMBCtl(t, "user", "add", bedUser, "--password", bedPass)
+	b.MustSMBCtl(t, "share", "add", bedShare, b.SharePath)
+	framework.WaitFor(t, 2*clusterDeadline, "every node serving "+bedShare, func() bool {
+		return allViews(t, b, "serving")
+	})
+	var spread []string
+	for i := range b.Nodes {
+		spread = append(spread, b.PublicAddr(i))
+	}
+	one := []string{b.PublicAddr(0)}
+	var rows []string
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"open+close, own files", []string{"--files", "100"}},
+		{"open+4 KiB read+close, own files", []string{"--files", "100", "--open-read"}},
+		{"open+close, one hot file", []string{"--hot-file"}},
+	} {
+		var ones, spreads []float64
+		for run := range runs {
+			places := [][]string{one, spread}
+			if run%2 == 1 {
+				slices.Reverse(places)
+			}
+			for _, servers := range places {
+				args := append([]string{"bench", "--server", strings.Join(servers, ","), "--share", bedShare,
+					"--user", bedUser, "--password", bedPass, "--rw", "open", "--conns", "4", "--iodepth", "1",
+					"--runtime", "3s", "--warmup", "1s", "--no-progress", "-o", "json"}, c.args...)
+				out, err := exec.Command(smbctl, args...).Output()
+				if err != nil {
+					t.Fatalf("smbctl %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+				var r struct {
+					Rate float64 `json:"ops_s"`
+				}
+				if err := json.Unmarshal(out, &r); err != nil {
+					t.Fatalf("smbctl bench output: %v\n%s", err, out)
+				}
+				t.Logf("%s run %d on %d node(s): %.0f per s", c.name, run+1, len(servers), r.Rate)
+				if len(servers) == 1 {
+					ones = append(ones, r.Rate)
+				} else {
+					spreads = append(spreads, r.Rate)
+				}
+			}
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %.0f | %.0f | %.0f %% |", c.name, median(ones), median(spreads),
+			100*pairedRatio(spreads, ones)))
+	}
+	t.Logf("GlusterFS bed, 4 connections, iodepth 1, %d paired runs, medians per second:\n"+
+		"| cell | one node | spread over 3 hosts | spread / one (paired) |\n|---|---|---|---|\n%s",
+		runs, strings.Join(rows, "\n"))
 }
