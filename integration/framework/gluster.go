@@ -44,10 +44,13 @@ import (
 //   - the volume options and direct-io-mode=enable without the zero
 //     timeouts: refused (a rename not seen at once, an old size);
 //   - the volume options and attribute-timeout=0,entry-timeout=0 without
-//     direct-io-mode: served, 0 stale;
+//     direct-io-mode: served, 0 stale in one run; refused in a later one
+//     under load (reads through fresh opens returned the bytes from
+//     before another node's write: integration TestBedBenchIO tried it as
+//     a way to zero-copy READs), so not coherent;
 //   - only write-behind and stat-prefetch (md-cache) off, with
-//     attribute-timeout=0,entry-timeout=0: served, 0 stale — the smallest
-//     set that passed.
+//     attribute-timeout=0,entry-timeout=0: served, 0 stale in one run —
+//     the page cache is on there too, so the same doubt holds.
 //
 // The bed keeps the full set docs/STORAGE.md requires: it also turns off
 // caches these reads do not reach (read-ahead and io-cache through a kept
