@@ -1,0 +1,384 @@
+package robustness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/smbcluster/smbcluster/cli/smbc"
+	"github.com/smbcluster/smbcluster/node/smb2"
+)
+
+// RequestBound is the longest a client waits for any one answer: past it
+// the request counts as unanswered (a violation) and the client drops
+// the connection. It is above what the cluster promises under the
+// nemesis's faults: an open answered within the peer call timeout
+// (10 s), a close within twice that, a stopped node fenced within its
+// lease TTL.
+const RequestBound = 30 * time.Second
+
+// dialBound bounds one connection's NEGOTIATE, SESSION_SETUP and
+// TREE_CONNECT; a node that does not log on within it is skipped.
+const dialBound = 10 * time.Second
+
+// Access masks and share modes of the workload's opens ([MS-SMB2]
+// 2.2.13.1.1, 2.2.13).
+const (
+	accessReadWrite = 0x0012019F // FILE_GENERIC_READ | FILE_GENERIC_WRITE
+	accessRead      = 0x00120089 // FILE_GENERIC_READ
+	shareNone       = 0
+	shareRead       = 0x1
+	shareAll        = 0x7
+)
+
+// Sizes of the values in the files: a register's value is a fixed-length
+// string, so that every write replaces the whole of it; a counter is a
+// decimal number of fixed width.
+const (
+	registerSize = 13 // "c%02d-%09d"
+	counterSize  = 20
+)
+
+// Config is a workload.
+type Config struct {
+	Addrs    []string // the nodes' public addresses, host:port
+	Share    string
+	User     string
+	Password string
+	Clients  int
+	Seed     uint64
+	// Prefix starts every file name (one run's files are its own).
+	Prefix    string
+	Registers int
+	Counters  int
+	Holds     int // files opened by share mode
+}
+
+// Workload is clients running operations until stopped.
+type Workload struct {
+	cfg  Config
+	hist *History
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Start starts cfg.Clients clients, recording into hist.
+func Start(cfg Config, hist *History) *Workload {
+	w := &Workload{cfg: cfg, hist: hist, stop: make(chan struct{})}
+	for id := range cfg.Clients {
+		w.wg.Add(1)
+		go w.client(id)
+	}
+	return w
+}
+
+// Stop stops the clients and waits until each has ended its operation
+// (at most RequestBound a request) and closed its connection.
+func (w *Workload) Stop() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	w.wg.Wait()
+}
+
+func (w *Workload) stopped() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// pause waits d, or less if the workload stops.
+func (w *Workload) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.stop:
+	}
+}
+
+func (w *Workload) register(i int) string { return w.cfg.Prefix + "reg-" + strconv.Itoa(i) }
+func (w *Workload) counter(i int) string  { return w.cfg.Prefix + "cnt-" + strconv.Itoa(i) }
+func (w *Workload) holdFile(i int) string { return w.cfg.Prefix + "hold-" + strconv.Itoa(i) }
+
+// client runs operations one after another, each connection on the next
+// node's address, a new one when the last was lost.
+func (w *Workload) client(id int) {
+	defer w.wg.Done()
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(id)+1))
+	next := id % len(w.cfg.Addrs)
+	var l *link
+	defer func() {
+		if l != nil {
+			l.close()
+		}
+	}()
+	seq := 0
+	for !w.stopped() {
+		if l == nil {
+			node := next
+			next = (next + 1) % len(w.cfg.Addrs)
+			var err error
+			if l, err = w.dial(node); err != nil {
+				w.pause(200 * time.Millisecond)
+				continue
+			}
+		}
+		seq++
+		o := Op{Client: id, Node: l.node}
+		var alive bool
+		switch p := rng.IntN(100); {
+		case p < 25:
+			o.Kind, o.File = RegWrite, w.register(rng.IntN(w.cfg.Registers))
+			o.Value = fmt.Sprintf("c%02d-%09d", id, seq)
+			alive = w.regWrite(l, &o)
+		case p < 50:
+			o.Kind, o.File = RegRead, w.register(rng.IntN(w.cfg.Registers))
+			alive = w.regRead(l, &o)
+		case p < 75:
+			o.Kind, o.File = Increment, w.counter(rng.IntN(w.cfg.Counters))
+			alive = w.increment(l, &o)
+		default:
+			o.Kind, o.File, o.Excl = Hold, w.holdFile(rng.IntN(w.cfg.Holds)), rng.IntN(2) == 0
+			alive = w.hold(l, &o, time.Duration(5+rng.IntN(35))*time.Millisecond)
+		}
+		w.hist.Add(o)
+		if !alive {
+			l.close()
+			l = nil
+		}
+	}
+}
+
+// errRequestBound ends a connection whose request went unanswered for
+// RequestBound.
+var errRequestBound = errors.New("robustness: no answer within the request bound")
+
+// link is a client's connection to one node.
+type link struct {
+	c      *smbc.Conn
+	node   int
+	cancel context.CancelCauseFunc
+	dead   bool // a request failed with no NTSTATUS: the connection is gone
+}
+
+// dial logs on through node's address.
+func (w *Workload) dial(node int) (*link, error) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t := time.AfterFunc(dialBound, func() { cancel(errRequestBound) })
+	c, err := smbc.Dial(ctx, smbc.Options{Addr: w.cfg.Addrs[node], Share: w.cfg.Share, User: w.cfg.User,
+		Password: w.cfg.Password, Dialect: smb2.Dialect311, Credits: 64})
+	t.Stop()
+	if err != nil {
+		cancel(err)
+		return nil, err
+	}
+	return &link{c: c, node: node, cancel: cancel}, nil
+}
+
+// close ends the connection at once: no TREE_DISCONNECT or LOGOFF, which
+// a lost node would not answer.
+func (l *link) close() {
+	l.cancel(smbc.ErrClosed)
+	l.c.Close()
+}
+
+// step runs one request under the request bound and records in o how it
+// failed: an NTSTATUS answer leaves the connection usable; anything else
+// (connection lost, the bound passed) ends it.
+func (l *link) step(o *Op, f func() error) error {
+	t := time.AfterFunc(RequestBound, func() { l.cancel(errRequestBound) })
+	err := f()
+	t.Stop()
+	if err == nil || errors.Is(err, io.EOF) {
+		return err
+	}
+	if o.Err == "" {
+		o.Err = shortErr(err)
+	}
+	var se *smbc.StatusError
+	if !errors.As(err, &se) {
+		l.dead = true
+	}
+	if errors.Is(err, errRequestBound) {
+		o.TimedOut = true
+	}
+	return err
+}
+
+// shortErr is err without the client's prefixes of file names.
+func shortErr(err error) string {
+	var se *smbc.StatusError
+	if errors.As(err, &se) {
+		return se.Status.String()
+	}
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		s = s[i+2:]
+	}
+	return s
+}
+
+// finish closes f (its outcome does not change o's, but its answer is
+// bounded like any other) and returns whether the connection lives.
+func (w *Workload) finish(l *link, o *Op, f *smbc.File) bool {
+	var scratch Op
+	if l.step(&scratch, f.Close) != nil && scratch.TimedOut {
+		o.TimedOut = true
+		o.Err = "close: " + scratch.Err
+	}
+	return !l.dead
+}
+
+// regWrite writes o.Value over the register: open, WRITE, close. The
+// write is known done at its answer.
+func (w *Workload) regWrite(l *link, o *Op) bool {
+	o.Call = w.hist.Now()
+	var f *smbc.File
+	if err := l.step(o, func() (err error) { f, err = l.c.OpenMode(o.File, accessReadWrite, shareAll, true); return }); err != nil {
+		o.Return, o.Outcome = w.hist.Now(), Failed
+		return !l.dead
+	}
+	err := l.step(o, func() error { _, err := f.WriteAt([]byte(o.Value), 0); return err })
+	o.Return, o.Outcome = w.hist.Now(), OK
+	if err != nil {
+		o.Outcome = Unknown
+	}
+	return w.finish(l, o, f)
+}
+
+// regRead reads the register: open, READ, close.
+func (w *Workload) regRead(l *link, o *Op) bool {
+	o.Call = w.hist.Now()
+	var f *smbc.File
+	if err := l.step(o, func() (err error) { f, err = l.c.OpenMode(o.File, accessRead, shareAll, true); return }); err != nil {
+		o.Return, o.Outcome = w.hist.Now(), Failed
+		return !l.dead
+	}
+	buf := make([]byte, registerSize)
+	var n int
+	err := l.step(o, func() (err error) { n, err = f.ReadAt(buf, 0); return })
+	o.Return, o.Outcome, o.Value = w.hist.Now(), OK, string(buf[:n])
+	if err != nil && !errors.Is(err, io.EOF) {
+		o.Outcome = Failed
+	}
+	return w.finish(l, o, f)
+}
+
+// increment adds one to the counter under an exclusive byte-range lock of
+// its bytes: LOCK (failing at once if taken), READ, WRITE, UNLOCK, close.
+// A lock not granted fails the operation; a WRITE without a success
+// answer leaves its outcome unknown.
+func (w *Workload) increment(l *link, o *Op) bool {
+	o.Call = w.hist.Now()
+	var f *smbc.File
+	if err := l.step(o, func() (err error) { f, err = l.c.OpenMode(o.File, accessReadWrite, shareAll, true); return }); err != nil {
+		o.Return, o.Outcome = w.hist.Now(), Failed
+		return !l.dead
+	}
+	if err := l.step(o, func() error { return f.Lock(0, counterSize, true) }); err != nil {
+		o.Return, o.Outcome = w.hist.Now(), Failed
+		return w.finish(l, o, f)
+	}
+	buf := make([]byte, counterSize)
+	var n int
+	err := l.step(o, func() (err error) { n, err = f.ReadAt(buf, 0); return })
+	if err == nil || errors.Is(err, io.EOF) {
+		o.Count, err = parseCounter(buf[:n])
+		if err != nil {
+			o.Err = err.Error()
+		}
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		o.Return, o.Outcome = w.hist.Now(), Failed
+		l.step(&Op{}, func() error { return f.Unlock(0, counterSize) })
+		return w.finish(l, o, f)
+	}
+	werr := l.step(o, func() error { _, err := f.WriteAt([]byte(fmt.Sprintf("%0*d", counterSize, o.Count+1)), 0); return err })
+	o.Return, o.Outcome = w.hist.Now(), OK
+	if werr != nil {
+		o.Outcome = Unknown
+	}
+	if !l.dead {
+		l.step(&Op{}, func() error { return f.Unlock(0, counterSize) })
+	}
+	return w.finish(l, o, f)
+}
+
+// parseCounter reads a counter's bytes; an empty file is 0.
+func parseCounter(b []byte) (int64, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || len(b) != counterSize {
+		return 0, fmt.Errorf("counter reads %q", b)
+	}
+	return v, nil
+}
+
+// hold opens the file by share mode — exclusive: read and write, sharing
+// nothing; else read, sharing read — holds it for d, reading it once, and
+// closes it. The open was held from its answer to the close's request
+// if the close succeeds.
+func (w *Workload) hold(l *link, o *Op, d time.Duration) bool {
+	access, share := uint32(accessRead), uint32(shareRead)
+	if o.Excl {
+		access, share = accessReadWrite, shareNone
+	}
+	o.Call = w.hist.Now()
+	var f *smbc.File
+	if err := l.step(o, func() (err error) { f, err = l.c.OpenMode(o.File, access, share, true); return }); err != nil {
+		o.Return, o.Outcome = w.hist.Now(), Failed
+		return !l.dead
+	}
+	o.From = w.hist.Now()
+	w.pause(d)
+	l.step(o, func() error { _, err := f.ReadAt(make([]byte, 1), 0); return err })
+	o.To = w.hist.Now()
+	err := l.step(o, f.Close)
+	o.Return, o.Outcome, o.Held = w.hist.Now(), OK, err == nil
+	return !l.dead
+}
+
+// FinalReads reads every counter through node's address after the run
+// and adds the reads to the history.
+func (w *Workload) FinalReads(node int) error {
+	l, err := w.dial(node)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	for i := range w.cfg.Counters {
+		o := Op{Client: -1, Node: node, Kind: FinalRead, File: w.counter(i), Call: w.hist.Now()}
+		var f *smbc.File
+		if err := l.step(&o, func() (err error) { f, err = l.c.OpenMode(o.File, accessRead, shareAll, true); return }); err != nil {
+			return err
+		}
+		buf := make([]byte, counterSize)
+		var n int
+		err := l.step(&o, func() (err error) { n, err = f.ReadAt(buf, 0); return })
+		l.step(&Op{}, f.Close)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if o.Count, err = parseCounter(buf[:n]); err != nil {
+			return err
+		}
+		o.Return, o.Outcome = w.hist.Now(), OK
+		w.hist.Add(o)
+	}
+	return nil
+}
