@@ -11,7 +11,8 @@ import (
 // checker catches what it must (integration/robustness): built with the
 // robustnessbroken tag, a node skips the checks that SMBCLUSTER_BROKEN
 // names ("sharemode": the owner's share-mode conflict check; "locks": the
-// byte-range lock conflict check). Never part of a release build.
+// byte-range lock conflict checks of LOCK, READ and WRITE). Never part of
+// a release build.
 var (
 	skipShareModeCheck = brokenCheck("sharemode")
 	skipLockCheck      = brokenCheck("locks")
