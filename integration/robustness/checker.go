@@ -153,8 +153,8 @@ func registerOps(ops []Op) []porcupine.Operation {
 // registers checks each register's linearizability; on a violation it
 // finds the earliest read that cannot be explained (the shortest cut of
 // the history that fails: every write called by then, every read
-// answered by then) and reports the operations on that file in the two
-// seconds before it.
+// answered by then) and reports the operations on that file that took
+// effect or may have (failed ones left out) in the two seconds before it.
 func (r *Report) registers(ops []Op, faults []Fault) {
 	files := byFile(ops, RegWrite, RegRead)
 	names := make([]string, 0, len(files))
@@ -174,7 +174,7 @@ func (r *Report) registers(ops []Op, faults []Fault) {
 		at := firstIllegalRead(fops)
 		var window []Op
 		for _, o := range fops {
-			if o.Call <= at && o.Return >= at-2*time.Second {
+			if o.Outcome != Failed && o.Call <= at && o.Return >= at-2*time.Second {
 				window = append(window, o)
 			}
 		}

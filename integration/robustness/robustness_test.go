@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -268,12 +269,30 @@ func summarize(r result, checked time.Duration) string {
 			c.unknown++
 		}
 	}
+	errs := map[string]int{}
+	for _, o := range r.ops {
+		if o.Outcome != OK && o.Err != "" {
+			errs[o.Err]++
+		}
+	}
 	secs := r.elapsed.Seconds()
 	fmt.Fprintf(&b, "%d operations in %v: %.0f ops/s\n", total, ms(r.elapsed), float64(total)/secs)
 	for _, k := range []Kind{RegWrite, RegRead, Increment, Hold} {
 		if c := byKind[k]; c != nil {
 			fmt.Fprintf(&b, "  %-9s ok %6d  failed %6d  unknown %4d\n", k, c.ok, c.failed, c.unknown)
 		}
+	}
+	if len(errs) > 0 {
+		keys := make([]string, 0, len(errs))
+		for e := range errs {
+			keys = append(keys, e)
+		}
+		sort.Slice(keys, func(i, j int) bool { return errs[keys[i]] > errs[keys[j]] })
+		fmt.Fprintf(&b, "  errors:")
+		for _, e := range keys[:min(len(keys), 8)] {
+			fmt.Fprintf(&b, " %s ×%d;", e, errs[e])
+		}
+		b.WriteString("\n")
 	}
 	if len(r.faults) > 0 {
 		stalls := Stalls(r.ops, r.faults)

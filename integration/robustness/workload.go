@@ -158,6 +158,7 @@ func (w *Workload) client(id int) {
 		if !alive {
 			l.close()
 			l = nil
+			w.pause(50 * time.Millisecond)
 		}
 	}
 }
@@ -195,6 +196,16 @@ func (l *link) close() {
 	l.c.Close()
 }
 
+// expected are the refusals the workload's operations meet in their
+// normal course; after any other status the client logs on again
+// (through the next node), as a client whose session or tree was lost
+// would.
+var expected = map[smb2.Status]bool{
+	smb2.StatusSharingViolation: true,
+	smb2.StatusLockNotGranted:   true,
+	smb2.StatusFileLockConflict: true,
+}
+
 // step runs one request under the request bound and records in o how it
 // failed: an NTSTATUS answer leaves the connection usable; anything else
 // (connection lost, the bound passed) ends it.
@@ -202,14 +213,14 @@ func (l *link) step(o *Op, f func() error) error {
 	t := time.AfterFunc(RequestBound, func() { l.cancel(errRequestBound) })
 	err := f()
 	t.Stop()
-	if err == nil || errors.Is(err, io.EOF) {
-		return err
+	if err == nil {
+		return nil
 	}
 	if o.Err == "" {
 		o.Err = shortErr(err)
 	}
 	var se *smbc.StatusError
-	if !errors.As(err, &se) {
+	if !errors.As(err, &se) || !expected[se.Status] {
 		l.dead = true
 	}
 	if errors.Is(err, errRequestBound) {
@@ -269,9 +280,9 @@ func (w *Workload) regRead(l *link, o *Op) bool {
 	}
 	buf := make([]byte, registerSize)
 	var n int
-	err := l.step(o, func() (err error) { n, err = f.ReadAt(buf, 0); return })
+	err := l.step(o, func() error { return readAt(f, buf, &n) })
 	o.Return, o.Outcome, o.Value = w.hist.Now(), OK, string(buf[:n])
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err != nil {
 		o.Outcome = Failed
 	}
 	return w.finish(l, o, f)
@@ -294,14 +305,13 @@ func (w *Workload) increment(l *link, o *Op) bool {
 	}
 	buf := make([]byte, counterSize)
 	var n int
-	err := l.step(o, func() (err error) { n, err = f.ReadAt(buf, 0); return })
-	if err == nil || errors.Is(err, io.EOF) {
-		o.Count, err = parseCounter(buf[:n])
-		if err != nil {
+	err := l.step(o, func() error { return readAt(f, buf, &n) })
+	if err == nil {
+		if o.Count, err = parseCounter(buf[:n]); err != nil {
 			o.Err = err.Error()
 		}
 	}
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err != nil {
 		o.Return, o.Outcome = w.hist.Now(), Failed
 		l.step(&Op{}, func() error { return f.Unlock(0, counterSize) })
 		return w.finish(l, o, f)
@@ -315,6 +325,17 @@ func (w *Workload) increment(l *link, o *Op) bool {
 		l.step(&Op{}, func() error { return f.Unlock(0, counterSize) })
 	}
 	return w.finish(l, o, f)
+}
+
+// readAt reads the start of f into buf, the count read into n; a file
+// shorter than buf (io.EOF) is no error.
+func readAt(f *smbc.File, buf []byte, n *int) error {
+	var err error
+	*n, err = f.ReadAt(buf, 0)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
 }
 
 // parseCounter reads a counter's bytes; an empty file is 0.
@@ -346,7 +367,8 @@ func (w *Workload) hold(l *link, o *Op, d time.Duration) bool {
 	}
 	o.From = w.hist.Now()
 	w.pause(d)
-	l.step(o, func() error { _, err := f.ReadAt(make([]byte, 1), 0); return err })
+	var n int
+	l.step(o, func() error { return readAt(f, make([]byte, 1), &n) })
 	o.To = w.hist.Now()
 	err := l.step(o, f.Close)
 	o.Return, o.Outcome, o.Held = w.hist.Now(), OK, err == nil
@@ -369,9 +391,9 @@ func (w *Workload) FinalReads(node int) error {
 		}
 		buf := make([]byte, counterSize)
 		var n int
-		err := l.step(&o, func() (err error) { n, err = f.ReadAt(buf, 0); return })
+		err := l.step(&o, func() error { return readAt(f, buf, &n) })
 		l.step(&Op{}, f.Close)
-		if err != nil && !errors.Is(err, io.EOF) {
+		if err != nil {
 			return err
 		}
 		if o.Count, err = parseCounter(buf[:n]); err != nil {
