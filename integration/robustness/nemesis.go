@@ -25,7 +25,8 @@ var FaultKinds = []string{"kill", "pause", "cut-peers", "cut-etcd", "cut-both", 
 
 // Nemesis injects faults into a bed, one at a time, each undone before
 // the next: a fault kind, a target and a duration drawn from its seeded
-// generator, then a quiet gap.
+// generator, then a quiet gap. The kinds come as a shuffled deck, every
+// kind once before any twice, so that a short run meets most of them.
 type Nemesis struct {
 	bed  *framework.Bed
 	hist *History
@@ -47,12 +48,18 @@ func NewNemesis(bed *framework.Bed, hist *History, seed uint64) *Nemesis {
 func (n *Nemesis) Run(t testing.TB, d time.Duration) {
 	t.Helper()
 	end := time.Now().Add(d)
+	var deck []string
 	for time.Now().Before(end) {
 		n.gap(time.Duration(1000+n.rng.IntN(3000)) * time.Millisecond)
 		if !time.Now().Before(end) {
 			break
 		}
-		n.one(t, FaultKinds[n.rng.IntN(len(FaultKinds))])
+		if len(deck) == 0 {
+			deck = slices.Clone(FaultKinds)
+			n.rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+		}
+		n.one(t, deck[0])
+		deck = deck[1:]
 	}
 }
 
