@@ -3,11 +3,13 @@ package robustness
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/smbcluster/smbcluster/node/smb2"
 )
 
 // Violation is a promise the history shows broken: what, when, the
@@ -248,11 +250,30 @@ func (r *Report) counters(ops []Op, faults []Fault) {
 		seen := map[int64]Op{}
 		acked, unknown := int64(0), int64(0)
 		var final *Op
+		var lastOK []Op
 		for _, o := range cops {
 			switch {
-			case o.Kind == FinalRead && o.Outcome == OK:
+			case o.Kind == FinalRead && o.Outcome != OK:
+				from := o.Call
+				if len(lastOK) > 0 {
+					from = lastOK[0].Call
+				}
+				window := append(slices.Clone(lastOK), o)
+				for _, p := range cops {
+					if p.Call >= from && p.Kind == Increment && p.Outcome != OK && p.Err != smb2.StatusLockNotGranted.String() {
+						window = append(window, p)
+					}
+				}
+				r.Violations = append(r.Violations, Violation{
+					What: fmt.Sprintf("counter %s cannot be read after the run, every client's opens closed: %s (a byte-range lock outlived its open)", f, o.Err),
+					At:   o.Return, Ops: window, Faults: inForce(faults, from, o.Return)})
+			case o.Kind == FinalRead:
 				final = &o
 			case o.Kind == Increment && o.Outcome == OK:
+				lastOK = append(lastOK, o)
+				if len(lastOK) > 3 {
+					lastOK = lastOK[1:]
+				}
 				acked++
 				if p, ok := seen[o.Count]; ok {
 					r.add(fmt.Sprintf("lost update on %s: two acknowledged increments under an exclusive lock both read %d", f, o.Count),

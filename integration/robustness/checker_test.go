@@ -58,6 +58,9 @@ func TestCheck(t *testing.T) {
 		{"counter unknown may have landed", []Op{incr(0, 0, 0, 10, Unknown), incr(1, 1, 20, 30, OK), final(2, 40)}, ""},
 		{"counter below acknowledged", []Op{incr(0, 0, 0, 10, OK), incr(1, 1, 20, 30, OK), final(1, 40)}, "counter n ends at 1 after 2"},
 		{"counter above attempted", []Op{incr(0, 0, 0, 10, OK), final(3, 40)}, "counter n ends at 3 after 1"},
+		{"counter locked after the run", []Op{incr(0, 0, 0, 10, OK),
+			{Client: -1, Kind: FinalRead, File: "n", Outcome: Failed, Err: "STATUS_FILE_LOCK_CONFLICT, 1m0s after the run"}},
+			"counter n cannot be read after the run"},
 		{"request unanswered", []Op{{Kind: RegRead, File: "r", Outcome: Unknown, TimedOut: true}}, "no answer within the request bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

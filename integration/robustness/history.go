@@ -63,6 +63,9 @@ type Op struct {
 	Return  time.Duration // when the outcome was known (also for Unknown: when the client gave up)
 	Outcome Outcome
 	Err     string
+	// After is how the requests after the outcome failed (an UNLOCK, a
+	// CLOSE), which do not change it.
+	After string
 	// Hold: from the open's answer to the close's request; Held says the
 	// close succeeded, so the server held the open all that time.
 	From, To time.Duration
@@ -90,6 +93,9 @@ func (o Op) String() string {
 	fmt.Fprintf(&b, " [%v, %v] %s", ms(o.Call), ms(o.Return), o.Outcome)
 	if o.Err != "" {
 		fmt.Fprintf(&b, " (%s)", o.Err)
+	}
+	if o.After != "" {
+		fmt.Fprintf(&b, " then %s", o.After)
 	}
 	return b.String()
 }

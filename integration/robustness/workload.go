@@ -245,12 +245,22 @@ func shortErr(err error) string {
 // finish closes f (its outcome does not change o's, but its answer is
 // bounded like any other) and returns whether the connection lives.
 func (w *Workload) finish(l *link, o *Op, f *smbc.File) bool {
-	var scratch Op
-	if l.step(&scratch, f.Close) != nil && scratch.TimedOut {
-		o.TimedOut = true
-		o.Err = "close: " + scratch.Err
-	}
+	w.after(l, o, "close", f.Close)
 	return !l.dead
+}
+
+// after runs a request that does not change o's outcome, noting in
+// o.After how it failed.
+func (w *Workload) after(l *link, o *Op, what string, f func() error) {
+	var scratch Op
+	if l.step(&scratch, f) == nil {
+		return
+	}
+	o.TimedOut = o.TimedOut || scratch.TimedOut
+	if o.After != "" {
+		o.After += "; "
+	}
+	o.After += what + ": " + scratch.Err
 }
 
 // regWrite writes o.Value over the register: open, WRITE, close. The
@@ -313,7 +323,7 @@ func (w *Workload) increment(l *link, o *Op) bool {
 	}
 	if err != nil {
 		o.Return, o.Outcome = w.hist.Now(), Failed
-		l.step(&Op{}, func() error { return f.Unlock(0, counterSize) })
+		w.after(l, o, "unlock", func() error { return f.Unlock(0, counterSize) })
 		return w.finish(l, o, f)
 	}
 	werr := l.step(o, func() error { _, err := f.WriteAt([]byte(fmt.Sprintf("%0*d", counterSize, o.Count+1)), 0); return err })
@@ -322,7 +332,7 @@ func (w *Workload) increment(l *link, o *Op) bool {
 		o.Outcome = Unknown
 	}
 	if !l.dead {
-		l.step(&Op{}, func() error { return f.Unlock(0, counterSize) })
+		w.after(l, o, "unlock", func() error { return f.Unlock(0, counterSize) })
 	}
 	return w.finish(l, o, f)
 }
@@ -376,31 +386,55 @@ func (w *Workload) hold(l *link, o *Op, d time.Duration) bool {
 }
 
 // FinalReads reads every counter through node's address after the run
-// and adds the reads to the history.
+// and adds the reads to the history. A counter still locked
+// (STATUS_FILE_LOCK_CONFLICT) is read again until RecoverBound has
+// passed; then its read goes into the history failed, for the checker to
+// report: every client has closed its opens, so no lock may be left.
 func (w *Workload) FinalReads(node int) error {
 	l, err := w.dial(node)
 	if err != nil {
 		return err
 	}
-	defer l.close()
+	defer func() { l.close() }()
 	for i := range w.cfg.Counters {
 		o := Op{Client: -1, Node: node, Kind: FinalRead, File: w.counter(i), Call: w.hist.Now()}
-		var f *smbc.File
-		if err := l.step(&o, func() (err error) { f, err = l.c.OpenMode(o.File, accessRead, shareAll, true); return }); err != nil {
-			return err
+		deadline := time.Now().Add(RecoverBound)
+		for {
+			err := w.finalRead(l, &o)
+			if err == nil {
+				o.Outcome, o.Err = OK, ""
+				break
+			}
+			if l.dead {
+				return err
+			}
+			var se *smbc.StatusError
+			if !errors.As(err, &se) || se.Status != smb2.StatusFileLockConflict || time.Now().After(deadline) {
+				o.Outcome = Failed
+				o.Err = fmt.Sprintf("%s, %v after the run", shortErr(err), ms(w.hist.Now()-o.Call))
+				break
+			}
+			<-time.After(500 * time.Millisecond) // a poll: a lock of a lost connection may take the server a moment to drop
 		}
-		buf := make([]byte, counterSize)
-		var n int
-		err := l.step(&o, func() error { return readAt(f, buf, &n) })
-		l.step(&Op{}, f.Close)
-		if err != nil {
-			return err
-		}
-		if o.Count, err = parseCounter(buf[:n]); err != nil {
-			return err
-		}
-		o.Return, o.Outcome = w.hist.Now(), OK
+		o.Return = w.hist.Now()
 		w.hist.Add(o)
 	}
 	return nil
+}
+
+// finalRead reads a counter once into o.Count.
+func (w *Workload) finalRead(l *link, o *Op) error {
+	var f *smbc.File
+	if err := l.step(o, func() (err error) { f, err = l.c.OpenMode(o.File, accessRead, shareAll, true); return }); err != nil {
+		return err
+	}
+	buf := make([]byte, counterSize)
+	var n int
+	err := l.step(o, func() error { return readAt(f, buf, &n) })
+	l.step(&Op{}, f.Close)
+	if err != nil {
+		return err
+	}
+	o.Count, err = parseCounter(buf[:n])
+	return err
 }
