@@ -276,7 +276,11 @@ func summarize(r result, checked time.Duration) string {
 		}
 	}
 	secs := r.elapsed.Seconds()
-	fmt.Fprintf(&b, "%d operations in %v: %.0f ops/s\n", total, ms(r.elapsed), float64(total)/secs)
+	oks := 0
+	for _, c := range byKind {
+		oks += c.ok
+	}
+	fmt.Fprintf(&b, "%d operations in %v: %.0f ops/s (%.0f/s succeeded)\n", total, ms(r.elapsed), float64(total)/secs, float64(oks)/secs)
 	for _, k := range []Kind{RegWrite, RegRead, Increment, Hold} {
 		if c := byKind[k]; c != nil {
 			fmt.Fprintf(&b, "  %-9s ok %6d  failed %6d  unknown %4d\n", k, c.ok, c.failed, c.unknown)
