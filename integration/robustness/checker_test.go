@@ -91,3 +91,23 @@ func TestStalls(t *testing.T) {
 		t.Errorf("longest stall %v, want 7s (client 0, from the fault's start at 2s to its next success at 9s)", got["pause"])
 	}
 }
+
+func TestKnownIssue(t *testing.T) {
+	empty := Op{Kind: RegRead, File: "r", Value: "", Return: time.Second, Outcome: OK}
+	v := Violation{What: "register r is not linearizable: the read answered at 1s cannot be explained", At: time.Second, Ops: []Op{empty}}
+	if k := KnownIssue(v); k != "" {
+		t.Errorf("known without a fault in force: %s", k)
+	}
+	v.Faults = []Fault{{Kind: "lossy-link"}}
+	if k := KnownIssue(v); k != "" {
+		t.Errorf("known with a fault that moves no shard: %s", k)
+	}
+	v.Faults = []Fault{{Kind: "cut-etcd"}}
+	if k := KnownIssue(v); !strings.Contains(k, "end-of-file") {
+		t.Errorf("an empty read at a fence: %q", k)
+	}
+	v.Ops[0].Value = "c01-000000001"
+	if k := KnownIssue(v); k != "" {
+		t.Errorf("known for a stale read of a value: %s", k)
+	}
+}

@@ -59,6 +59,7 @@ type Op struct {
 	Value   string // a register's value written or read
 	Count   int64  // Increment: the counter read (and Count+1 written); FinalRead: the value
 	Excl    bool   // Hold: exclusive (read/write, sharing nothing); else read, sharing read
+	Cached  bool   // RegWrite: under a write lease, done once cached (Return), sent at the break
 	Call    time.Duration
 	Return  time.Duration // when the outcome was known (also for Unknown: when the client gave up)
 	Outcome Outcome
@@ -81,6 +82,9 @@ func (o Op) String() string {
 	switch o.Kind {
 	case RegWrite, RegRead:
 		fmt.Fprintf(&b, " %q", o.Value)
+		if o.Cached {
+			b.WriteString(" cached under a write lease")
+		}
 	case Increment, FinalRead:
 		fmt.Fprintf(&b, " read %d", o.Count)
 	case Hold:

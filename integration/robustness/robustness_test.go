@@ -27,6 +27,8 @@ const (
 	envDuration = "SMBCLUSTER_ROBUST_DURATION"
 	envSeed     = "SMBCLUSTER_ROBUST_SEED"
 	envOut      = "SMBCLUSTER_ROBUST_OUT"
+	// envStrict fails on the known issues too (known.go).
+	envStrict = "SMBCLUSTER_ROBUST_STRICT"
 )
 
 // shortRun is each run's duration in make test: two runs, seed 1 and a
@@ -48,6 +50,7 @@ func TestRobustness(t *testing.T) {
 			t.Fatalf("%s=%q: %v", envDuration, v, err)
 		}
 	}
+	strict := os.Getenv(envStrict) == "on"
 	seeds := []uint64{1, rand.Uint64() % 1_000_000}
 	if v := os.Getenv(envSeed); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
@@ -62,6 +65,10 @@ func TestRobustness(t *testing.T) {
 			t.Logf("seed %d (reproduce with make robustness ROBUST_SEED=%d ROBUST_DURATION=%v)", seed, seed, d)
 			r := run(t, b, seed, d, true)
 			for _, v := range r.report.Violations {
+				if k := KnownIssue(v); k != "" && !strict {
+					t.Logf("known issue (%s=on fails on it): %s\n%v", envStrict, k, v)
+					continue
+				}
 				t.Error(v)
 			}
 			for _, p := range r.problems {

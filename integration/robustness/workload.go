@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -140,10 +141,18 @@ func (w *Workload) client(id int) {
 		o := Op{Client: id, Node: l.node}
 		var alive bool
 		switch p := rng.IntN(100); {
-		case p < 25:
+		case p < 15:
 			o.Kind, o.File = RegWrite, w.register(rng.IntN(w.cfg.Registers))
 			o.Value = fmt.Sprintf("c%02d-%09d", id, seq)
 			alive = w.regWrite(l, &o)
+		case p < 25:
+			o.Kind, o.File, o.Cached = RegWrite, w.register(rng.IntN(w.cfg.Registers)), true
+			o.Value = fmt.Sprintf("c%02d-%09d", id, seq)
+			var key [16]byte
+			binary.LittleEndian.PutUint64(key[:], w.cfg.Seed)
+			binary.LittleEndian.PutUint32(key[8:], uint32(id))
+			binary.LittleEndian.PutUint32(key[12:], uint32(seq))
+			alive = w.cachedWrite(l, &o, key, time.Duration(5+rng.IntN(35))*time.Millisecond)
 		case p < 50:
 			o.Kind, o.File = RegRead, w.register(rng.IntN(w.cfg.Registers))
 			alive = w.regRead(l, &o)
@@ -278,6 +287,79 @@ func (w *Workload) regWrite(l *link, o *Op) bool {
 		o.Outcome = Unknown
 	}
 	return w.finish(l, o, f)
+}
+
+// cachedWrite writes o.Value over the register as a client with a write
+// cache does: it opens the file asking for a read-write-handle lease and,
+// granted a write lease, counts the write done at once — its value held
+// in the cache, its outcome ok from then on ([MS-SMB2] 3.2.4.3.4: the
+// client need not send it) — and sends it only when the lease breaks
+// (another client's open) or after hold, then acknowledges the break and
+// closes. The server must not let the other open go on before the break
+// is acknowledged: a read after it must see the value. Without a write
+// lease the write is an ordinary one. A flush that fails leaves the
+// outcome unknown (a cached write may be lost with its connection).
+func (w *Workload) cachedWrite(l *link, o *Op, key [16]byte, hold time.Duration) bool {
+	drainBreaks(l.c) // of earlier operations' leases, long closed
+	o.Call = w.hist.Now()
+	var f *smbc.File
+	var granted uint32
+	if err := l.step(o, func() (err error) {
+		f, granted, err = l.c.OpenLease(o.File, key, smb2.LeaseRead|smb2.LeaseHandle|smb2.LeaseWrite)
+		return
+	}); err != nil {
+		o.Return, o.Outcome = w.hist.Now(), Failed
+		return !l.dead
+	}
+	if granted&smb2.LeaseWrite == 0 {
+		o.Cached = false
+		err := l.step(o, func() error { _, err := f.WriteAt([]byte(o.Value), 0); return err })
+		o.Return, o.Outcome = w.hist.Now(), OK
+		if err != nil {
+			o.Outcome = Unknown
+		}
+		return w.finish(l, o, f)
+	}
+	o.Return, o.Outcome = w.hist.Now(), OK // in the cache: done, as far as the application knows
+	brk, broke := w.awaitBreak(l, key, hold)
+	if err := l.step(o, func() error { _, err := f.WriteAt([]byte(o.Value), 0); return err }); err != nil {
+		o.Outcome = Unknown
+		return !l.dead
+	}
+	if broke && brk.AckRequired {
+		w.after(l, o, "lease break ack", func() error { return l.c.AckLeaseBreak(key, brk.New) })
+	}
+	return w.finish(l, o, f)
+}
+
+// drainBreaks drops the break notifications c has kept.
+func drainBreaks(c *smbc.Conn) {
+	for {
+		select {
+		case <-c.Breaks():
+		default:
+			return
+		}
+	}
+}
+
+// awaitBreak waits up to hold for a break of the lease key (breaks of
+// earlier operations' leases are passed over).
+func (w *Workload) awaitBreak(l *link, key [16]byte, hold time.Duration) (smbc.Break, bool) {
+	t := time.NewTimer(hold)
+	defer t.Stop()
+	for {
+		select {
+		case b := <-l.c.Breaks():
+			if b.Lease && b.Key == key && b.New&smb2.LeaseWrite == 0 {
+				return b, true
+			}
+		case <-t.C:
+			return smbc.Break{}, false
+		case <-w.stop:
+			return smbc.Break{}, false
+		}
+	}
 }
 
 // regRead reads the register: open, READ, close.
