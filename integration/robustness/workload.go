@@ -138,31 +138,7 @@ func (w *Workload) client(id int) {
 			}
 		}
 		seq++
-		o := Op{Client: id, Node: l.node}
-		var alive bool
-		switch p := rng.IntN(100); {
-		case p < 15:
-			o.Kind, o.File = RegWrite, w.register(rng.IntN(w.cfg.Registers))
-			o.Value = fmt.Sprintf("c%02d-%09d", id, seq)
-			alive = w.regWrite(l, &o)
-		case p < 25:
-			o.Kind, o.File, o.Cached = RegWrite, w.register(rng.IntN(w.cfg.Registers)), true
-			o.Value = fmt.Sprintf("c%02d-%09d", id, seq)
-			var key [16]byte
-			binary.LittleEndian.PutUint64(key[:], w.cfg.Seed)
-			binary.LittleEndian.PutUint32(key[8:], uint32(id))
-			binary.LittleEndian.PutUint32(key[12:], uint32(seq))
-			alive = w.cachedWrite(l, &o, key, time.Duration(5+rng.IntN(35))*time.Millisecond)
-		case p < 50:
-			o.Kind, o.File = RegRead, w.register(rng.IntN(w.cfg.Registers))
-			alive = w.regRead(l, &o)
-		case p < 75:
-			o.Kind, o.File = Increment, w.counter(rng.IntN(w.cfg.Counters))
-			alive = w.increment(l, &o)
-		default:
-			o.Kind, o.File, o.Excl = Hold, w.holdFile(rng.IntN(w.cfg.Holds)), rng.IntN(2) == 0
-			alive = w.hold(l, &o, time.Duration(5+rng.IntN(35))*time.Millisecond)
-		}
+		o, alive := w.one(l, id, seq, rng)
 		w.hist.Add(o)
 		if !alive {
 			l.close()
@@ -170,6 +146,37 @@ func (w *Workload) client(id int) {
 			w.pause(50 * time.Millisecond)
 		}
 	}
+}
+
+// one runs one operation, chosen at random, as client id's seq-th, and
+// returns it and whether the connection lives.
+func (w *Workload) one(l *link, id, seq int, rng *rand.Rand) (Op, bool) {
+	o := Op{Client: id, Node: l.node}
+	var alive bool
+	switch p := rng.IntN(100); {
+	case p < 15:
+		o.Kind, o.File = RegWrite, w.register(rng.IntN(w.cfg.Registers))
+		o.Value = fmt.Sprintf("c%02d-%09d", id, seq)
+		alive = w.regWrite(l, &o)
+	case p < 25:
+		o.Kind, o.File, o.Cached = RegWrite, w.register(rng.IntN(w.cfg.Registers)), true
+		o.Value = fmt.Sprintf("c%02d-%09d", id, seq)
+		var key [16]byte // the client's ClientGuid is its connection's: the key need only be new
+		binary.LittleEndian.PutUint64(key[:], w.cfg.Seed)
+		binary.LittleEndian.PutUint32(key[8:], uint32(id))
+		binary.LittleEndian.PutUint32(key[12:], uint32(seq))
+		alive = w.cachedWrite(l, &o, key, time.Duration(5+rng.IntN(35))*time.Millisecond)
+	case p < 50:
+		o.Kind, o.File = RegRead, w.register(rng.IntN(w.cfg.Registers))
+		alive = w.regRead(l, &o)
+	case p < 75:
+		o.Kind, o.File = Increment, w.counter(rng.IntN(w.cfg.Counters))
+		alive = w.increment(l, &o)
+	default:
+		o.Kind, o.File, o.Excl = Hold, w.holdFile(rng.IntN(w.cfg.Holds)), rng.IntN(2) == 0
+		alive = w.hold(l, &o, time.Duration(5+rng.IntN(35))*time.Millisecond)
+	}
+	return o, alive
 }
 
 // errRequestBound ends a connection whose request went unanswered for
