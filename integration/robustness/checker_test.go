@@ -98,9 +98,9 @@ func TestKnownIssue(t *testing.T) {
 	if k := KnownIssue(v); k != "" {
 		t.Errorf("known without a fault in force: %s", k)
 	}
-	v.Faults = []Fault{{Kind: "lossy-link"}}
+	v.Faults = []Fault{{Kind: "lossy-link"}, {Kind: "cut-peers"}}
 	if k := KnownIssue(v); k != "" {
-		t.Errorf("known with a fault that moves no shard: %s", k)
+		t.Errorf("known with faults that fence no node: %s", k)
 	}
 	v.Faults = []Fault{{Kind: "cut-etcd"}}
 	if k := KnownIssue(v); !strings.Contains(k, "end-of-file") {
