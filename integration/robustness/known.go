@@ -21,7 +21,7 @@ var knownIssues = []struct {
 	name  string
 	match func(v Violation) bool
 }{
-	{"a byte-range lock outlives its open when the file's shard is recovered by a rejoining node while the open closes (peer.Router.Recover restores opens from a Held snapshot taken before the CLOSE)",
+	{"a byte-range lock outlives its open after a node fences or dies and shards move (docs/ROBUSTNESS.md, issue 2)",
 		func(v Violation) bool { return strings.Contains(v.What, "a byte-range lock outlived its open") }},
 	{"a READ through a node at the moment it fences answers end-of-file for a file that has data",
 		func(v Violation) bool {
