@@ -2,7 +2,7 @@
 # (through .ci/run); `make test-short` is the quick local loop.
 
 GO            ?= go
-TEST_TIMEOUT  ?= 30m
+TEST_TIMEOUT  ?= 45m
 FUZZTIME      ?= 1m
 FUZZSMOKE     ?= 20000x
 BENCHTIME     ?= 1s
