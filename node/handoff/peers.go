@@ -245,7 +245,7 @@ func (r *clientRelay) RemoteFile(ctx context.Context, sid uint64, tid uint32, fi
 	if err != nil {
 		return server.RemoteFileName{}, err
 	}
-	return server.RemoteFileName{OK: resp.GetOk(), Share: resp.GetShare(), Path: resp.GetPath(), ID: resp.GetFileId()}, nil
+	return server.RemoteFileName{OK: resp.GetOk(), Share: resp.GetShare(), Path: resp.GetPath(), ID: resp.GetFileId(), Mount: resp.GetMount()}, nil
 }
 
 func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, fileID uint64, sealed bool) (server.RemoteRead, error) {

@@ -65,7 +65,7 @@ func (sv *Service) RemoteFile(ctx context.Context, req *peerv1.RemoteFileRequest
 		return &peerv1.RemoteFileResponse{}, nil
 	}
 	n := a.RemoteFile(req.GetSessionId(), req.GetTreeId(), req.GetFileId())
-	return &peerv1.RemoteFileResponse{Ok: n.OK, Share: n.Share, Path: n.Path, FileId: n.ID}, nil
+	return &peerv1.RemoteFileResponse{Ok: n.OK, Share: n.Share, Path: n.Path, FileId: n.ID, Mount: n.Mount}, nil
 }
 
 // SessionKeys implements peerv1.SessionServiceServer (server.Adopted.SessionKeys).

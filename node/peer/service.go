@@ -131,6 +131,11 @@ func (r *Router) lookup(ref *peerv1.OpenRef) *state.Open {
 func (r *Router) unproxy(o *state.Open) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.unproxyLocked(o)
+}
+
+// unproxyLocked is unproxy; the caller holds r.mu.
+func (r *Router) unproxyLocked(o *state.Open) bool {
 	k, ok := r.proxyRef[o]
 	if !ok {
 		return false
@@ -162,9 +167,11 @@ func (r *Router) unproxy(o *state.Open) bool {
 
 // closeProxy removes a proxy open from the tables, as its close would.
 func (r *Router) closeProxy(o *state.Open) (last, deletePending bool) {
-	if !r.unproxy(o) {
+	ok, done := r.leaving(o)
+	if !ok {
 		return false, false
 	}
+	defer done()
 	r.locks.Release(o)
 	return r.table.Remove(o)
 }
@@ -311,9 +318,10 @@ func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.Fil
 	case peerv1.Op_OP_REMOVE:
 		resp.On, resp.DeletePending = r.closeProxy(o)
 	case peerv1.Op_OP_DROP:
-		if r.unproxy(o) {
+		if ok, done := r.leaving(o); ok {
 			r.locks.Release(o)
 			resp.On, resp.DeletePending = r.table.Drop(o)
+			done()
 		}
 	case peerv1.Op_OP_ACK:
 		resp.On = r.table.Ack(o, uint8(req.Level))
