@@ -52,6 +52,8 @@ type Router struct {
 
 	observe func(method string, d time.Duration, err error) // nil: nothing (Observe)
 	dropMu  sync.RWMutex                                    // closes that do not wait (read) against delete pending notices (closing.go)
+	closed  chan struct{}                                   // closed by Close: closeLater gives up
+	once    sync.Once                                       // closes closed
 
 	mu          sync.Mutex
 	held        map[uint64]*state.Open      // opens this node holds, by Ref
@@ -144,7 +146,8 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(ad
 		delHint: map[state.FileKey]bool{}, pendings: map[state.FileKey]pending{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
-		byKey: map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
+		closed: make(chan struct{}),
+		byKey:  map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
 		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
 		delegs: map[state.FileKey]*deleg{}, delegIDs: map[uint64]*deleg{}, delegated: map[uint64]*deleg{},
 		converting: map[uint64]chan struct{}{}, delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
@@ -164,6 +167,7 @@ func (r *Router) Observe(fn func(method string, d time.Duration, err error)) { r
 
 // Close closes the connections to the peers.
 func (r *Router) Close() {
+	r.once.Do(func() { close(r.closed) })
 	r.mu.Lock()
 	conns := r.conns
 	r.conns = map[string]*grpc.ClientConn{}
