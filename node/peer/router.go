@@ -32,6 +32,9 @@ const (
 // holds). It is a deadline error (STATUS_IO_TIMEOUT to the client).
 var ErrPeerUnreachable = fmt.Errorf("peer: the file's owner did not answer within %v: %w", callTimeout, context.DeadlineExceeded)
 
+// errRouterClosed is returned for a call after Close.
+var errRouterClosed = errors.New("peer: the router is closed")
+
 // ErrNoOwner is returned when a file's shard has no owner within the
 // wait (its owner died and no node has taken it over yet).
 var ErrNoOwner = errors.New("peer: the file's shard has no owner")
@@ -222,6 +225,11 @@ func (r *Router) client(addr string) (peerv1.PeerServiceClient, error) {
 	defer r.mu.Unlock()
 	if c, ok := r.conns[addr]; ok {
 		return peerv1.NewPeerServiceClient(c), nil
+	}
+	select {
+	case <-r.closed:
+		return nil, errRouterClosed // no connection Close would not close
+	default:
 	}
 	c, err := r.dial(addr) // lazy: grpc.NewClient does not connect
 	if err != nil {
