@@ -211,6 +211,22 @@ func (r *Router) awaitLeaving(ctx context.Context, key state.FileKey) bool {
 	return true
 }
 
+// awaitAnyLeaving is awaitLeaving for every file; it reports whether a
+// proxy was leaving.
+func (r *Router) awaitAnyLeaving() bool {
+	r.mu.Lock()
+	keys := make([]state.FileKey, 0, len(r.closingAt))
+	for k := range r.closingAt {
+		keys = append(keys, k)
+	}
+	r.mu.Unlock()
+	waited := false
+	for _, k := range keys {
+		waited = r.awaitLeaving(context.Background(), k) || waited
+	}
+	return waited
+}
+
 // flushHolders asks every node but from that holds opens of key here to
 // flush; it reports whether one had closes on their way.
 func (r *Router) flushHolders(key state.FileKey, from string) bool {
@@ -363,6 +379,7 @@ func (r *Router) hasOpenBelow(dir string) bool {
 		return false
 	}
 	flushed := r.flushAll()
+	flushed = r.awaitAnyLeaving() || flushed
 	r.withoutAnyDelegs(func(recalled bool) { // deleg.go
 		if flushed || recalled {
 			on = r.table.HasOpenBelow(dir)
