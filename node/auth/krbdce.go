@@ -30,8 +30,9 @@ type KerberosDCE struct {
 	state     contextState
 	ticketKey types.EncryptionKey
 	subkey    types.EncryptionKey
-	sendSeq   int64 // the acceptor's, sent in the AP-REP
-	recvSeq   int64 // the initiator's, from the authenticator
+	sendSeq   int64  // the acceptor's, sent in the AP-REP
+	recvSeq   int64  // the initiator's, from the authenticator
+	rep       []byte // the AP-REP sent, which the client must not reflect
 }
 
 // NewKerberosDCE starts a DCE-style Kerberos acceptance with cfg's keytab.
@@ -91,7 +92,7 @@ func (k *KerberosDCE) accept(token []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	k.subkey, k.sendSeq, k.recvSeq = sub, seq, a.SeqNumber
+	k.subkey, k.sendSeq, k.recvSeq, k.rep = sub, seq, a.SeqNumber, rep
 	name, realm := a.CName.PrincipalNameString(), a.CRealm
 	k.c.result = Result{User: user, Domain: realm, Principal: name + "@" + realm, SessionKey: smbSessionKey(sub.KeyValue)}
 	ck := a.Cksum
@@ -105,11 +106,17 @@ func (k *KerberosDCE) accept(token []byte) ([]byte, bool, error) {
 }
 
 // finish checks the client's DCE-style AP-REP: it must decrypt with the
-// ticket's session key and echo the acceptor's sequence number.
+// ticket's session key and echo the acceptor's sequence number. The
+// acceptor's own AP-REP would pass both, so it is refused when reflected
+// (a client's, encrypted with another confounder, never equals it).
 func (k *KerberosDCE) finish(token []byte) error {
 	msg := token
 	if tokID, m, err := parseKRB5Token(token); err == nil && bytes.Equal(tokID, tokAPRep) {
 		msg = m
+	}
+	if bytes.Equal(msg, k.rep) {
+		k.c.krbErr = errors.New("the acceptor's AP-REP reflected as the client's")
+		return ErrLogonFailure
 	}
 	part, err := decryptAPRep(msg, k.ticketKey)
 	if err != nil {
