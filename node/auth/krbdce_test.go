@@ -159,3 +159,61 @@ func TestKerberosDCERefused(t *testing.T) {
 		t.Errorf("non-DCE AP-REQ: done %v, %v, out %x", done, err, out)
 	}
 }
+
+// TestSPNEGODCE: Kerberos in SPNEGO for DCE/RPC — the AP-REP in an
+// accept-incomplete NegTokenResp, then the client's AP-REP with its
+// mechListMIC answered by accept-completed and the acceptor's.
+func TestSPNEGODCE(t *testing.T) {
+	kt := testKeytab(t, "service-key", 1, testSPN)
+	spec := apReqSpec{client: "alice", kt: kt, dce: true, mutual: true}
+	tok, _, _ := forge(t, spec)
+	cl := newDCEClient(t, tok, spec)
+	init := spnegoInitKRB(oidKRB5, tok)
+	if SPNEGOKerberosDCE(krbConfig(kt), spnegoInitKRB(oidNTLMSSP, []byte("NTLMSSP\x00"))) != nil {
+		t.Fatal("an NTLMSSP NegTokenInit taken for Kerberos")
+	}
+	s := SPNEGOKerberosDCE(krbConfig(kt), init)
+	if s == nil {
+		t.Fatal("Kerberos NegTokenInit not taken")
+	}
+	out, done, err := s.Step(init)
+	if err != nil || done {
+		t.Fatalf("NegTokenInit: %v, done %v", err, done)
+	}
+	var resp negTokenResp
+	if err := resp.Decode(out); err != nil || resp.NegState != negStateAcceptIncomplete || !bytes.Equal(resp.SupportedMech, oidKRB5) {
+		t.Fatalf("response %+v: %v", resp, err)
+	}
+	part, mine := cl.reply(t, resp.ResponseToken, nil)
+	ini, _ := NewCFX(part.Subkey, true, true, uint64(cl.req.Authenticator.SeqNumber), uint64(part.SequenceNumber))
+	var it negTokenInit
+	it.Decode(init)
+	r := negTokenResp{NegState: negStateAcceptIncomplete, ResponseToken: mine, MechListMIC: ini.MIC(it.MechTypesDER)}
+	out, done, err = s.Step(r.Append(nil))
+	if err != nil || !done {
+		t.Fatalf("NegTokenResp: %v, done %v", err, done)
+	}
+	if err := resp.Decode(out); err != nil || resp.NegState != negStateAcceptCompleted {
+		t.Fatalf("final %+v: %v", resp, err)
+	}
+	if err := ini.VerifyMIC(it.MechTypesDER, resp.MechListMIC); err != nil {
+		t.Fatalf("acceptor's mechListMIC: %v", err)
+	}
+	acc, _ := s.CFX()
+	data := []byte("0123456789abcdef")
+	if err := acc.VerifyMIC(data, ini.MIC(data)); err != nil {
+		t.Fatalf("first request after the mechListMIC: %v", err)
+	}
+	// A bad mechListMIC is refused.
+	tok, _, _ = forge(t, spec)
+	cl = newDCEClient(t, tok, spec)
+	init = spnegoInitKRB(oidKRB5, tok)
+	s = SPNEGOKerberosDCE(krbConfig(kt), init)
+	out, _, _ = s.Step(init)
+	resp.Decode(out)
+	_, mine = cl.reply(t, resp.ResponseToken, nil)
+	r = negTokenResp{NegState: negStateAcceptIncomplete, ResponseToken: mine, MechListMIC: ini.MIC([]byte("other mechs"))}
+	if _, done, err := s.Step(r.Append(nil)); err == nil || done {
+		t.Error("a bad mechListMIC accepted")
+	}
+}

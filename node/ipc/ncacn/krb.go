@@ -13,10 +13,17 @@ import (
 // encrypted in place and, with header signing, the rest of the PDU up to
 // the sec_trailer signed only. Only AES session keys are accepted.
 type krbAuth struct {
-	ctx        *auth.KerberosDCE
+	ctx        krbContext
 	cfx        *auth.CFX
 	headerSign bool
 	privacy    bool // packet privacy: Wrap tokens, else MICs
+}
+
+// krbContext is auth.KerberosDCE, bare or in SPNEGO (auth.SPNEGODCE).
+type krbContext interface {
+	Step(in []byte) ([]byte, bool, error)
+	CFX() (*auth.CFX, error)
+	Result() auth.Result
 }
 
 func (a *krbAuth) Step(in []byte) ([]byte, bool, error) {
@@ -76,4 +83,43 @@ func (a *krbAuth) Seal(data, msg []byte) []byte {
 func (a *krbAuth) Unseal(data, msg, sig []byte) error {
 	pre, post := a.split(data, msg)
 	return a.cfx.UnwrapDCE(pre, data, post, sig)
+}
+
+// spnegoAuth is RPC_C_AUTHN_GSS_NEGOTIATE: Kerberos (DCE style) when the
+// client's NegTokenInit prefers it and carries its AP-REQ, else NTLMSSP;
+// the first token decides.
+type spnegoAuth struct {
+	cfg  *auth.Config
+	ntlm func() dcerpc.Authenticator
+	dcerpc.Authenticator
+	level      uint8
+	headerSign bool
+}
+
+func (a *spnegoAuth) Step(in []byte) ([]byte, bool, error) {
+	if a.Authenticator == nil {
+		if k := auth.SPNEGOKerberosDCE(a.cfg, in); k != nil {
+			a.Authenticator = &krbAuth{ctx: k}
+		} else {
+			a.Authenticator = a.ntlm()
+		}
+		if p, ok := a.Authenticator.(dcerpc.Protector); ok && a.level != 0 {
+			p.SetProtection(a.level, a.headerSign)
+		}
+	}
+	return a.Authenticator.Step(in)
+}
+
+func (a *spnegoAuth) SetProtection(level uint8, headerSign bool) {
+	a.level, a.headerSign = level, headerSign
+	if p, ok := a.Authenticator.(dcerpc.Protector); ok {
+		p.SetProtection(level, headerSign)
+	}
+}
+
+func (a *spnegoAuth) User() string {
+	if id, ok := a.Authenticator.(dcerpc.Identifier); ok {
+		return id.User()
+	}
+	return ""
 }
