@@ -252,6 +252,9 @@ func runAll(t *testing.T, bin string, tg target, allow map[string]string) {
 	t.Logf("%v for %d tests; pass/fail per suite: %s", time.Since(start).Round(time.Second), ran, perSuite(outcomes))
 	if len(bad) > 0 {
 		sort.Strings(bad)
+		for _, b := range bad {
+			framework.NoteFailure(t.Name() + ": " + b)
+		}
 		t.Errorf("%d of %d smbtorture tests did not have the expected outcome:\n\t%s",
 			len(bad), ran, strings.Join(bad, "\n\t"))
 	}
