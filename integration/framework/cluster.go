@@ -271,8 +271,15 @@ func (n *ClusterNode) Exited() <-chan struct{} { return n.exited }
 func (n *ClusterNode) ExitErr() error          { return n.err }
 
 // Signal sends sig to the node's process (SIGTERM: a graceful shutdown
-// the test watches with Exited).
-func (n *ClusterNode) Signal(sig os.Signal) error { return n.cmd.Process.Signal(sig) }
+// the test watches with Exited). SIGSTOP returns once every thread of
+// the process is stopped: from then on nothing the test sends the node
+// is served until SIGCONT.
+func (n *ClusterNode) Signal(sig os.Signal) error {
+	if sig == syscall.SIGSTOP {
+		return stop(n.cmd.Process.Pid)
+	}
+	return n.cmd.Process.Signal(sig)
+}
 
 // Kill kills the node's process with SIGKILL (no chance to leave the
 // cluster) and waits for it to exit.

@@ -144,11 +144,12 @@ func (p *Proc) Restart(t testing.TB) {
 	p.start(t)
 }
 
-// Stop stops the process (SIGSTOP): its sockets stay open and nothing
-// answers. Continue lets it go on.
+// Stop stops the process (SIGSTOP) and returns once all its threads are
+// stopped: its sockets stay open and nothing answers. Continue lets it go
+// on.
 func (p *Proc) Stop(t testing.TB) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := stop(p.cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
 }
