@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/server"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
@@ -18,124 +20,50 @@ import (
 // Peers finds sessions on the other nodes and hands connections to them.
 // It is safe for concurrent use.
 type Peers struct {
-	self  string
-	nodes func() map[string]string // live nodes' node-to-node addresses, by name
-	dial  func(addr string) (*grpc.ClientConn, error)
-	log   *slog.Logger
-	srv   atomic.Pointer[server.Server]
+	mesh *mesh.Mesh // the connections to the other nodes
+	log  *slog.Logger
+	srv  atomic.Pointer[server.Server]
 
 	mu      sync.Mutex
-	conns   map[string]*grpc.ClientConn // by address
-	addrs   map[string]string           // the address each node was reached at, by name
-	adopted map[uint64]*server.Adopted  // handed-over connections served here, by relay id
+	adopted map[uint64]*server.Adopted // handed-over connections served here, by relay id
 }
 
-// New returns the Peers of node self. nodes lists the live nodes'
-// node-to-node addresses by name (self included or not); dial connects to
-// one with the cluster's transport credentials.
-func New(self string, nodes func() map[string]string, dial func(addr string) (*grpc.ClientConn, error), log *slog.Logger) *Peers {
+// New returns the Peers of the node whose mesh is m.
+func New(m *mesh.Mesh, log *slog.Logger) *Peers {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Peers{self: self, nodes: nodes, dial: dial, log: log, conns: map[string]*grpc.ClientConn{}, addrs: map[string]string{}, adopted: map[uint64]*server.Adopted{}}
+	return &Peers{mesh: m, log: log, adopted: map[uint64]*server.Adopted{}}
 }
 
 // Attach sets the server whose sessions the Service offers the other
 // nodes. Until then the node holds no session for them.
 func (p *Peers) Attach(s *server.Server) { p.srv.Store(s) }
 
-// Close closes the connections to the other nodes.
-func (p *Peers) Close() {
-	p.mu.Lock()
-	conns := p.conns
-	p.conns = map[string]*grpc.ClientConn{}
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
-}
-
-// NodeGone closes the connection to node name, whose incarnation ended:
-// the relays to it end with it (a handed-over channel's client connection
-// closes, its client reconnects) instead of waiting on a node that was
-// stopped rather than killed.
-func (p *Peers) NodeGone(name string) {
-	p.mu.Lock()
-	addr, ok := p.addrs[name]
-	c := p.conns[addr]
-	delete(p.addrs, name)
-	if ok {
-		delete(p.conns, addr)
-	}
-	p.mu.Unlock()
-	if c != nil {
-		p.log.Info("closing the session relays to a node gone", "node", name)
-		c.Close()
-	}
-}
-
-func (p *Peers) client(addr string) (peerv1.SessionServiceClient, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c, ok := p.conns[addr]
-	if !ok {
-		var err error
-		if c, err = p.dial(addr); err != nil {
-			return nil, err
-		}
-		p.conns[addr] = c
-	}
-	return peerv1.NewSessionServiceClient(c), nil
-}
-
-// others returns the other live nodes' clients, by name.
-func (p *Peers) others() map[string]peerv1.SessionServiceClient {
-	out := map[string]peerv1.SessionServiceClient{}
-	for name, addr := range p.nodes() {
-		if name == p.self {
-			continue
-		}
-		p.mu.Lock()
-		p.addrs[name] = addr
-		p.mu.Unlock()
-		if c, err := p.client(addr); err == nil {
-			out[name] = c
-		}
-	}
-	return out
+// ask asks the session services of every other live node at once
+// (mesh.Broadcast).
+func ask[T any](ctx context.Context, p *Peers, call func(context.Context, peerv1.SessionServiceClient) (T, error)) iter.Seq[mesh.Answer[T]] {
+	return mesh.Broadcast(ctx, p.mesh, nil, 0, func(ctx context.Context, cc grpc.ClientConnInterface) (T, error) {
+		return call(ctx, peerv1.NewSessionServiceClient(cc))
+	})
 }
 
 // find asks every other live node at once whether it holds session id and
 // returns the first that does.
 func (p *Peers) find(ctx context.Context, id uint64) (string, peerv1.SessionServiceClient, error) {
-	others := p.others()
-	if len(others) == 0 {
-		return "", nil, server.ErrNoSession
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type answer struct {
-		name string
-		err  error
-	}
-	answers := make(chan answer, len(others))
-	for name, c := range others {
-		go func() {
-			resp, err := c.Find(ctx, &peerv1.FindSessionRequest{SessionId: id})
-			if err == nil && !resp.GetHeld() {
-				err = server.ErrNoSession
-			}
-			answers <- answer{name, err}
-		}()
-	}
 	var errs []error
-	for range others {
-		a := <-answers
-		if a.err == nil {
-			return a.name, others[a.name], nil
+	for a := range ask(ctx, p, func(ctx context.Context, c peerv1.SessionServiceClient) (peerv1.SessionServiceClient, error) {
+		resp, err := c.Find(ctx, &peerv1.FindSessionRequest{SessionId: id})
+		if err == nil && !resp.GetHeld() {
+			err = server.ErrNoSession
 		}
-		if !errors.Is(a.err, server.ErrNoSession) {
-			errs = append(errs, fmt.Errorf("%s: %w", a.name, a.err))
+		return c, err
+	}) {
+		if a.Err == nil {
+			return a.Node, a.Resp, nil
+		}
+		if !errors.Is(a.Err, server.ErrNoSession) && !errors.Is(a.Err, mesh.ErrGone) {
+			errs = append(errs, fmt.Errorf("%s: %w", a.Node, a.Err))
 		}
 	}
 	if len(errs) > 0 {
@@ -159,7 +87,7 @@ func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState)
 		return nil, err
 	}
 	if st.Node == "" {
-		st.Node = p.self
+		st.Node = p.mesh.Self()
 	}
 	h := handoffProto(st)
 	h.RelayId = rand.Uint64()
@@ -173,17 +101,14 @@ func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState)
 
 // EndPrevious implements server.SessionPeers: every other node is asked.
 func (p *Peers) EndPrevious(ctx context.Context, id uint64, user string, newID uint64) {
-	var wg sync.WaitGroup
-	for name, c := range p.others() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := c.EndPrevious(ctx, &peerv1.EndPreviousRequest{SessionId: id, User: user, NewSessionId: newID}); err != nil {
-				p.log.Info("ending a previous session", "node", name, "session", fmt.Sprintf("%#x", id), "err", err)
-			}
-		}()
+	req := &peerv1.EndPreviousRequest{SessionId: id, User: user, NewSessionId: newID}
+	for a := range ask(ctx, p, func(ctx context.Context, c peerv1.SessionServiceClient) (*peerv1.EndPreviousResponse, error) {
+		return c.EndPrevious(ctx, req)
+	}) {
+		if a.Err != nil && !errors.Is(a.Err, mesh.ErrGone) {
+			p.log.Info("ending a previous session", "node", a.Node, "session", fmt.Sprintf("%#x", id), "err", a.Err)
+		}
 	}
-	wg.Wait()
 }
 
 // clientRelay is the arrival node's end of a Relay stream.

@@ -98,9 +98,9 @@ func gatedNodes(t *testing.T, g *gate) (a, b *Router) {
 		}
 		peers[name] = l.Addr().String()
 		rt := &staticRoutes{self: name, owner: "a", peers: peers}
-		r := New(rt, state.NewTable(), state.NewLockTable(), func(addr string) (*grpc.ClientConn, error) {
+		r := newRouter(t, rt, func(addr string) (*grpc.ClientConn, error) {
 			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		}, nil)
+		})
 		var opts []grpc.ServerOption
 		if name == "a" {
 			opts = append(opts, grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {

@@ -545,16 +545,14 @@ func (r *Router) recallKey(key state.FileKey) bool {
 func (r *Router) recall(key state.FileKey, k refKey, g *grant) {
 	r.stats.Recalled.Add(1)
 	ok := false
-	if addr := r.routes.Peers()[k.node]; addr != "" {
-		if cli, err := r.client(addr); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-			r.stats.Delivers.Add(1)
-			_, err = cli.Deliver(ctx, &peerv1.DeliverRequest{Ref: &peerv1.OpenRef{Node: k.node, Epoch: k.epoch, Id: k.id}, Recall: keyPB(key)})
-			cancel()
-			ok = err == nil
-			if err != nil {
-				r.log.Warn("recalling a delegation", "peer", k.node, "file", keyString(key), "err", err)
-			}
+	if cli, err := r.client(k.node); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		r.stats.Delivers.Add(1)
+		_, err = cli.Deliver(ctx, &peerv1.DeliverRequest{Ref: &peerv1.OpenRef{Node: k.node, Epoch: k.epoch, Id: k.id}, Recall: keyPB(key)})
+		cancel()
+		ok = err == nil
+		if err != nil {
+			r.log.Warn("recalling a delegation", "peer", k.node, "file", keyString(key), "err", err)
 		}
 	}
 	if ok {

@@ -15,6 +15,11 @@
 // A Service answers the other nodes: the owner side (Admit, Call, Wait)
 // and the holder side (Deliver, Held, TakeDurable, CloseAppInstance).
 //
+// The Router reaches the other nodes through the node's one transport
+// (node/mesh): their connections, shared with node/handoff, and
+// mesh.Broadcast for every question put to all of them (ask in
+// router.go); it keeps only its Exchange stream to each (mux.go).
+//
 // Durable opens move between nodes (durable.go, orphans.go): a reconnect
 // through another node takes the open over from its holder, or — when the
 // holder died — from the owner, which keeps a dead holder's durable opens

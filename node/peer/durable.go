@@ -47,17 +47,12 @@ func (r *Router) CloseAppInstance(ctx context.Context, id [16]byte, share, user 
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	req := &peerv1.CloseAppInstanceRequest{AppInstanceId: id[:], Share: share, User: user}
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
-			continue
-		}
-		cli, err := r.client(addr)
-		if err != nil {
-			continue
-		}
+	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.CloseAppInstanceResponse, error) {
 		r.stats.Delivers.Add(1)
-		if _, err := cli.CloseAppInstance(ctx, req); err != nil {
-			r.log.Warn("asking a node to close an application instance's opens", "peer", node, "err", err)
+		return cli.CloseAppInstance(ctx, req)
+	}) {
+		if a.Err != nil {
+			r.log.Warn("asking a node to close an application instance's opens", "peer", a.Node, "err", a.Err)
 		}
 	}
 }
@@ -115,7 +110,6 @@ func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.
 type takeAnswer struct {
 	node string
 	resp *peerv1.TakeDurableResponse
-	err  error
 }
 
 // askHolders asks every other live node at once for the open req names,
@@ -123,36 +117,18 @@ type takeAnswer struct {
 // reconnect up for long), and returns the answer of the node that holds
 // it, or nil and the nodes that did not answer.
 func (r *Router) askHolders(ctx context.Context, req *peerv1.TakeDurableRequest) (*takeAnswer, map[string]bool) {
-	answers := make(chan takeAnswer)
-	n := 0
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
-			continue
-		}
-		n++
-		go func() {
-			cli, err := r.client(addr)
-			if err != nil {
-				answers <- takeAnswer{node: node, err: err}
-				return
-			}
-			r.stats.Delivers.Add(1)
-			cctx, cancel := context.WithTimeout(ctx, holderTimeout)
-			defer cancel()
-			resp, err := cli.TakeDurable(cctx, req)
-			answers <- takeAnswer{node, resp, err}
-		}()
-	}
 	silent := map[string]bool{}
 	var found *takeAnswer
-	for range n {
-		a := <-answers
+	for a := range ask(ctx, r, nil, holderTimeout, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.TakeDurableResponse, error) {
+		r.stats.Delivers.Add(1)
+		return cli.TakeDurable(ctx, req)
+	}) {
 		switch {
-		case a.err != nil:
-			r.log.Warn("asking a node for a durable open", "peer", a.node, "err", a.err)
-			silent[a.node] = true
-		case a.resp.Found:
-			found = &a
+		case a.Err != nil:
+			r.log.Warn("asking a node for a durable open", "peer", a.Node, "err", a.Err)
+			silent[a.Node] = true
+		case a.Resp.Found:
+			found = &takeAnswer{node: a.Node, resp: a.Resp}
 		}
 	}
 	return found, silent

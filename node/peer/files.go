@@ -233,21 +233,15 @@ func (r *Router) ackAnywhere(id state.LeaseID, st uint32) (uint32, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
-			continue
-		}
-		cli, cerr := r.client(addr)
-		if cerr != nil {
-			continue
-		}
+	req := &peerv1.CallRequest{Op: peerv1.Op_OP_ACK_LEASE, Lease: &peerv1.LeaseRequest{ClientGuid: id.Client[:], Key: id.Key[:], State: st}}
+	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.CallResponse, error) {
 		r.stats.call(peerv1.Op_OP_ACK_LEASE)
-		resp, cerr := cli.Call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_ACK_LEASE,
-			Lease: &peerv1.LeaseRequest{ClientGuid: id.Client[:], Key: id.Key[:], State: st}})
-		if cerr != nil || resp.Error == peerv1.Error_ERROR_NO_LEASE {
+		return cli.Call(ctx, req)
+	}) {
+		if a.Err != nil || a.Resp.Error == peerv1.Error_ERROR_NO_LEASE {
 			continue
 		}
-		return resp.Level, codeErr(resp.Error, resp.Message)
+		return a.Resp.Level, codeErr(a.Resp.Error, a.Resp.Message)
 	}
 	return got, err
 }
@@ -569,17 +563,12 @@ func (r *Router) HasOpenBelow(dir string) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
-			continue
-		}
-		cli, err := r.client(addr)
-		if err != nil {
-			continue
-		}
+	req := &peerv1.CallRequest{Op: peerv1.Op_OP_HAS_OPEN_BELOW, Name: dir}
+	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.CallResponse, error) {
 		r.stats.call(peerv1.Op_OP_HAS_OPEN_BELOW)
-		resp, err := cli.Call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_HAS_OPEN_BELOW, Name: dir})
-		if err == nil && resp.On {
+		return cli.Call(ctx, req)
+	}) {
+		if a.Err == nil && a.Resp.On {
 			return true
 		}
 	}

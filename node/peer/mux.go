@@ -18,7 +18,7 @@ import (
 
 // mux is the caller's side of the Exchange with one peer.
 type mux struct {
-	cli     peerv1.PeerServiceClient
+	cli     func() (peerv1.PeerServiceClient, error)        // the peer's client, over the mesh's connection of the moment
 	observe func(method string, d time.Duration, err error) // may be nil (Router.Observe)
 
 	sendMu sync.Mutex                        // serialises Send, and guards what follows
@@ -51,7 +51,7 @@ const postDelay = 2 * time.Millisecond
 // confirms every one sent before it).
 const maxUnsure = 512
 
-func newMux(cli peerv1.PeerServiceClient) *mux {
+func newMux(cli func() (peerv1.PeerServiceClient, error)) *mux {
 	return &mux{cli: cli, pending: map[uint64]chan *peerv1.Envelope{}}
 }
 
@@ -78,8 +78,12 @@ func (m *mux) open() error {
 	if m.stream != nil {
 		return nil
 	}
+	cli, err := m.cli()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := m.cli.Exchange(ctx)
+	s, err := cli.Exchange(ctx)
 	if err != nil {
 		cancel()
 		return err

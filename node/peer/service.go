@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc/codes"
@@ -59,11 +60,10 @@ func (b remoteBreaker) BreakLease(l state.LeaseBreak) error {
 var errGone = errors.New("peer: the open is gone")
 
 func (r *Router) deliver(req *peerv1.DeliverRequest) error {
-	addr := r.routes.Peers()[req.Ref.Node]
-	if addr == "" {
+	cli, err := r.client(req.Ref.Node)
+	if errors.Is(err, mesh.ErrGone) {
 		return errGone
 	}
-	cli, err := r.client(addr)
 	if err != nil {
 		return err
 	}
@@ -570,25 +570,24 @@ func (r *Router) tellNodes(nodes map[string]bool, notice *peerv1.DeliverRequest,
 	if len(nodes) == 0 {
 		return false
 	}
-	peers := r.routes.Peers()
+	to := make([]string, 0, len(nodes))
+	for node := range nodes {
+		to = append(to, node)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	for node := range nodes {
-		addr := peers[node]
-		if addr == "" {
-			continue // gone: its opens are dropped with it
-		}
-		cli, err := r.client(addr)
-		if err != nil {
-			continue
-		}
+	for a := range ask(ctx, r, to, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.DeliverResponse, error) {
 		r.stats.Delivers.Add(1)
-		resp, err := cli.Deliver(ctx, notice)
-		if err != nil {
-			r.log.Warn("telling a node of "+what, "peer", node, "err", err)
-			continue
+		return cli.Deliver(ctx, notice)
+	}) {
+		switch {
+		case errors.Is(a.Err, mesh.ErrGone):
+			// gone: its opens are dropped with it
+		case a.Err != nil:
+			r.log.Warn("telling a node of "+what, "peer", a.Node, "err", a.Err)
+		default:
+			flushed = flushed || a.Resp.Flushed
 		}
-		flushed = flushed || resp.Flushed
 	}
 	return flushed
 }
