@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/server"
@@ -89,7 +88,7 @@ func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState)
 	if st.Node == "" {
 		st.Node = p.mesh.Self()
 	}
-	h := handoffProto(st)
+	h := handoffPB(st)
 	h.RelayId = rand.Uint64()
 	if err := stream.Send(&peerv1.RelayMessage{Handoff: h}); err != nil {
 		cancel()
@@ -170,7 +169,7 @@ func (r *clientRelay) RemoteFile(ctx context.Context, sid uint64, tid uint32, fi
 	if err != nil {
 		return server.RemoteFileName{}, err
 	}
-	return server.RemoteFileName{OK: resp.GetOk(), Share: resp.GetShare(), Path: resp.GetPath(), ID: resp.GetFileId()}, nil
+	return remoteFileOf(resp), nil
 }
 
 func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, fileID uint64, sealed bool) (server.RemoteRead, error) {
@@ -178,11 +177,7 @@ func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, fileID uint64,
 	if err != nil {
 		return server.RemoteRead{}, err
 	}
-	return server.RemoteRead{
-		Forward: resp.GetForward(), Answered: resp.GetAnswered(), Head: resp.GetHead(),
-		Inode: resp.GetInode(), Off: resp.GetOffset(), N: int(resp.GetLength()),
-		SignAlg: uint16(resp.GetSigningAlgorithm()), SignKey: resp.GetSigningKey(), Seal: resp.GetSeal(),
-	}, nil
+	return remoteReadOf(resp), nil
 }
 
 func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.SessionKeys, error) {
@@ -190,9 +185,7 @@ func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.Sessi
 	if err != nil {
 		return server.SessionKeys{}, err
 	}
-	return server.SessionKeys{OK: resp.GetOk(), Dialect: uint16(resp.GetDialect()), Cipher: uint16(resp.GetCipher()),
-		ServerIn: resp.GetServerInKey(), ServerOut: resp.GetServerOutKey(),
-		ChannelAlg: uint16(resp.GetChannelSigningAlgorithm()), ChannelKey: resp.GetChannelSigningKey()}, nil
+	return sessionKeysOf(resp), nil
 }
 
 func (r *clientRelay) CloseSend(flushed bool) error {
@@ -207,72 +200,6 @@ func (r *clientRelay) CloseSend(flushed bool) error {
 }
 
 func (r *clientRelay) Close() { r.cancel() }
-
-func handoffProto(st *server.HandoffState) *peerv1.Handoff {
-	h := &peerv1.Handoff{
-		Dialect: uint32(st.Dialect), ClientGuid: st.ClientGUID[:], ClientCapabilities: st.ClientCaps,
-		ClientSecurityMode: uint32(st.ClientSecMode), ServerSecurityMode: uint32(st.ServerSecMode),
-		ServerCapabilities: st.ServerCaps, Cipher: uint32(st.Cipher), SigningAlgorithm: uint32(st.SigningAlg),
-		SigningChosen: st.SigningChosen, PreauthHash: st.Preauth[:], CreditsLow: st.CreditsLow,
-		CreditsHigh: st.CreditsHigh, CreditsUsed: st.CreditsUsed, ClientAddr: st.ClientAddr,
-		LocalAddr: st.LocalAddr, Node: st.Node, CreditsAtRelay: st.CreditsAtRelay,
-	}
-	for _, d := range st.ClientDialects {
-		h.ClientDialects = append(h.ClientDialects, uint32(d))
-	}
-	for _, m := range st.Sessions {
-		ms := &peerv1.MovedSession{
-			SessionId: m.ID, User: m.User, Domain: m.Domain, Guest: m.Guest, Anonymous: m.Anonymous,
-			Dialect: uint32(m.Dialect), ClientGuid: m.ClientGUID[:], Cipher: uint32(m.Cipher),
-			SigningAlgorithm: uint32(m.SigningAlg), SessionKey: m.SessionKey, SigningKey: m.Keys.Signing,
-			ServerInKey: m.Keys.ServerIn, ServerOutKey: m.Keys.ServerOut, ApplicationKey: m.Keys.Application,
-			SigningRequired: m.SigningRequired, EncryptData: m.EncryptData, CreatedUnixNano: m.CreatedAt.UnixNano(),
-			NextTree: m.NextTree, ChannelSigningAlgorithm: uint32(m.ChannelAlg), ChannelSigningKey: m.ChannelKey,
-		}
-		for _, t := range m.Trees {
-			ms.Trees = append(ms.Trees, &peerv1.MovedTree{TreeId: t.ID, Share: t.Share, MaximalAccess: t.MaximalAccess, EncryptData: t.EncryptData})
-		}
-		h.Sessions = append(h.Sessions, ms)
-	}
-	return h
-}
-
-func handoffState(h *peerv1.Handoff) (*server.HandoffState, error) {
-	if len(h.GetClientGuid()) != 16 || len(h.GetPreauthHash()) != 64 {
-		return nil, errors.New("handoff: malformed connection state")
-	}
-	st := &server.HandoffState{
-		Dialect: uint16(h.GetDialect()), ClientCaps: h.GetClientCapabilities(),
-		ClientSecMode: uint16(h.GetClientSecurityMode()), ServerSecMode: uint16(h.GetServerSecurityMode()),
-		ServerCaps: h.GetServerCapabilities(), Cipher: uint16(h.GetCipher()), SigningAlg: uint16(h.GetSigningAlgorithm()),
-		SigningChosen: h.GetSigningChosen(), CreditsLow: h.GetCreditsLow(), CreditsHigh: h.GetCreditsHigh(),
-		CreditsUsed: h.GetCreditsUsed(), ClientAddr: h.GetClientAddr(), LocalAddr: h.GetLocalAddr(), Node: h.GetNode(),
-		CreditsAtRelay: h.GetCreditsAtRelay(),
-	}
-	copy(st.ClientGUID[:], h.GetClientGuid())
-	copy(st.Preauth[:], h.GetPreauthHash())
-	for _, d := range h.GetClientDialects() {
-		st.ClientDialects = append(st.ClientDialects, uint16(d))
-	}
-	for _, ms := range h.GetSessions() {
-		m := server.MovedSession{
-			ID: ms.GetSessionId(), User: ms.GetUser(), Domain: ms.GetDomain(), Guest: ms.GetGuest(), Anonymous: ms.GetAnonymous(),
-			Dialect: uint16(ms.GetDialect()), Cipher: uint16(ms.GetCipher()), SigningAlg: uint16(ms.GetSigningAlgorithm()),
-			SessionKey: ms.GetSessionKey(), SigningRequired: ms.GetSigningRequired(), EncryptData: ms.GetEncryptData(),
-			CreatedAt: time.Unix(0, ms.GetCreatedUnixNano()), NextTree: ms.GetNextTree(),
-			ChannelAlg: uint16(ms.GetChannelSigningAlgorithm()), ChannelKey: ms.GetChannelSigningKey(),
-		}
-		m.Keys.Signing, m.Keys.ServerIn, m.Keys.ServerOut, m.Keys.Application = ms.GetSigningKey(), ms.GetServerInKey(), ms.GetServerOutKey(), ms.GetApplicationKey()
-		if copy(m.ClientGUID[:], ms.GetClientGuid()) != 16 {
-			return nil, errors.New("handoff: malformed moved session")
-		}
-		for _, t := range ms.GetTrees() {
-			m.Trees = append(m.Trees, server.MovedTree{ID: t.GetTreeId(), Share: t.GetShare(), MaximalAccess: t.GetMaximalAccess(), EncryptData: t.GetEncryptData()})
-		}
-		st.Sessions = append(st.Sessions, m)
-	}
-	return st, nil
-}
 
 func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, fileID uint64, sealed, verified bool) (server.WriteExchange, error) {
 	ctx, cancel := context.WithCancel(ctx) // ends the stream, however the exchange ends
@@ -301,10 +228,7 @@ func (x writeExchange) Next() (server.WriteStep, error) {
 	if err != nil {
 		return server.WriteStep{}, err
 	}
-	return server.WriteStep{
-		Write: m.GetWrite(), Inode: m.GetInode(), Off: m.GetOffset(), N: int(m.GetLength()), Sync: m.GetSync(),
-		SendData: m.GetSendData(), Answered: m.GetAnswered(), Forward: m.GetForward(),
-	}, nil
+	return writeStepOf(m), nil
 }
 
 func (x writeExchange) Written(n int, err error) error {

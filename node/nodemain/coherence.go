@@ -232,7 +232,7 @@ func (s *routerSet) delegated() uint64 {
 // seconds after the opens that earned it, so bench/cluster.sh takes them
 // out of a run's calls when it tells a file's owner.
 func (s *routerSet) returns() uint64 {
-	return s.sum(func(st *peer.Stats) uint64 { return st.ByOp[peerv1.Op_OP_RETURN].Load() })
+	return s.sum(func(st *peer.Stats) uint64 { return st.ByOp[peer.OpReturn].Load() })
 }
 
 // sum adds f of the live routers' counters.
@@ -254,11 +254,7 @@ func (s *routerSet) byOp() map[string]uint64 {
 	for r := range s.set {
 		for op := range r.Stats().ByOp {
 			if n := r.Stats().ByOp[op].Load(); n > 0 {
-				name := peerv1.Op(op).String()
-				if op == 0 {
-					name = "ADMIT"
-				}
-				out[name] += n
+				out[peer.Op(op).String()] += n
 			}
 		}
 	}

@@ -14,6 +14,10 @@
 //
 // A Service answers the other nodes: the owner side (Admit, Call, Wait)
 // and the holder side (Deliver, Held, TakeDurable, CloseAppInstance).
+// Each operation of Call and Wait is a message of its own in
+// CallRequest's oneof, answered by a handler of its own (calls.go; ops.go
+// names them for metrics); the copies between node/state's types and
+// the messages are in convert.go alone.
 //
 // The Router reaches the other nodes through the node's one transport
 // (node/mesh): their connections, shared with node/handoff, and
@@ -24,7 +28,7 @@
 // through another node takes the open over from its holder, or — when the
 // holder died — from the owner, which keeps a dead holder's durable opens
 // in force from their records in etcd; either way the owner re-keys the
-// open's entry (OP_HANDOVER) without releasing its share modes, caching
+// open's entry (HandoverOp) without releasing its share modes, caching
 // or locks.
 //
 // A close whose answer cannot matter does not wait for it: the owner

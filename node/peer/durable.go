@@ -16,7 +16,7 @@ import (
 // others which holds it (TakeDurable). The holder checks the reconnect
 // as it would its own and gives the open up (GiveUp): at the file's
 // owner the open's entry, with its share modes, caching and byte-range
-// locks, is re-keyed to the new node's open (OP_HANDOVER), so nothing a
+// locks, is re-keyed to the new node's open (HandoverOp), so nothing a
 // conflicting client could slip through is ever released; the holder
 // then forgets the open without closing it.
 
@@ -85,11 +85,7 @@ func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	to := state.HolderRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), ID: r.next.Add(1)}
-	req := &peerv1.TakeDurableRequest{
-		FileId: q.FileID, V2: q.V2, CreateGuid: q.CreateGUID[:], ClientGuid: q.ClientGUID[:],
-		User: q.User, Domain: q.Domain, Share: q.Share, Name: q.Name,
-		HasLease: q.HasLease, LeaseKey: q.LeaseKey[:], To: refPB(to),
-	}
+	req := durableQueryPB(q, to)
 	found, silent := r.askHolders(ctx, req)
 	if found != nil {
 		if found.resp.Status != 0 {
@@ -139,7 +135,7 @@ func (r *Router) askHolders(ctx context.Context, req *peerv1.TakeDurableRequest)
 const holderTimeout = 3 * time.Second
 
 // adopt makes the open handed over to to this node's: the owner's own
-// entry when this node owns the file (handed over by OP_HANDOVER), else a
+// entry when this node owns the file (handed over by HandoverOp), else a
 // new open with this node's copy of its caching and locks.
 func (r *Router) adopt(to state.HolderRef, key state.FileKey, h state.Handover) *state.Open {
 	r.mu.Lock()
@@ -183,7 +179,7 @@ func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []sta
 	var c state.Caching
 	var locks []state.Lock
 	resp, err := r.call(o.Key, func() { c, locks = r.handoverLocal(o, to) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_HANDOVER, Ref: r.ref(o), Key: keyPB(o.Key), To: refPB(to)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Handover{Handover: &peerv1.HandoverOp{From: r.ref(o), To: refPB(to)}}})
 	switch {
 	case err != nil:
 		return c, nil, err
@@ -191,7 +187,7 @@ func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []sta
 		if resp.Error != peerv1.Error_ERROR_UNSPECIFIED {
 			return c, nil, codeErr(resp.Error, resp.Message)
 		}
-		c, locks = cachingOf(resp.Caching), locksOf(resp.Locks)
+		c, locks = cachingOf(resp.GetHandover().GetCaching()), locksOf(resp.GetHandover().GetLocks())
 		r.mirror.Release(o)
 		r.unhold(o)
 	}
@@ -234,7 +230,9 @@ func (r *Router) handoverProxy(o *state.Open, to *peerv1.OpenRef) (*peerv1.CallR
 	if to.GetNode() == "" || to.GetId() == 0 {
 		return nil, status.Error(codes.InvalidArgument, "a handover needs the open that takes it")
 	}
-	resp := &peerv1.CallResponse{Caching: cachingPB(r.table.CachingOf(o)), Locks: locksPB(r.locks.Locks(o))}
+	resp := &peerv1.CallResponse{Result: &peerv1.CallResponse_Handover{Handover: &peerv1.HandoverResult{
+		Caching: cachingPB(r.table.CachingOf(o)), Locks: locksPB(r.locks.Locks(o)),
+	}}}
 	r.unorphan(o) // orphans.go
 	if !r.unproxy(o) {
 		return nil, status.Error(codes.NotFound, "the open is gone")
@@ -288,13 +286,8 @@ func (sv *Service) TakeDurable(ctx context.Context, req *peerv1.TakeDurableReque
 	if h == nil {
 		return &peerv1.TakeDurableResponse{}, nil
 	}
-	q := state.DurableQuery{
-		FileID: req.FileId, V2: req.V2, CreateGUID: guid(req.CreateGuid), ClientGUID: guid(req.ClientGuid),
-		User: req.User, Domain: req.Domain, Share: req.Share, Name: req.Name,
-		HasLease: req.HasLease, LeaseKey: guid(req.LeaseKey),
-	}
-	to := req.GetTo()
-	ho, err := h(ctx, q, state.HolderRef{Node: to.GetNode(), Epoch: to.GetEpoch(), ID: to.GetId()})
+	q, to := durableQueryOf(req)
+	ho, err := h(ctx, q, to)
 	switch {
 	case err == state.ErrNoDurable:
 		return &peerv1.TakeDurableResponse{}, nil
@@ -306,36 +299,6 @@ func (sv *Service) TakeDurable(ctx context.Context, req *peerv1.TakeDurableReque
 		return &peerv1.TakeDurableResponse{Found: true, Status: code}, nil
 	}
 	return handoverPB(ho), nil
-}
-
-func handoverPB(h state.Handover) *peerv1.TakeDurableResponse {
-	rec := h.Rec
-	return &peerv1.TakeDurableResponse{
-		Found: true, Key: keyPB(rec.Key), Name: h.Name, Stream: h.Stream, Access: h.Access, ShareAccess: h.ShareAccess,
-		DeleteOnClose: h.DeleteOnClose, Position: h.Position, Caching: cachingPB(h.Caching), Locks: locksPB(h.Locks),
-		Allocation: h.Allocation, Version: int32(rec.Version), CreateGuid: rec.CreateGUID[:], AppInstanceId: rec.AppInstanceID[:],
-		TimeoutMs: uint64(rec.Timeout / time.Millisecond), User: rec.User, Domain: rec.Domain, Share: rec.Share,
-		Persistent: rec.Persistent,
-	}
-}
-
-func handoverOf(p *peerv1.TakeDurableResponse) state.Handover {
-	h := state.Handover{
-		Name: p.Name, Stream: p.Stream, Access: p.Access, ShareAccess: p.ShareAccess,
-		DeleteOnClose: p.DeleteOnClose, Position: p.Position, Caching: cachingOf(p.Caching), Locks: locksOf(p.Locks),
-		Allocation: p.Allocation,
-	}
-	h.Rec = state.DurableRecord{
-		Key: keyOf(p.Key), Share: p.Share, Name: p.Name, Version: int(p.Version), CreateGUID: guid(p.CreateGuid),
-		AppInstanceID: guid(p.AppInstanceId), User: p.User, Domain: p.Domain,
-		Timeout:  time.Duration(p.TimeoutMs) * time.Millisecond,
-		LeaseKey: h.Caching.ID.Key, HasLease: h.Caching.Lease, Persistent: p.Persistent,
-	}
-	return h
-}
-
-func refPB(to state.HolderRef) *peerv1.OpenRef {
-	return &peerv1.OpenRef{Node: to.Node, Epoch: to.Epoch, Id: to.ID}
 }
 
 // HeldEntry returns o's entry at its file's owner as this node knows it

@@ -240,7 +240,7 @@ func (m *mux) flush(ctx context.Context) bool {
 	// A stream that broke lost what it carried: the next one carries it
 	// again, before the flush.
 	for m.hasUnsure() && ctx.Err() == nil {
-		if _, err := m.call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_FLUSH}); err != errMuxBroken {
+		if _, err := m.call(ctx, &peerv1.CallRequest{Op: &peerv1.CallRequest_Flush{Flush: &peerv1.FlushOp{}}}); err != errMuxBroken {
 			break
 		}
 	}
@@ -292,9 +292,9 @@ func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*
 func envMethod(env *peerv1.Envelope) string {
 	switch {
 	case env.Call != nil:
-		return "Call/" + env.Call.GetOp().String()
+		return "Call/" + opOf(env.Call).String()
 	case env.Wait != nil:
-		return "Wait/" + env.Wait.GetOp().String()
+		return "Wait/" + opOf(env.Wait).String()
 	}
 	return "Admit"
 }
@@ -354,7 +354,7 @@ func (sv *Service) Exchange(stream peerv1.PeerService_ExchangeServer) error {
 		}
 		for _, d := range env.Drops {
 			// Served before the next message is read, so that an
-			// OP_FLUSH after them answers after they were served.
+			// FlushOp after them answers after they were served.
 			x.sv.post(stream.Context(), d)
 		}
 		if env.GetCancel() {

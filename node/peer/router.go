@@ -112,16 +112,12 @@ type Stats struct {
 	// Admission delegation (deleg.go): opens admitted under one, and
 	// delegations granted, recalled (as owner) and returned (as holder).
 	Delegated, Granted, Recalled, Returned atomic.Uint64
-	// ByOp counts the calls to owners by operation (OP_UNSPECIFIED
-	// counts Admit).
+	// ByOp counts the calls to owners by operation (ops.go).
 	ByOp [numOps]atomic.Uint64
 }
 
-// numOps bounds the operations Stats counts (peerv1.Op values).
-const numOps = 64
-
 // call counts one call of op to an owner.
-func (s *Stats) call(op peerv1.Op) {
+func (s *Stats) call(op Op) {
 	s.Calls.Add(1)
 	if int(op) < len(s.ByOp) {
 		s.ByOp[op].Add(1)
@@ -278,7 +274,7 @@ func (r *Router) call(key state.FileKey, local func(), req *peerv1.CallRequest) 
 			return nil, nil
 		}
 		req.Route = t.route
-		r.stats.call(req.Op)
+		r.stats.call(opOf(req))
 		resp, err := t.mx.call(ctx, req)
 		if err == nil || !moved(err) || ctx.Err() != nil {
 			return resp, err

@@ -286,7 +286,7 @@ func TestBreakReadAfterClose(t *testing.T) {
 	}
 	rt, _ := b.routes.Owner(ShardOf(key))
 	if _, err := cli.Call(ctx, &peerv1.CallRequest{Route: &peerv1.Route{Shard: rt.Shard, Revision: rt.Revision},
-		Op: peerv1.Op_OP_BREAK_READ, Key: keyPB(key), Ref: gone}); err != nil {
+		Key: keyPB(key), Op: &peerv1.CallRequest_BreakRead{BreakRead: &peerv1.BreakReadOp{Except: gone}}}); err != nil {
 		t.Fatal(err)
 	}
 	if to := <-br.oplock; to != state.OplockNone {
@@ -465,7 +465,7 @@ func TestWriteBreaksReadOnceUntilReadAgain(t *testing.T) {
 	if _, err := b.Admit(ctx, w, state.Request{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	calls := func() uint64 { return b.Stats().ByOp[peerv1.Op_OP_BREAK_READ].Load() }
+	calls := func() uint64 { return b.Stats().ByOp[OpBreakRead].Load() }
 	b.BreakRead(key, w) // the first write: level II broken
 	if to := <-reader.oplock; to != state.OplockNone {
 		t.Fatalf("level II broken to %#x", to)
