@@ -49,6 +49,7 @@
 // while Routes says it owns it at the revision the caller routed with; no
 // mutex is held across an RPC.
 //
-// Lock order: Router.dropMu before Router.mu; Router.mu and Service.mu
-// are leaves.
+// Lock order: Router.dropMu before Router.mu; a mux's mu before the
+// mesh's (a stream opened on the node's connection); Router.mu,
+// Service.mu and the mesh's mu are leaves.
 package peer
