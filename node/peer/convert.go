@@ -273,3 +273,12 @@ func orphanDesc(rec Orphan) *peerv1.OpenDesc {
 		Name: rec.Path, Stream: rec.Stream, Access: rec.Access, ShareAccess: rec.Share,
 	}
 }
+
+// watchSpecPB is watch id of share, made at since.
+func watchSpecPB(id uint64, share string, w state.Watch, since time.Time) *peerv1.WatchSpec {
+	return &peerv1.WatchSpec{Id: id, Share: share, Dir: w.Dir, Filter: w.Filter, TreeFilter: w.TreeFilter, Since: since.UnixNano()}
+}
+
+func watchOf(s *peerv1.WatchSpec) state.Watch {
+	return state.Watch{Dir: s.GetDir(), Filter: s.GetFilter(), TreeFilter: s.GetTreeFilter()}
+}

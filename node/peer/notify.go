@@ -71,8 +71,7 @@ func (r *Router) SetNotifySinks(f func(share string) (NotifySink, bool)) {
 // buffered) is not held up.
 func (r *Router) Watch(share string, w state.Watch) uint64 {
 	id := r.next.Add(1)
-	spec := &peerv1.WatchSpec{Id: id, Share: share, Dir: w.Dir, Filter: w.Filter, TreeFilter: w.TreeFilter,
-		Since: time.Now().UnixNano()}
+	spec := watchSpecPB(id, share, w, time.Now())
 	told := make(chan struct{})
 	r.mu.Lock()
 	r.ntf.mine[id] = spec
@@ -150,7 +149,7 @@ func (r *Router) Post(share string, action uint32, name string, filter uint32, f
 			if s.Share != share {
 				continue
 			}
-			if _, ok := (state.Watch{Dir: s.Dir, Filter: s.Filter, TreeFilter: s.TreeFilter}).Covers(name, filter); ok {
+			if _, ok := watchOf(s).Covers(name, filter); ok {
 				r.queueLocked(node, c)
 				break
 			}
