@@ -2,9 +2,11 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc/codes"
@@ -51,7 +53,7 @@ func (r *Router) CloseAppInstance(ctx context.Context, id [16]byte, share, user 
 		r.stats.Delivers.Add(1)
 		return cli.CloseAppInstance(ctx, req)
 	}) {
-		if a.Err != nil {
+		if a.Err != nil && !errors.Is(a.Err, mesh.ErrGone) {
 			r.log.Warn("asking a node to close an application instance's opens", "peer", a.Node, "err", a.Err)
 		}
 	}
