@@ -96,6 +96,8 @@ var layers = map[string][]string{
 	"integration":           {},
 	"integration/framework": {"coordinator/coord", "proto/smbcluster/state/v1"},
 	"integration/torture":   {},
+	// The robustness suite: its workload is smbctl's client.
+	"integration/robustness": {"cli/smbc", "integration/framework", "node/smb2"},
 	// It counts etcd writes by key prefix and waits for the shard map
 	// (the key layout is proto/smbcluster/state/v1's).
 	"bench/clusterstat": {"proto/smbcluster/state/v1"},

@@ -244,17 +244,7 @@ func refusedNeverStale(t *testing.T, b *framework.Bed) {
 		t.Logf("%s: %s: %s", v.Node, v.State, v.Reason)
 	}
 	for _, n := range b.Nodes {
-		nc, err := net.DialTimeout("tcp", n.Addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := servertest.NewConn(t, nc)
-		if err := s.Negotiate(smb2.Dialect311); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.SessionSetup(bedUser, bedPass); err != nil {
-			t.Fatal(err)
-		}
+		s := bedLogon(t, n)
 		if _, err := s.TreeConnect(bedShare); !errors.Is(err, smb2.StatusBadNetworkName) {
 			t.Errorf("TREE_CONNECT to a refused share through %s: %v, want STATUS_BAD_NETWORK_NAME", n.Name, err)
 		}
@@ -262,9 +252,8 @@ func refusedNeverStale(t *testing.T, b *framework.Bed) {
 	}
 }
 
-// tryConnect connects gina to share data through n once: false if the
-// share is not served (or not yet).
-func tryConnect(t *testing.T, n *framework.ClusterNode) (*servertest.Conn, bool) {
+// bedLogon logs gina on through n (no tree yet).
+func bedLogon(t *testing.T, n *framework.ClusterNode) *servertest.Conn {
 	t.Helper()
 	nc, err := net.DialTimeout("tcp", n.Addr, 5*time.Second)
 	if err != nil {
@@ -277,6 +266,14 @@ func tryConnect(t *testing.T, n *framework.ClusterNode) (*servertest.Conn, bool)
 	if err := s.SessionSetup(bedUser, bedPass); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// tryConnect connects gina to share data through n once: false if the
+// share is not served (or not yet).
+func tryConnect(t *testing.T, n *framework.ClusterNode) (*servertest.Conn, bool) {
+	t.Helper()
+	s := bedLogon(t, n)
 	if _, err := s.TreeConnect(bedShare); err != nil {
 		s.Close()
 		return nil, false

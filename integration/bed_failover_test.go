@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -113,40 +112,28 @@ func bedFailover(t *testing.T, b *framework.Bed) {
 
 // bedClient is a go-smb2 client with one file open.
 type bedClient struct {
-	s  *gosmb2.Session
-	fs *gosmb2.Share
-	f  *gosmb2.File
+	*faultSession
+	f *gosmb2.File
 }
 
 // dialBed logs gina on through addr and opens name for writing (creating
 // it).
 func dialBed(addr, name string) (*bedClient, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	d := &gosmb2.Dialer{Initiator: &gosmb2.NTLMInitiator{User: bedUser, Password: bedPass}}
-	s, err := d.Dial(ctx, addr)
+	c, err := dialFault(addr)
 	if err != nil {
 		return nil, err
 	}
-	host, _, _ := net.SplitHostPort(addr)
-	fs, err := s.Mount(`\\` + host + `\` + bedShare)
+	f, err := c.fs.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		s.Logoff()
+		c.close()
 		return nil, err
 	}
-	f, err := fs.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		fs.Umount()
-		s.Logoff()
-		return nil, err
-	}
-	return &bedClient{s: s, fs: fs, f: f}, nil
+	return &bedClient{faultSession: c, f: f}, nil
 }
 
 func (c *bedClient) close() {
 	c.f.Close()
-	c.fs.Umount()
-	c.s.Logoff()
+	c.faultSession.close()
 }
 
 // TestBedEtcdMemberRestart: the bed's etcd is three members; with its

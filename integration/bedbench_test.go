@@ -25,10 +25,17 @@ const EnvBenchBed = "SMBCLUSTER_BENCH_BED"
 // cache on and attribute-timeout=0,entry-timeout=0, tried as a way to
 // zero-copy READs, are refused by the storage check: fresh opens read
 // stale bytes.)
+//
+// The second setup turns the volume's eager locking off as well: with it
+// on, a replica-3 volume's client keeps the file's inode lock between its
+// writes, and three mounts writing one file (three nodes serving one
+// client's connections) hand it back and forth.
 var bedBenchMounts = []struct {
 	name, options string
+	volumeOff     []string // nil: the required set
 }{
-	{"direct-io", ""},
+	{"direct-io", "", nil},
+	{"direct-io, eager-lock off", "", append(slices.Clone(framework.GlusterCoherentVolumeOptions), "cluster.eager-lock")},
 }
 
 // TestBedBenchIO measures one client's 1 MiB READ and WRITE against the
@@ -57,7 +64,7 @@ func TestBedBenchIO(t *testing.T) {
 	var rows []string
 	for _, m := range bedBenchMounts {
 		t.Run(m.name, func(t *testing.T) {
-			b := framework.NewBed(t, framework.BedOptions{Backend: &framework.GlusterFS{MountOptions: m.options}})
+			b := framework.NewBed(t, framework.BedOptions{Backend: &framework.GlusterFS{MountOptions: m.options, VolumeOff: m.volumeOff}})
 			b.MustSMBCtl(t, "user", "add", bedUser, "--password", bedPass)
 			b.MustSMBCtl(t, "share", "add", bedShare, b.SharePath)
 			framework.WaitFor(t, 2*clusterDeadline, "every node serving "+bedShare, func() bool {

@@ -130,22 +130,23 @@ func toFlag(fs *flag.FlagSet) *string {
 }
 
 func defineClientMove(fs *flag.FlagSet) action {
-	to := toFlag(fs)
-	return func(ctx context.Context, c *call) error {
-		if *to == "" {
-			return usagef("--to NODE is required")
-		}
-		ctx, cancel := c.conn.rpcContext(ctx, 0)
-		defer cancel()
-		resp, err := c.witness().MoveClient(ctx, &adminv1.MoveClientRequest{Client: c.args[0], ToNode: *to})
-		if err != nil {
-			return err
-		}
-		return c.p.print(movedOf("client", c.args[0], *to, resp.GetRegistrations()))
-	}
+	return defineMove(fs, "client", func(ctx context.Context, c *call, what, to string) ([]*adminv1.WitnessRegistration, error) {
+		resp, err := c.witness().MoveClient(ctx, &adminv1.MoveClientRequest{Client: what, ToNode: to})
+		return resp.GetRegistrations(), err
+	})
 }
 
 func defineShareMove(fs *flag.FlagSet) action {
+	return defineMove(fs, "share", func(ctx context.Context, c *call, what, to string) ([]*adminv1.WitnessRegistration, error) {
+		resp, err := c.witness().MoveShare(ctx, &adminv1.MoveShareRequest{Share: what, ToNode: to})
+		return resp.GetRegistrations(), err
+	})
+}
+
+// defineMove is a move of a kind of thing (its first argument) to the
+// node of --to, made by move.
+func defineMove(fs *flag.FlagSet, kind string,
+	move func(ctx context.Context, c *call, what, to string) ([]*adminv1.WitnessRegistration, error)) action {
 	to := toFlag(fs)
 	return func(ctx context.Context, c *call) error {
 		if *to == "" {
@@ -153,11 +154,11 @@ func defineShareMove(fs *flag.FlagSet) action {
 		}
 		ctx, cancel := c.conn.rpcContext(ctx, 0)
 		defer cancel()
-		resp, err := c.witness().MoveShare(ctx, &adminv1.MoveShareRequest{Share: c.args[0], ToNode: *to})
+		regs, err := move(ctx, c, c.args[0], *to)
 		if err != nil {
 			return err
 		}
-		return c.p.print(movedOf("share", c.args[0], *to, resp.GetRegistrations()))
+		return c.p.print(movedOf(kind, c.args[0], *to, regs))
 	}
 }
 

@@ -135,6 +135,14 @@ func (f *File) Lock(off, n uint64, exclusive bool) error {
 	return f.c.do(cl, f.c.creditCharge(0))
 }
 
+// Unlock releases the byte-range lock on [off, off+n) that Lock took.
+func (f *File) Unlock(off, n uint64) error {
+	cl := f.c.newCall(smb2.CmdLock, &smb2.LockRequest{FileID: f.id,
+		Locks: []smb2.LockElement{{Offset: off, Length: n, Flags: smb2.LockFlagUnlock}}})
+	defer cl.release()
+	return f.c.do(cl, f.c.creditCharge(0))
+}
+
 // ShareCapabilities returns the Capabilities of the TREE_CONNECT response
 // (SMB2_SHARE_CAP_CONTINUOUS_AVAILABILITY …).
 func (c *Conn) ShareCapabilities() uint32 { return c.shareCaps }

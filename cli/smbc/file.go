@@ -67,9 +67,29 @@ func (c *Conn) Remove(name string) error {
 	return c.closeFile(resp.FileID)
 }
 
+// OpenMode opens name (share-relative) with access (an access mask:
+// smb2.GenericRead …) and share (FILE_SHARE_* bits), creating it when
+// create is set, without an oplock or lease: the opens whose share modes
+// conflict ([MS-FSA] 2.1.5.1.2), which a sharing violation refuses.
+func (c *Conn) OpenMode(name string, access, share uint32, create bool) (*File, error) {
+	disp := uint32(fileOpen)
+	if create {
+		disp = fileOpenIf
+	}
+	resp, err := c.createShared(name, access, share, disp, optNonDirectory)
+	if err != nil {
+		return nil, err
+	}
+	return &File{c: c, id: resp.FileID}, nil
+}
+
 func (c *Conn) create(name string, access, disp, opts uint32) (*smb2.CreateResponse, error) {
+	return c.createShared(name, access, shareAll, disp, opts)
+}
+
+func (c *Conn) createShared(name string, access, share, disp, opts uint32) (*smb2.CreateResponse, error) {
 	cl := c.newCall(smb2.CmdCreate, &smb2.CreateRequest{ImpersonationLevel: impersonation, DesiredAccess: access,
-		FileAttributes: attrNormal, ShareAccess: shareAll, CreateDisposition: disp, CreateOptions: opts, Name: name})
+		FileAttributes: attrNormal, ShareAccess: share, CreateDisposition: disp, CreateOptions: opts, Name: name})
 	defer cl.release()
 	if err := c.do(cl, c.creditCharge(0)); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)

@@ -30,6 +30,8 @@ type BedOptions struct {
 	LeaseTTL time.Duration
 	// NodeArgs are extra smbnode arguments for every node.
 	NodeArgs []string
+	// NodeBinary is the smbnode every node runs; empty means BuildNode's.
+	NodeBinary string
 }
 
 // Bed is a cluster deployed as on separate machines, on one: each node,
@@ -144,6 +146,7 @@ func NewBed(t testing.TB, opts BedOptions) *Bed {
 	phase("hosts")
 	b.startEtcd(t)
 	b.Cluster = newCluster(t, opts.LeaseTTL, opts.NodeArgs)
+	b.nodeBin = opts.NodeBinary
 	b.Port = BedSMBPort
 	b.command = func(name string, argv []string) *exec.Cmd {
 		return b.HostOf(name).Command(argv[0], argv[1:]...)

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -27,13 +28,21 @@ func (h *Host) CutOff(t testing.TB, hosts ...*Host) {
 	h.DropAddrs(t, addrs...)
 }
 
-// DropAddrs drops every packet between h and the IPv4 addresses addrs,
-// both ways, in h's network namespace, until Heal (or the test's end).
-func (h *Host) DropAddrs(t testing.TB, addrs ...string) {
+// Lossy drops percent of the packets h sends and receives, at random
+// (nftables' numgen, in h's network namespace), until Heal: a lossy link.
+// tc netem would delay packets too, but not every kernel the bed runs on
+// has sch_netem; nftables is there wherever the bed is.
+func (h *Host) Lossy(t testing.TB, percent int) {
 	t.Helper()
-	if len(addrs) == 0 {
-		return
+	h.faultTable(t)
+	for _, c := range []string{"input", "output"} {
+		h.MustExec(t, "nft", "add", "rule", "inet", faultTable, c, "numgen", "random", "mod", "100", "<", strconv.Itoa(percent), "drop")
 	}
+}
+
+// faultTable makes h's table of fault rules unless it is there.
+func (h *Host) faultTable(t testing.TB) {
+	t.Helper()
 	if h.Exec(t, "nft", "list", "table", "inet", faultTable).ExitCode != 0 {
 		h.MustExec(t, "nft", "add", "table", "inet", faultTable)
 		for _, c := range []string{"input", "output"} {
@@ -42,6 +51,16 @@ func (h *Host) DropAddrs(t testing.TB, addrs ...string) {
 		}
 		t.Cleanup(func() { h.heal(t) })
 	}
+}
+
+// DropAddrs drops every packet between h and the IPv4 addresses addrs,
+// both ways, in h's network namespace, until Heal (or the test's end).
+func (h *Host) DropAddrs(t testing.TB, addrs ...string) {
+	t.Helper()
+	if len(addrs) == 0 {
+		return
+	}
+	h.faultTable(t)
 	set := "{ " + strings.Join(addrs, ", ") + " }"
 	h.MustExec(t, "nft", "add", "rule", "inet", faultTable, "input", "ip", "saddr", set, "drop")
 	h.MustExec(t, "nft", "add", "rule", "inet", faultTable, "output", "ip", "daddr", set, "drop")

@@ -71,6 +71,24 @@ func BuildNode(t testing.TB) string {
 	return build.bin
 }
 
+// BuildNodeTags builds ./node with the build tags tags (comma-separated)
+// into a directory of t's and returns the binary's path: a node built for
+// one test, such as the robustness suite's deliberately broken one.
+func BuildNodeTags(t testing.TB, tags string) string {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "smbnode-"+strings.ReplaceAll(tags, ",", "-"))
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, "./node")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags %s ./node: %v\n%s", tags, err, out)
+	}
+	return bin
+}
+
 // Main runs the tests, ends what they shared (Shared) and removes what
 // BuildNode built. Call it from TestMain:
 //

@@ -63,6 +63,7 @@ type Cluster struct {
 	dir        string
 	secretFile string
 	nodeArgs   []string
+	nodeBin    string // the smbnode the nodes run; empty: BuildNode's
 	// command makes the command that runs a node (name, argv); nil runs
 	// it here (exec.Command). A bed runs it in the node's host.
 	command func(name string, argv []string) *exec.Cmd
@@ -233,10 +234,14 @@ func (c *Cluster) LaunchNode(t testing.TB, name, addr string, extra ...string) *
 		// after): clusters of tests run side by side share the addresses.
 		"--epm-port", "-1"}, extra...)
 	n := &ClusterNode{Node: newNode("smbnode", Options{Addr: addr}), Name: name}
+	bin := c.nodeBin
+	if bin == "" {
+		bin = BuildNode(t)
+	}
 	if c.command != nil {
-		n.cmd = c.command(name, append([]string{BuildNode(t)}, args...))
+		n.cmd = c.command(name, append([]string{bin}, args...))
 	} else {
-		n.cmd = exec.Command(BuildNode(t), args...)
+		n.cmd = exec.Command(bin, args...)
 	}
 	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

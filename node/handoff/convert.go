@@ -106,11 +106,11 @@ func remoteReadOf(resp *peerv1.RemoteReadResponse) server.RemoteRead {
 }
 
 func remoteFilePB(n server.RemoteFileName) *peerv1.RemoteFileResponse {
-	return &peerv1.RemoteFileResponse{Ok: n.OK, Share: n.Share, Path: n.Path, FileId: n.ID}
+	return &peerv1.RemoteFileResponse{Ok: n.OK, Share: n.Share, Path: n.Path, FileId: n.ID, Mount: n.Mount}
 }
 
 func remoteFileOf(resp *peerv1.RemoteFileResponse) server.RemoteFileName {
-	return server.RemoteFileName{OK: resp.GetOk(), Share: resp.GetShare(), Path: resp.GetPath(), ID: resp.GetFileId()}
+	return server.RemoteFileName{OK: resp.GetOk(), Share: resp.GetShare(), Path: resp.GetPath(), ID: resp.GetFileId(), Mount: resp.GetMount()}
 }
 
 func sessionKeysPB(k server.SessionKeys) *peerv1.SessionKeysResponse {

@@ -29,6 +29,13 @@ type pair struct {
 
 func newPair(t testing.TB, opts servertest.Options) *pair {
 	t.Helper()
+	return newPairMounts(t, opts, "")
+}
+
+// newPairMounts is newPair with the arrival node's share on a mount of
+// its own (servertest.Options.DiskMount), when arrivalMount is set.
+func newPairMounts(t testing.TB, opts servertest.Options, arrivalMount string) *pair {
+	t.Helper()
 	dir := t.TempDir()
 	mem := mesh.NewMemory()
 	l := mem.Listen("home")
@@ -53,6 +60,7 @@ func newPair(t testing.TB, opts servertest.Options) *pair {
 		}
 		c.SessionPeers = arrivalPeers
 	}
+	opts.DiskMount = arrivalMount
 	arrival := servertest.Start(t, opts)
 	arrivalPeers.Attach(arrival.Server)
 	return &pair{home: home, arrival: arrival, dir: dir, arrivalMesh: arrivalMesh}
@@ -228,6 +236,45 @@ func TestWritesKeptOnArrivalNode(t *testing.T) {
 		t.Fatalf("READ back of the memfs file: %v", err)
 	}
 	first.CloseFile(mfid)
+}
+
+// TestWritesOnAnotherMountRelayed: when the arrival node's share is
+// another mount of the filesystem than the home node's (separate hosts),
+// a handed-over channel's large WRITEs are written by the home node
+// (two mounts writing one file contend for it) while its large READs are
+// still read on the arrival node; the file holds every byte.
+func TestWritesOnAnotherMountRelayed(t *testing.T) {
+	p := newPairMounts(t, servertest.Options{}, "another-host")
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	first, second := p.bind(t, false)
+	fid, err := first.Create("relayed.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chunk = 64 << 10
+	for off := 0; off < len(data); off += chunk {
+		if n, err := second.Write(fid, uint64(off), data[off:off+chunk]); err != nil || n != chunk {
+			t.Fatalf("WRITE at %d through the arrival node: %d, %v", off, n, err)
+		}
+	}
+	if got := p.arrival.RemoteWrites(); got != 0 {
+		t.Errorf("WRITEs the arrival node wrote on its own mount: %d, want 0", got)
+	}
+	reads := p.arrival.RemoteReads()
+	if got, err := second.Read(fid, 0, chunk); err != nil || !bytes.Equal(got, data[:chunk]) {
+		t.Fatalf("READ through the arrival node: %v", err)
+	}
+	if p.arrival.RemoteReads() == reads {
+		t.Error("a large READ through the arrival node was not read on its own mount")
+	}
+	if err := first.CloseFile(fid); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(p.dir, "relayed.dat"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the file after WRITEs relayed to the home node: %d bytes, %v (equal: %v)", len(got), err, bytes.Equal(got, data))
+	}
 }
 
 // TestConnectionMovesWithItsSession: a connection that authenticated a

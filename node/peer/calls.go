@@ -153,11 +153,16 @@ func (r *Router) serveRemove(c call, m *peerv1.RemoveOp) (*peerv1.CallResponse, 
 // serveDrop closes an open as a CLOSE does; one already gone is closed.
 func (r *Router) serveDrop(c call, m *peerv1.DropOp) (*peerv1.CallResponse, error) {
 	o := r.lookup(m.Open)
-	if o == nil || !r.unproxy(o) {
+	if o == nil {
+		return &peerv1.CallResponse{}, nil
+	}
+	ok, done := r.leaving(o)
+	if !ok {
 		return &peerv1.CallResponse{}, nil
 	}
 	r.locks.Release(o)
 	stream, file := r.table.Drop(o)
+	done()
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Drop{Drop: &peerv1.DropResult{DeleteStream: stream, DeleteFile: file}}}, nil
 }
 

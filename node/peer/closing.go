@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -24,7 +25,9 @@ import (
 // a rename, an access check, "sole open", "stream open", "open below" —
 // it asks the nodes that hold opens of the file to flush (Deliver flush:
 // each sends a FlushOp after its closes on their way, if it has any,
-// and answers once it is answered), then checks again. The asking node's own closes precede its request on the same
+// and answers once it is answered), and waits for the closes it is
+// serving itself (leaving: a proxy out of the holders, not yet out of the
+// table), then checks again. The asking node's own closes precede its request on the same
 // stream, and a new stream first carries again the closes not known
 // served (mux.carry; Drop is idempotent), so a broken stream loses none.
 // A new owner rebuilds from the opens holders still hold (Held), which
@@ -111,12 +114,71 @@ func (r *Router) flushFor(key state.FileKey, from string, check func() (negative
 		return
 	}
 	flushed := r.flushHolders(key, from)
+	flushed = r.awaitLeaving(context.Background(), key) || flushed
 	// A delegation stands for opens that may not be there (deleg.go).
 	r.withoutDelegs(key, func(recalled bool) {
 		if flushed || recalled {
 			check()
 		}
 	})
+}
+
+// closings counts the proxies of one file leaving the owner's tables: no
+// longer among the holders (byKey), not yet out of the table.
+type closings struct {
+	n       int
+	waiting int           // checks waiting for them (awaitLeaving)
+	done    chan struct{} // closed when n is back to 0
+}
+
+// leaving takes proxy o out of the holders (unproxy), counting it as
+// leaving until done is called, once it is out of the tables too: a
+// check that meets it in between waits for it (awaitLeaving) instead of
+// asking its holder, which no longer has it, to flush.
+func (r *Router) leaving(o *state.Open) (ok bool, done func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.unproxyLocked(o) {
+		return false, nil
+	}
+	c := r.closingAt[o.Key]
+	if c == nil {
+		c = &closings{done: make(chan struct{})}
+		r.closingAt[o.Key] = c
+	}
+	c.n++
+	return true, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if c.n--; c.n == 0 {
+			close(c.done)
+			if r.closingAt[o.Key] == c {
+				delete(r.closingAt, o.Key)
+			}
+		}
+	}
+}
+
+// awaitLeaving waits until no proxy of key is leaving the tables (or ctx
+// ends, or callTimeout passed); it reports whether one was.
+func (r *Router) awaitLeaving(ctx context.Context, key state.FileKey) bool {
+	r.mu.Lock()
+	c := r.closingAt[key]
+	if c != nil {
+		c.waiting++
+	}
+	r.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	t := time.NewTimer(callTimeout)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return true
 }
 
 // flushHolders asks every node but from that holds opens of key here to
@@ -159,6 +221,7 @@ func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Reques
 		return g, err
 	}
 	flushed := r.flushHolders(o.Key, from)
+	flushed = r.awaitLeaving(ctx, o.Key) || flushed
 	// A delegation stands for opens that may not be there (deleg.go).
 	r.withoutDelegs(o.Key, func(recalled bool) {
 		if !flushed && !recalled {

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -189,6 +190,49 @@ func TestCloseOnItsWayIsNotSeen(t *testing.T) {
 				t.Fatalf("open after the other node's close returned: %v", err)
 			}
 		})
+	}
+}
+
+// TestCloseBeingServedIsWaitedFor: an open that meets, at the owner, an
+// open of another node whose close the owner is serving at that moment
+// (out of the holders, not yet out of the table) waits for that close
+// instead of refusing the open for a sharing violation.
+func TestCloseBeingServedIsWaitedFor(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 5, FileID: 4}
+	ctx := context.Background()
+	ob := open(key, rw, 0, newBreaks())
+	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	proxy := a.lookup(b.ref(ob))
+	if proxy == nil {
+		t.Fatal("the owner has no proxy of the holder's open")
+	}
+	ok, done := a.leaving(proxy) // the owner serving the close: first step
+	if !ok {
+		t.Fatal("the proxy was not there to leave")
+	}
+	admitted := make(chan error, 1)
+	go func() {
+		_, err := a.Admit(ctx, open(key, rw, 0, newBreaks()), state.Request{}, nil)
+		admitted <- err
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case err := <-admitted:
+			t.Fatalf("the open was answered (%v) while the other node's close was being served", err)
+		default:
+		}
+		a.mu.Lock()
+		waiting = a.closingAt[key] != nil && a.closingAt[key].waiting > 0
+		a.mu.Unlock()
+		runtime.Gosched()
+	}
+	a.table.Drop(proxy) // the close's second step
+	done()
+	if err := <-admitted; err != nil {
+		t.Fatalf("the open after the other node's close was served: %v", err)
 	}
 }
 

@@ -67,6 +67,7 @@ type Router struct {
 	proxyRef    map[*state.Open]refKey      // the inverse of proxies
 	in          map[*state.Open]bool        // proxies whose admission completed
 	byKey       map[state.FileKey]map[refKey]bool
+	closingAt   map[state.FileKey]*closings // proxies leaving the table (closing.go)
 	muxes       map[string]*mux // the exchange with each peer, by address (mux.go)
 	ntf         notifyState
 	locked      map[uint64]bool                   // held opens that asked for a byte-range lock
@@ -140,7 +141,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 		delHint: map[state.FileKey]bool{}, pendings: map[state.FileKey]pending{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
-		byKey: map[state.FileKey]map[refKey]bool{}, muxes: map[string]*mux{},
+		byKey: map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, muxes: map[string]*mux{},
 		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
 		delegs: map[state.FileKey]*deleg{}, delegIDs: map[uint64]*deleg{}, delegated: map[uint64]*deleg{},
 		converting: map[uint64]chan struct{}{}, delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,

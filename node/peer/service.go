@@ -120,6 +120,11 @@ func (r *Router) lookup(ref *peerv1.OpenRef) *state.Open {
 func (r *Router) unproxy(o *state.Open) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.unproxyLocked(o)
+}
+
+// unproxyLocked is unproxy; the caller holds r.mu.
+func (r *Router) unproxyLocked(o *state.Open) bool {
 	k, ok := r.proxyRef[o]
 	if !ok {
 		return false
@@ -151,9 +156,11 @@ func (r *Router) unproxy(o *state.Open) bool {
 
 // closeProxy removes a proxy open from the tables, as its close would.
 func (r *Router) closeProxy(o *state.Open) (last, deletePending bool) {
-	if !r.unproxy(o) {
+	ok, done := r.leaving(o)
+	if !ok {
 		return false, false
 	}
+	defer done()
 	r.locks.Release(o)
 	return r.table.Remove(o)
 }

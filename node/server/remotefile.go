@@ -45,6 +45,10 @@ type PeerFile struct {
 	Path string // the vfs name, under the share's root
 	ID   uint64 // the FileID (inode), the same through every node's mount
 	Size int64
+	// Mount names the mount the file is on (vfs.FSInfo.Mount): the
+	// arrival node writes a WRITE's payload itself only through the
+	// same mount.
+	Mount string
 }
 
 // PeerFiler is a Handle of a file that another node may open by name,
@@ -61,6 +65,9 @@ type PeerOpener interface {
 	// OpenPeer opens the existing regular file path (a vfs name) to read
 	// or to write, and returns it with its FileID.
 	OpenPeer(path string, write bool) (PeerIO, uint64, error)
+	// Mount names the mount the share is on (vfs.FSInfo.Mount; empty:
+	// unknown).
+	Mount() string
 }
 
 // PeerIO is a file OpenPeer opened. It is an FdFile when it has a
@@ -78,6 +85,7 @@ type RemoteFileName struct {
 	Share string
 	Path  string
 	ID    uint64
+	Mount string // PeerFile.Mount
 }
 
 // RemoteSyncer is implemented by the net.Conn of a connection another
@@ -114,7 +122,7 @@ func (a *Adopted) RemoteFile(sid uint64, tid uint32, fid uint64) RemoteFileName 
 	if !ok || p.ID == 0 {
 		return RemoteFileName{}
 	}
-	return RemoteFileName{OK: true, Share: o.Tree.Share.Name, Path: p.Path, ID: p.ID}
+	return RemoteFileName{OK: true, Share: o.Tree.Share.Name, Path: p.Path, ID: p.ID, Mount: p.Mount}
 }
 
 // remoteFiles are the arrival node's descriptors of the files its
@@ -228,6 +236,13 @@ func (c *conn) openPeer(name RemoteFileName, write bool) (PeerIO, *Share, error)
 	po, ok := sh.Backend.(PeerOpener)
 	if !ok {
 		return nil, nil, errors.New("the share's files cannot be opened by name")
+	}
+	if write && (name.Mount == "" || po.Mount() != name.Mount) {
+		// Two mounts writing one file contend for it (GlusterFS hands
+		// the file's lock from mount to mount on every write: 2–9 MiB/s
+		// against 38–51 through one mount, bench/README.md): the home
+		// node's mount writes every byte of its opens.
+		return nil, nil, errors.New("another mount than the home node's: the home node writes")
 	}
 	f, id, err := po.OpenPeer(name.Path, write)
 	if err != nil {

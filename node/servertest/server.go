@@ -57,6 +57,10 @@ type Options struct {
 	// which counts its open files and their flushes (its files keep
 	// their descriptors, but not RWF_NOWAIT reads).
 	TrackDisk bool
+	// DiskMount, when set, is the mount DiskRoot's share reports
+	// (vfs.FSInfo.Mount): two servers over one directory with different
+	// DiskMounts stand for two hosts' mounts of one filesystem.
+	DiskMount string
 	// SpliceWriteThreshold is server.Config's (zero: no spliced WRITEs).
 	SpliceWriteThreshold int
 	// Logf, when set, receives every log record (for debugging a test).
@@ -117,6 +121,9 @@ func Start(tb testing.TB, opts Options) *Server {
 		if opts.TrackDisk {
 			dtr = vfstest.TrackOpens(dfs)
 			dvfs = dtr.FS()
+		}
+		if opts.DiskMount != "" {
+			dvfs = mountFS{dvfs, opts.DiskMount}
 		}
 		shares[DiskShareName] = &server.Share{Name: DiskShareName, Backend: newDisk(DiskShareName, dvfs)}
 	}
@@ -279,4 +286,16 @@ func (r *Recorder) stop() {
 	r.mu.Lock()
 	*r.stopped = true
 	r.mu.Unlock()
+}
+
+// mountFS is an FS on the mount Options.DiskMount names.
+type mountFS struct {
+	vfs.FS
+	mount string
+}
+
+func (m mountFS) StatFS() (vfs.FSInfo, error) {
+	st, err := m.FS.StatFS()
+	st.Mount = m.mount
+	return st, err
 }

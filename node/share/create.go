@@ -68,12 +68,12 @@ func (d *Disk) create(r *server.Request, req *smb2.CreateRequest) (_ server.Hand
 				o.release()
 			}
 			o.f.Close()
-			if action == smb2.FileCreated && !admitted {
+			if action == smb2.FileCreated && !admitted && !othersMayHold(err) {
 				// A CREATE refused before its open was admitted (a lease
-				// key in use on another file, [MS-SMB2] 3.3.5.9.8, a share
-				// mode, an access check) leaves no file or directory
-				// behind, as on a server that checks before it creates:
-				// else a later CREATE of the name finds it (smbtorture
+				// key in use on another file, [MS-SMB2] 3.3.5.9.8, an
+				// access check) leaves no file or directory behind, as
+				// on a server that checks before it creates: else a
+				// later CREATE of the name finds it (smbtorture
 				// smb2.lease.request run twice on one share: the
 				// directory its refused CREATE made).
 				d.fs.Remove(pn.name)
@@ -107,6 +107,21 @@ func (d *Disk) create(r *server.Request, req *smb2.CreateRequest) (_ server.Hand
 		o.changedEntry() // dirlease.go
 	}
 	return o, resp, nil
+}
+
+// othersMayHold reports whether a CREATE refused with err may have been
+// refused for another open of the file it created: a sharing violation or
+// a delete pending is another open's, admitted between this CREATE's
+// making the file and its admission (two CREATEs of a new name at once,
+// on two nodes); an owner that did not answer (STATUS_IO_TIMEOUT, no
+// status at all) may hold such an open. Removing the file then would
+// unlink it under that open: the next CREATE of the name makes another
+// file, which the open's share modes do not cover (the robustness
+// suite's history: an exclusive open and a shared one held at once).
+func othersMayHold(err error) bool {
+	var st smb2.Status
+	return errors.Is(err, smb2.StatusSharingViolation) || errors.Is(err, smb2.StatusDeletePending) ||
+		errors.Is(err, smb2.StatusIOTimeout) || !errors.As(err, &st)
 }
 
 // createName checks the request and parses the name it opens.

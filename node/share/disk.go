@@ -26,6 +26,7 @@ type Disk struct {
 	readOnly bool
 	log      *slog.Logger
 	volumeID uint64      // the share's identity: SetVolumeID, else the filesystem's serial number
+	mount    string      // the mount the share is on (vfs.FSInfo.Mount)
 	table    state.Files // share modes, delete-pending and oplocks of every open
 	locks    state.Locks // byte-range locks
 	notify   notifier    // CHANGE_NOTIFY watchers
@@ -38,7 +39,7 @@ func NewDisk(name string, fsys vfs.FS, readOnly bool, log *slog.Logger) *Disk {
 	}
 	d := &Disk{name: name, fs: fsys, readOnly: readOnly, log: log, table: state.NewTable(), locks: state.NewLockTable()}
 	if st, err := fsys.StatFS(); err == nil {
-		d.volumeID = uint64(st.SerialNumber)
+		d.volumeID, d.mount = uint64(st.SerialNumber), st.Mount
 	}
 	return d
 }

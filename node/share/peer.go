@@ -28,8 +28,11 @@ func (o *open) PeerFile() (server.PeerFile, bool) {
 	if err != nil || fi.IsDir {
 		return server.PeerFile{}, false
 	}
-	return server.PeerFile{Path: name, ID: fi.FileID, Size: fi.Size}, true
+	return server.PeerFile{Path: name, ID: fi.FileID, Size: fi.Size, Mount: o.d.mount}, true
 }
+
+// Mount implements server.PeerOpener.
+func (d *Disk) Mount() string { return d.mount }
 
 // OpenPeer implements server.PeerOpener: the existing regular file path,
 // opened through the share's vfs, and its FileID.

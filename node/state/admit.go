@@ -89,7 +89,7 @@ func (t *Table) tryAdmit(o *Open, req Request, first bool) (<-chan struct{}, []*
 	}
 	violation := false
 	for _, e := range f.opens {
-		violation = violation || conflicts(e, o)
+		violation = violation || conflicts(e, o) && !skipShareModeCheck
 	}
 	var msgs []*breakMsg
 	if !isStat(o.Access) || req.Overwrite {

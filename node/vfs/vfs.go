@@ -194,6 +194,11 @@ type FSInfo struct {
 	Label                             string // volume label
 	FSName                            string // reported file system name, e.g. "NTFS"
 	CaseSensitive                     bool
+	// Mount names the mount (one kernel's instance of the filesystem)
+	// the share is on: two nodes see the same string only when they use
+	// one mount, and so one page cache and one writer per file. Empty
+	// when unknown.
+	Mount string
 }
 
 // SparseFile is implemented by files that can deallocate a range and tell

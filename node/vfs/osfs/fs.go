@@ -295,10 +295,14 @@ func (fsys *FS) StatFS() (vfs.FSInfo, error) {
 		bs = st.Bsize
 	}
 	serial := uint32(st.Fsid.Val[0]) ^ uint32(st.Fsid.Val[1])
-	if serial == 0 {
-		var s unix.Stat_t
-		if unix.Fstat(fsys.root, &s) == nil {
+	var mount string
+	var s unix.Stat_t
+	if unix.Fstat(fsys.root, &s) == nil {
+		if serial == 0 {
 			serial = uint32(s.Dev) ^ uint32(s.Dev>>32)
+		}
+		if id := bootID(); id != "" {
+			mount = fmt.Sprintf("%s/%d", id, s.Dev)
 		}
 	}
 	return vfs.FSInfo{
@@ -310,8 +314,19 @@ func (fsys *FS) StatFS() (vfs.FSInfo, error) {
 		SerialNumber:  serial,
 		FSName:        "NTFS",
 		CaseSensitive: true,
+		Mount:         mount,
 	}, nil
 }
+
+// bootID identifies this boot of the kernel: a device number names a
+// mount only within it.
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
 
 // isNoXattrSupport reports an error meaning "this filesystem keeps no user
 // xattrs".

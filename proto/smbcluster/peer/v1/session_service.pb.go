@@ -1619,10 +1619,14 @@ type RemoteFileResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// ok: the open is of a regular file another node may open by name
 	// (not a directory, a named stream or a pipe).
-	Ok            bool   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
-	Share         string `protobuf:"bytes,2,opt,name=share,proto3" json:"share,omitempty"`
-	Path          string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`                    // the vfs name: slash-separated, under the share's root
-	FileId        uint64 `protobuf:"varint,4,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"` // the file's FileID (inode)
+	Ok     bool   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	Share  string `protobuf:"bytes,2,opt,name=share,proto3" json:"share,omitempty"`
+	Path   string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`                    // the vfs name: slash-separated, under the share's root
+	FileId uint64 `protobuf:"varint,4,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"` // the file's FileID (inode)
+	// mount names the mount the file is on at the home node (one kernel's
+	// mount: boot id and device); the caller writes a WRITE's payload
+	// itself only through the same mount.
+	Mount         string `protobuf:"bytes,5,opt,name=mount,proto3" json:"mount,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1683,6 +1687,13 @@ func (x *RemoteFileResponse) GetFileId() uint64 {
 		return x.FileId
 	}
 	return 0
+}
+
+func (x *RemoteFileResponse) GetMount() string {
+	if x != nil {
+		return x.Mount
+	}
+	return ""
 }
 
 var File_smbcluster_peer_v1_session_service_proto protoreflect.FileDescriptor
@@ -1841,12 +1852,13 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x02 \x01(\x04R\tsessionId\x12\x17\n" +
 	"\atree_id\x18\x03 \x01(\rR\x06treeId\x12\x17\n" +
-	"\afile_id\x18\x04 \x01(\x04R\x06fileId\"g\n" +
+	"\afile_id\x18\x04 \x01(\x04R\x06fileId\"}\n" +
 	"\x12RemoteFileResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x14\n" +
 	"\x05share\x18\x02 \x01(\tR\x05share\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x17\n" +
-	"\afile_id\x18\x04 \x01(\x04R\x06fileId2\xef\x06\n" +
+	"\afile_id\x18\x04 \x01(\x04R\x06fileId\x12\x14\n" +
+	"\x05mount\x18\x05 \x01(\tR\x05mount2\xef\x06\n" +
 	"\x0eSessionService\x12W\n" +
 	"\x04Find\x12&.smbcluster.peer.v1.FindSessionRequest\x1a'.smbcluster.peer.v1.FindSessionResponse\x12O\n" +
 	"\x05Relay\x12 .smbcluster.peer.v1.RelayMessage\x1a .smbcluster.peer.v1.RelayMessage(\x010\x01\x12^\n" +
