@@ -355,6 +355,48 @@ func TestLeaseBreakAcrossNodes(t *testing.T) {
 	}
 }
 
+// TestAckAnswerAfterNextBreak: the owner's answer to an acknowledgment
+// that reaches the holder's node after the next break (delivered on
+// another connection) does not give the held open's copy of its caching
+// back what that break took: the durable record published from it would
+// keep R while the client was told none.
+func TestAckAnswerAfterNextBreak(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 6, FileID: 3}
+	ctx := context.Background()
+	br := newBreaks()
+	id := state.LeaseID{Client: [16]byte{1}, Key: [16]byte{3}}
+	ob := open(key, rw, shareAll, br)
+	if _, err := b.Admit(ctx, ob, state.Request{Lease: &state.LeaseRequest{ID: id, State: state.LeaseRead | state.LeaseWrite | state.LeaseHandle, Version: 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Admit(ctx, open(key, rw, shareAll, newBreaks()), state.Request{}, nil)
+		done <- err
+	}()
+	lb := <-br.lease
+	if lb.To != state.LeaseRead|state.LeaseHandle || !lb.AckRequired {
+		t.Fatalf("lease break %+v, want RWH to RH with an acknowledgment", lb)
+	}
+	// The next break, to none, is noted before the acknowledgment's
+	// answer comes back.
+	next := state.LeaseBreak{ID: id, From: lb.To, To: state.LeaseNone, Epoch: lb.Epoch + 1, Version: 2}
+	if resp, err := b.Service().Deliver(ctx, &peerv1.DeliverRequest{Ref: b.ref(ob), Lease: leaseBreakPB(next)}); err != nil || resp.Gone {
+		t.Fatalf("delivering the next break: %+v, %v", resp, err)
+	}
+	<-br.lease
+	if st, err := b.AckLease(id, lb.To); err != nil || st != state.LeaseRead|state.LeaseHandle {
+		t.Fatalf("acknowledgment through the holder's node: %#x, %v", st, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c := b.HeldEntry(ob).Caching; c.State != state.LeaseNone {
+		t.Fatalf("the held open's caching as its record has it: %#x, want none (the later break's)", c.State)
+	}
+}
+
 // TestLockWaiterWokenByClose: a blocking lock waiting on the owner for a
 // range held through the other node is granted when the holder's open
 // closes (as when its connection drops).
