@@ -17,9 +17,12 @@ import (
 // through one open spread over the three channels (channelsAcceptance),
 // and loses node 2 mid-transfer. Before that, write-through WRITEs of
 // another open go through channel 2, whose node writes them with its own
-// descriptor on its own mount; after node 2 is killed every byte it
-// acknowledged is read back through channel 3's node: a WRITE answered as
-// written through was on the storage, not in the dead host's memory.
+// descriptor where it shares the home node's mount (the local backend)
+// and has the home node write them where it has a mount of its own
+// (GlusterFS, CephFS: two mounts writing one file contend for it); after
+// node 2 is killed every byte it acknowledged is read back through
+// channel 3's node: a WRITE answered as written through was on the
+// storage, not in the dead host's memory.
 func TestBedChannels(t *testing.T) {
 	for _, backend := range bedBackends {
 		t.Run(backend, func(t *testing.T) {

@@ -3,6 +3,11 @@ package auth
 import (
 	"bytes"
 	"testing"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/types"
 )
 
 // FuzzSPNEGO decodes arbitrary bytes as both SPNEGO token kinds; whatever
@@ -79,6 +84,54 @@ func FuzzContext(f *testing.F) {
 		default:
 			c.Step(b)
 			c.Step(b)
+		}
+	})
+}
+
+// FuzzKerberosDCE feeds the DCE-style acceptor arbitrary first and third
+// legs (a real AP-REQ among the seeds); nothing may panic, and nothing
+// but the real exchange completes it.
+func FuzzKerberosDCE(f *testing.F) {
+	kt := keytab.New()
+	if err := kt.AddEntry(testSPN, testRealm, "service-key", time.Now(), 1, etypeID.AES256_CTS_HMAC_SHA1_96); err != nil {
+		f.Fatal(err)
+	}
+	tok, _, _ := forge(f, apReqSpec{client: "alice", kt: kt, dce: true, mutual: true})
+	f.Add(tok, []byte{})
+	f.Add(tok, []byte{0x6f, 0x84, 0xff, 0xff, 0xff, 0xff})
+	f.Add(tok[:len(tok)/2], []byte{})
+	f.Fuzz(func(t *testing.T, first, third []byte) {
+		k := NewKerberosDCE(krbConfig(kt)) // a replay cache of its own: the seed's AP-REQ passes each time
+		if _, done, err := k.Step(first); err != nil || done {
+			return
+		}
+		if _, done, err := k.Step(third); err == nil && done {
+			t.Fatalf("a made-up third leg %x completed the exchange", third)
+		}
+	})
+}
+
+// FuzzCFXTokens verifies and unwraps arbitrary tokens over arbitrary
+// PDUs: an error or success, never a panic, and a failed unwrap leaves
+// the data as it was.
+func FuzzCFXTokens(f *testing.F) {
+	key := types.EncryptionKey{KeyType: etypeID.AES256_CTS_HMAC_SHA1_96, KeyValue: bytes.Repeat([]byte{7}, 32)}
+	ini, err := NewCFX(key, true, true, 1, 1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	data := []byte("a stub of sixteen bytes or more..")
+	f.Add([]byte("hdr"), append([]byte(nil), data...), ini.WrapDCE([]byte("hdr"), append([]byte(nil), data...), nil))
+	f.Add([]byte("pdu"), []byte{}, ini.MIC([]byte("pdu")))
+	f.Fuzz(func(t *testing.T, pre, data, tok []byte) {
+		acc, err := NewCFX(key, false, true, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = acc.VerifyMIC(pre, tok)
+		before := append([]byte(nil), data...)
+		if acc.UnwrapDCE(pre, data, nil, tok) != nil && !bytes.Equal(before, data) {
+			t.Fatal("a failed unwrap changed the data")
 		}
 	})
 }

@@ -166,6 +166,16 @@ func (c *Context) krbAccept(token []byte) ([]byte, error) {
 	if err != nil || !bytes.Equal(tokID, tokAPReq) {
 		return nil, ErrInvalidToken
 	}
+	apReq, err := c.krbVerify(keys, msg)
+	if err != nil {
+		return nil, err
+	}
+	return c.krbEstablish(apReq)
+}
+
+// krbVerify decrypts and checks an AP-REQ message.
+func (c *Context) krbVerify(keys *krbKeys, msg []byte) (*messages.APReq, error) {
+	k := c.cfg.Kerberos
 	apReq, err := unmarshalAPReq(msg)
 	if err != nil {
 		return nil, ErrInvalidToken
@@ -183,7 +193,7 @@ func (c *Context) krbAccept(token []byte) ([]byte, error) {
 		c.krbErr = fmt.Errorf("authenticator of %s seen before, for any principal of the keytab (KRB_AP_ERR_REPEAT)", apReq.Authenticator.CName.PrincipalNameString())
 		return nil, ErrLogonFailure
 	}
-	return c.krbEstablish(apReq)
+	return apReq, nil
 }
 
 // unmarshalAPReq decodes an AP-REQ; gokrb5's decoder is kept from
@@ -218,16 +228,11 @@ func (c *Context) krbFailure(err error) error {
 // for mutual authentication, the AP-REP.
 func (c *Context) krbEstablish(apReq *messages.APReq) ([]byte, error) {
 	a := &apReq.Authenticator
+	user, err := c.krbUser(apReq)
+	if err != nil {
+		return nil, err
+	}
 	name, realm := a.CName.PrincipalNameString(), a.CRealm
-	var user string
-	ok := false
-	if m := c.cfg.Kerberos.Principals; m != nil {
-		user, ok = m.MapPrincipal(name, realm)
-	}
-	if !ok {
-		c.krbErr = fmt.Errorf("principal %s@%s maps to no user", name, realm)
-		return nil, ErrLogonFailure
-	}
 	// [MS-KILE] 3.1.1.2: with mutual authentication the session key is
 	// the subkey of the AP-REP, else the authenticator's subkey, else the
 	// ticket's session key.
@@ -237,14 +242,27 @@ func (c *Context) krbEstablish(apReq *messages.APReq) ([]byte, error) {
 	}
 	var out []byte
 	if mutualRequested(apReq) {
-		sub, rep, err := apRep(apReq, key.KeyType)
+		sub, rep, _, err := apRep(apReq, key.KeyType)
 		if err != nil {
 			return nil, err
 		}
-		key, out = sub, rep
+		key, out = sub, appendKRB5Token(nil, tokAPRep, rep)
 	}
 	c.result = Result{User: user, Domain: realm, Principal: name + "@" + realm, SessionKey: smbSessionKey(key.KeyValue)}
 	return out, nil
+}
+
+// krbUser maps the client principal of a verified AP-REQ to its user.
+func (c *Context) krbUser(apReq *messages.APReq) (string, error) {
+	a := &apReq.Authenticator
+	name, realm := a.CName.PrincipalNameString(), a.CRealm
+	if m := c.cfg.Kerberos.Principals; m != nil {
+		if user, ok := m.MapPrincipal(name, realm); ok {
+			return user, nil
+		}
+	}
+	c.krbErr = fmt.Errorf("principal %s@%s maps to no user", name, realm)
+	return "", ErrLogonFailure
 }
 
 // smbSessionKey is the first 16 bytes of the GSS key, right-padded with
@@ -268,21 +286,22 @@ func mutualRequested(apReq *messages.APReq) bool {
 		binary.LittleEndian.Uint32(ck.Checksum[20:24])&gssMutualFlag != 0
 }
 
-// apRep builds the GSS-API AP-REP token for apReq with a fresh acceptor
-// subkey of enctype etype, and returns the subkey ([RFC4120] 5.5.2,
-// [RFC4121] 4.1, [MS-KILE] 3.1.1.2).
-func apRep(apReq *messages.APReq, etype int32) (types.EncryptionKey, []byte, error) {
+// apRep builds the AP-REP (not framed as a GSS-API token) for apReq with a
+// fresh acceptor subkey of enctype etype, and returns the subkey and the
+// acceptor's first sequence number ([RFC4120] 5.5.2, [RFC4121] 4.1,
+// [MS-KILE] 3.1.1.2).
+func apRep(apReq *messages.APReq, etype int32) (types.EncryptionKey, []byte, int64, error) {
 	et, err := crypto.GetEtype(etype)
 	if err != nil {
-		return types.EncryptionKey{}, nil, ErrLogonFailure
+		return types.EncryptionKey{}, nil, 0, ErrLogonFailure
 	}
 	sub, err := types.GenerateEncryptionKey(et)
 	if err != nil {
-		return types.EncryptionKey{}, nil, err
+		return types.EncryptionKey{}, nil, 0, err
 	}
 	seq, err := rand.Int(rand.Reader, big.NewInt(1<<30))
 	if err != nil {
-		return types.EncryptionKey{}, nil, err
+		return types.EncryptionKey{}, nil, 0, err
 	}
 	part := messages.EncAPRepPart{
 		CTime: apReq.Authenticator.CTime, Cusec: apReq.Authenticator.Cusec,
@@ -290,19 +309,19 @@ func apRep(apReq *messages.APReq, etype int32) (types.EncryptionKey, []byte, err
 	}
 	plain, err := asn1.Marshal(part)
 	if err != nil {
-		return types.EncryptionKey{}, nil, err
+		return types.EncryptionKey{}, nil, 0, err
 	}
 	plain = asn1tools.AddASNAppTag(plain, asnAppTag.EncAPRepPart)
 	enc, err := crypto.GetEncryptedData(plain, apReq.Ticket.DecryptedEncPart.Key, keyusage.AP_REP_ENCPART, 0)
 	if err != nil {
-		return types.EncryptionKey{}, nil, err
+		return types.EncryptionKey{}, nil, 0, err
 	}
 	rep, err := asn1.Marshal(messages.APRep{PVNO: 5, MsgType: msgtype.KRB_AP_REP, EncPart: enc})
 	if err != nil {
-		return types.EncryptionKey{}, nil, err
+		return types.EncryptionKey{}, nil, 0, err
 	}
 	rep = asn1tools.AddASNAppTag(rep, asnAppTag.APREP)
-	return sub, appendKRB5Token(nil, tokAPRep, rep), nil
+	return sub, rep, part.SequenceNumber, nil
 }
 
 // replayCache remembers the authenticators accepted within the clock

@@ -60,6 +60,7 @@ type apReqSpec struct {
 	start, end time.Time     // ticket validity; default now-1m .. now+1h
 	skew       time.Duration // authenticator time - now
 	mutual     bool
+	dce        bool           // GSS_C_DCE_STYLE (with GSS_C_MUTUAL_FLAG)
 	kt         *keytab.Keytab // the KDC's copy of the service key
 	kvno       int
 }
@@ -93,6 +94,9 @@ func forge(t testing.TB, s apReqSpec) ([]byte, types.EncryptionKey, messages.Tic
 	binary.LittleEndian.PutUint32(ck, 16)
 	if s.mutual {
 		binary.LittleEndian.PutUint32(ck[20:], 2) // GSS_C_MUTUAL_FLAG
+	}
+	if s.dce {
+		binary.LittleEndian.PutUint32(ck[20:], 2|gssDCEStyleFlag)
 	}
 	a.Cksum = types.Checksum{CksumType: chksumtype.GSSAPI, Checksum: ck}
 	if err := a.GenerateSeqNumberAndSubKey(key.KeyType, 32); err != nil {

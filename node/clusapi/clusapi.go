@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"strings"
+	"sync"
 
 	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
 )
@@ -91,9 +92,13 @@ type object struct {
 }
 
 // assoc is one association's state: its context handles. Calls of one
-// association run one at a time (the interface is not Concurrent).
+// association run concurrently (the interface is Concurrent: a call that
+// reads the cluster from etcd holds up no other), so the table has a
+// lock of its own.
 type assoc struct {
-	env     *Env
+	env *Env
+
+	mu      sync.Mutex
 	handles map[handle]object
 }
 
@@ -105,7 +110,7 @@ type handle [20]byte
 // of its own.
 func (e *Env) Interface() *dcerpc.Interface {
 	a := &assoc{env: e, handles: map[handle]object{}}
-	return &dcerpc.Interface{Syntax: Syntax, MinLevel: dcerpc.AuthLevelPrivacy, CallContext: a.call}
+	return &dcerpc.Interface{Syntax: Syntax, MinLevel: dcerpc.AuthLevelPrivacy, CallContext: a.call, Concurrent: true}
 }
 
 type handler func(a *assoc, ctx context.Context, r *args) ([]byte, uint32)
@@ -144,6 +149,8 @@ func (a *assoc) call(ctx context.Context, opnum uint16, in []byte) ([]byte, uint
 // newHandle adds an object to the table and returns its handle.
 func (a *assoc) newHandle(o object) (handle, bool) {
 	var h handle
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if len(a.handles) >= maxHandles {
 		return h, false
 	}
@@ -157,7 +164,9 @@ func (a *assoc) newHandle(o object) (handle, bool) {
 // lookup resolves a handle of kind k; a handle the association does not
 // hold faults, one of another kind is ERROR_INVALID_HANDLE.
 func (a *assoc) lookup(h handle, k kind) (object, uint32, uint32) {
+	a.mu.Lock()
 	o, ok := a.handles[h]
+	a.mu.Unlock()
 	if !ok {
 		return o, 0, statusContextMismatch
 	}
@@ -239,7 +248,9 @@ func closeObject(k kind) handler {
 			return nil, fault
 		}
 		if st == errSuccess {
+			a.mu.Lock()
 			delete(a.handles, h)
+			a.mu.Unlock()
 			h = handle{}
 		}
 		return encodeClose(h, st), 0

@@ -260,6 +260,35 @@ func TestHandleLimit(t *testing.T) {
 	}
 }
 
+// TestConcurrentCalls: the interface runs one association's calls
+// concurrently (a call reading the cluster holds up no other); opens
+// and closes of handles at once keep the table whole (run with -race).
+func TestConcurrentCalls(t *testing.T) {
+	i := newAssoc(newFake())
+	if !i.Concurrent {
+		t.Fatal("the interface does not run calls concurrently")
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 50; k++ {
+				st, h := open(t, i, opOpenNode, "n1")
+				if st != 0 {
+					t.Errorf("open of node n1: %#x", st)
+					return
+				}
+				if _, fault := call(t, i, "user", opCloseNode, h); fault != 0 {
+					t.Errorf("close of node n1: fault %#x", fault)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // FuzzCall: any opnum and stub is answered or faulted, never a panic.
 func FuzzCall(f *testing.F) {
 	f.Add(uint16(opOpenResource), stringIn("SMBCLUSTER"))

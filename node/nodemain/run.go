@@ -189,7 +189,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		control.SetValid(valid) // the engine answers nothing while fenced
 		pub.valid = valid
 	}
-	wit, err := startWitness(actx, cfg, log, witnessDeps{users: users, serverName: orDefault(cfg.ServerName, "SMBCLUSTER"),
+	wit, err := startWitness(actx, cfg, log, witnessDeps{users: users, krb: krb, serverName: orDefault(cfg.ServerName, "SMBCLUSTER"),
 		workgroup: orDefault(cfg.Workgroup, "WORKGROUP"), shares: shares, etcd: coh.etcd, agent: agent, metrics: nm.m}) // witness.go
 	if err != nil {
 		if agent != nil {

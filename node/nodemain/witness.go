@@ -52,13 +52,15 @@ type witnessDeps struct {
 	shares     *shareTable
 	etcd       *clientv3.Client
 	agent      *member
-	metrics    *metrics.Node // nil: none
+	metrics    *metrics.Node  // nil: none
+	krb        *auth.Kerberos // nil: no Kerberos (--auth ntlm)
 }
 
 // startWitness starts the witness service unless --witness-port is -1.
 func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessDeps) (*witnessService, error) {
-	acfg := &auth.Config{Users: d.users, NetBIOSComputer: d.serverName, NetBIOSDomain: d.workgroup}
-	d.shares.pipeSecurity = ncacn.NTLMSecurity(acfg) // IPC$ pipes too ([sign] bindings over ncacn_np)
+	acfg := &auth.Config{Users: d.users, NetBIOSComputer: d.serverName, NetBIOSDomain: d.workgroup,
+		Kerberos: d.krb}
+	d.shares.pipeSecurity = ncacn.Security(acfg) // IPC$ pipes too ([sign] bindings over ncacn_np)
 	if cfg.WitnessPort < 0 {
 		return nil, nil
 	}
@@ -98,7 +100,8 @@ func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessD
 		}
 		w.hub.SetResources(rs)
 	}
-	w.srv = &ncacn.Server{Security: func() *dcerpc.Security { return ncacn.NTLMSecurity(acfg) }, Logger: log}
+	// NTLMSSP and, with a keytab, Kerberos (auth_type 16).
+	w.srv = &ncacn.Server{Security: func() *dcerpc.Security { return ncacn.Security(acfg) }, Logger: log}
 	if d.agent != nil {
 		// A fenced node serves no witness client: they wait on another
 		// node, which hears the cluster.

@@ -72,6 +72,36 @@ func (r *Router) dropLater(o *state.Open) bool {
 	return true
 }
 
+// closeLater sends again, until an owner of its file answers, a close
+// whose call failed (req: its OP_DROP or OP_REMOVE; local: the same on
+// this node's table, should this node own the file by then). The owner
+// may still have the open — a node taking the shard over rebuilt it from
+// this node's Held while the close waited, and a rebuild that waits for a
+// paused node takes longer than callTimeout — and nothing else would
+// ever take it out, nor the byte-range locks it holds: each later LOCK of
+// the range would be refused. A close is idempotent at the owner (an
+// open it does not know is gone already), and an open's ref is never
+// reused, so sending it late removes nothing else.
+func (r *Router) closeLater(o *state.Open, req *peerv1.CallRequest, local func()) {
+	wait := routeWait
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-r.closed:
+			return
+		case <-time.After(wait):
+		}
+		resp, err := r.call(o.Key, local, req)
+		if err == nil {
+			if resp.GetDrop().GetDeleteStream() || resp.GetDrop().GetDeleteFile() || resp.GetRemove().GetDeletePending() {
+				r.log.Warn("a close sent again found its file to delete; it stays", "file", keyString(o.Key))
+			}
+			r.log.Info("a close that had not reached the file's owner reached it", "file", keyString(o.Key), "attempts", attempt+1)
+			return
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
 // noteHeld records that a node asked for the held opens of shards: it
 // is taking them over (dropLater).
 func (r *Router) noteHeld(shards []uint32) {
@@ -179,6 +209,22 @@ func (r *Router) awaitLeaving(ctx context.Context, key state.FileKey) bool {
 	case <-t.C:
 	}
 	return true
+}
+
+// awaitAnyLeaving is awaitLeaving for every file; it reports whether a
+// proxy was leaving.
+func (r *Router) awaitAnyLeaving() bool {
+	r.mu.Lock()
+	keys := make([]state.FileKey, 0, len(r.closingAt))
+	for k := range r.closingAt {
+		keys = append(keys, k)
+	}
+	r.mu.Unlock()
+	waited := false
+	for _, k := range keys {
+		waited = r.awaitLeaving(context.Background(), k) || waited
+	}
+	return waited
 }
 
 // flushHolders asks every node but from that holds opens of key here to
@@ -333,6 +379,7 @@ func (r *Router) hasOpenBelow(dir string) bool {
 		return false
 	}
 	flushed := r.flushAll()
+	flushed = r.awaitAnyLeaving() || flushed
 	r.withoutAnyDelegs(func(recalled bool) { // deleg.go
 		if flushed || recalled {
 			on = r.table.HasOpenBelow(dir)

@@ -236,6 +236,37 @@ func TestCloseBeingServedIsWaitedFor(t *testing.T) {
 	}
 }
 
+// TestCloseSentAgain: a close whose call did not reach the owner (the
+// holder has forgotten the open) is sent again until it does, and takes
+// the open and its byte-range lock out of the owner's tables: nothing
+// else would, and every later LOCK of the range would be refused.
+func TestCloseSentAgain(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 5, FileID: 5}
+	ctx := context.Background()
+	ob := open(key, rw, 0, newBreaks())
+	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Lock(ob, []state.Lock{{Offset: 0, Length: 1, Exclusive: true}}); err != nil {
+		t.Fatal(err)
+	}
+	ref := b.ref(ob)
+	req := &peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: ref}}}
+	b.unhold(ob) // as Drop does when its call failed
+	b.closeLater(ob, req, func() { b.table.Drop(ob) })
+	if a.lookup(ref) != nil {
+		t.Fatal("the owner still has the open after the close was sent again")
+	}
+	oa := open(key, rw, 0, newBreaks())
+	if _, err := a.Admit(ctx, oa, state.Request{}, nil); err != nil {
+		t.Fatalf("an open after the close reached the owner: %v", err)
+	}
+	if err := a.Lock(oa, []state.Lock{{Offset: 0, Length: 1, Exclusive: true}}); err != nil {
+		t.Fatalf("a lock of the closed open's range: %v", err)
+	}
+}
+
 // TestCloseWaitsOnceDeleteIsPending: once a delete is pending on a file,
 // a close through another node waits for the owner's answer, which says
 // whether the close deletes the file.

@@ -149,14 +149,16 @@ func (r *Router) Remove(o *state.Open) (last, deletePending bool) {
 	if r.closeDelegated(o) { // deleg.go: its delegation stands for it at the owner
 		return false, false
 	}
-	resp, err := r.call(o.Key, func() { last, deletePending = r.table.Remove(o) },
-		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Remove{Remove: &peerv1.RemoveOp{Open: r.ref(o)}}})
+	local := func() { last, deletePending = r.table.Remove(o) }
+	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Remove{Remove: &peerv1.RemoveOp{Open: r.ref(o)}}}
+	resp, err := r.call(o.Key, local, req)
 	r.unhold(o)
 	if resp != nil {
 		return resp.GetRemove().GetLast(), resp.GetRemove().GetDeletePending()
 	}
 	if err != nil {
 		r.log.Warn("removing an open at its owner", "err", err)
+		go r.closeLater(o, req, func() { r.locks.Release(o); r.table.Remove(o) })
 	}
 	return last, deletePending
 }
@@ -170,8 +172,8 @@ func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
 	if r.dropLater(o) {
 		return false, false
 	}
-	resp, err := r.call(o.Key, func() { deleteStream, deleteFile = r.table.Drop(o) },
-		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: r.ref(o)}}})
+	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: r.ref(o)}}}
+	resp, err := r.call(o.Key, func() { deleteStream, deleteFile = r.table.Drop(o) }, req)
 	r.unhold(o)
 	if resp != nil {
 		r.dropped(o.Key)
@@ -179,6 +181,7 @@ func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
 	}
 	if err != nil {
 		r.log.Warn("dropping an open at its owner", "err", err)
+		go r.closeLater(o, req, func() { r.locks.Release(o); r.table.Drop(o) })
 	}
 	return deleteStream, deleteFile
 }

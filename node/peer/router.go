@@ -34,6 +34,9 @@ const (
 // holds). It is a deadline error (STATUS_IO_TIMEOUT to the client).
 var ErrPeerUnreachable = fmt.Errorf("peer: the file's owner did not answer within %v: %w", callTimeout, context.DeadlineExceeded)
 
+// errRouterClosed is returned for a call after Close.
+var errRouterClosed = errors.New("peer: the router is closed")
+
 // ErrNoOwner is returned when a file's shard has no owner within the
 // wait (its owner died and no node has taken it over yet).
 var ErrNoOwner = errors.New("peer: the file's shard has no owner")
@@ -54,6 +57,8 @@ type Router struct {
 
 	observe func(method string, d time.Duration, err error) // nil: nothing (Observe)
 	dropMu  sync.RWMutex                                    // closes that do not wait (read) against delete pending notices (closing.go)
+	closed  chan struct{}                                   // closed by Close: closeLater gives up
+	once    sync.Once                                       // closes closed
 
 	mu          sync.Mutex
 	held        map[uint64]*state.Open      // opens this node holds, by Ref
@@ -141,7 +146,8 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 		delHint: map[state.FileKey]bool{}, pendings: map[state.FileKey]pending{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
-		byKey: map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, muxes: map[string]*mux{},
+		closed: make(chan struct{}),
+		byKey:  map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, muxes: map[string]*mux{},
 		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
 		delegs: map[state.FileKey]*deleg{}, delegIDs: map[uint64]*deleg{}, delegated: map[uint64]*deleg{},
 		converting: map[uint64]chan struct{}{}, delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
@@ -162,6 +168,7 @@ func (r *Router) Observe(fn func(method string, d time.Duration, err error)) { r
 // Close stops the router's timers; the mesh, closed by its owner, ends
 // the exchanges with the peers.
 func (r *Router) Close() {
+	r.once.Do(func() { close(r.closed) })
 	r.mu.Lock()
 	r.muxes = map[string]*mux{}
 	for _, d := range r.delegs {
@@ -204,6 +211,11 @@ func (r *Router) at(ctx context.Context, key state.FileKey) (target, error) {
 // client returns a client of node's peer service; ErrGone (node/mesh)
 // when the node is not live.
 func (r *Router) client(node string) (peerv1.PeerServiceClient, error) {
+	select {
+	case <-r.closed:
+		return nil, errRouterClosed // a close sent again after Close (closeLater)
+	default:
+	}
 	cc, err := r.mesh.Node(node)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,9 @@ func (c *Conn) bind(pdu []byte, emit func([]byte)) {
 		// Header signing is offered back when asked for ([MS-RPCE]
 		// 3.3.1.5.2.2); NTLMSSP signs the whole PDU either way.
 		c.headerSign = b.AuthLength != 0 && b.Flags&FlagSupportHeaderSign != 0
+		if p, ok := c.auth.ctx.(Protector); ok {
+			p.SetProtection(c.auth.level, c.headerSign)
+		}
 		ack := c.ack(&b, TypeBindAck, c.secAddr)
 		if c.headerSign {
 			ack.Flags |= FlagSupportHeaderSign

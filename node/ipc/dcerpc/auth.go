@@ -220,3 +220,21 @@ func (c *Conn) authOverhead() int {
 	}
 	return authPadAlign - 1 + SecTrailerSize + c.auth.ctx.SignatureSize()
 }
+
+// Protector is an Authenticator told, once the bind is answered, the
+// level of the association and whether its protection covers the PDU
+// header (PFC_SUPPORT_HEADER_SIGN, [MS-RPCE] 3.3.1.5.2.2): Kerberos, whose
+// signature size and signed bytes depend on both. NTLMSSP signs the whole
+// PDU either way.
+type Protector interface {
+	SetProtection(level uint8, headerSign bool)
+}
+
+// StubOffset is where the stub of a request or response PDU starts.
+func StubOffset(pdu []byte) int {
+	off := requestFixed
+	if len(pdu) > 3 && pdu[2] == TypeRequest && pdu[3]&FlagObjectUUID != 0 {
+		off += 16
+	}
+	return off
+}
