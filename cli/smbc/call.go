@@ -126,7 +126,7 @@ func (c *Conn) do(cl *call, charge uint16) error {
 	err := c.send(cl)
 	c.wmu.Unlock()
 	if err != nil {
-		c.fail(err)
+		c.fail(lost(err))
 	}
 	<-cl.done
 	return cl.err

@@ -52,11 +52,16 @@ var allDialects = []uint16{smb2.Dialect202, smb2.Dialect210, smb2.Dialect300, sm
 
 // Errors of a connection.
 var (
-	ErrClosed       = errors.New("smbc: connection closed")
-	ErrBadSignature = errors.New("smbc: response signature does not verify")
-	ErrUnsigned     = errors.New("smbc: unsigned response in a signed session")
-	ErrUnencrypted  = errors.New("smbc: unencrypted response in an encrypted session")
-	ErrProtocol     = errors.New("smbc: malformed response")
+	ErrClosed = errors.New("smbc: connection closed")
+	// ErrConnectionLost is what every request waiting on a connection
+	// gets when its socket fails (the server closed it, a reset): never
+	// io.EOF, which File.ReadAt returns for a file's end — a READ cut
+	// off with its connection must not read as an empty file.
+	ErrConnectionLost = errors.New("smbc: connection lost")
+	ErrBadSignature   = errors.New("smbc: response signature does not verify")
+	ErrUnsigned       = errors.New("smbc: unsigned response in a signed session")
+	ErrUnencrypted    = errors.New("smbc: unencrypted response in an encrypted session")
+	ErrProtocol       = errors.New("smbc: malformed response")
 )
 
 // StatusError is a response's NTSTATUS other than success.

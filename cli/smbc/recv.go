@@ -2,6 +2,7 @@ package smbc
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -31,10 +32,20 @@ func (c *Conn) recvLoop() {
 	defer close(c.recvDone)
 	for {
 		if err := c.recv.one(); err != nil {
-			c.fail(err)
+			c.fail(lost(err))
 			return
 		}
 	}
+}
+
+// lost is the error of a connection whose socket failed with err:
+// ErrConnectionLost, naming err without wrapping it, so that an io.EOF
+// from the socket is not taken for a file's end (File.ReadAt).
+func lost(err error) error {
+	if errors.Is(err, ErrConnectionLost) || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrConnectionLost, err)
 }
 
 // one reads one message.

@@ -114,6 +114,7 @@ func RequireBed(t testing.TB) {
 // after a failed start.
 func NewBed(t testing.TB, opts BedOptions) *Bed {
 	t.Helper()
+	noteIfFailed(t)
 	RequireBed(t)
 	if opts.Nodes == 0 {
 		opts.Nodes = 3

@@ -89,8 +89,9 @@ func BuildNodeTags(t testing.TB, tags string) string {
 	return bin
 }
 
-// Main runs the tests, ends what they shared (Shared) and removes what
-// BuildNode built. Call it from TestMain:
+// Main runs the tests, ends what they shared (Shared), prints the
+// failures noted (NoteFailure; every failed test that started a server)
+// and removes what BuildNode built. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { framework.Main(m) }
 func Main(m *testing.M) {
@@ -98,6 +99,7 @@ func Main(m *testing.M) {
 	if endShared() && code == 0 {
 		code = 1
 	}
+	printSummary()
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
 	}

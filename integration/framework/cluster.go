@@ -85,6 +85,7 @@ type ClusterNode struct {
 // node listens. Everything stops when the test ends.
 func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	t.Helper()
+	noteIfFailed(t)
 	if opts.Nodes == 0 {
 		opts.Nodes = 2
 	}

@@ -106,6 +106,7 @@ func (n *Node) Pid() int { return n.cmd.Process.Pid }
 // Start starts the server named by SMBCLUSTER_TARGET ("node" or "samba").
 func Start(t testing.TB, opts Options) *Node {
 	t.Helper()
+	noteIfFailed(t)
 	switch target := os.Getenv(EnvTarget); target {
 	case "", "node":
 		return StartNode(t, opts)

@@ -23,15 +23,6 @@ var knownIssues = []struct {
 }{
 	{"a byte-range lock outlives its open after a node fences or dies and shards move (docs/ROBUSTNESS.md, issue 2)",
 		func(v Violation) bool { return strings.Contains(v.What, "a byte-range lock outlived its open") }},
-	{"a READ through a node at the moment it fences answers end-of-file for a file that has data",
-		func(v Violation) bool {
-			for _, o := range v.Ops {
-				if strings.HasPrefix(v.What, "register ") && o.Kind == RegRead && o.Return == v.At && o.Value == "" {
-					return true
-				}
-			}
-			return false
-		}},
 	{"two conflicting share modes admitted while the file's owner node fences and another takes its shard",
 		func(v Violation) bool { return strings.HasPrefix(v.What, "conflicting share modes") }},
 }

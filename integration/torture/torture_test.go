@@ -211,7 +211,9 @@ func waitServes(t *testing.T, n *framework.ClusterNode, tg target) {
 
 // runAll runs every test of allow against tg, each in its own process,
 // one worker per slot, and fails t naming every test
-// that did not have its expected outcome. The workers call t.Run without
+// that did not have its expected outcome. A test that failed unexpectedly
+// runs once more, and only a second failure counts; what passed the
+// second time is logged, named. The workers call t.Run without
 // t.Parallel, so that go test's -parallel limit (GOMAXPROCS) does not
 // serialize TestTorture's and TestTortureCluster's tests with each other.
 func runAll(t *testing.T, bin string, tg target, allow map[string]string) {
@@ -222,7 +224,7 @@ func runAll(t *testing.T, bin string, tg target, allow map[string]string) {
 	close(names)
 	start := time.Now()
 	var mu sync.Mutex
-	var bad []string
+	var bad, flaky []string
 	ran := 0
 	outcomes := map[string]int{} // "SUITE pass", "SUITE fail": how many
 	t.Run("smbtorture", func(t *testing.T) {
@@ -231,9 +233,26 @@ func runAll(t *testing.T, bin string, tg target, allow map[string]string) {
 			wg.Go(func() {
 				for name := range names {
 					t.Run(name, func(t *testing.T) {
-						passed, msg := runOne(t, bin, tg, s, name)
+						passed, msg, detail := runOne(t, bin, tg, s, name)
+						again := false
+						if msg != "" && !passed {
+							// smbtorture's tests wait fixed times for
+							// breaks and replies; on two cores shared
+							// with the other test packages one may miss
+							// its time. Once more, alone in its slot: a
+							// fault of ours fails both runs.
+							t.Logf("did not pass, run again: %s\n%s", msg, detail)
+							passed, msg, detail = runOne(t, bin, tg, s, name)
+							again = msg == ""
+						}
+						if msg != "" {
+							t.Errorf("%s\n%s", msg, detail)
+						}
 						mu.Lock()
 						defer mu.Unlock()
+						if again {
+							flaky = append(flaky, name)
+						}
 						ran++
 						outcome := " fail"
 						if passed {
@@ -250,8 +269,15 @@ func runAll(t *testing.T, bin string, tg target, allow map[string]string) {
 		wg.Wait()
 	})
 	t.Logf("%v for %d tests; pass/fail per suite: %s", time.Since(start).Round(time.Second), ran, perSuite(outcomes))
+	if len(flaky) > 0 {
+		sort.Strings(flaky)
+		t.Logf("%d passed only when run again: %s", len(flaky), strings.Join(flaky, ", "))
+	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
+		for _, b := range bad {
+			framework.NoteFailure(t.Name() + ": " + b)
+		}
 		t.Errorf("%d of %d smbtorture tests did not have the expected outcome:\n\t%s",
 			len(bad), ran, strings.Join(bad, "\n\t"))
 	}
@@ -282,8 +308,9 @@ func perSuite(outcomes map[string]int) string {
 }
 
 // runOne runs one smbtorture test in slot s and reports whether it passed,
-// and "" when that was the expected outcome, or why not.
-func runOne(t *testing.T, bin string, tg target, s slot, name string) (bool, string) {
+// and "" when that was the expected outcome, or why not with the end of
+// smbtorture's output.
+func runOne(t *testing.T, bin string, tg target, s slot, name string) (passed bool, why, detail string) {
 	// Each test starts from an empty share, as it would alone: what an
 	// earlier test in this slot left behind (smb2.delete-on-close-perms'
 	// "Existing" tests leave a file whose inherited DACL grants no DELETE
@@ -314,21 +341,20 @@ func runOne(t *testing.T, bin string, tg target, s slot, name string) (bool, str
 	cmd.WaitDelay = 10 * time.Second // after the kill, for the output pipe
 	out, err := cmd.CombinedOutput()
 	res := parseSubunit(string(out), name)
-	passed := err == nil && len(res) > 0 && allSuccess(res)
-	why := summarize(res, err, ctx.Err())
+	passed = err == nil && len(res) > 0 && allSuccess(res)
+	why = summarize(res, err, ctx.Err())
 	known, isKnown := tg.known[name]
 	switch {
 	case passed && isKnown:
-		t.Errorf("unexpected success of known failure (%s): remove it from %s", known.reason, known.file)
-		return true, "unexpected success: remove from " + known.file
+		return true, "unexpected success: remove from " + known.file,
+			fmt.Sprintf("a known failure (%s) passed", known.reason)
 	case passed:
-		return true, ""
+		return true, "", ""
 	case isKnown:
 		t.Logf("known failure (%s): %s", known.reason, why)
-		return false, ""
+		return false, "", ""
 	}
-	t.Errorf("%s\n%s", why, tail(string(out), 60))
-	return false, why
+	return false, why, tail(string(out), 60)
 }
 
 // emptyDir removes everything inside dir, leaving dir itself (the server
