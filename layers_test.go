@@ -65,11 +65,13 @@ var layers = map[string][]string{
 	"node/servertest": {"node/auth", "node/server", "node/share", "node/smb2", "node/smb2/signing", "node/vfs", "node/vfs/memfs", "node/vfs/osfs", "node/vfs/vfstest"},
 	"node/cluster":    {"node/peer", "node/server", "node/state", "proto/smbcluster/state/v1"},
 	"node/storecheck": {"proto/smbcluster/state/v1"},
-	"node/nodemain":   {"node/auth", "node/cluster", "node/handoff", "node/ipc", "node/ipc/dcerpc", "node/ipc/ncacn", "node/clusapi", "node/witness", "node/witness/etcdstore", "node/metrics", "node/peer", "node/server", "node/share", "node/state", "node/storecheck", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
-	// Node-to-node calls: per-file state over gRPC, not the engine or shares.
-	"node/peer": {"node/state", "proto/smbcluster/peer/v1"},
+	"node/nodemain":   {"node/auth", "node/cluster", "node/handoff", "node/ipc", "node/ipc/dcerpc", "node/ipc/ncacn", "node/clusapi", "node/mesh", "node/witness", "node/witness/etcdstore", "node/metrics", "node/peer", "node/server", "node/share", "node/state", "node/storecheck", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
+	// Node-to-node calls: one transport (connections only, no protocol),
+	// per-file state over gRPC, not the engine or shares.
+	"node/mesh": nil,
+	"node/peer": {"node/mesh", "node/state", "proto/smbcluster/peer/v1"},
 	// A handed-over connection is served by the node's server (Adopt).
-	"node/handoff": {"node/server", "node/smb2", "proto/smbcluster/peer/v1"},
+	"node/handoff": {"node/mesh", "node/server", "node/smb2", "proto/smbcluster/peer/v1"},
 	"node":         {"node/nodemain"},
 
 	// The admin plane: nothing under node/.

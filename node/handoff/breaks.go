@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -13,27 +14,20 @@ import (
 // them, if older than before, sends the break. A node that does not
 // answer in time is passed over.
 func (p *Peers) SendLeaseBreak(ctx context.Context, guid [16]byte, before time.Time, n *smb2.LeaseBreakNotification) bool {
-	others := p.others()
-	if len(others) == 0 {
-		return false
-	}
 	type answer struct {
 		client peerv1.SessionServiceClient
 		made   int64
-		held   bool
-	}
-	answers := make(chan answer, len(others))
-	for _, c := range others {
-		go func() {
-			resp, err := c.OldestConnection(ctx, &peerv1.OldestConnectionRequest{ClientGuid: guid[:]})
-			answers <- answer{c, resp.GetMadeUnixNano(), err == nil && resp.GetHeld()}
-		}()
 	}
 	var best *answer
-	for range others {
-		a := <-answers
-		if a.held && a.made < before.UnixNano() && (best == nil || a.made < best.made) {
-			best = &a
+	for a := range ask(ctx, p, func(ctx context.Context, c peerv1.SessionServiceClient) (answer, error) {
+		resp, err := c.OldestConnection(ctx, &peerv1.OldestConnectionRequest{ClientGuid: guid[:]})
+		if err == nil && !resp.GetHeld() {
+			err = errNotHeld
+		}
+		return answer{c, resp.GetMadeUnixNano()}, err
+	}) {
+		if a.Err == nil && a.Resp.made < before.UnixNano() && (best == nil || a.Resp.made < best.made) {
+			best = &a.Resp
 		}
 	}
 	if best == nil {
@@ -45,6 +39,9 @@ func (p *Peers) SendLeaseBreak(ctx context.Context, guid [16]byte, before time.T
 	})
 	return err == nil && resp.GetSent()
 }
+
+// errNotHeld is a node's answer that it has no connection of the client.
+var errNotHeld = errors.New("handoff: no connection of the client")
 
 // OldestConnection implements peerv1.SessionServiceServer.
 func (sv *Service) OldestConnection(ctx context.Context, req *peerv1.OldestConnectionRequest) (*peerv1.OldestConnectionResponse, error) {

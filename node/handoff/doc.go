@@ -25,5 +25,11 @@
 // A Peers is the node's server.SessionPeers (the arrival side) and, with
 // Service, serves the other nodes (the home side) over
 // proto/smbcluster/peer/v1's SessionService, on the node-to-node gRPC
-// server and its mutual TLS.
+// server and its mutual TLS. It calls the other nodes over the node's one
+// transport (node/mesh), whose NodeGone ends the relays to a node whose
+// incarnation ended.
+//
+// Invariant: a connection is served by one node at a time — the arrival
+// node only carries the bytes of a connection it handed over, and the
+// home node alone runs its requests, under the session's one table.
 package handoff

@@ -4,41 +4,37 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/handoff"
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // hosts are a home node and arrival nodes, each serving DiskShareName from
 // a share root of its own (tracked: its open files and flushes are
 // counted), the arrival nodes handing binding connections over to the
-// home node through real gRPC.
+// home node through gRPC on an in-memory mesh.
 type hosts struct {
 	home     *servertest.Server
 	arrivals []*servertest.Server
-	peers    []*handoff.Peers // the arrival nodes'
+	meshes   []*mesh.Mesh // the arrival nodes'
 }
 
 func newHosts(t *testing.T, homeRoot string, arrivalRoots ...string) *hosts {
 	t.Helper()
-	dial := func(addr string) (*grpc.ClientConn, error) {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	homePeers := handoff.New("home", func() map[string]string { return nil }, dial, nil)
+	mem := mesh.NewMemory()
+	l := mem.Listen("home")
+	homeMesh := mesh.New("home", func() map[string]string { return nil }, mem.Dial, nil)
+	t.Cleanup(homeMesh.Close)
+	homePeers := handoff.New(homeMesh, nil)
 	g := grpc.NewServer()
 	peerv1.RegisterSessionServiceServer(g, homePeers.Service())
 	go g.Serve(l)
@@ -46,11 +42,12 @@ func newHosts(t *testing.T, homeRoot string, arrivalRoots ...string) *hosts {
 	n := &hosts{home: servertest.Start(t, servertest.Options{DiskRoot: homeRoot, TrackDisk: true})}
 	homePeers.Attach(n.home.Server)
 	for i, root := range arrivalRoots {
-		peers := handoff.New(fmt.Sprintf("arrival%d", i), func() map[string]string { return map[string]string{"home": l.Addr().String()} }, dial, nil)
-		t.Cleanup(peers.Close)
+		m := mesh.New(fmt.Sprintf("arrival%d", i), func() map[string]string { return map[string]string{"home": l.Addr().String()} }, mem.Dial, nil)
+		t.Cleanup(m.Close)
+		peers := handoff.New(m, nil)
 		a := servertest.Start(t, servertest.Options{DiskRoot: root, TrackDisk: true, Configure: func(c *server.Config) { c.SessionPeers = peers }})
 		peers.Attach(a.Server)
-		n.arrivals, n.peers = append(n.arrivals, a), append(n.peers, peers)
+		n.arrivals, n.meshes = append(n.arrivals, a), append(n.meshes, m)
 	}
 	return n
 }
@@ -314,7 +311,7 @@ func TestFlushCoversEveryNode(t *testing.T) {
 	if _, err := c0.Write(fid, 4*chunk, data[4*chunk:]); err != nil {
 		t.Fatal(err)
 	}
-	n.peers[0].Close()
+	n.meshes[0].Close()
 	waitFor(t, "the channel through arrival node 0 to end", func() bool { return channels(n.home, first.Session.ID) == 1 })
 	if err := flush(t, first, fid); err != smb2.StatusUnexpectedIOError {
 		t.Errorf("FLUSH after the arrival node that wrote was lost: %v, want STATUS_UNEXPECTED_IO_ERROR", err)

@@ -5,19 +5,18 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/handoff"
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // pair is two nodes over one directory: home holds the sessions, arrival
@@ -25,7 +24,7 @@ import (
 type pair struct {
 	home, arrival *servertest.Server
 	dir           string
-	arrivalPeers  *handoff.Peers
+	arrivalMesh   *mesh.Mesh
 }
 
 func newPair(t testing.TB, opts servertest.Options) *pair {
@@ -38,20 +37,18 @@ func newPair(t testing.TB, opts servertest.Options) *pair {
 func newPairMounts(t testing.TB, opts servertest.Options, arrivalMount string) *pair {
 	t.Helper()
 	dir := t.TempDir()
-	dial := func(addr string) (*grpc.ClientConn, error) {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	homePeers := handoff.New("home", func() map[string]string { return nil }, dial, nil)
+	mem := mesh.NewMemory()
+	l := mem.Listen("home")
+	homeMesh := mesh.New("home", func() map[string]string { return nil }, mem.Dial, nil)
+	t.Cleanup(homeMesh.Close)
+	homePeers := handoff.New(homeMesh, nil)
 	g := grpc.NewServer()
 	peerv1.RegisterSessionServiceServer(g, homePeers.Service())
 	go g.Serve(l)
 	t.Cleanup(g.Stop)
-	arrivalPeers := handoff.New("arrival", func() map[string]string { return map[string]string{"home": l.Addr().String()} }, dial, nil)
-	t.Cleanup(arrivalPeers.Close)
+	arrivalMesh := mesh.New("arrival", func() map[string]string { return map[string]string{"home": l.Addr().String()} }, mem.Dial, nil)
+	t.Cleanup(arrivalMesh.Close)
+	arrivalPeers := handoff.New(arrivalMesh, nil)
 
 	opts.DiskRoot = dir
 	home := servertest.Start(t, opts)
@@ -66,7 +63,7 @@ func newPairMounts(t testing.TB, opts servertest.Options, arrivalMount string) *
 	opts.DiskMount = arrivalMount
 	arrival := servertest.Start(t, opts)
 	arrivalPeers.Attach(arrival.Server)
-	return &pair{home: home, arrival: arrival, dir: dir, arrivalPeers: arrivalPeers}
+	return &pair{home: home, arrival: arrival, dir: dir, arrivalMesh: arrivalMesh}
 }
 
 // bind makes a session on the home node and binds a channel through the

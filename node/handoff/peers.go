@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/server"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
@@ -18,124 +19,50 @@ import (
 // Peers finds sessions on the other nodes and hands connections to them.
 // It is safe for concurrent use.
 type Peers struct {
-	self  string
-	nodes func() map[string]string // live nodes' node-to-node addresses, by name
-	dial  func(addr string) (*grpc.ClientConn, error)
-	log   *slog.Logger
-	srv   atomic.Pointer[server.Server]
+	mesh *mesh.Mesh // the connections to the other nodes
+	log  *slog.Logger
+	srv  atomic.Pointer[server.Server]
 
 	mu      sync.Mutex
-	conns   map[string]*grpc.ClientConn // by address
-	addrs   map[string]string           // the address each node was reached at, by name
-	adopted map[uint64]*server.Adopted  // handed-over connections served here, by relay id
+	adopted map[uint64]*server.Adopted // handed-over connections served here, by relay id
 }
 
-// New returns the Peers of node self. nodes lists the live nodes'
-// node-to-node addresses by name (self included or not); dial connects to
-// one with the cluster's transport credentials.
-func New(self string, nodes func() map[string]string, dial func(addr string) (*grpc.ClientConn, error), log *slog.Logger) *Peers {
+// New returns the Peers of the node whose mesh is m.
+func New(m *mesh.Mesh, log *slog.Logger) *Peers {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Peers{self: self, nodes: nodes, dial: dial, log: log, conns: map[string]*grpc.ClientConn{}, addrs: map[string]string{}, adopted: map[uint64]*server.Adopted{}}
+	return &Peers{mesh: m, log: log, adopted: map[uint64]*server.Adopted{}}
 }
 
 // Attach sets the server whose sessions the Service offers the other
 // nodes. Until then the node holds no session for them.
 func (p *Peers) Attach(s *server.Server) { p.srv.Store(s) }
 
-// Close closes the connections to the other nodes.
-func (p *Peers) Close() {
-	p.mu.Lock()
-	conns := p.conns
-	p.conns = map[string]*grpc.ClientConn{}
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
-}
-
-// NodeGone closes the connection to node name, whose incarnation ended:
-// the relays to it end with it (a handed-over channel's client connection
-// closes, its client reconnects) instead of waiting on a node that was
-// stopped rather than killed.
-func (p *Peers) NodeGone(name string) {
-	p.mu.Lock()
-	addr, ok := p.addrs[name]
-	c := p.conns[addr]
-	delete(p.addrs, name)
-	if ok {
-		delete(p.conns, addr)
-	}
-	p.mu.Unlock()
-	if c != nil {
-		p.log.Info("closing the session relays to a node gone", "node", name)
-		c.Close()
-	}
-}
-
-func (p *Peers) client(addr string) (peerv1.SessionServiceClient, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c, ok := p.conns[addr]
-	if !ok {
-		var err error
-		if c, err = p.dial(addr); err != nil {
-			return nil, err
-		}
-		p.conns[addr] = c
-	}
-	return peerv1.NewSessionServiceClient(c), nil
-}
-
-// others returns the other live nodes' clients, by name.
-func (p *Peers) others() map[string]peerv1.SessionServiceClient {
-	out := map[string]peerv1.SessionServiceClient{}
-	for name, addr := range p.nodes() {
-		if name == p.self {
-			continue
-		}
-		p.mu.Lock()
-		p.addrs[name] = addr
-		p.mu.Unlock()
-		if c, err := p.client(addr); err == nil {
-			out[name] = c
-		}
-	}
-	return out
+// ask asks the session services of every other live node at once
+// (mesh.Broadcast).
+func ask[T any](ctx context.Context, p *Peers, call func(context.Context, peerv1.SessionServiceClient) (T, error)) iter.Seq[mesh.Answer[T]] {
+	return mesh.Broadcast(ctx, p.mesh, nil, 0, func(ctx context.Context, cc grpc.ClientConnInterface) (T, error) {
+		return call(ctx, peerv1.NewSessionServiceClient(cc))
+	})
 }
 
 // find asks every other live node at once whether it holds session id and
 // returns the first that does.
 func (p *Peers) find(ctx context.Context, id uint64) (string, peerv1.SessionServiceClient, error) {
-	others := p.others()
-	if len(others) == 0 {
-		return "", nil, server.ErrNoSession
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type answer struct {
-		name string
-		err  error
-	}
-	answers := make(chan answer, len(others))
-	for name, c := range others {
-		go func() {
-			resp, err := c.Find(ctx, &peerv1.FindSessionRequest{SessionId: id})
-			if err == nil && !resp.GetHeld() {
-				err = server.ErrNoSession
-			}
-			answers <- answer{name, err}
-		}()
-	}
 	var errs []error
-	for range others {
-		a := <-answers
-		if a.err == nil {
-			return a.name, others[a.name], nil
+	for a := range ask(ctx, p, func(ctx context.Context, c peerv1.SessionServiceClient) (peerv1.SessionServiceClient, error) {
+		resp, err := c.Find(ctx, &peerv1.FindSessionRequest{SessionId: id})
+		if err == nil && !resp.GetHeld() {
+			err = server.ErrNoSession
 		}
-		if !errors.Is(a.err, server.ErrNoSession) {
-			errs = append(errs, fmt.Errorf("%s: %w", a.name, a.err))
+		return c, err
+	}) {
+		if a.Err == nil {
+			return a.Node, a.Resp, nil
+		}
+		if !errors.Is(a.Err, server.ErrNoSession) && !errors.Is(a.Err, mesh.ErrGone) {
+			errs = append(errs, fmt.Errorf("%s: %w", a.Node, a.Err))
 		}
 	}
 	if len(errs) > 0 {
@@ -159,9 +86,9 @@ func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState)
 		return nil, err
 	}
 	if st.Node == "" {
-		st.Node = p.self
+		st.Node = p.mesh.Self()
 	}
-	h := handoffProto(st)
+	h := handoffPB(st)
 	h.RelayId = rand.Uint64()
 	if err := stream.Send(&peerv1.RelayMessage{Handoff: h}); err != nil {
 		cancel()
@@ -173,17 +100,14 @@ func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState)
 
 // EndPrevious implements server.SessionPeers: every other node is asked.
 func (p *Peers) EndPrevious(ctx context.Context, id uint64, user string, newID uint64) {
-	var wg sync.WaitGroup
-	for name, c := range p.others() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := c.EndPrevious(ctx, &peerv1.EndPreviousRequest{SessionId: id, User: user, NewSessionId: newID}); err != nil {
-				p.log.Info("ending a previous session", "node", name, "session", fmt.Sprintf("%#x", id), "err", err)
-			}
-		}()
+	req := &peerv1.EndPreviousRequest{SessionId: id, User: user, NewSessionId: newID}
+	for a := range ask(ctx, p, func(ctx context.Context, c peerv1.SessionServiceClient) (*peerv1.EndPreviousResponse, error) {
+		return c.EndPrevious(ctx, req)
+	}) {
+		if a.Err != nil && !errors.Is(a.Err, mesh.ErrGone) {
+			p.log.Info("ending a previous session", "node", a.Node, "session", fmt.Sprintf("%#x", id), "err", a.Err)
+		}
 	}
-	wg.Wait()
 }
 
 // clientRelay is the arrival node's end of a Relay stream.
@@ -245,7 +169,7 @@ func (r *clientRelay) RemoteFile(ctx context.Context, sid uint64, tid uint32, fi
 	if err != nil {
 		return server.RemoteFileName{}, err
 	}
-	return server.RemoteFileName{OK: resp.GetOk(), Share: resp.GetShare(), Path: resp.GetPath(), ID: resp.GetFileId(), Mount: resp.GetMount()}, nil
+	return remoteFileOf(resp), nil
 }
 
 func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, fileID uint64, sealed bool) (server.RemoteRead, error) {
@@ -253,11 +177,7 @@ func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, fileID uint64,
 	if err != nil {
 		return server.RemoteRead{}, err
 	}
-	return server.RemoteRead{
-		Forward: resp.GetForward(), Answered: resp.GetAnswered(), Head: resp.GetHead(),
-		Inode: resp.GetInode(), Off: resp.GetOffset(), N: int(resp.GetLength()),
-		SignAlg: uint16(resp.GetSigningAlgorithm()), SignKey: resp.GetSigningKey(), Seal: resp.GetSeal(),
-	}, nil
+	return remoteReadOf(resp), nil
 }
 
 func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.SessionKeys, error) {
@@ -265,9 +185,7 @@ func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.Sessi
 	if err != nil {
 		return server.SessionKeys{}, err
 	}
-	return server.SessionKeys{OK: resp.GetOk(), Dialect: uint16(resp.GetDialect()), Cipher: uint16(resp.GetCipher()),
-		ServerIn: resp.GetServerInKey(), ServerOut: resp.GetServerOutKey(),
-		ChannelAlg: uint16(resp.GetChannelSigningAlgorithm()), ChannelKey: resp.GetChannelSigningKey()}, nil
+	return sessionKeysOf(resp), nil
 }
 
 func (r *clientRelay) CloseSend(flushed bool) error {
@@ -282,72 +200,6 @@ func (r *clientRelay) CloseSend(flushed bool) error {
 }
 
 func (r *clientRelay) Close() { r.cancel() }
-
-func handoffProto(st *server.HandoffState) *peerv1.Handoff {
-	h := &peerv1.Handoff{
-		Dialect: uint32(st.Dialect), ClientGuid: st.ClientGUID[:], ClientCapabilities: st.ClientCaps,
-		ClientSecurityMode: uint32(st.ClientSecMode), ServerSecurityMode: uint32(st.ServerSecMode),
-		ServerCapabilities: st.ServerCaps, Cipher: uint32(st.Cipher), SigningAlgorithm: uint32(st.SigningAlg),
-		SigningChosen: st.SigningChosen, PreauthHash: st.Preauth[:], CreditsLow: st.CreditsLow,
-		CreditsHigh: st.CreditsHigh, CreditsUsed: st.CreditsUsed, ClientAddr: st.ClientAddr,
-		LocalAddr: st.LocalAddr, Node: st.Node, CreditsAtRelay: st.CreditsAtRelay,
-	}
-	for _, d := range st.ClientDialects {
-		h.ClientDialects = append(h.ClientDialects, uint32(d))
-	}
-	for _, m := range st.Sessions {
-		ms := &peerv1.MovedSession{
-			SessionId: m.ID, User: m.User, Domain: m.Domain, Guest: m.Guest, Anonymous: m.Anonymous,
-			Dialect: uint32(m.Dialect), ClientGuid: m.ClientGUID[:], Cipher: uint32(m.Cipher),
-			SigningAlgorithm: uint32(m.SigningAlg), SessionKey: m.SessionKey, SigningKey: m.Keys.Signing,
-			ServerInKey: m.Keys.ServerIn, ServerOutKey: m.Keys.ServerOut, ApplicationKey: m.Keys.Application,
-			SigningRequired: m.SigningRequired, EncryptData: m.EncryptData, CreatedUnixNano: m.CreatedAt.UnixNano(),
-			NextTree: m.NextTree, ChannelSigningAlgorithm: uint32(m.ChannelAlg), ChannelSigningKey: m.ChannelKey,
-		}
-		for _, t := range m.Trees {
-			ms.Trees = append(ms.Trees, &peerv1.MovedTree{TreeId: t.ID, Share: t.Share, MaximalAccess: t.MaximalAccess, EncryptData: t.EncryptData})
-		}
-		h.Sessions = append(h.Sessions, ms)
-	}
-	return h
-}
-
-func handoffState(h *peerv1.Handoff) (*server.HandoffState, error) {
-	if len(h.GetClientGuid()) != 16 || len(h.GetPreauthHash()) != 64 {
-		return nil, errors.New("handoff: malformed connection state")
-	}
-	st := &server.HandoffState{
-		Dialect: uint16(h.GetDialect()), ClientCaps: h.GetClientCapabilities(),
-		ClientSecMode: uint16(h.GetClientSecurityMode()), ServerSecMode: uint16(h.GetServerSecurityMode()),
-		ServerCaps: h.GetServerCapabilities(), Cipher: uint16(h.GetCipher()), SigningAlg: uint16(h.GetSigningAlgorithm()),
-		SigningChosen: h.GetSigningChosen(), CreditsLow: h.GetCreditsLow(), CreditsHigh: h.GetCreditsHigh(),
-		CreditsUsed: h.GetCreditsUsed(), ClientAddr: h.GetClientAddr(), LocalAddr: h.GetLocalAddr(), Node: h.GetNode(),
-		CreditsAtRelay: h.GetCreditsAtRelay(),
-	}
-	copy(st.ClientGUID[:], h.GetClientGuid())
-	copy(st.Preauth[:], h.GetPreauthHash())
-	for _, d := range h.GetClientDialects() {
-		st.ClientDialects = append(st.ClientDialects, uint16(d))
-	}
-	for _, ms := range h.GetSessions() {
-		m := server.MovedSession{
-			ID: ms.GetSessionId(), User: ms.GetUser(), Domain: ms.GetDomain(), Guest: ms.GetGuest(), Anonymous: ms.GetAnonymous(),
-			Dialect: uint16(ms.GetDialect()), Cipher: uint16(ms.GetCipher()), SigningAlg: uint16(ms.GetSigningAlgorithm()),
-			SessionKey: ms.GetSessionKey(), SigningRequired: ms.GetSigningRequired(), EncryptData: ms.GetEncryptData(),
-			CreatedAt: time.Unix(0, ms.GetCreatedUnixNano()), NextTree: ms.GetNextTree(),
-			ChannelAlg: uint16(ms.GetChannelSigningAlgorithm()), ChannelKey: ms.GetChannelSigningKey(),
-		}
-		m.Keys.Signing, m.Keys.ServerIn, m.Keys.ServerOut, m.Keys.Application = ms.GetSigningKey(), ms.GetServerInKey(), ms.GetServerOutKey(), ms.GetApplicationKey()
-		if copy(m.ClientGUID[:], ms.GetClientGuid()) != 16 {
-			return nil, errors.New("handoff: malformed moved session")
-		}
-		for _, t := range ms.GetTrees() {
-			m.Trees = append(m.Trees, server.MovedTree{ID: t.GetTreeId(), Share: t.GetShare(), MaximalAccess: t.GetMaximalAccess(), EncryptData: t.GetEncryptData()})
-		}
-		st.Sessions = append(st.Sessions, m)
-	}
-	return st, nil
-}
 
 func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, fileID uint64, sealed, verified bool) (server.WriteExchange, error) {
 	ctx, cancel := context.WithCancel(ctx) // ends the stream, however the exchange ends
@@ -376,10 +228,7 @@ func (x writeExchange) Next() (server.WriteStep, error) {
 	if err != nil {
 		return server.WriteStep{}, err
 	}
-	return server.WriteStep{
-		Write: m.GetWrite(), Inode: m.GetInode(), Off: m.GetOffset(), N: int(m.GetLength()), Sync: m.GetSync(),
-		SendData: m.GetSendData(), Answered: m.GetAnswered(), Forward: m.GetForward(),
-	}, nil
+	return writeStepOf(m), nil
 }
 
 func (x writeExchange) Written(n int, err error) error {

@@ -12,29 +12,24 @@ import (
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/handoff"
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/servertest"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // newNodes starts n nodes over one directory, each able to hand
-// connections to the others over real gRPC.
+// connections to the others over gRPC on an in-memory mesh.
 func newNodes(t *testing.T, n int, opts servertest.Options) ([]*servertest.Server, string) {
 	t.Helper()
 	dir := t.TempDir()
-	dial := func(addr string) (*grpc.ClientConn, error) {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	}
+	mem := mesh.NewMemory()
 	addrs := map[string]string{}
 	var ls []net.Listener
 	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mem.Listen(fmt.Sprintf("node%d", i+1))
 		ls = append(ls, l)
 		addrs[fmt.Sprintf("node%d", i+1)] = l.Addr().String()
 	}
@@ -48,8 +43,9 @@ func newNodes(t *testing.T, n int, opts servertest.Options) ([]*servertest.Serve
 				others[name] = a
 			}
 		}
-		peers := handoff.New(self, func() map[string]string { return others }, dial, nil)
-		t.Cleanup(peers.Close)
+		m := mesh.New(self, func() map[string]string { return others }, mem.Dial, nil)
+		t.Cleanup(m.Close)
+		peers := handoff.New(m, nil)
 		g := grpc.NewServer()
 		peerv1.RegisterSessionServiceServer(g, peers.Service())
 		go g.Serve(ls[i])
@@ -243,7 +239,7 @@ func TestNodeGoneEndsItsRelays(t *testing.T) {
 	if err := second.Echo(); err != nil {
 		t.Fatal(err)
 	}
-	p.arrivalPeers.NodeGone("home")
+	p.arrivalMesh.NodeGone("home")
 	if err := second.WaitClosed(); err != nil {
 		t.Fatalf("the handed-over channel after its home node was declared gone: %v", err)
 	}

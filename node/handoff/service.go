@@ -19,7 +19,8 @@ import (
 
 // Service answers the other nodes: it is the home side of a handoff.
 type Service struct {
-	peerv1.UnimplementedSessionServiceServer
+	// Unsafe: a new RPC fails the build until it is served here.
+	peerv1.UnsafeSessionServiceServer
 	p *Peers
 }
 
@@ -50,10 +51,7 @@ func (sv *Service) RemoteRead(ctx context.Context, req *peerv1.RemoteReadRequest
 		return &peerv1.RemoteReadResponse{Forward: true}, nil
 	}
 	rr := a.ServeRemoteRead(req.GetPdu(), req.GetFileId(), req.GetSealed())
-	return &peerv1.RemoteReadResponse{
-		Forward: rr.Forward, Answered: rr.Answered, Head: rr.Head, Inode: rr.Inode,
-		Offset: rr.Off, Length: uint32(rr.N), SigningAlgorithm: uint32(rr.SignAlg), SigningKey: rr.SignKey, Seal: rr.Seal,
-	}, nil
+	return remoteReadPB(rr), nil
 }
 
 // RemoteFile implements peerv1.SessionServiceServer (server.Adopted.RemoteFile).
@@ -65,7 +63,7 @@ func (sv *Service) RemoteFile(ctx context.Context, req *peerv1.RemoteFileRequest
 		return &peerv1.RemoteFileResponse{}, nil
 	}
 	n := a.RemoteFile(req.GetSessionId(), req.GetTreeId(), req.GetFileId())
-	return &peerv1.RemoteFileResponse{Ok: n.OK, Share: n.Share, Path: n.Path, FileId: n.ID, Mount: n.Mount}, nil
+	return remoteFilePB(n), nil
 }
 
 // SessionKeys implements peerv1.SessionServiceServer (server.Adopted.SessionKeys).
@@ -77,9 +75,7 @@ func (sv *Service) SessionKeys(ctx context.Context, req *peerv1.SessionKeysReque
 		return &peerv1.SessionKeysResponse{}, nil
 	}
 	k := a.SessionKeys(req.GetSessionId())
-	return &peerv1.SessionKeysResponse{Ok: k.OK, Dialect: uint32(k.Dialect), Cipher: uint32(k.Cipher),
-		ServerInKey: k.ServerIn, ServerOutKey: k.ServerOut,
-		ChannelSigningAlgorithm: uint32(k.ChannelAlg), ChannelSigningKey: k.ChannelKey}, nil
+	return sessionKeysPB(k), nil
 }
 
 // Relay implements peerv1.SessionServiceServer: the handed-over
@@ -93,7 +89,7 @@ func (sv *Service) Relay(stream peerv1.SessionService_RelayServer) error {
 	if err != nil {
 		return err
 	}
-	st, err := handoffState(first.GetHandoff())
+	st, err := handoffOf(first.GetHandoff())
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}

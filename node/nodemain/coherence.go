@@ -13,6 +13,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/cluster"
 	"github.com/smbcluster/smbcluster/node/handoff"
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/metrics"
 	"github.com/smbcluster/smbcluster/node/peer"
 	"github.com/smbcluster/smbcluster/node/server"
@@ -80,9 +81,12 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	log = log.With("component", "peer")
 	shards := cluster.NewShardMap(cli, cfg.Name, l.Addr().String(), log)
 	// Mutual TLS under a CA derived from the cluster secret (peer/tls.go).
-	router := peer.New(shards, table, locks, func(addr string) (*grpc.ClientConn, error) {
+	// One connection to each other node, shared by the peer and session
+	// services (node/mesh).
+	nodes := mesh.New(cfg.Name, shards.Peers, func(addr string) (*grpc.ClientConn, error) {
 		return grpc.NewClient(addr, append(append(peerDialOptions(m), peerLiveness...), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))...)
 	}, log)
+	router := peer.New(shards, table, locks, nodes, log)
 	if m != nil {
 		router.Observe(m.Peer) // Admit, Call and Wait over the exchange
 		m.CountPeerCalls(router.Stats().Sent, router.Stats().Local.Load)
@@ -99,13 +103,11 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 	peerv1.RegisterPeerServiceServer(srv, router.Service())
 	// A channel bound through this node to another node's session is
 	// handed to that node (node/handoff).
-	sessions := handoff.New(cfg.Name, shards.Peers, func(addr string) (*grpc.ClientConn, error) {
-		return grpc.NewClient(addr, append(peerLiveness, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))...)
-	}, log)
+	sessions := handoff.New(nodes, log)
 	peerv1.RegisterSessionServiceServer(srv, sessions.Service())
 	shards.NodeGone = func(node string, keep uint64) {
 		router.DropNode(node, keep)
-		sessions.NodeGone(node) // an incarnation's end: its relays end too
+		nodes.NodeGone(node) // an incarnation's end: its calls and relays end too
 	}
 	go srv.Serve(l)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -123,7 +125,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 			srv.Stop()
 			peerRouters.remove(router)
 			router.Close()
-			sessions.Close()
+			nodes.Close()
 			cli.Close()
 		},
 	}, nil
@@ -230,7 +232,7 @@ func (s *routerSet) delegated() uint64 {
 // seconds after the opens that earned it, so bench/cluster.sh takes them
 // out of a run's calls when it tells a file's owner.
 func (s *routerSet) returns() uint64 {
-	return s.sum(func(st *peer.Stats) uint64 { return st.ByOp[peerv1.Op_OP_RETURN].Load() })
+	return s.sum(func(st *peer.Stats) uint64 { return st.ByOp[peer.OpReturn].Load() })
 }
 
 // sum adds f of the live routers' counters.
@@ -252,11 +254,7 @@ func (s *routerSet) byOp() map[string]uint64 {
 	for r := range s.set {
 		for op := range r.Stats().ByOp {
 			if n := r.Stats().ByOp[op].Load(); n > 0 {
-				name := peerv1.Op(op).String()
-				if op == 0 {
-					name = "ADMIT"
-				}
-				out[name] += n
+				out[peer.Op(op).String()] += n
 			}
 		}
 	}

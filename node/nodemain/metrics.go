@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/smbcluster/smbcluster/node/metrics"
 	"github.com/smbcluster/smbcluster/node/server"
 	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	statev1 "github.com/smbcluster/smbcluster/proto/smbcluster/state/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -147,25 +149,34 @@ func etcdDialOptions(m *metrics.Node) []grpc.DialOption {
 	if m == nil {
 		return nil
 	}
-	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(timeUnary(m.Etcd))}
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(timeUnary(func(method string, d time.Duration, err error) {
+		m.Etcd(path.Base(method), d, err)
+	}))}
 }
 
-// peerDialOptions time the node-to-node unary calls (Deliver, Held,
-// Watch, Notify); Admit, Call and Wait travel on the Exchange stream and
-// are timed by the router (peer.Router.Observe).
+// peerDialOptions time the node-to-node unary calls of the peer service
+// (Deliver, Held, Watch, Notify); Admit, Call and Wait travel on the
+// Exchange stream and are timed by the router (peer.Router.Observe). The
+// session service's calls share the connection (node/mesh), untimed.
 func peerDialOptions(m *metrics.Node) []grpc.DialOption {
 	if m == nil {
 		return nil
 	}
-	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(timeUnary(m.Peer))}
+	record := func(method string, d time.Duration, err error) {
+		if strings.HasPrefix(method, "/"+peerv1.PeerService_ServiceDesc.ServiceName+"/") {
+			m.Peer(path.Base(method), d, err)
+		}
+	}
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(timeUnary(record))}
 }
 
-// timeUnary is a unary client interceptor that tells record of each call.
+// timeUnary is a unary client interceptor that tells record of each call
+// (its full method name).
 func timeUnary(record func(method string, d time.Duration, err error)) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
-		record(path.Base(method), time.Since(start), err)
+		record(method, time.Since(start), err)
 		return err
 	}
 }

@@ -28,9 +28,9 @@ func twoTLSNodes(tb testing.TB) (a, b *Router) {
 		}
 		peers[name] = l.Addr().String()
 		rt := &staticRoutes{self: name, owner: "a", peers: peers}
-		r := New(rt, state.NewTable(), state.NewLockTable(), func(addr string) (*grpc.ClientConn, error) {
+		r := newRouter(tb, rt, func(addr string) (*grpc.ClientConn, error) {
 			return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(ct)))
-		}, nil)
+		})
 		srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(st)))
 		peerv1.RegisterPeerServiceServer(srv, r.Service())
 		go srv.Serve(l)

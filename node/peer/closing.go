@@ -24,7 +24,7 @@ import (
 // caching than asked (the open leaves the table and is admitted again),
 // a rename, an access check, "sole open", "stream open", "open below" —
 // it asks the nodes that hold opens of the file to flush (Deliver flush:
-// each sends an OP_FLUSH after its closes on their way, if it has any,
+// each sends a FlushOp after its closes on their way, if it has any,
 // and answers once it is answered), and waits for the closes it is
 // serving itself (leaving: a proxy out of the holders, not yet out of the
 // table), then checks again. The asking node's own closes precede its request on the same
@@ -62,12 +62,12 @@ func (r *Router) dropLater(o *state.Open) bool {
 	if !ok {
 		return false
 	}
-	req := &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_DROP, Ref: r.ref(o), Key: keyPB(o.Key)}
+	req := &peerv1.CallRequest{Route: t.route, Key: keyPB(o.Key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: r.ref(o)}}}
 	r.unhold(o)
 	if !t.mx.post(req) {
 		return false
 	}
-	r.stats.call(peerv1.Op_OP_DROP)
+	r.stats.call(OpDrop)
 	r.stats.Posted.Add(1)
 	return true
 }
@@ -92,7 +92,7 @@ func (r *Router) closeLater(o *state.Open, req *peerv1.CallRequest, local func()
 		}
 		resp, err := r.call(o.Key, local, req)
 		if err == nil {
-			if resp != nil && (resp.On || resp.DeletePending) {
+			if resp.GetDrop().GetDeleteStream() || resp.GetDrop().GetDeleteFile() || resp.GetRemove().GetDeletePending() {
 				r.log.Warn("a close sent again found its file to delete; it stays", "file", keyString(o.Key))
 			}
 			r.log.Info("a close that had not reached the file's owner reached it", "file", keyString(o.Key), "attempts", attempt+1)
@@ -126,11 +126,11 @@ func (r *Router) dropped(key state.FileKey) {
 
 // post serves a close that wants no answer (Envelope.drops).
 func (sv *Service) post(ctx context.Context, req *peerv1.CallRequest) {
-	if req.GetOp() != peerv1.Op_OP_DROP {
+	if req.GetDrop() == nil {
 		return
 	}
 	resp, err := sv.Call(ctx, req)
-	if err == nil && resp != nil && (resp.On || resp.DeletePending) {
+	if d := resp.GetDrop(); err == nil && (d.GetDeleteStream() || d.GetDeleteFile()) {
 		// Cannot happen while delete pending notices hold (closing.go).
 		sv.r.log.Error("a close that did not wait deleted something", "file", keyString(keyOf(req.Key)))
 	}

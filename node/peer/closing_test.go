@@ -99,9 +99,9 @@ func gatedNodes(t *testing.T, g *gate) (a, b *Router) {
 		}
 		peers[name] = l.Addr().String()
 		rt := &staticRoutes{self: name, owner: "a", peers: peers}
-		r := New(rt, state.NewTable(), state.NewLockTable(), func(addr string) (*grpc.ClientConn, error) {
+		r := newRouter(t, rt, func(addr string) (*grpc.ClientConn, error) {
 			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		}, nil)
+		})
 		var opts []grpc.ServerOption
 		if name == "a" {
 			opts = append(opts, grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
@@ -251,10 +251,11 @@ func TestCloseSentAgain(t *testing.T) {
 	if err := b.Lock(ob, []state.Lock{{Offset: 0, Length: 1, Exclusive: true}}); err != nil {
 		t.Fatal(err)
 	}
-	req := &peerv1.CallRequest{Op: peerv1.Op_OP_DROP, Ref: b.ref(ob), Key: keyPB(key)}
+	ref := b.ref(ob)
+	req := &peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: ref}}}
 	b.unhold(ob) // as Drop does when its call failed
 	b.closeLater(ob, req, func() { b.table.Drop(ob) })
-	if a.lookup(req.Ref) != nil {
+	if a.lookup(ref) != nil {
 		t.Fatal("the owner still has the open after the close was sent again")
 	}
 	oa := open(key, rw, 0, newBreaks())

@@ -26,7 +26,7 @@ import (
 // access is within A and whose share mode admits at least S: each is
 // compatible with whatever the owner found compatible with the
 // delegation. Their closes are local too. The holder returns the
-// delegation (OP_RETURN, on its Exchange stream to the owner) after
+// delegation (ReturnDelegationOp, on its Exchange stream to the owner) after
 // delegIdle without opens under it, when it holds maxDelegs, when the
 // shard assignment it was granted under changed, or when one of its
 // delegated opens needs the owner (a lock, delete on close, a rename,
@@ -253,22 +253,22 @@ func (r *Router) finishReturn(d *deleg) bool {
 	return ok
 }
 
-// returnAt sends OP_RETURN of delegation id of key with opens to the owner at
-// t. An owner that no longer owns the shard at t's assignment has no
+// returnAt sends a ReturnDelegationOp of delegation id of key with opens
+// to the owner at t. An owner that no longer owns the shard at t's assignment has no
 // delegation to take back (the new owner learns the opens from Held);
 // one that cannot be reached is tried again while the assignment holds.
 // It reports whether the owner took the delegation back (or no longer
 // owns the shard at that assignment).
 func (r *Router) returnAt(t target, key state.FileKey, id uint64, opens []*state.Open) bool {
-	req := &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_RETURN, Key: keyPB(key),
-		Ref: &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), Id: id}}
+	op := &peerv1.ReturnDelegationOp{Delegation: &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), Id: id}}
 	for _, o := range opens {
-		req.Opens = append(req.Opens, openDesc(o, r.ref(o)))
+		op.Opens = append(op.Opens, openDesc(o, r.ref(o)))
 	}
+	req := &peerv1.CallRequest{Route: t.route, Key: keyPB(key), Op: &peerv1.CallRequest_ReturnDelegation{ReturnDelegation: op}}
 	for try := 0; ; try++ {
 		changed := r.routes.Changed()
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		r.stats.call(peerv1.Op_OP_RETURN)
+		r.stats.call(OpReturn)
 		_, err := t.mx.call(ctx, req)
 		cancel()
 		if err == nil || status.Code(err) == codes.FailedPrecondition {
@@ -492,9 +492,9 @@ func (r *Router) dropGrant(key state.FileKey, k refKey) {
 	}
 }
 
-// takeBack serves OP_RETURN: the returned opens become proxies, then the
-// delegation's stand-in leaves.
-func (r *Router) takeBack(key state.FileKey, req *peerv1.CallRequest) {
+// takeBack serves a ReturnDelegationOp: the returned opens become
+// proxies, then the delegation's stand-in leaves.
+func (r *Router) takeBack(key state.FileKey, req *peerv1.ReturnDelegationOp) {
 	for _, d := range req.Opens {
 		if keyOf(d.GetKey()) != key {
 			continue
@@ -506,7 +506,7 @@ func (r *Router) takeBack(key state.FileKey, req *peerv1.CallRequest) {
 		r.table.Restore(o, state.Caching{}, false, false)
 		r.setIn(o)
 	}
-	ref := req.GetRef()
+	ref := req.GetDelegation()
 	r.dropGrant(key, refKey{ref.GetNode(), ref.GetEpoch(), ref.GetId()})
 }
 
@@ -545,16 +545,14 @@ func (r *Router) recallKey(key state.FileKey) bool {
 func (r *Router) recall(key state.FileKey, k refKey, g *grant) {
 	r.stats.Recalled.Add(1)
 	ok := false
-	if addr := r.routes.Peers()[k.node]; addr != "" {
-		if cli, err := r.client(addr); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-			r.stats.Delivers.Add(1)
-			_, err = cli.Deliver(ctx, &peerv1.DeliverRequest{Ref: &peerv1.OpenRef{Node: k.node, Epoch: k.epoch, Id: k.id}, Recall: keyPB(key)})
-			cancel()
-			ok = err == nil
-			if err != nil {
-				r.log.Warn("recalling a delegation", "peer", k.node, "file", keyString(key), "err", err)
-			}
+	if cli, err := r.client(k.node); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		r.stats.Delivers.Add(1)
+		_, err = cli.Deliver(ctx, &peerv1.DeliverRequest{Ref: &peerv1.OpenRef{Node: k.node, Epoch: k.epoch, Id: k.id}, Recall: keyPB(key)})
+		cancel()
+		ok = err == nil
+		if err != nil {
+			r.log.Warn("recalling a delegation", "peer", k.node, "file", keyString(key), "err", err)
 		}
 	}
 	if ok {

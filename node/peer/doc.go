@@ -14,12 +14,21 @@
 //
 // A Service answers the other nodes: the owner side (Admit, Call, Wait)
 // and the holder side (Deliver, Held, TakeDurable, CloseAppInstance).
+// Each operation of Call and Wait is a message of its own in
+// CallRequest's oneof, answered by a handler of its own (calls.go; ops.go
+// names them for metrics); the copies between node/state's types and
+// the messages are in convert.go alone.
+//
+// The Router reaches the other nodes through the node's one transport
+// (node/mesh): their connections, shared with node/handoff, and
+// mesh.Broadcast for every question put to all of them (ask in
+// router.go); it keeps only its Exchange stream to each (mux.go).
 //
 // Durable opens move between nodes (durable.go, orphans.go): a reconnect
 // through another node takes the open over from its holder, or — when the
 // holder died — from the owner, which keeps a dead holder's durable opens
 // in force from their records in etcd; either way the owner re-keys the
-// open's entry (OP_HANDOVER) without releasing its share modes, caching
+// open's entry (HandoverOp) without releasing its share modes, caching
 // or locks.
 //
 // A close whose answer cannot matter does not wait for it: the owner
@@ -40,6 +49,7 @@
 // while Routes says it owns it at the revision the caller routed with; no
 // mutex is held across an RPC.
 //
-// Lock order: Router.dropMu before Router.mu; Router.mu and Service.mu
-// are leaves.
+// Lock order: Router.dropMu before Router.mu; a mux's mu before the
+// mesh's (a stream opened on the node's connection); Router.mu,
+// Service.mu and the mesh's mu are leaves.
 package peer

@@ -2,9 +2,11 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc/codes"
@@ -16,7 +18,7 @@ import (
 // others which holds it (TakeDurable). The holder checks the reconnect
 // as it would its own and gives the open up (GiveUp): at the file's
 // owner the open's entry, with its share modes, caching and byte-range
-// locks, is re-keyed to the new node's open (OP_HANDOVER), so nothing a
+// locks, is re-keyed to the new node's open (HandoverOp), so nothing a
 // conflicting client could slip through is ever released; the holder
 // then forgets the open without closing it.
 
@@ -47,17 +49,12 @@ func (r *Router) CloseAppInstance(ctx context.Context, id [16]byte, share, user 
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	req := &peerv1.CloseAppInstanceRequest{AppInstanceId: id[:], Share: share, User: user}
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
-			continue
-		}
-		cli, err := r.client(addr)
-		if err != nil {
-			continue
-		}
+	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.CloseAppInstanceResponse, error) {
 		r.stats.Delivers.Add(1)
-		if _, err := cli.CloseAppInstance(ctx, req); err != nil {
-			r.log.Warn("asking a node to close an application instance's opens", "peer", node, "err", err)
+		return cli.CloseAppInstance(ctx, req)
+	}) {
+		if a.Err != nil && !errors.Is(a.Err, mesh.ErrGone) {
+			r.log.Warn("asking a node to close an application instance's opens", "peer", a.Node, "err", a.Err)
 		}
 	}
 }
@@ -90,11 +87,7 @@ func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	to := state.HolderRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), ID: r.next.Add(1)}
-	req := &peerv1.TakeDurableRequest{
-		FileId: q.FileID, V2: q.V2, CreateGuid: q.CreateGUID[:], ClientGuid: q.ClientGUID[:],
-		User: q.User, Domain: q.Domain, Share: q.Share, Name: q.Name,
-		HasLease: q.HasLease, LeaseKey: q.LeaseKey[:], To: refPB(to),
-	}
+	req := durableQueryPB(q, to)
 	found, silent := r.askHolders(ctx, req)
 	if found != nil {
 		if found.resp.Status != 0 {
@@ -115,7 +108,6 @@ func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.
 type takeAnswer struct {
 	node string
 	resp *peerv1.TakeDurableResponse
-	err  error
 }
 
 // askHolders asks every other live node at once for the open req names,
@@ -123,36 +115,18 @@ type takeAnswer struct {
 // reconnect up for long), and returns the answer of the node that holds
 // it, or nil and the nodes that did not answer.
 func (r *Router) askHolders(ctx context.Context, req *peerv1.TakeDurableRequest) (*takeAnswer, map[string]bool) {
-	answers := make(chan takeAnswer)
-	n := 0
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
-			continue
-		}
-		n++
-		go func() {
-			cli, err := r.client(addr)
-			if err != nil {
-				answers <- takeAnswer{node: node, err: err}
-				return
-			}
-			r.stats.Delivers.Add(1)
-			cctx, cancel := context.WithTimeout(ctx, holderTimeout)
-			defer cancel()
-			resp, err := cli.TakeDurable(cctx, req)
-			answers <- takeAnswer{node, resp, err}
-		}()
-	}
 	silent := map[string]bool{}
 	var found *takeAnswer
-	for range n {
-		a := <-answers
+	for a := range ask(ctx, r, nil, holderTimeout, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.TakeDurableResponse, error) {
+		r.stats.Delivers.Add(1)
+		return cli.TakeDurable(ctx, req)
+	}) {
 		switch {
-		case a.err != nil:
-			r.log.Warn("asking a node for a durable open", "peer", a.node, "err", a.err)
-			silent[a.node] = true
-		case a.resp.Found:
-			found = &a
+		case a.Err != nil:
+			r.log.Warn("asking a node for a durable open", "peer", a.Node, "err", a.Err)
+			silent[a.Node] = true
+		case a.Resp.Found:
+			found = &takeAnswer{node: a.Node, resp: a.Resp}
 		}
 	}
 	return found, silent
@@ -163,7 +137,7 @@ func (r *Router) askHolders(ctx context.Context, req *peerv1.TakeDurableRequest)
 const holderTimeout = 3 * time.Second
 
 // adopt makes the open handed over to to this node's: the owner's own
-// entry when this node owns the file (handed over by OP_HANDOVER), else a
+// entry when this node owns the file (handed over by HandoverOp), else a
 // new open with this node's copy of its caching and locks.
 func (r *Router) adopt(to state.HolderRef, key state.FileKey, h state.Handover) *state.Open {
 	r.mu.Lock()
@@ -207,7 +181,7 @@ func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []sta
 	var c state.Caching
 	var locks []state.Lock
 	resp, err := r.call(o.Key, func() { c, locks = r.handoverLocal(o, to) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_HANDOVER, Ref: r.ref(o), Key: keyPB(o.Key), To: refPB(to)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Handover{Handover: &peerv1.HandoverOp{From: r.ref(o), To: refPB(to)}}})
 	switch {
 	case err != nil:
 		return c, nil, err
@@ -215,7 +189,7 @@ func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []sta
 		if resp.Error != peerv1.Error_ERROR_UNSPECIFIED {
 			return c, nil, codeErr(resp.Error, resp.Message)
 		}
-		c, locks = cachingOf(resp.Caching), locksOf(resp.Locks)
+		c, locks = cachingOf(resp.GetHandover().GetCaching()), locksOf(resp.GetHandover().GetLocks())
 		r.mirror.Release(o)
 		r.unhold(o)
 	}
@@ -258,7 +232,9 @@ func (r *Router) handoverProxy(o *state.Open, to *peerv1.OpenRef) (*peerv1.CallR
 	if to.GetNode() == "" || to.GetId() == 0 {
 		return nil, status.Error(codes.InvalidArgument, "a handover needs the open that takes it")
 	}
-	resp := &peerv1.CallResponse{Caching: cachingPB(r.table.CachingOf(o)), Locks: locksPB(r.locks.Locks(o))}
+	resp := &peerv1.CallResponse{Result: &peerv1.CallResponse_Handover{Handover: &peerv1.HandoverResult{
+		Caching: cachingPB(r.table.CachingOf(o)), Locks: locksPB(r.locks.Locks(o)),
+	}}}
 	r.unorphan(o) // orphans.go
 	if !r.unproxy(o) {
 		return nil, status.Error(codes.NotFound, "the open is gone")
@@ -312,13 +288,8 @@ func (sv *Service) TakeDurable(ctx context.Context, req *peerv1.TakeDurableReque
 	if h == nil {
 		return &peerv1.TakeDurableResponse{}, nil
 	}
-	q := state.DurableQuery{
-		FileID: req.FileId, V2: req.V2, CreateGUID: guid(req.CreateGuid), ClientGUID: guid(req.ClientGuid),
-		User: req.User, Domain: req.Domain, Share: req.Share, Name: req.Name,
-		HasLease: req.HasLease, LeaseKey: guid(req.LeaseKey),
-	}
-	to := req.GetTo()
-	ho, err := h(ctx, q, state.HolderRef{Node: to.GetNode(), Epoch: to.GetEpoch(), ID: to.GetId()})
+	q, to := durableQueryOf(req)
+	ho, err := h(ctx, q, to)
 	switch {
 	case err == state.ErrNoDurable:
 		return &peerv1.TakeDurableResponse{}, nil
@@ -330,36 +301,6 @@ func (sv *Service) TakeDurable(ctx context.Context, req *peerv1.TakeDurableReque
 		return &peerv1.TakeDurableResponse{Found: true, Status: code}, nil
 	}
 	return handoverPB(ho), nil
-}
-
-func handoverPB(h state.Handover) *peerv1.TakeDurableResponse {
-	rec := h.Rec
-	return &peerv1.TakeDurableResponse{
-		Found: true, Key: keyPB(rec.Key), Name: h.Name, Stream: h.Stream, Access: h.Access, ShareAccess: h.ShareAccess,
-		DeleteOnClose: h.DeleteOnClose, Position: h.Position, Caching: cachingPB(h.Caching), Locks: locksPB(h.Locks),
-		Allocation: h.Allocation, Version: int32(rec.Version), CreateGuid: rec.CreateGUID[:], AppInstanceId: rec.AppInstanceID[:],
-		TimeoutMs: uint64(rec.Timeout / time.Millisecond), User: rec.User, Domain: rec.Domain, Share: rec.Share,
-		Persistent: rec.Persistent,
-	}
-}
-
-func handoverOf(p *peerv1.TakeDurableResponse) state.Handover {
-	h := state.Handover{
-		Name: p.Name, Stream: p.Stream, Access: p.Access, ShareAccess: p.ShareAccess,
-		DeleteOnClose: p.DeleteOnClose, Position: p.Position, Caching: cachingOf(p.Caching), Locks: locksOf(p.Locks),
-		Allocation: p.Allocation,
-	}
-	h.Rec = state.DurableRecord{
-		Key: keyOf(p.Key), Share: p.Share, Name: p.Name, Version: int(p.Version), CreateGUID: guid(p.CreateGuid),
-		AppInstanceID: guid(p.AppInstanceId), User: p.User, Domain: p.Domain,
-		Timeout:  time.Duration(p.TimeoutMs) * time.Millisecond,
-		LeaseKey: h.Caching.ID.Key, HasLease: h.Caching.Lease, Persistent: p.Persistent,
-	}
-	return h
-}
-
-func refPB(to state.HolderRef) *peerv1.OpenRef {
-	return &peerv1.OpenRef{Node: to.Node, Epoch: to.Epoch, Id: to.ID}
 }
 
 // HeldEntry returns o's entry at its file's owner as this node knows it

@@ -3,33 +3,28 @@ package peer
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
-// nodes starts routers named names over real gRPC on loopback, every
+// nodes starts routers named names over gRPC on an in-memory mesh, every
 // shard owned by owner.
 func nodes(t testing.TB, owner string, names ...string) map[string]*Router {
 	t.Helper()
 	peers := map[string]string{}
 	out := map[string]*Router{}
+	mem := mesh.NewMemory() // in memory: no sockets
 	for _, name := range names {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mem.Listen(name)
 		peers[name] = l.Addr().String()
 		rt := &staticRoutes{self: name, owner: owner, peers: peers}
-		r := New(rt, state.NewTable(), state.NewLockTable(), func(addr string) (*grpc.ClientConn, error) {
-			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		}, nil)
+		r := newRouter(t, rt, mem.Dial)
 		srv := grpc.NewServer()
 		peerv1.RegisterPeerServiceServer(srv, r.Service())
 		go srv.Serve(l)

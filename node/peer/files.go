@@ -87,7 +87,7 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 			return state.Grant{}, nil
 		}
 		id := r.askDeleg(o, req)
-		r.stats.call(peerv1.Op_OP_UNSPECIFIED)
+		r.stats.call(OpAdmit)
 		ev, err := r.admitAt(ctx, t, o, req, id, wait)
 		r.delegAnswered(id, o, t, ev, err)
 		if err == nil {
@@ -141,7 +141,7 @@ func (r *Router) admitAt(ctx context.Context, t target, o *state.Open, req state
 func (r *Router) forget(o *state.Open, t target) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	t.mx.call(ctx, &peerv1.CallRequest{Route: t.route, Op: peerv1.Op_OP_REMOVE, Ref: r.ref(o), Key: keyPB(o.Key)})
+	t.mx.call(ctx, &peerv1.CallRequest{Route: t.route, Key: keyPB(o.Key), Op: &peerv1.CallRequest_Remove{Remove: &peerv1.RemoveOp{Open: r.ref(o)}}})
 }
 
 // Remove implements state.Files.
@@ -150,11 +150,11 @@ func (r *Router) Remove(o *state.Open) (last, deletePending bool) {
 		return false, false
 	}
 	local := func() { last, deletePending = r.table.Remove(o) }
-	req := &peerv1.CallRequest{Op: peerv1.Op_OP_REMOVE, Ref: r.ref(o), Key: keyPB(o.Key)}
+	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Remove{Remove: &peerv1.RemoveOp{Open: r.ref(o)}}}
 	resp, err := r.call(o.Key, local, req)
 	r.unhold(o)
 	if resp != nil {
-		return resp.On, resp.DeletePending
+		return resp.GetRemove().GetLast(), resp.GetRemove().GetDeletePending()
 	}
 	if err != nil {
 		r.log.Warn("removing an open at its owner", "err", err)
@@ -172,12 +172,12 @@ func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
 	if r.dropLater(o) {
 		return false, false
 	}
-	req := &peerv1.CallRequest{Op: peerv1.Op_OP_DROP, Ref: r.ref(o), Key: keyPB(o.Key)}
+	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: r.ref(o)}}}
 	resp, err := r.call(o.Key, func() { deleteStream, deleteFile = r.table.Drop(o) }, req)
 	r.unhold(o)
 	if resp != nil {
 		r.dropped(o.Key)
-		return resp.On, resp.DeletePending
+		return resp.GetDrop().GetDeleteStream(), resp.GetDrop().GetDeleteFile()
 	}
 	if err != nil {
 		r.log.Warn("dropping an open at its owner", "err", err)
@@ -190,14 +190,14 @@ func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
 func (r *Router) Ack(o *state.Open, level uint8) (ok bool) {
 	r.convert(o) // deleg.go: the owner must know it
 	resp, _ := r.call(o.Key, func() { ok = r.table.Ack(o, level) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_ACK, Ref: r.ref(o), Key: keyPB(o.Key), Level: uint32(level)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Ack{Ack: &peerv1.AckOp{Open: r.ref(o), Level: uint32(level)}}})
 	if resp != nil {
 		r.noteCaching(o, func(h *heldState) {
-			c := state.OplockCaching(uint8(resp.Level))
+			c := state.OplockCaching(uint8(resp.GetAck().GetLevel()))
 			c.State &= h.caching.State // answered before a later break, perhaps noted first (ackedTo)
 			h.caching = c
 		})
-		return resp.On
+		return resp.GetAck().GetAcked()
 	}
 	return ok
 }
@@ -213,16 +213,15 @@ func (r *Router) AckLease(id state.LeaseID, st uint32) (uint32, error) {
 	var got uint32
 	var lerr error
 	resp, err := r.call(key, func() { got, lerr = r.table.AckLease(id, st) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_ACK_LEASE, Key: keyPB(key),
-			Lease: &peerv1.LeaseRequest{ClientGuid: id.Client[:], Key: id.Key[:], State: st}})
+		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_AckLease{AckLease: &peerv1.AckLeaseOp{Lease: leaseKeyPB(id), State: st}}})
 	switch {
 	case err != nil:
 		return 0, err
 	case resp != nil:
 		if resp.Error == peerv1.Error_ERROR_UNSPECIFIED {
-			r.noteLease(id, ackedTo(resp.Level))
+			r.noteLease(id, ackedTo(resp.GetAckLease().GetState()))
 		}
-		return resp.Level, codeErr(resp.Error, resp.Message)
+		return resp.GetAckLease().GetState(), codeErr(resp.Error, resp.Message)
 	}
 	return got, lerr
 }
@@ -254,21 +253,15 @@ func (r *Router) ackAnywhere(id state.LeaseID, st uint32) (uint32, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
+	req := &peerv1.CallRequest{Op: &peerv1.CallRequest_AckLease{AckLease: &peerv1.AckLeaseOp{Lease: leaseKeyPB(id), State: st}}}
+	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.CallResponse, error) {
+		r.stats.call(OpAckLease)
+		return cli.Call(ctx, req)
+	}) {
+		if a.Err != nil || a.Resp.Error == peerv1.Error_ERROR_NO_LEASE {
 			continue
 		}
-		cli, cerr := r.client(addr)
-		if cerr != nil {
-			continue
-		}
-		r.stats.call(peerv1.Op_OP_ACK_LEASE)
-		resp, cerr := cli.Call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_ACK_LEASE,
-			Lease: &peerv1.LeaseRequest{ClientGuid: id.Client[:], Key: id.Key[:], State: st}})
-		if cerr != nil || resp.Error == peerv1.Error_ERROR_NO_LEASE {
-			continue
-		}
-		return resp.Level, codeErr(resp.Error, resp.Message)
+		return a.Resp.GetAckLease().GetState(), codeErr(a.Resp.Error, a.Resp.Message)
 	}
 	return got, err
 }
@@ -287,9 +280,9 @@ func (r *Router) Oplock(o *state.Open) (level uint8) {
 		return state.OplockNone
 	}
 	resp, _ := r.call(o.Key, func() { level = r.table.Oplock(o) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_OPLOCK, Ref: r.ref(o), Key: keyPB(o.Key)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Oplock{Oplock: &peerv1.OplockOp{Open: r.ref(o)}}})
 	if resp != nil {
-		return uint8(resp.Level)
+		return uint8(resp.GetOplock().GetLevel())
 	}
 	return level
 }
@@ -300,9 +293,9 @@ func (r *Router) CachingOf(o *state.Open) (c state.Caching) {
 		return c
 	}
 	resp, _ := r.call(o.Key, func() { c = r.table.CachingOf(o) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_CACHING_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_CachingOf{CachingOf: &peerv1.CachingOfOp{Open: r.ref(o)}}})
 	if resp != nil {
-		return cachingOf(resp.Caching)
+		return cachingOf(resp.GetCachingOf().GetCaching())
 	}
 	return c
 }
@@ -322,9 +315,10 @@ func (r *Router) BreakRead(key state.FileKey, except *state.Open) {
 		r.table.BreakRead(key, except)
 		return
 	}
-	req := &peerv1.CallRequest{Op: peerv1.Op_OP_BREAK_READ, Key: keyPB(key)}
+	op := &peerv1.BreakReadOp{}
+	req := &peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_BreakRead{BreakRead: op}}
 	if except != nil {
-		req.Ref, req.Stream = r.ref(except), except.Stream
+		op.Except, op.ExceptStream = r.ref(except), except.Stream
 		r.mu.Lock()
 		// The writer's own level II oplock breaks too (only its lease or
 		// exclusive/batch oplock is spared): while it holds one, say after
@@ -359,10 +353,11 @@ func (r *Router) readAgain(key state.FileKey) {
 
 // BreakHandle implements state.Files.
 func (r *Router) BreakHandle(ctx context.Context, key state.FileKey, except *state.Open, onWait func()) error {
-	req := &peerv1.CallRequest{Op: peerv1.Op_OP_BREAK_HANDLE, Key: keyPB(key)}
+	op := &peerv1.BreakHandleOp{}
 	if except != nil {
-		req.Ref, req.Stream = r.ref(except), except.Stream
+		op.Except, op.ExceptStream = r.ref(except), except.Stream
 	}
+	req := &peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_BreakHandle{BreakHandle: op}}
 	return r.wait(ctx, key, func() error { return r.table.BreakHandle(ctx, key, except, onWait) }, req, onWait)
 }
 
@@ -382,7 +377,7 @@ func (r *Router) wait(ctx context.Context, key state.FileKey, local func() error
 			return local()
 		}
 		req.Route = t.route
-		r.stats.call(req.Op)
+		r.stats.call(opOf(req))
 		ev, err := r.waitAt(ctx, t, req, onWait)
 		if err == nil {
 			if ev.LocksPresent {
@@ -427,10 +422,10 @@ func (r *Router) ParentLeaseOf(o *state.Open) (state.LeaseID, bool) {
 	var id state.LeaseID
 	var ok bool
 	resp, _ := r.call(o.Key, func() { id, ok = r.table.ParentLeaseOf(o) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_PARENT_LEASE_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_ParentLeaseOf{ParentLeaseOf: &peerv1.ParentLeaseOfOp{Open: r.ref(o)}}})
 	if resp != nil {
-		c := cachingOf(resp.Caching)
-		return c.ID, resp.On
+		res := resp.GetParentLeaseOf()
+		return leaseIDOf(res.GetLease()), res.GetFound()
 	}
 	return id, ok
 }
@@ -445,10 +440,11 @@ func (r *Router) BreakDirLeases(dir state.FileKey, except state.LeaseID, hasExce
 		}
 		return
 	}
-	req := &peerv1.CallRequest{Op: peerv1.Op_OP_BREAK_DIR_LEASES, Key: keyPB(dir)}
+	op := &peerv1.BreakDirLeasesOp{}
 	if hasExcept {
-		req.Lease = &peerv1.LeaseRequest{ClientGuid: except.Client[:], Key: except.Key[:]}
+		op.Except = leaseKeyPB(except)
 	}
+	req := &peerv1.CallRequest{Key: keyPB(dir), Op: &peerv1.CallRequest_BreakDirLeases{BreakDirLeases: op}}
 	go r.call(dir, func() { r.table.BreakDirLeases(dir, except, hasExcept) }, req)
 }
 
@@ -469,9 +465,9 @@ func (r *Router) Detach(o *state.Open, b state.Breaker) (ok bool) {
 	o.Breaker = b
 	r.mu.Unlock()
 	resp, _ := r.call(o.Key, func() { ok = r.table.Detach(o, b) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_DETACH, Ref: r.ref(o), Key: keyPB(o.Key)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Detach{Detach: &peerv1.DetachOp{Open: r.ref(o)}}})
 	if resp != nil {
-		ok = resp.On
+		ok = resp.GetDetach().GetAccepted()
 	}
 	if !ok {
 		r.mu.Lock()
@@ -495,9 +491,9 @@ func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
 	resp, _ := r.call(o.Key, func() {
 		r.flushFor(o.Key, r.routes.Self(), func() bool { sole, deletePending = r.table.Sole(o); return !sole })
 	},
-		&peerv1.CallRequest{Op: peerv1.Op_OP_SOLE, Ref: r.ref(o), Key: keyPB(o.Key)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Sole{Sole: &peerv1.SoleOp{Open: r.ref(o)}}})
 	if resp != nil {
-		return resp.On, resp.DeletePending
+		return resp.GetSole().GetSole(), resp.GetSole().GetDeletePending()
 	}
 	return sole, deletePending
 }
@@ -506,7 +502,7 @@ func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
 func (r *Router) MarkDeletePending(o *state.Open, on bool) {
 	r.convert(o) // deleg.go: the owner must know it
 	resp, _ := r.call(o.Key, func() { r.markPending(o.Key, on, func() { r.table.MarkDeletePending(o, on) }) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_MARK_DELETE_PENDING, Ref: r.ref(o), Key: keyPB(o.Key), On: on})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_MarkDeletePending{MarkDeletePending: &peerv1.MarkDeletePendingOp{Open: r.ref(o), Pending: on}}})
 	if resp != nil {
 		r.noteCaching(o, func(h *heldState) { h.deletePending = on })
 	}
@@ -515,15 +511,15 @@ func (r *Router) MarkDeletePending(o *state.Open, on bool) {
 // SetDeletePending implements state.Files.
 func (r *Router) SetDeletePending(key state.FileKey, on bool) {
 	r.call(key, func() { r.markPending(key, on, func() { r.table.SetDeletePending(key, on) }) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_SET_DELETE_PENDING, Key: keyPB(key), On: on})
+		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_SetDeletePending{SetDeletePending: &peerv1.SetDeletePendingOp{Pending: on}}})
 }
 
 // DeletePending implements state.Files.
 func (r *Router) DeletePending(key state.FileKey) (on bool) {
 	resp, _ := r.call(key, func() { on = r.table.DeletePending(key) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_DELETE_PENDING, Key: keyPB(key)})
+		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_DeletePending{DeletePending: &peerv1.DeletePendingOp{}}})
 	if resp != nil {
-		return resp.On
+		return resp.GetDeletePending().GetPending()
 	}
 	return on
 }
@@ -534,7 +530,7 @@ func (r *Router) CheckRename(o *state.Open) (err error) {
 	resp, cerr := r.call(o.Key, func() {
 		r.flushFor(o.Key, r.routes.Self(), func() bool { err = r.table.CheckRename(o); return err != nil })
 	},
-		&peerv1.CallRequest{Op: peerv1.Op_OP_CHECK_RENAME, Ref: r.ref(o), Key: keyPB(o.Key)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_CheckRename{CheckRename: &peerv1.CheckRenameOp{Open: r.ref(o)}}})
 	if cerr != nil {
 		return cerr
 	}
@@ -549,7 +545,7 @@ func (r *Router) CheckRename(o *state.Open) (err error) {
 // a close names the file as renamed after its entry at the owner is gone.
 func (r *Router) Renamed(key state.FileKey, name string) {
 	resp, _ := r.call(key, func() { r.withoutDelegs(key, func(bool) { r.table.Renamed(key, name) }) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_RENAMED, Key: keyPB(key), Name: name})
+		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_Renamed{Renamed: &peerv1.RenamedOp{Name: name}}})
 	if resp == nil {
 		return // local: the table renamed this node's opens itself
 	}
@@ -570,9 +566,9 @@ func (r *Router) NameOf(o *state.Open) (name string) {
 		return o.Name
 	}
 	resp, _ := r.call(o.Key, func() { name = r.table.NameOf(o) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_NAME_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_NameOf{NameOf: &peerv1.NameOfOp{Open: r.ref(o)}}})
 	if resp != nil {
-		return resp.Name
+		return resp.GetNameOf().GetName()
 	}
 	if name == "" { // gone at the owner (closing): this node's copy
 		r.mu.Lock()
@@ -590,17 +586,12 @@ func (r *Router) HasOpenBelow(dir string) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
-			continue
-		}
-		cli, err := r.client(addr)
-		if err != nil {
-			continue
-		}
-		r.stats.call(peerv1.Op_OP_HAS_OPEN_BELOW)
-		resp, err := cli.Call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_HAS_OPEN_BELOW, Name: dir})
-		if err == nil && resp.On {
+	req := &peerv1.CallRequest{Op: &peerv1.CallRequest_HasOpenBelow{HasOpenBelow: &peerv1.HasOpenBelowOp{Dir: dir}}}
+	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.CallResponse, error) {
+		r.stats.call(OpHasOpenBelow)
+		return cli.Call(ctx, req)
+	}) {
+		if a.Err == nil && a.Resp.GetHasOpenBelow().GetFound() {
 			return true
 		}
 	}
@@ -612,7 +603,7 @@ func (r *Router) CheckAccess(key state.FileKey, access, share uint32) (err error
 	resp, cerr := r.call(key, func() {
 		r.flushFor(key, r.routes.Self(), func() bool { err = r.table.CheckAccess(key, access, share); return err != nil })
 	},
-		&peerv1.CallRequest{Op: peerv1.Op_OP_CHECK_ACCESS, Key: keyPB(key), Access: access, ShareAccess: share})
+		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_CheckAccess{CheckAccess: &peerv1.CheckAccessOp{Access: access, ShareAccess: share}}})
 	if cerr != nil {
 		return cerr
 	}
@@ -624,15 +615,16 @@ func (r *Router) CheckAccess(key state.FileKey, access, share uint32) (err error
 
 // StreamOpen implements state.Files.
 func (r *Router) StreamOpen(key state.FileKey, stream string, except *state.Open) (on bool) {
-	req := &peerv1.CallRequest{Op: peerv1.Op_OP_STREAM_OPEN, Key: keyPB(key), Stream: stream}
+	op := &peerv1.StreamOpenOp{Stream: stream}
 	if except != nil {
-		req.Ref = r.ref(except)
+		op.Except = r.ref(except)
 	}
+	req := &peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_StreamOpen{StreamOpen: op}}
 	resp, _ := r.call(key, func() {
 		r.flushFor(key, r.routes.Self(), func() bool { on = r.table.StreamOpen(key, stream, except); return on })
 	}, req)
 	if resp != nil {
-		return resp.On
+		return resp.GetStreamOpen().GetOpen()
 	}
 	return on
 }
@@ -652,9 +644,9 @@ func (r *Router) StreamOf(o *state.Open) (stream string) {
 		}
 	}
 	resp, _ := r.call(o.Key, func() { stream = r.table.StreamOf(o) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_STREAM_OF, Ref: r.ref(o), Key: keyPB(o.Key)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_StreamOf{StreamOf: &peerv1.StreamOfOp{Open: r.ref(o)}}})
 	if resp != nil {
-		return resp.Name
+		return resp.GetStreamOf().GetStream()
 	}
 	return stream
 }
@@ -662,7 +654,7 @@ func (r *Router) StreamOf(o *state.Open) (stream string) {
 // RenamedStream implements state.Files.
 func (r *Router) RenamedStream(key state.FileKey, from, to string) {
 	resp, _ := r.call(key, func() { r.withoutDelegs(key, func(bool) { r.table.RenamedStream(key, from, to) }) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_RENAMED_STREAM, Key: keyPB(key), Stream: from, Name: to})
+		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_RenamedStream{RenamedStream: &peerv1.RenamedStreamOp{From: from, To: to}}})
 	if resp == nil {
 		return // local: the table renamed this node's opens itself
 	}

@@ -12,7 +12,7 @@ func (r *Router) Lock(o *state.Open, locks []state.Lock) (err error) {
 	r.convert(o) // deleg.go: the owner must know it
 	r.asked(o)
 	resp, cerr := r.call(o.Key, func() { err = r.lockLocal(o, locks) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_LOCK, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB(locks)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Lock{Lock: &peerv1.LockOp{Open: r.ref(o), Locks: locksPB(locks)}}})
 	err = r.lockAnswer(o.Key, resp, cerr, err)
 	if resp != nil && err == nil {
 		r.mirror.Lock(o, locks) // recover.go
@@ -38,7 +38,7 @@ func (r *Router) lockAnswer(key state.FileKey, resp *peerv1.CallResponse, cerr, 
 func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWait func()) error {
 	r.convert(o) // deleg.go: the owner must know it
 	r.asked(o)
-	req := &peerv1.CallRequest{Op: peerv1.Op_OP_LOCK_WAIT, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB([]state.Lock{l})}
+	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_LockWait{LockWait: &peerv1.LockWaitOp{Open: r.ref(o), Lock: lockPB(l)}}}
 	local := false
 	err := r.wait(ctx, o.Key, func() error { local = true; return r.lockWaitLocal(ctx, o, l, onWait) }, req, onWait)
 	if err == nil && !local {
@@ -51,13 +51,14 @@ func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWa
 func (r *Router) Unlock(o *state.Open, ranges []state.Lock) (n int, err error) {
 	r.convert(o) // deleg.go: the owner must know it
 	resp, cerr := r.call(o.Key, func() { n, err = r.locks.Unlock(o, ranges) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_UNLOCK, Ref: r.ref(o), Key: keyPB(o.Key), Locks: locksPB(ranges)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Unlock{Unlock: &peerv1.UnlockOp{Open: r.ref(o), Locks: locksPB(ranges)}}})
 	if cerr != nil {
 		return 0, cerr
 	}
 	if resp != nil {
-		r.mirror.Unlock(o, ranges[:resp.Count]) // recover.go
-		return int(resp.Count), codeErr(resp.Error, resp.Message)
+		n := resp.GetUnlock().GetCount()
+		r.mirror.Unlock(o, ranges[:n]) // recover.go
+		return int(n), codeErr(resp.Error, resp.Message)
 	}
 	return n, err
 }
@@ -73,7 +74,7 @@ func (r *Router) Release(o *state.Open) {
 	r.mu.Unlock()
 	if asked {
 		r.call(o.Key, func() {},
-			&peerv1.CallRequest{Op: peerv1.Op_OP_RELEASE_LOCKS, Ref: r.ref(o), Key: keyPB(o.Key)})
+			&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_ReleaseLocks{ReleaseLocks: &peerv1.ReleaseLocksOp{Open: r.ref(o)}}})
 	}
 	r.locks.Release(o) // the locks when the file is ours; the lock sequences
 	r.mirror.Release(o)
@@ -110,7 +111,7 @@ func (r *Router) CheckIO(o *state.Open, off, n uint64, write bool) (err error) {
 		return r.locks.CheckIO(o, off, n, write) // the file is ours, or has no locks
 	}
 	resp, cerr := r.call(o.Key, func() { err = r.locks.CheckIO(o, off, n, write) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_CHECK_IO, Ref: r.ref(o), Key: keyPB(o.Key), Offset: off, Length: n, On: write})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_CheckIo{CheckIo: &peerv1.CheckIOOp{Open: r.ref(o), Offset: off, Length: n, Write: write}}})
 	if cerr != nil {
 		return cerr
 	}
@@ -126,9 +127,9 @@ func (r *Router) LockCount(o *state.Open) (n int) {
 		return 0
 	}
 	resp, _ := r.call(o.Key, func() { n = r.locks.LockCount(o) },
-		&peerv1.CallRequest{Op: peerv1.Op_OP_LOCK_COUNT, Ref: r.ref(o), Key: keyPB(o.Key)})
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_LockCount{LockCount: &peerv1.LockCountOp{Open: r.ref(o)}}})
 	if resp != nil {
-		return int(resp.Count)
+		return int(resp.GetLockCount().GetCount())
 	}
 	return n
 }

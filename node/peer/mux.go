@@ -18,7 +18,7 @@ import (
 
 // mux is the caller's side of the Exchange with one peer.
 type mux struct {
-	cli     peerv1.PeerServiceClient
+	cli     func() (peerv1.PeerServiceClient, error)        // the peer's client, over the mesh's connection of the moment
 	observe func(method string, d time.Duration, err error) // may be nil (Router.Observe)
 
 	sendMu sync.Mutex                        // serialises Send, and guards what follows
@@ -51,7 +51,7 @@ const postDelay = 2 * time.Millisecond
 // confirms every one sent before it).
 const maxUnsure = 512
 
-func newMux(cli peerv1.PeerServiceClient) *mux {
+func newMux(cli func() (peerv1.PeerServiceClient, error)) *mux {
 	return &mux{cli: cli, pending: map[uint64]chan *peerv1.Envelope{}}
 }
 
@@ -78,8 +78,12 @@ func (m *mux) open() error {
 	if m.stream != nil {
 		return nil
 	}
+	cli, err := m.cli()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := m.cli.Exchange(ctx)
+	s, err := cli.Exchange(ctx)
 	if err != nil {
 		cancel()
 		return err
@@ -236,7 +240,7 @@ func (m *mux) flush(ctx context.Context) bool {
 	// A stream that broke lost what it carried: the next one carries it
 	// again, before the flush.
 	for m.hasUnsure() && ctx.Err() == nil {
-		if _, err := m.call(ctx, &peerv1.CallRequest{Op: peerv1.Op_OP_FLUSH}); err != errMuxBroken {
+		if _, err := m.call(ctx, &peerv1.CallRequest{Op: &peerv1.CallRequest_Flush{Flush: &peerv1.FlushOp{}}}); err != errMuxBroken {
 			break
 		}
 	}
@@ -288,9 +292,9 @@ func (m *mux) roundTrip(ctx context.Context, env *peerv1.Envelope, answer func(*
 func envMethod(env *peerv1.Envelope) string {
 	switch {
 	case env.Call != nil:
-		return "Call/" + env.Call.GetOp().String()
+		return "Call/" + opOf(env.Call).String()
 	case env.Wait != nil:
-		return "Wait/" + env.Wait.GetOp().String()
+		return "Wait/" + opOf(env.Wait).String()
 	}
 	return "Admit"
 }
@@ -350,7 +354,7 @@ func (sv *Service) Exchange(stream peerv1.PeerService_ExchangeServer) error {
 		}
 		for _, d := range env.Drops {
 			// Served before the next message is read, so that an
-			// OP_FLUSH after them answers after they were served.
+			// FlushOp after them answers after they were served.
 			x.sv.post(stream.Context(), d)
 		}
 		if env.GetCancel() {

@@ -2,9 +2,11 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 )
@@ -69,8 +71,7 @@ func (r *Router) SetNotifySinks(f func(share string) (NotifySink, bool)) {
 // buffered) is not held up.
 func (r *Router) Watch(share string, w state.Watch) uint64 {
 	id := r.next.Add(1)
-	spec := &peerv1.WatchSpec{Id: id, Share: share, Dir: w.Dir, Filter: w.Filter, TreeFilter: w.TreeFilter,
-		Since: time.Now().UnixNano()}
+	spec := watchSpecPB(id, share, w, time.Now())
 	told := make(chan struct{})
 	r.mu.Lock()
 	r.ntf.mine[id] = spec
@@ -105,23 +106,18 @@ func (r *Router) tellWatches(req *peerv1.WatchRequest, node string) {
 	req.Node, req.Epoch = r.routes.Self(), r.routes.Epoch()
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	var wg sync.WaitGroup
-	for name, addr := range r.routes.Peers() {
-		if name == r.routes.Self() || node != "" && name != node {
-			continue
-		}
-		cli, err := r.client(addr)
-		if err != nil {
-			continue
-		}
-		wg.Go(func() {
-			r.stats.Delivers.Add(1)
-			if _, err := cli.Watch(ctx, req); err != nil {
-				r.log.Warn("telling a node of change-notify watches", "peer", name, "err", err)
-			}
-		})
+	var to []string // nil: every other live node
+	if node != "" {
+		to = []string{node}
 	}
-	wg.Wait()
+	for a := range ask(ctx, r, to, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.WatchResponse, error) {
+		r.stats.Delivers.Add(1)
+		return cli.Watch(ctx, req)
+	}) {
+		if a.Err != nil && !errors.Is(a.Err, mesh.ErrGone) {
+			r.log.Warn("telling a node of change-notify watches", "peer", a.Node, "err", a.Err)
+		}
+	}
 }
 
 // NodeUp tells a node that joined (or joined again) this node's watches.
@@ -153,7 +149,7 @@ func (r *Router) Post(share string, action uint32, name string, filter uint32, f
 			if s.Share != share {
 				continue
 			}
-			if _, ok := (state.Watch{Dir: s.Dir, Filter: s.Filter, TreeFilter: s.TreeFilter}).Covers(name, filter); ok {
+			if _, ok := watchOf(s).Covers(name, filter); ok {
 				r.queueLocked(node, c)
 				break
 			}
@@ -213,9 +209,8 @@ func (r *Router) send(node string, ob *outbox) {
 			if len(batch) == 0 {
 				break
 			}
-			addr := r.routes.Peers()[node]
-			cli, err := r.client(addr)
-			if addr == "" || err != nil {
+			cli, err := r.client(node)
+			if err != nil {
 				break
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)

@@ -19,7 +19,7 @@ import (
 // keeps the open's entry — share modes, caching, byte-range locks — in
 // force (DropNode spares it; a new owner rebuilds it from the record,
 // Recover) until its client reconnects through another node
-// (TakeDurable, then OP_HANDOVER re-keys the entry) or its durable
+// (TakeDurable, then HandoverOp re-keys the entry) or its durable
 // timeout passes. A break of such an orphan's caching closes it, as it
 // closes a detached open on its own node.
 
@@ -161,10 +161,7 @@ func (r *Router) restoreOrphans(ctx context.Context, shard uint32) int {
 		if !r.orphaned(rec, live, nil) || ShardOf(rec.Key) != shard {
 			continue
 		}
-		o, existed, err := r.proxy(&peerv1.OpenDesc{
-			Ref: &peerv1.OpenRef{Node: rec.Node, Epoch: rec.Epoch, Id: rec.Ref}, Key: keyPB(rec.Key),
-			Name: rec.Path, Stream: rec.Stream, Access: rec.Access, ShareAccess: rec.Share,
-		})
+		o, existed, err := r.proxy(orphanDesc(rec))
 		if err != nil || existed {
 			continue
 		}
@@ -251,17 +248,17 @@ func (r *Router) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuer
 	if err := checkOrphan(rec, q); err != nil {
 		return nil, state.Handover{}, err
 	}
-	req := &peerv1.CallRequest{Op: peerv1.Op_OP_HANDOVER, Ref: &peerv1.OpenRef{Node: rec.Node, Epoch: rec.Epoch, Id: rec.Ref},
-		Key: keyPB(rec.Key), To: refPB(to)}
+	op := &peerv1.HandoverOp{From: &peerv1.OpenRef{Node: rec.Node, Epoch: rec.Epoch, Id: rec.Ref}, To: refPB(to)}
+	req := &peerv1.CallRequest{Key: keyPB(rec.Key), Op: &peerv1.CallRequest_Handover{Handover: op}}
 	var local *peerv1.CallResponse
 	var lerr error
 	resp, err := r.call(rec.Key, func() {
-		o := r.lookup(req.Ref)
+		o := r.lookup(op.From)
 		if o == nil {
 			lerr = state.ErrNoDurable
 			return
 		}
-		local, lerr = r.handoverProxy(o, req.To)
+		local, lerr = r.handoverProxy(o, op.To)
 	}, req)
 	if status.Code(err) == codes.NotFound || errors.Is(lerr, state.ErrNoDurable) {
 		// The owner no longer keeps it (its timeout passed, or a break
@@ -281,7 +278,7 @@ func (r *Router) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuer
 	}
 	h := state.Handover{
 		Rec: rec.Rec, Name: rec.Path, WirePath: true, Stream: rec.Stream, Access: rec.Access, ShareAccess: rec.Share,
-		Caching: cachingOf(resp.Caching), Locks: locksOf(resp.Locks),
+		Caching: cachingOf(resp.GetHandover().GetCaching()), Locks: locksOf(resp.GetHandover().GetLocks()),
 	}
 	o := r.adopt(to, rec.Key, h)
 	if d := r.durableRecords(); d != nil {

@@ -3,7 +3,6 @@ package peer
 import (
 	"time"
 
-	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 )
 
@@ -54,7 +53,7 @@ func (r *Router) replayLocked(node string, spec *peerv1.WatchSpec) {
 		return
 	}
 	since := time.Unix(0, spec.Since)
-	w := state.Watch{Dir: spec.Dir, Filter: spec.Filter, TreeFilter: spec.TreeFilter}
+	w := watchOf(spec)
 	for _, rc := range r.ntf.recent {
 		c := rc.change
 		if rc.at.Before(since) || c.Share != spec.Share {

@@ -103,19 +103,13 @@ func (r *Router) Recover(ctx context.Context, shard uint32) error {
 	defer cancel()
 	r.dropDelegs([]uint32{shard}) // deleg.go: its delegated opens become this node's own
 	var restored int
-	for node, addr := range r.routes.Peers() {
-		if node == r.routes.Self() {
-			continue
+	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.HeldResponse, error) {
+		return cli.Held(ctx, &peerv1.HeldRequest{Shards: []uint32{shard}})
+	}) {
+		if a.Err != nil {
+			return fmt.Errorf("asking %s for its opens: %w", a.Node, a.Err)
 		}
-		cli, err := r.client(addr)
-		if err != nil {
-			return err
-		}
-		resp, err := cli.Held(ctx, &peerv1.HeldRequest{Shards: []uint32{shard}})
-		if err != nil {
-			return fmt.Errorf("asking %s for its opens: %w", node, err)
-		}
-		for _, h := range resp.Opens {
+		for _, h := range a.Resp.Opens {
 			o, existed, err := r.proxy(h.Open)
 			if err != nil || existed {
 				continue

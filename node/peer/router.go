@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
@@ -46,7 +48,7 @@ type Router struct {
 	table  *state.Table
 	locks  *state.LockTable
 	mirror *state.LockTable // the locks of held opens of remote files (recover.go)
-	dial   func(addr string) (*grpc.ClientConn, error)
+	mesh   *mesh.Mesh       // the connections to the other nodes
 	log    *slog.Logger
 
 	next    atomic.Uint64
@@ -71,8 +73,7 @@ type Router struct {
 	in          map[*state.Open]bool        // proxies whose admission completed
 	byKey       map[state.FileKey]map[refKey]bool
 	closingAt   map[state.FileKey]*closings // proxies leaving the table (closing.go)
-	conns       map[string]*grpc.ClientConn
-	muxes       map[string]*mux // the exchange with each peer (mux.go)
+	muxes       map[string]*mux             // the exchange with each peer, by address (mux.go)
 	ntf         notifyState
 	locked      map[uint64]bool                   // held opens that asked for a byte-range lock
 	done        map[uint64]bool                   // held opens whose admission completed (recover.go)
@@ -117,16 +118,12 @@ type Stats struct {
 	// Admission delegation (deleg.go): opens admitted under one, and
 	// delegations granted, recalled (as owner) and returned (as holder).
 	Delegated, Granted, Recalled, Returned atomic.Uint64
-	// ByOp counts the calls to owners by operation (OP_UNSPECIFIED
-	// counts Admit).
+	// ByOp counts the calls to owners by operation (ops.go).
 	ByOp [numOps]atomic.Uint64
 }
 
-// numOps bounds the operations Stats counts (peerv1.Op values).
-const numOps = 64
-
 // call counts one call of op to an owner.
-func (s *Stats) call(op peerv1.Op) {
+func (s *Stats) call(op Op) {
 	s.Calls.Add(1)
 	if int(op) < len(s.ByOp) {
 		s.ByOp[op].Add(1)
@@ -136,21 +133,21 @@ func (s *Stats) call(op peerv1.Op) {
 // Sent is the number of RPCs this node sent to other nodes.
 func (s *Stats) Sent() uint64 { return s.Calls.Load() + s.Delivers.Load() }
 
-// New returns a router over the local tables. dial connects to a peer's
-// address (with the cluster's transport credentials).
-func New(routes Routes, table *state.Table, locks *state.LockTable, dial func(addr string) (*grpc.ClientConn, error), log *slog.Logger) *Router {
+// New returns a router over the local tables that reaches the other
+// nodes through m.
+func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh, log *slog.Logger) *Router {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Router{
-		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), dial: dial, log: log,
+		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log,
 		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{}, done: map[uint64]bool{},
 		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
 		delHint: map[state.FileKey]bool{}, pendings: map[state.FileKey]pending{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
 		closed: make(chan struct{}),
-		byKey:  map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*mux{},
+		byKey:  map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, muxes: map[string]*mux{},
 		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
 		delegs: map[state.FileKey]*deleg{}, delegIDs: map[uint64]*deleg{}, delegated: map[uint64]*deleg{},
 		converting: map[uint64]chan struct{}{}, delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
@@ -168,12 +165,11 @@ func (r *Router) Stats() *Stats { return &r.stats }
 // not block.
 func (r *Router) Observe(fn func(method string, d time.Duration, err error)) { r.observe = fn }
 
-// Close closes the connections to the peers.
+// Close stops the router's timers; the mesh, closed by its owner, ends
+// the exchanges with the peers.
 func (r *Router) Close() {
 	r.once.Do(func() { close(r.closed) })
 	r.mu.Lock()
-	conns := r.conns
-	r.conns = map[string]*grpc.ClientConn{}
 	r.muxes = map[string]*mux{}
 	for _, d := range r.delegs {
 		if d.timer != nil {
@@ -181,9 +177,6 @@ func (r *Router) Close() {
 		}
 	}
 	r.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
 }
 
 // target is where a file's state is: here, or at the owner behind mx.
@@ -205,11 +198,7 @@ func (r *Router) at(ctx context.Context, key state.FileKey) (target, error) {
 				return target{local: true}, nil
 			}
 		} else if ok {
-			mx, err := r.mux(rt.Addr)
-			if err != nil {
-				return target{}, err
-			}
-			return target{mx: mx, route: &peerv1.Route{Shard: shard, Revision: rt.Revision}}, nil
+			return target{mx: r.mux(rt.Node, rt.Addr), route: &peerv1.Route{Shard: shard, Revision: rt.Revision}}, nil
 		}
 		select {
 		case <-changed:
@@ -219,41 +208,47 @@ func (r *Router) at(ctx context.Context, key state.FileKey) (target, error) {
 	}
 }
 
-// client returns the connection to a peer address.
-func (r *Router) client(addr string) (peerv1.PeerServiceClient, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c, ok := r.conns[addr]; ok {
-		return peerv1.NewPeerServiceClient(c), nil
-	}
+// client returns a client of node's peer service; ErrGone (node/mesh)
+// when the node is not live.
+func (r *Router) client(node string) (peerv1.PeerServiceClient, error) {
 	select {
 	case <-r.closed:
-		return nil, errRouterClosed // no connection Close would not close
+		return nil, errRouterClosed // a close sent again after Close (closeLater)
 	default:
 	}
-	c, err := r.dial(addr) // lazy: grpc.NewClient does not connect
+	cc, err := r.mesh.Node(node)
 	if err != nil {
 		return nil, err
 	}
-	r.conns[addr] = c
-	return peerv1.NewPeerServiceClient(c), nil
+	return peerv1.NewPeerServiceClient(cc), nil
 }
 
-// mux returns the exchange with a peer address.
-func (r *Router) mux(addr string) (*mux, error) {
-	cli, err := r.client(addr)
-	if err != nil {
-		return nil, err
-	}
+// mux returns the exchange with node at addr.
+func (r *Router) mux(node, addr string) *mux {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	mx := r.muxes[addr]
 	if mx == nil {
-		mx = newMux(cli)
+		mx = newMux(func() (peerv1.PeerServiceClient, error) {
+			cc, err := r.mesh.Conn(node, addr)
+			if err != nil {
+				return nil, err
+			}
+			return peerv1.NewPeerServiceClient(cc), nil
+		})
 		mx.observe = r.observe
 		r.muxes[addr] = mx
 	}
-	return mx, nil
+	return mx
+}
+
+// ask asks the peer services of the nodes to (every other live node,
+// when nil) at once: mesh.Broadcast.
+func ask[T any](ctx context.Context, r *Router, to []string, timeout time.Duration,
+	call func(context.Context, peerv1.PeerServiceClient) (T, error)) iter.Seq[mesh.Answer[T]] {
+	return mesh.Broadcast(ctx, r.mesh, to, timeout, func(ctx context.Context, cc grpc.ClientConnInterface) (T, error) {
+		return call(ctx, peerv1.NewPeerServiceClient(cc))
+	})
 }
 
 // moved reports whether err is an owner's answer that the assignment
@@ -292,7 +287,7 @@ func (r *Router) call(key state.FileKey, local func(), req *peerv1.CallRequest) 
 			return nil, nil
 		}
 		req.Route = t.route
-		r.stats.call(req.Op)
+		r.stats.call(opOf(req))
 		resp, err := t.mx.call(ctx, req)
 		if err == nil || !moved(err) || ctx.Err() != nil {
 			return resp, err

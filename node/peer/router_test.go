@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
@@ -50,9 +51,9 @@ func twoNodes(t testing.TB) (a, b *Router) {
 		}
 		peers[name] = l.Addr().String()
 		rt := &staticRoutes{self: name, owner: "a", peers: peers}
-		r := New(rt, state.NewTable(), state.NewLockTable(), func(addr string) (*grpc.ClientConn, error) {
+		r := newRouter(t, rt, func(addr string) (*grpc.ClientConn, error) {
 			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		}, nil)
+		})
 		srv := grpc.NewServer()
 		peerv1.RegisterPeerServiceServer(srv, r.Service())
 		go srv.Serve(l)
@@ -60,6 +61,14 @@ func twoNodes(t testing.TB) (a, b *Router) {
 		routers = append(routers, r)
 	}
 	return routers[0], routers[1]
+}
+
+// newRouter returns node rt.self's router, over a mesh that dials with
+// dial and is closed at the end of the test.
+func newRouter(tb testing.TB, rt *staticRoutes, dial mesh.Dial) *Router {
+	m := mesh.New(rt.self, rt.Peers, dial, nil)
+	tb.Cleanup(m.Close)
+	return New(rt, state.NewTable(), state.NewLockTable(), m, nil)
 }
 
 // breaks records the breaks delivered to an open.
@@ -271,13 +280,13 @@ func TestBreakReadAfterClose(t *testing.T) {
 	}
 	gone := b.ref(ob)
 	b.Remove(ob)
-	if _, err := b.client(a.routes.Peers()["a"]); err != nil {
+	cli, err := b.client("a")
+	if err != nil {
 		t.Fatal(err)
 	}
-	cli, _ := b.client(a.routes.Peers()["a"])
 	rt, _ := b.routes.Owner(ShardOf(key))
 	if _, err := cli.Call(ctx, &peerv1.CallRequest{Route: &peerv1.Route{Shard: rt.Shard, Revision: rt.Revision},
-		Op: peerv1.Op_OP_BREAK_READ, Key: keyPB(key), Ref: gone}); err != nil {
+		Key: keyPB(key), Op: &peerv1.CallRequest_BreakRead{BreakRead: &peerv1.BreakReadOp{Except: gone}}}); err != nil {
 		t.Fatal(err)
 	}
 	if to := <-br.oplock; to != state.OplockNone {
@@ -373,8 +382,7 @@ func TestAckAnswerAfterNextBreak(t *testing.T) {
 	// The next break, to none, is noted before the acknowledgment's
 	// answer comes back.
 	next := state.LeaseBreak{ID: id, From: lb.To, To: state.LeaseNone, Epoch: lb.Epoch + 1, Version: 2}
-	if resp, err := b.Service().Deliver(ctx, &peerv1.DeliverRequest{Ref: b.ref(ob), Lease: &peerv1.LeaseBreak{
-		ClientGuid: next.ID.Client[:], Key: next.ID.Key[:], From: next.From, To: next.To, Epoch: uint32(next.Epoch), Version: int32(next.Version)}}); err != nil || resp.Gone {
+	if resp, err := b.Service().Deliver(ctx, &peerv1.DeliverRequest{Ref: b.ref(ob), Lease: leaseBreakPB(next)}); err != nil || resp.Gone {
 		t.Fatalf("delivering the next break: %+v, %v", resp, err)
 	}
 	<-br.lease
@@ -499,7 +507,7 @@ func TestWriteBreaksReadOnceUntilReadAgain(t *testing.T) {
 	if _, err := b.Admit(ctx, w, state.Request{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	calls := func() uint64 { return b.Stats().ByOp[peerv1.Op_OP_BREAK_READ].Load() }
+	calls := func() uint64 { return b.Stats().ByOp[OpBreakRead].Load() }
 	b.BreakRead(key, w) // the first write: level II broken
 	if to := <-reader.oplock; to != state.OplockNone {
 		t.Fatalf("level II broken to %#x", to)

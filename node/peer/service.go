@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc/codes"
@@ -28,7 +29,8 @@ func (r *Router) owns(rt *peerv1.Route, key state.FileKey) error {
 // Service is a node's peer service: the owner side of the files whose
 // shards the node owns, and the holder side of the opens it holds.
 type Service struct {
-	peerv1.UnimplementedPeerServiceServer
+	// Unsafe: a new RPC fails the build until it is served here.
+	peerv1.UnsafePeerServiceServer
 	r       *Router
 	workers workers // mux.go
 }
@@ -49,21 +51,17 @@ func (b remoteBreaker) BreakOplock(to uint8) error {
 }
 
 func (b remoteBreaker) BreakLease(l state.LeaseBreak) error {
-	return b.r.deliver(&peerv1.DeliverRequest{Ref: b.ref, Lease: &peerv1.LeaseBreak{
-		ClientGuid: l.ID.Client[:], Key: l.ID.Key[:], From: l.From, To: l.To, Epoch: uint32(l.Epoch),
-		Version: int32(l.Version), AckRequired: l.AckRequired,
-	}})
+	return b.r.deliver(&peerv1.DeliverRequest{Ref: b.ref, Lease: leaseBreakPB(l)})
 }
 
 // errGone is a break that reached no open: its holder closed it or is gone.
 var errGone = errors.New("peer: the open is gone")
 
 func (r *Router) deliver(req *peerv1.DeliverRequest) error {
-	addr := r.routes.Peers()[req.Ref.Node]
-	if addr == "" {
+	cli, err := r.client(req.Ref.Node)
+	if errors.Is(err, mesh.ErrGone) {
 		return errGone
 	}
-	cli, err := r.client(addr)
 	if err != nil {
 		return err
 	}
@@ -105,15 +103,6 @@ func (r *Router) proxy(d *peerv1.OpenDesc) (o *state.Open, existed bool, err err
 	}
 	r.byKey[o.Key][k] = true
 	return o, false, nil
-}
-
-// except is the open a break spares: the request's open, or — when it
-// closed meanwhile — a stand-in of its stream that spares no one.
-func (r *Router) except(req *peerv1.CallRequest, key state.FileKey) *state.Open {
-	if o := r.lookup(req.Ref); o != nil {
-		return o
-	}
-	return &state.Open{Key: key, Stream: req.Stream}
 }
 
 // lookup finds the proxy of a ref, nil if there is none.
@@ -255,177 +244,6 @@ func delegable(req *peerv1.AdmitRequest) bool {
 		!req.Directory && d.GetStream() == "" && len(d.GetCreateId()) == 0 && state.Delegable(d.GetAccess(), d.GetShareAccess())
 }
 
-// Call implements peerv1.PeerServiceServer.
-func (sv *Service) Call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
-	r := sv.r
-	switch {
-	case req.Op == peerv1.Op_OP_FLUSH:
-		return &peerv1.CallResponse{}, nil // served after what the stream carried before (closing.go)
-	case req.Op == peerv1.Op_OP_HAS_OPEN_BELOW:
-		return &peerv1.CallResponse{On: r.hasOpenBelow(req.Name)}, nil
-	case req.Op == peerv1.Op_OP_ACK_LEASE && req.Route == nil:
-		// An acknowledgment looking for its lease (ackAnywhere): only the
-		// table that knows the lease takes it, whatever shard.
-		l := req.Lease
-		resp := &peerv1.CallResponse{}
-		var err error
-		resp.Level, err = r.table.AckLease(state.LeaseID{Client: guid(l.GetClientGuid()), Key: guid(l.GetKey())}, l.GetState())
-		resp.Error, resp.Message = errCode(err)
-		return resp, nil
-	}
-	key := keyOf(req.Key)
-	if err := r.owns(req.Route, key); err != nil {
-		return nil, err
-	}
-	if req.Op == peerv1.Op_OP_RETURN {
-		r.takeBack(key, req) // deleg.go
-		return &peerv1.CallResponse{}, nil
-	}
-	o := r.lookup(req.Ref)
-	if o == nil && needsOpen(req.Op) {
-		if req.Op == peerv1.Op_OP_REMOVE || req.Op == peerv1.Op_OP_DROP || req.Op == peerv1.Op_OP_RELEASE_LOCKS {
-			return &peerv1.CallResponse{}, nil // already gone: removing is idempotent
-		}
-		return nil, status.Errorf(codes.NotFound, "no open %v of %v", req.Ref, key)
-	}
-	resp, err := r.run(ctx, req, key, o)
-	if err != nil {
-		code, msg := errCode(err)
-		resp.Error, resp.Message = code, msg
-	}
-	return resp, nil
-}
-
-// needsOpen reports whether op acts on an open (named by the request's
-// ref) rather than on a file.
-func needsOpen(op peerv1.Op) bool {
-	switch op {
-	case peerv1.Op_OP_ACK_LEASE, peerv1.Op_OP_BREAK_READ, peerv1.Op_OP_BREAK_HANDLE,
-		peerv1.Op_OP_SET_DELETE_PENDING, peerv1.Op_OP_DELETE_PENDING, peerv1.Op_OP_RENAMED,
-		peerv1.Op_OP_CHECK_ACCESS, peerv1.Op_OP_STREAM_OPEN, peerv1.Op_OP_RENAMED_STREAM,
-		peerv1.Op_OP_BREAK_DIR_LEASES:
-		return false
-	}
-	return true
-}
-
-// run runs one short operation on the local tables.
-func (r *Router) run(ctx context.Context, req *peerv1.CallRequest, key state.FileKey, o *state.Open) (*peerv1.CallResponse, error) {
-	resp := &peerv1.CallResponse{}
-	var err error
-	from := req.GetRef().GetNode() // its closes came before this on its stream
-	switch req.Op {
-	case peerv1.Op_OP_REMOVE:
-		resp.On, resp.DeletePending = r.closeProxy(o)
-	case peerv1.Op_OP_DROP:
-		if ok, done := r.leaving(o); ok {
-			r.locks.Release(o)
-			resp.On, resp.DeletePending = r.table.Drop(o)
-			done()
-		}
-	case peerv1.Op_OP_ACK:
-		resp.On = r.table.Ack(o, uint8(req.Level))
-		resp.Level = uint32(r.table.Oplock(o))
-	case peerv1.Op_OP_ACK_LEASE:
-		l := req.Lease
-		resp.Level, err = r.table.AckLease(state.LeaseID{Client: guid(l.GetClientGuid()), Key: guid(l.GetKey())}, l.GetState())
-	case peerv1.Op_OP_BREAK_READ:
-		r.table.BreakRead(key, r.except(req, key))
-	case peerv1.Op_OP_MARK_DELETE_PENDING:
-		r.markPending(key, req.On, func() { r.table.MarkDeletePending(o, req.On) })
-	case peerv1.Op_OP_SET_DELETE_PENDING:
-		r.markPending(key, req.On, func() { r.table.SetDeletePending(key, req.On) })
-	case peerv1.Op_OP_DELETE_PENDING:
-		resp.On = r.table.DeletePending(key)
-	case peerv1.Op_OP_CHECK_RENAME:
-		r.flushFor(key, from, func() bool { err = r.table.CheckRename(o); return err != nil })
-	case peerv1.Op_OP_RENAMED:
-		r.withoutDelegs(key, func(bool) { r.table.Renamed(key, req.Name) })
-	case peerv1.Op_OP_NAME_OF:
-		resp.Name = r.table.NameOf(o)
-	case peerv1.Op_OP_CHECK_ACCESS:
-		r.flushFor(key, from, func() bool { err = r.table.CheckAccess(key, req.Access, req.ShareAccess); return err != nil })
-	case peerv1.Op_OP_STREAM_OPEN:
-		r.flushFor(key, from, func() bool { resp.On = r.table.StreamOpen(key, req.Stream, r.lookup(req.Ref)); return resp.On })
-	case peerv1.Op_OP_STREAM_OF:
-		resp.Name = r.table.StreamOf(o)
-	case peerv1.Op_OP_RENAMED_STREAM:
-		r.withoutDelegs(key, func(bool) { r.table.RenamedStream(key, req.Stream, req.Name) })
-	case peerv1.Op_OP_CACHING_OF:
-		resp.Caching = cachingPB(r.table.CachingOf(o))
-	case peerv1.Op_OP_OPLOCK:
-		resp.Level = uint32(r.table.Oplock(o))
-	case peerv1.Op_OP_SOLE:
-		r.flushFor(key, from, func() bool { resp.On, resp.DeletePending = r.table.Sole(o); return !resp.On })
-	case peerv1.Op_OP_DETACH:
-		// The holder delivers the breaks of a detached open itself; the
-		// owner only refuses while a break waits for an acknowledgment.
-		resp.On = r.table.Detach(o, o.Breaker)
-	case peerv1.Op_OP_PARENT_LEASE_OF:
-		id, ok := r.table.ParentLeaseOf(o)
-		resp.On, resp.Caching = ok, cachingPB(state.Caching{ID: id})
-	case peerv1.Op_OP_BREAK_DIR_LEASES:
-		var except state.LeaseID
-		if req.Lease != nil {
-			except = state.LeaseID{Client: guid(req.Lease.ClientGuid), Key: guid(req.Lease.Key)}
-		}
-		if r.table.DirLeases() {
-			r.table.BreakDirLeases(key, except, req.Lease != nil)
-		}
-	case peerv1.Op_OP_LOCK:
-		err = r.lockLocal(o, locksOf(req.Locks))
-		resp.LocksPresent = true
-	case peerv1.Op_OP_UNLOCK:
-		var n int
-		n, err = r.locks.Unlock(o, locksOf(req.Locks))
-		resp.Count = uint32(n)
-	case peerv1.Op_OP_RELEASE_LOCKS:
-		r.locks.Release(o)
-	case peerv1.Op_OP_CHECK_IO:
-		err = r.locks.CheckIO(o, req.Offset, req.Length, req.On)
-	case peerv1.Op_OP_LOCK_COUNT:
-		resp.Count = uint32(r.locks.LockCount(o))
-	case peerv1.Op_OP_HANDOVER:
-		return r.handoverProxy(o, req.To) // durable.go
-	default:
-		return nil, status.Errorf(codes.InvalidArgument, "operation %v is not a Call", req.Op)
-	}
-	return resp, err
-}
-
-// Wait implements peerv1.PeerServiceServer: BreakHandle and blocking locks.
-func (sv *Service) Wait(req *peerv1.CallRequest, stream peerv1.PeerService_WaitServer) error {
-	return sv.wait(req, stream)
-}
-
-func (sv *Service) wait(req *peerv1.CallRequest, stream events) error {
-	r := sv.r
-	key := keyOf(req.Key)
-	if err := r.owns(req.Route, key); err != nil {
-		return err
-	}
-	ctx := stream.Context()
-	onWait := func() { stream.Send(&peerv1.AdmitEvent{Waiting: true}) }
-	var err error
-	switch req.Op {
-	case peerv1.Op_OP_BREAK_HANDLE:
-		err = r.table.BreakHandle(ctx, key, r.except(req, key), onWait)
-	case peerv1.Op_OP_LOCK_WAIT:
-		o := r.lookup(req.Ref)
-		if o == nil || len(req.Locks) != 1 {
-			return status.Error(codes.InvalidArgument, "a blocking lock needs its open and one range")
-		}
-		err = r.lockWaitLocal(ctx, o, locksOf(req.Locks)[0], onWait)
-	default:
-		return status.Errorf(codes.InvalidArgument, "operation %v is not a Wait", req.Op)
-	}
-	if ctx.Err() != nil {
-		return status.FromContextError(ctx.Err()).Err()
-	}
-	code, msg := errCode(err)
-	return stream.Send(&peerv1.AdmitEvent{Error: code, Message: msg, LocksPresent: req.Op == peerv1.Op_OP_LOCK_WAIT})
-}
-
 // Deliver implements peerv1.PeerServiceServer: the holder side.
 func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*peerv1.DeliverResponse, error) {
 	r := sv.r
@@ -467,10 +285,7 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 	}
 	var err error
 	if l := req.Lease; l != nil {
-		err = b.BreakLease(state.LeaseBreak{
-			ID: state.LeaseID{Client: guid(l.ClientGuid), Key: guid(l.Key)}, From: l.From, To: l.To,
-			Epoch: uint16(l.Epoch), Version: int(l.Version), AckRequired: l.AckRequired,
-		})
+		err = b.BreakLease(leaseBreakOf(l))
 	} else {
 		err = b.BreakOplock(uint8(req.Oplock))
 	}
@@ -512,20 +327,6 @@ func (r *Router) DropNode(node string, keep uint64) int {
 }
 
 func keyString(k state.FileKey) string { return fmt.Sprintf("%x:%x", k.Volume, k.FileID) }
-
-// admittedEvent answers an Admit of an open already admitted with its
-// caching now.
-func admittedEvent(c state.Caching, locks bool) *peerv1.AdmitEvent {
-	ev := &peerv1.AdmitEvent{LocksPresent: locks}
-	if c.Lease {
-		ev.Lease = &peerv1.Caching{State: c.State, Lease: true, Key: c.ID.Key[:], Version: int32(c.Version),
-			Epoch: uint32(c.Epoch), ParentKey: c.ParentKey[:], HasParent: c.HasParent}
-		ev.BreakInProgress = c.Breaking
-	} else {
-		ev.Oplock = uint32(c.Oplock())
-	}
-	return ev
-}
 
 // setIn marks a proxy admitted; isIn reports it.
 func (r *Router) setIn(o *state.Open) {
@@ -578,25 +379,24 @@ func (r *Router) tellNodes(nodes map[string]bool, notice *peerv1.DeliverRequest,
 	if len(nodes) == 0 {
 		return false
 	}
-	peers := r.routes.Peers()
+	to := make([]string, 0, len(nodes))
+	for node := range nodes {
+		to = append(to, node)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	for node := range nodes {
-		addr := peers[node]
-		if addr == "" {
-			continue // gone: its opens are dropped with it
-		}
-		cli, err := r.client(addr)
-		if err != nil {
-			continue
-		}
+	for a := range ask(ctx, r, to, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.DeliverResponse, error) {
 		r.stats.Delivers.Add(1)
-		resp, err := cli.Deliver(ctx, notice)
-		if err != nil {
-			r.log.Warn("telling a node of "+what, "peer", node, "err", err)
-			continue
+		return cli.Deliver(ctx, notice)
+	}) {
+		switch {
+		case errors.Is(a.Err, mesh.ErrGone):
+			// gone: its opens are dropped with it
+		case a.Err != nil:
+			r.log.Warn("telling a node of "+what, "peer", a.Node, "err", a.Err)
+		default:
+			flushed = flushed || a.Resp.Flushed
 		}
-		flushed = flushed || resp.Flushed
 	}
 	return flushed
 }

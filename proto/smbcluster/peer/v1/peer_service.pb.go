@@ -114,152 +114,6 @@ func (Error) EnumDescriptor() ([]byte, []int) {
 	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{0}
 }
 
-// Op is one operation of Call or Wait.
-type Op int32
-
-const (
-	Op_OP_UNSPECIFIED         Op = 0
-	Op_OP_REMOVE              Op = 1  // ref → last, delete_pending
-	Op_OP_DROP                Op = 2  // ref → delete_stream, delete_file
-	Op_OP_ACK                 Op = 3  // ref, level → ok, level
-	Op_OP_ACK_LEASE           Op = 4  // lease → state
-	Op_OP_BREAK_READ          Op = 5  // key, ref (except, may be unset)
-	Op_OP_BREAK_HANDLE        Op = 6  // key, ref (except) — Wait
-	Op_OP_MARK_DELETE_PENDING Op = 7  // ref, on
-	Op_OP_SET_DELETE_PENDING  Op = 8  // key, on
-	Op_OP_DELETE_PENDING      Op = 9  // key → on
-	Op_OP_CHECK_RENAME        Op = 10 // ref → error
-	Op_OP_RENAMED             Op = 11 // key, name
-	Op_OP_NAME_OF             Op = 12 // ref → name
-	Op_OP_HAS_OPEN_BELOW      Op = 13 // name (a directory) → on
-	Op_OP_CHECK_ACCESS        Op = 14 // key, access, share_access → error
-	Op_OP_STREAM_OPEN         Op = 15 // key, stream, ref (except) → on
-	Op_OP_STREAM_OF           Op = 16 // ref → stream
-	Op_OP_RENAMED_STREAM      Op = 17 // key, stream (from), name (to)
-	Op_OP_CACHING_OF          Op = 18 // ref → caching
-	Op_OP_OPLOCK              Op = 19 // ref → level
-	Op_OP_SOLE                Op = 20 // ref → sole (on), delete_pending
-	Op_OP_DETACH              Op = 21 // ref → on (accepted)
-	Op_OP_PARENT_LEASE_OF     Op = 22 // ref → caching (client_guid, key) when on
-	Op_OP_BREAK_DIR_LEASES    Op = 23 // key, lease (except, when set)
-	Op_OP_LOCK                Op = 24 // ref, locks → error
-	Op_OP_LOCK_WAIT           Op = 25 // ref, locks[0] — Wait
-	Op_OP_UNLOCK              Op = 26 // ref, locks → count, error
-	Op_OP_RELEASE_LOCKS       Op = 27 // ref
-	Op_OP_CHECK_IO            Op = 28 // ref, offset, length, write → error
-	Op_OP_LOCK_COUNT          Op = 29 // ref → count
-	Op_OP_HANDOVER            Op = 30 // ref (from), to → caching, locks: the open becomes to's
-	// OP_FLUSH (no route) answers once every message its caller sent
-	// before it on the same Exchange stream was served: the callee serves
-	// the messages that want no answer (id 0) in order as they arrive.
-	Op_OP_FLUSH Op = 31
-	// OP_RETURN: ref names the delegation (its id), opens are the opens the
-	// holder admitted under it and still holds: they become its ordinary
-	// opens at the owner and the delegation ends (node/peer/deleg.go).
-	Op_OP_RETURN Op = 32
-)
-
-// Enum value maps for Op.
-var (
-	Op_name = map[int32]string{
-		0:  "OP_UNSPECIFIED",
-		1:  "OP_REMOVE",
-		2:  "OP_DROP",
-		3:  "OP_ACK",
-		4:  "OP_ACK_LEASE",
-		5:  "OP_BREAK_READ",
-		6:  "OP_BREAK_HANDLE",
-		7:  "OP_MARK_DELETE_PENDING",
-		8:  "OP_SET_DELETE_PENDING",
-		9:  "OP_DELETE_PENDING",
-		10: "OP_CHECK_RENAME",
-		11: "OP_RENAMED",
-		12: "OP_NAME_OF",
-		13: "OP_HAS_OPEN_BELOW",
-		14: "OP_CHECK_ACCESS",
-		15: "OP_STREAM_OPEN",
-		16: "OP_STREAM_OF",
-		17: "OP_RENAMED_STREAM",
-		18: "OP_CACHING_OF",
-		19: "OP_OPLOCK",
-		20: "OP_SOLE",
-		21: "OP_DETACH",
-		22: "OP_PARENT_LEASE_OF",
-		23: "OP_BREAK_DIR_LEASES",
-		24: "OP_LOCK",
-		25: "OP_LOCK_WAIT",
-		26: "OP_UNLOCK",
-		27: "OP_RELEASE_LOCKS",
-		28: "OP_CHECK_IO",
-		29: "OP_LOCK_COUNT",
-		30: "OP_HANDOVER",
-		31: "OP_FLUSH",
-		32: "OP_RETURN",
-	}
-	Op_value = map[string]int32{
-		"OP_UNSPECIFIED":         0,
-		"OP_REMOVE":              1,
-		"OP_DROP":                2,
-		"OP_ACK":                 3,
-		"OP_ACK_LEASE":           4,
-		"OP_BREAK_READ":          5,
-		"OP_BREAK_HANDLE":        6,
-		"OP_MARK_DELETE_PENDING": 7,
-		"OP_SET_DELETE_PENDING":  8,
-		"OP_DELETE_PENDING":      9,
-		"OP_CHECK_RENAME":        10,
-		"OP_RENAMED":             11,
-		"OP_NAME_OF":             12,
-		"OP_HAS_OPEN_BELOW":      13,
-		"OP_CHECK_ACCESS":        14,
-		"OP_STREAM_OPEN":         15,
-		"OP_STREAM_OF":           16,
-		"OP_RENAMED_STREAM":      17,
-		"OP_CACHING_OF":          18,
-		"OP_OPLOCK":              19,
-		"OP_SOLE":                20,
-		"OP_DETACH":              21,
-		"OP_PARENT_LEASE_OF":     22,
-		"OP_BREAK_DIR_LEASES":    23,
-		"OP_LOCK":                24,
-		"OP_LOCK_WAIT":           25,
-		"OP_UNLOCK":              26,
-		"OP_RELEASE_LOCKS":       27,
-		"OP_CHECK_IO":            28,
-		"OP_LOCK_COUNT":          29,
-		"OP_HANDOVER":            30,
-		"OP_FLUSH":               31,
-		"OP_RETURN":              32,
-	}
-)
-
-func (x Op) Enum() *Op {
-	p := new(Op)
-	*p = x
-	return p
-}
-
-func (x Op) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_smbcluster_peer_v1_peer_service_proto_enumTypes[1].Descriptor()
-}
-
-func (Op) Type() protoreflect.EnumType {
-	return &file_smbcluster_peer_v1_peer_service_proto_enumTypes[1]
-}
-
-func (x Op) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Op.Descriptor instead.
-func (Op) EnumDescriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{1}
-}
-
 // OpenRef names an open cluster-wide: the node that holds it (the node
 // whose client made it), that node's epoch, and the node's own id for it.
 type OpenRef struct {
@@ -848,11 +702,11 @@ type AdmitEvent struct {
 	LocksPresent bool `protobuf:"varint,7,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
 	// read_present: after the grant some open of the file caches reads (a
 	// lease with R, a level II or stronger oplock), so a write through the
-	// holder must break it (OP_BREAK_READ).
+	// holder must break it (BreakReadOp).
 	ReadPresent bool `protobuf:"varint,8,opt,name=read_present,json=readPresent,proto3" json:"read_present,omitempty"`
 	// delete_pending: a delete is (or is being made) pending on the file
 	// or one of its streams, so the holder's closes of it wait for the
-	// owner's answer (OP_DROP on an Envelope with id 0 does not).
+	// owner's answer (a DropOp on an Envelope with id 0 does not).
 	DeletePending bool `protobuf:"varint,9,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
 	// delegated: the owner granted the delegation the request named, with
 	// the open's access and share access; the holder admits covered plain
@@ -1022,26 +876,52 @@ func (x *Lock) GetExclusive() bool {
 	return false
 }
 
+// CallRequest is one operation on a file's state at its owner: of Call,
+// of Wait (break_handle, lock_wait) or a close that wants no answer (an
+// Envelope's drops: drop). route and key name the file and the shard
+// assignment the caller routed with; they are unset for flush,
+// has_open_below and an ack_lease looking for its lease, which go to
+// every node (or, flush, to one) whatever the shard. Each operation is a
+// message of its own, with fields named for what they mean to it.
 type CallRequest struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	Route       *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
-	Op          Op                     `protobuf:"varint,2,opt,name=op,proto3,enum=smbcluster.peer.v1.Op" json:"op,omitempty"`
-	Ref         *OpenRef               `protobuf:"bytes,3,opt,name=ref,proto3" json:"ref,omitempty"`
-	Key         *FileKey               `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
-	On          bool                   `protobuf:"varint,5,opt,name=on,proto3" json:"on,omitempty"`
-	Level       uint32                 `protobuf:"varint,6,opt,name=level,proto3" json:"level,omitempty"`
-	Lease       *LeaseRequest          `protobuf:"bytes,7,opt,name=lease,proto3" json:"lease,omitempty"`
-	Name        string                 `protobuf:"bytes,8,opt,name=name,proto3" json:"name,omitempty"`
-	Stream      string                 `protobuf:"bytes,9,opt,name=stream,proto3" json:"stream,omitempty"`
-	Access      uint32                 `protobuf:"varint,10,opt,name=access,proto3" json:"access,omitempty"`
-	ShareAccess uint32                 `protobuf:"varint,11,opt,name=share_access,json=shareAccess,proto3" json:"share_access,omitempty"`
-	Locks       []*Lock                `protobuf:"bytes,12,rep,name=locks,proto3" json:"locks,omitempty"`
-	Offset      uint64                 `protobuf:"varint,13,opt,name=offset,proto3" json:"offset,omitempty"`
-	Length      uint64                 `protobuf:"varint,14,opt,name=length,proto3" json:"length,omitempty"`
-	// to is the open that takes ref's place (OP_HANDOVER).
-	To *OpenRef `protobuf:"bytes,15,opt,name=to,proto3" json:"to,omitempty"`
-	// opens are the delegated opens of an OP_RETURN.
-	Opens         []*OpenDesc `protobuf:"bytes,16,rep,name=opens,proto3" json:"opens,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Route *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	Key   *FileKey               `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// Types that are valid to be assigned to Op:
+	//
+	//	*CallRequest_Remove
+	//	*CallRequest_Drop
+	//	*CallRequest_Ack
+	//	*CallRequest_AckLease
+	//	*CallRequest_BreakRead
+	//	*CallRequest_BreakHandle
+	//	*CallRequest_MarkDeletePending
+	//	*CallRequest_SetDeletePending
+	//	*CallRequest_DeletePending
+	//	*CallRequest_CheckRename
+	//	*CallRequest_Renamed
+	//	*CallRequest_NameOf
+	//	*CallRequest_HasOpenBelow
+	//	*CallRequest_CheckAccess
+	//	*CallRequest_StreamOpen
+	//	*CallRequest_StreamOf
+	//	*CallRequest_RenamedStream
+	//	*CallRequest_CachingOf
+	//	*CallRequest_Oplock
+	//	*CallRequest_Sole
+	//	*CallRequest_Detach
+	//	*CallRequest_ParentLeaseOf
+	//	*CallRequest_BreakDirLeases
+	//	*CallRequest_Lock
+	//	*CallRequest_LockWait
+	//	*CallRequest_Unlock
+	//	*CallRequest_ReleaseLocks
+	//	*CallRequest_CheckIo
+	//	*CallRequest_LockCount
+	//	*CallRequest_Handover
+	//	*CallRequest_Flush
+	//	*CallRequest_ReturnDelegation
+	Op            isCallRequest_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1083,20 +963,6 @@ func (x *CallRequest) GetRoute() *Route {
 	return nil
 }
 
-func (x *CallRequest) GetOp() Op {
-	if x != nil {
-		return x.Op
-	}
-	return Op_OP_UNSPECIFIED
-}
-
-func (x *CallRequest) GetRef() *OpenRef {
-	if x != nil {
-		return x.Ref
-	}
-	return nil
-}
-
 func (x *CallRequest) GetKey() *FileKey {
 	if x != nil {
 		return x.Key
@@ -1104,109 +970,2158 @@ func (x *CallRequest) GetKey() *FileKey {
 	return nil
 }
 
-func (x *CallRequest) GetOn() bool {
+func (x *CallRequest) GetOp() isCallRequest_Op {
 	if x != nil {
-		return x.On
+		return x.Op
 	}
-	return false
+	return nil
 }
 
-func (x *CallRequest) GetLevel() uint32 {
+func (x *CallRequest) GetRemove() *RemoveOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Remove); ok {
+			return x.Remove
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetDrop() *DropOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Drop); ok {
+			return x.Drop
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetAck() *AckOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Ack); ok {
+			return x.Ack
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetAckLease() *AckLeaseOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_AckLease); ok {
+			return x.AckLease
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetBreakRead() *BreakReadOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_BreakRead); ok {
+			return x.BreakRead
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetBreakHandle() *BreakHandleOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_BreakHandle); ok {
+			return x.BreakHandle
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetMarkDeletePending() *MarkDeletePendingOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_MarkDeletePending); ok {
+			return x.MarkDeletePending
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetSetDeletePending() *SetDeletePendingOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_SetDeletePending); ok {
+			return x.SetDeletePending
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetDeletePending() *DeletePendingOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_DeletePending); ok {
+			return x.DeletePending
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetCheckRename() *CheckRenameOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_CheckRename); ok {
+			return x.CheckRename
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetRenamed() *RenamedOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Renamed); ok {
+			return x.Renamed
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetNameOf() *NameOfOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_NameOf); ok {
+			return x.NameOf
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetHasOpenBelow() *HasOpenBelowOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_HasOpenBelow); ok {
+			return x.HasOpenBelow
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetCheckAccess() *CheckAccessOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_CheckAccess); ok {
+			return x.CheckAccess
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetStreamOpen() *StreamOpenOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_StreamOpen); ok {
+			return x.StreamOpen
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetStreamOf() *StreamOfOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_StreamOf); ok {
+			return x.StreamOf
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetRenamedStream() *RenamedStreamOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_RenamedStream); ok {
+			return x.RenamedStream
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetCachingOf() *CachingOfOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_CachingOf); ok {
+			return x.CachingOf
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetOplock() *OplockOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Oplock); ok {
+			return x.Oplock
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetSole() *SoleOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Sole); ok {
+			return x.Sole
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetDetach() *DetachOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Detach); ok {
+			return x.Detach
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetParentLeaseOf() *ParentLeaseOfOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_ParentLeaseOf); ok {
+			return x.ParentLeaseOf
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetBreakDirLeases() *BreakDirLeasesOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_BreakDirLeases); ok {
+			return x.BreakDirLeases
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetLock() *LockOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Lock); ok {
+			return x.Lock
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetLockWait() *LockWaitOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_LockWait); ok {
+			return x.LockWait
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetUnlock() *UnlockOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Unlock); ok {
+			return x.Unlock
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetReleaseLocks() *ReleaseLocksOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_ReleaseLocks); ok {
+			return x.ReleaseLocks
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetCheckIo() *CheckIOOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_CheckIo); ok {
+			return x.CheckIo
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetLockCount() *LockCountOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_LockCount); ok {
+			return x.LockCount
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetHandover() *HandoverOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Handover); ok {
+			return x.Handover
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetFlush() *FlushOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_Flush); ok {
+			return x.Flush
+		}
+	}
+	return nil
+}
+
+func (x *CallRequest) GetReturnDelegation() *ReturnDelegationOp {
+	if x != nil {
+		if x, ok := x.Op.(*CallRequest_ReturnDelegation); ok {
+			return x.ReturnDelegation
+		}
+	}
+	return nil
+}
+
+type isCallRequest_Op interface {
+	isCallRequest_Op()
+}
+
+type CallRequest_Remove struct {
+	Remove *RemoveOp `protobuf:"bytes,3,opt,name=remove,proto3,oneof"`
+}
+
+type CallRequest_Drop struct {
+	Drop *DropOp `protobuf:"bytes,4,opt,name=drop,proto3,oneof"`
+}
+
+type CallRequest_Ack struct {
+	Ack *AckOp `protobuf:"bytes,5,opt,name=ack,proto3,oneof"`
+}
+
+type CallRequest_AckLease struct {
+	AckLease *AckLeaseOp `protobuf:"bytes,6,opt,name=ack_lease,json=ackLease,proto3,oneof"`
+}
+
+type CallRequest_BreakRead struct {
+	BreakRead *BreakReadOp `protobuf:"bytes,7,opt,name=break_read,json=breakRead,proto3,oneof"`
+}
+
+type CallRequest_BreakHandle struct {
+	BreakHandle *BreakHandleOp `protobuf:"bytes,8,opt,name=break_handle,json=breakHandle,proto3,oneof"`
+}
+
+type CallRequest_MarkDeletePending struct {
+	MarkDeletePending *MarkDeletePendingOp `protobuf:"bytes,9,opt,name=mark_delete_pending,json=markDeletePending,proto3,oneof"`
+}
+
+type CallRequest_SetDeletePending struct {
+	SetDeletePending *SetDeletePendingOp `protobuf:"bytes,10,opt,name=set_delete_pending,json=setDeletePending,proto3,oneof"`
+}
+
+type CallRequest_DeletePending struct {
+	DeletePending *DeletePendingOp `protobuf:"bytes,11,opt,name=delete_pending,json=deletePending,proto3,oneof"`
+}
+
+type CallRequest_CheckRename struct {
+	CheckRename *CheckRenameOp `protobuf:"bytes,12,opt,name=check_rename,json=checkRename,proto3,oneof"`
+}
+
+type CallRequest_Renamed struct {
+	Renamed *RenamedOp `protobuf:"bytes,13,opt,name=renamed,proto3,oneof"`
+}
+
+type CallRequest_NameOf struct {
+	NameOf *NameOfOp `protobuf:"bytes,14,opt,name=name_of,json=nameOf,proto3,oneof"`
+}
+
+type CallRequest_HasOpenBelow struct {
+	HasOpenBelow *HasOpenBelowOp `protobuf:"bytes,15,opt,name=has_open_below,json=hasOpenBelow,proto3,oneof"`
+}
+
+type CallRequest_CheckAccess struct {
+	CheckAccess *CheckAccessOp `protobuf:"bytes,16,opt,name=check_access,json=checkAccess,proto3,oneof"`
+}
+
+type CallRequest_StreamOpen struct {
+	StreamOpen *StreamOpenOp `protobuf:"bytes,17,opt,name=stream_open,json=streamOpen,proto3,oneof"`
+}
+
+type CallRequest_StreamOf struct {
+	StreamOf *StreamOfOp `protobuf:"bytes,18,opt,name=stream_of,json=streamOf,proto3,oneof"`
+}
+
+type CallRequest_RenamedStream struct {
+	RenamedStream *RenamedStreamOp `protobuf:"bytes,19,opt,name=renamed_stream,json=renamedStream,proto3,oneof"`
+}
+
+type CallRequest_CachingOf struct {
+	CachingOf *CachingOfOp `protobuf:"bytes,20,opt,name=caching_of,json=cachingOf,proto3,oneof"`
+}
+
+type CallRequest_Oplock struct {
+	Oplock *OplockOp `protobuf:"bytes,21,opt,name=oplock,proto3,oneof"`
+}
+
+type CallRequest_Sole struct {
+	Sole *SoleOp `protobuf:"bytes,22,opt,name=sole,proto3,oneof"`
+}
+
+type CallRequest_Detach struct {
+	Detach *DetachOp `protobuf:"bytes,23,opt,name=detach,proto3,oneof"`
+}
+
+type CallRequest_ParentLeaseOf struct {
+	ParentLeaseOf *ParentLeaseOfOp `protobuf:"bytes,24,opt,name=parent_lease_of,json=parentLeaseOf,proto3,oneof"`
+}
+
+type CallRequest_BreakDirLeases struct {
+	BreakDirLeases *BreakDirLeasesOp `protobuf:"bytes,25,opt,name=break_dir_leases,json=breakDirLeases,proto3,oneof"`
+}
+
+type CallRequest_Lock struct {
+	Lock *LockOp `protobuf:"bytes,26,opt,name=lock,proto3,oneof"`
+}
+
+type CallRequest_LockWait struct {
+	LockWait *LockWaitOp `protobuf:"bytes,27,opt,name=lock_wait,json=lockWait,proto3,oneof"`
+}
+
+type CallRequest_Unlock struct {
+	Unlock *UnlockOp `protobuf:"bytes,28,opt,name=unlock,proto3,oneof"`
+}
+
+type CallRequest_ReleaseLocks struct {
+	ReleaseLocks *ReleaseLocksOp `protobuf:"bytes,29,opt,name=release_locks,json=releaseLocks,proto3,oneof"`
+}
+
+type CallRequest_CheckIo struct {
+	CheckIo *CheckIOOp `protobuf:"bytes,30,opt,name=check_io,json=checkIo,proto3,oneof"`
+}
+
+type CallRequest_LockCount struct {
+	LockCount *LockCountOp `protobuf:"bytes,31,opt,name=lock_count,json=lockCount,proto3,oneof"`
+}
+
+type CallRequest_Handover struct {
+	Handover *HandoverOp `protobuf:"bytes,32,opt,name=handover,proto3,oneof"`
+}
+
+type CallRequest_Flush struct {
+	Flush *FlushOp `protobuf:"bytes,33,opt,name=flush,proto3,oneof"`
+}
+
+type CallRequest_ReturnDelegation struct {
+	ReturnDelegation *ReturnDelegationOp `protobuf:"bytes,34,opt,name=return_delegation,json=returnDelegation,proto3,oneof"`
+}
+
+func (*CallRequest_Remove) isCallRequest_Op() {}
+
+func (*CallRequest_Drop) isCallRequest_Op() {}
+
+func (*CallRequest_Ack) isCallRequest_Op() {}
+
+func (*CallRequest_AckLease) isCallRequest_Op() {}
+
+func (*CallRequest_BreakRead) isCallRequest_Op() {}
+
+func (*CallRequest_BreakHandle) isCallRequest_Op() {}
+
+func (*CallRequest_MarkDeletePending) isCallRequest_Op() {}
+
+func (*CallRequest_SetDeletePending) isCallRequest_Op() {}
+
+func (*CallRequest_DeletePending) isCallRequest_Op() {}
+
+func (*CallRequest_CheckRename) isCallRequest_Op() {}
+
+func (*CallRequest_Renamed) isCallRequest_Op() {}
+
+func (*CallRequest_NameOf) isCallRequest_Op() {}
+
+func (*CallRequest_HasOpenBelow) isCallRequest_Op() {}
+
+func (*CallRequest_CheckAccess) isCallRequest_Op() {}
+
+func (*CallRequest_StreamOpen) isCallRequest_Op() {}
+
+func (*CallRequest_StreamOf) isCallRequest_Op() {}
+
+func (*CallRequest_RenamedStream) isCallRequest_Op() {}
+
+func (*CallRequest_CachingOf) isCallRequest_Op() {}
+
+func (*CallRequest_Oplock) isCallRequest_Op() {}
+
+func (*CallRequest_Sole) isCallRequest_Op() {}
+
+func (*CallRequest_Detach) isCallRequest_Op() {}
+
+func (*CallRequest_ParentLeaseOf) isCallRequest_Op() {}
+
+func (*CallRequest_BreakDirLeases) isCallRequest_Op() {}
+
+func (*CallRequest_Lock) isCallRequest_Op() {}
+
+func (*CallRequest_LockWait) isCallRequest_Op() {}
+
+func (*CallRequest_Unlock) isCallRequest_Op() {}
+
+func (*CallRequest_ReleaseLocks) isCallRequest_Op() {}
+
+func (*CallRequest_CheckIo) isCallRequest_Op() {}
+
+func (*CallRequest_LockCount) isCallRequest_Op() {}
+
+func (*CallRequest_Handover) isCallRequest_Op() {}
+
+func (*CallRequest_Flush) isCallRequest_Op() {}
+
+func (*CallRequest_ReturnDelegation) isCallRequest_Op() {}
+
+// RemoveOp closes an open (state.Files.Remove): RemoveResult.
+type RemoveOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveOp) Reset() {
+	*x = RemoveOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveOp) ProtoMessage() {}
+
+func (x *RemoveOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveOp.ProtoReflect.Descriptor instead.
+func (*RemoveOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RemoveOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// DropOp closes an open as a CLOSE does (state.Files.Drop): DropResult.
+// Posted closes travel as DropOps in an Envelope's drops.
+type DropOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropOp) Reset() {
+	*x = DropOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropOp) ProtoMessage() {}
+
+func (x *DropOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropOp.ProtoReflect.Descriptor instead.
+func (*DropOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DropOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// AckOp acknowledges an oplock break: AckResult.
+type AckOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	Level         uint32                 `protobuf:"varint,2,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckOp) Reset() {
+	*x = AckOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckOp) ProtoMessage() {}
+
+func (x *AckOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckOp.ProtoReflect.Descriptor instead.
+func (*AckOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AckOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+func (x *AckOp) GetLevel() uint32 {
 	if x != nil {
 		return x.Level
 	}
 	return 0
 }
 
-func (x *CallRequest) GetLease() *LeaseRequest {
+// AckLeaseOp acknowledges a lease break: AckLeaseResult. Sent without a
+// route it goes to every node, and only the one whose table knows the
+// lease takes it.
+type AckLeaseOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         *LeaseKey              `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	State         uint32                 `protobuf:"varint,2,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckLeaseOp) Reset() {
+	*x = AckLeaseOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckLeaseOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckLeaseOp) ProtoMessage() {}
+
+func (x *AckLeaseOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckLeaseOp.ProtoReflect.Descriptor instead.
+func (*AckLeaseOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *AckLeaseOp) GetLease() *LeaseKey {
 	if x != nil {
 		return x.Lease
 	}
 	return nil
 }
 
-func (x *CallRequest) GetName() string {
+func (x *AckLeaseOp) GetState() uint32 {
+	if x != nil {
+		return x.State
+	}
+	return 0
+}
+
+// LeaseKey names a lease: its client and key.
+type LeaseKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientGuid    []byte                 `protobuf:"bytes,1,opt,name=client_guid,json=clientGuid,proto3" json:"client_guid,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseKey) Reset() {
+	*x = LeaseKey{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseKey) ProtoMessage() {}
+
+func (x *LeaseKey) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseKey.ProtoReflect.Descriptor instead.
+func (*LeaseKey) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *LeaseKey) GetClientGuid() []byte {
+	if x != nil {
+		return x.ClientGuid
+	}
+	return nil
+}
+
+func (x *LeaseKey) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// BreakReadOp breaks the read caching of the file's opens but except
+// (the writer's open, when set; except_stream is its stream).
+type BreakReadOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Except        *OpenRef               `protobuf:"bytes,1,opt,name=except,proto3" json:"except,omitempty"`
+	ExceptStream  string                 `protobuf:"bytes,2,opt,name=except_stream,json=exceptStream,proto3" json:"except_stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakReadOp) Reset() {
+	*x = BreakReadOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakReadOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakReadOp) ProtoMessage() {}
+
+func (x *BreakReadOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakReadOp.ProtoReflect.Descriptor instead.
+func (*BreakReadOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *BreakReadOp) GetExcept() *OpenRef {
+	if x != nil {
+		return x.Except
+	}
+	return nil
+}
+
+func (x *BreakReadOp) GetExceptStream() string {
+	if x != nil {
+		return x.ExceptStream
+	}
+	return ""
+}
+
+// BreakHandleOp (Wait) breaks the handle caching of the file's opens but
+// except, waiting for the acknowledgments.
+type BreakHandleOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Except        *OpenRef               `protobuf:"bytes,1,opt,name=except,proto3" json:"except,omitempty"`
+	ExceptStream  string                 `protobuf:"bytes,2,opt,name=except_stream,json=exceptStream,proto3" json:"except_stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakHandleOp) Reset() {
+	*x = BreakHandleOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakHandleOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakHandleOp) ProtoMessage() {}
+
+func (x *BreakHandleOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakHandleOp.ProtoReflect.Descriptor instead.
+func (*BreakHandleOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *BreakHandleOp) GetExcept() *OpenRef {
+	if x != nil {
+		return x.Except
+	}
+	return nil
+}
+
+func (x *BreakHandleOp) GetExceptStream() string {
+	if x != nil {
+		return x.ExceptStream
+	}
+	return ""
+}
+
+// MarkDeletePendingOp sets or clears delete on close of an open.
+type MarkDeletePendingOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	Pending       bool                   `protobuf:"varint,2,opt,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkDeletePendingOp) Reset() {
+	*x = MarkDeletePendingOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkDeletePendingOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkDeletePendingOp) ProtoMessage() {}
+
+func (x *MarkDeletePendingOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkDeletePendingOp.ProtoReflect.Descriptor instead.
+func (*MarkDeletePendingOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *MarkDeletePendingOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+func (x *MarkDeletePendingOp) GetPending() bool {
+	if x != nil {
+		return x.Pending
+	}
+	return false
+}
+
+// SetDeletePendingOp sets or clears the file's delete pending.
+type SetDeletePendingOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pending       bool                   `protobuf:"varint,1,opt,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDeletePendingOp) Reset() {
+	*x = SetDeletePendingOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDeletePendingOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDeletePendingOp) ProtoMessage() {}
+
+func (x *SetDeletePendingOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDeletePendingOp.ProtoReflect.Descriptor instead.
+func (*SetDeletePendingOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SetDeletePendingOp) GetPending() bool {
+	if x != nil {
+		return x.Pending
+	}
+	return false
+}
+
+// DeletePendingOp asks whether the file has a delete pending:
+// DeletePendingResult.
+type DeletePendingOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePendingOp) Reset() {
+	*x = DeletePendingOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePendingOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePendingOp) ProtoMessage() {}
+
+func (x *DeletePendingOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePendingOp.ProtoReflect.Descriptor instead.
+func (*DeletePendingOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{19}
+}
+
+// CheckRenameOp checks that an open's file may be renamed (the error).
+type CheckRenameOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckRenameOp) Reset() {
+	*x = CheckRenameOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckRenameOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckRenameOp) ProtoMessage() {}
+
+func (x *CheckRenameOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckRenameOp.ProtoReflect.Descriptor instead.
+func (*CheckRenameOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CheckRenameOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// RenamedOp names the file's new name.
+type RenamedOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenamedOp) Reset() {
+	*x = RenamedOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenamedOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenamedOp) ProtoMessage() {}
+
+func (x *RenamedOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenamedOp.ProtoReflect.Descriptor instead.
+func (*RenamedOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RenamedOp) GetName() string {
 	if x != nil {
 		return x.Name
 	}
 	return ""
 }
 
-func (x *CallRequest) GetStream() string {
+// NameOfOp asks an open's name: NameOfResult.
+type NameOfOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NameOfOp) Reset() {
+	*x = NameOfOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NameOfOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NameOfOp) ProtoMessage() {}
+
+func (x *NameOfOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[22]
 	if x != nil {
-		return x.Stream
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NameOfOp.ProtoReflect.Descriptor instead.
+func (*NameOfOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *NameOfOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// HasOpenBelowOp asks whether an open of a file below dir is owned by
+// the callee: HasOpenBelowResult.
+type HasOpenBelowOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HasOpenBelowOp) Reset() {
+	*x = HasOpenBelowOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HasOpenBelowOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HasOpenBelowOp) ProtoMessage() {}
+
+func (x *HasOpenBelowOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HasOpenBelowOp.ProtoReflect.Descriptor instead.
+func (*HasOpenBelowOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *HasOpenBelowOp) GetDir() string {
+	if x != nil {
+		return x.Dir
 	}
 	return ""
 }
 
-func (x *CallRequest) GetAccess() uint32 {
+// CheckAccessOp checks an access and share access against the file's
+// opens (the error).
+type CheckAccessOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Access        uint32                 `protobuf:"varint,1,opt,name=access,proto3" json:"access,omitempty"`
+	ShareAccess   uint32                 `protobuf:"varint,2,opt,name=share_access,json=shareAccess,proto3" json:"share_access,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckAccessOp) Reset() {
+	*x = CheckAccessOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckAccessOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckAccessOp) ProtoMessage() {}
+
+func (x *CheckAccessOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckAccessOp.ProtoReflect.Descriptor instead.
+func (*CheckAccessOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CheckAccessOp) GetAccess() uint32 {
 	if x != nil {
 		return x.Access
 	}
 	return 0
 }
 
-func (x *CallRequest) GetShareAccess() uint32 {
+func (x *CheckAccessOp) GetShareAccess() uint32 {
 	if x != nil {
 		return x.ShareAccess
 	}
 	return 0
 }
 
-func (x *CallRequest) GetLocks() []*Lock {
+// StreamOpenOp asks whether a stream of the file has an open other than
+// except: StreamOpenResult.
+type StreamOpenOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stream        string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	Except        *OpenRef               `protobuf:"bytes,2,opt,name=except,proto3" json:"except,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamOpenOp) Reset() {
+	*x = StreamOpenOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamOpenOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamOpenOp) ProtoMessage() {}
+
+func (x *StreamOpenOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamOpenOp.ProtoReflect.Descriptor instead.
+func (*StreamOpenOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *StreamOpenOp) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *StreamOpenOp) GetExcept() *OpenRef {
+	if x != nil {
+		return x.Except
+	}
+	return nil
+}
+
+// StreamOfOp asks an open's stream: StreamOfResult.
+type StreamOfOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamOfOp) Reset() {
+	*x = StreamOfOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamOfOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamOfOp) ProtoMessage() {}
+
+func (x *StreamOfOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamOfOp.ProtoReflect.Descriptor instead.
+func (*StreamOfOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *StreamOfOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// RenamedStreamOp renames a stream of the file.
+type RenamedStreamOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenamedStreamOp) Reset() {
+	*x = RenamedStreamOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenamedStreamOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenamedStreamOp) ProtoMessage() {}
+
+func (x *RenamedStreamOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenamedStreamOp.ProtoReflect.Descriptor instead.
+func (*RenamedStreamOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RenamedStreamOp) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *RenamedStreamOp) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+// CachingOfOp asks an open's oplock or lease: CachingOfResult.
+type CachingOfOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CachingOfOp) Reset() {
+	*x = CachingOfOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CachingOfOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CachingOfOp) ProtoMessage() {}
+
+func (x *CachingOfOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CachingOfOp.ProtoReflect.Descriptor instead.
+func (*CachingOfOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CachingOfOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// OplockOp asks an open's oplock level: OplockResult.
+type OplockOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OplockOp) Reset() {
+	*x = OplockOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OplockOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OplockOp) ProtoMessage() {}
+
+func (x *OplockOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OplockOp.ProtoReflect.Descriptor instead.
+func (*OplockOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *OplockOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// SoleOp asks whether an open is its file's only one: SoleResult.
+type SoleOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SoleOp) Reset() {
+	*x = SoleOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SoleOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SoleOp) ProtoMessage() {}
+
+func (x *SoleOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SoleOp.ProtoReflect.Descriptor instead.
+func (*SoleOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SoleOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// DetachOp detaches an open whose connection was lost (the holder
+// delivers its breaks from then on): DetachResult.
+type DetachOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DetachOp) Reset() {
+	*x = DetachOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DetachOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DetachOp) ProtoMessage() {}
+
+func (x *DetachOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DetachOp.ProtoReflect.Descriptor instead.
+func (*DetachOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *DetachOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// ParentLeaseOfOp asks the parent lease an open's client named:
+// ParentLeaseOfResult.
+type ParentLeaseOfOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParentLeaseOfOp) Reset() {
+	*x = ParentLeaseOfOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParentLeaseOfOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParentLeaseOfOp) ProtoMessage() {}
+
+func (x *ParentLeaseOfOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParentLeaseOfOp.ProtoReflect.Descriptor instead.
+func (*ParentLeaseOfOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ParentLeaseOfOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// BreakDirLeasesOp breaks the directory leases on the file (a
+// directory) but except's, when set.
+type BreakDirLeasesOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Except        *LeaseKey              `protobuf:"bytes,1,opt,name=except,proto3" json:"except,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakDirLeasesOp) Reset() {
+	*x = BreakDirLeasesOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakDirLeasesOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakDirLeasesOp) ProtoMessage() {}
+
+func (x *BreakDirLeasesOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakDirLeasesOp.ProtoReflect.Descriptor instead.
+func (*BreakDirLeasesOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *BreakDirLeasesOp) GetExcept() *LeaseKey {
+	if x != nil {
+		return x.Except
+	}
+	return nil
+}
+
+// LockOp takes byte-range locks for an open (the error; locks_present).
+type LockOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	Locks         []*Lock                `protobuf:"bytes,2,rep,name=locks,proto3" json:"locks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockOp) Reset() {
+	*x = LockOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockOp) ProtoMessage() {}
+
+func (x *LockOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockOp.ProtoReflect.Descriptor instead.
+func (*LockOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *LockOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+func (x *LockOp) GetLocks() []*Lock {
 	if x != nil {
 		return x.Locks
 	}
 	return nil
 }
 
-func (x *CallRequest) GetOffset() uint64 {
+// LockWaitOp (Wait) takes one byte-range lock, waiting for conflicting
+// locks to go.
+type LockWaitOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	Lock          *Lock                  `protobuf:"bytes,2,opt,name=lock,proto3" json:"lock,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockWaitOp) Reset() {
+	*x = LockWaitOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockWaitOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockWaitOp) ProtoMessage() {}
+
+func (x *LockWaitOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockWaitOp.ProtoReflect.Descriptor instead.
+func (*LockWaitOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *LockWaitOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+func (x *LockWaitOp) GetLock() *Lock {
+	if x != nil {
+		return x.Lock
+	}
+	return nil
+}
+
+// UnlockOp releases byte-range locks of an open: UnlockResult.
+type UnlockOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	Locks         []*Lock                `protobuf:"bytes,2,rep,name=locks,proto3" json:"locks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlockOp) Reset() {
+	*x = UnlockOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlockOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlockOp) ProtoMessage() {}
+
+func (x *UnlockOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlockOp.ProtoReflect.Descriptor instead.
+func (*UnlockOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *UnlockOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+func (x *UnlockOp) GetLocks() []*Lock {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+// ReleaseLocksOp releases every byte-range lock of an open.
+type ReleaseLocksOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseLocksOp) Reset() {
+	*x = ReleaseLocksOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseLocksOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseLocksOp) ProtoMessage() {}
+
+func (x *ReleaseLocksOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseLocksOp.ProtoReflect.Descriptor instead.
+func (*ReleaseLocksOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ReleaseLocksOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// CheckIOOp checks a READ's or WRITE's range against the file's locks
+// (the error).
+type CheckIOOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	Offset        uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length        uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	Write         bool                   `protobuf:"varint,4,opt,name=write,proto3" json:"write,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckIOOp) Reset() {
+	*x = CheckIOOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckIOOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckIOOp) ProtoMessage() {}
+
+func (x *CheckIOOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckIOOp.ProtoReflect.Descriptor instead.
+func (*CheckIOOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *CheckIOOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+func (x *CheckIOOp) GetOffset() uint64 {
 	if x != nil {
 		return x.Offset
 	}
 	return 0
 }
 
-func (x *CallRequest) GetLength() uint64 {
+func (x *CheckIOOp) GetLength() uint64 {
 	if x != nil {
 		return x.Length
 	}
 	return 0
 }
 
-func (x *CallRequest) GetTo() *OpenRef {
+func (x *CheckIOOp) GetWrite() bool {
+	if x != nil {
+		return x.Write
+	}
+	return false
+}
+
+// LockCountOp asks how many byte-range locks an open holds:
+// LockCountResult.
+type LockCountOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          *OpenRef               `protobuf:"bytes,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockCountOp) Reset() {
+	*x = LockCountOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockCountOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockCountOp) ProtoMessage() {}
+
+func (x *LockCountOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockCountOp.ProtoReflect.Descriptor instead.
+func (*LockCountOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *LockCountOp) GetOpen() *OpenRef {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+// HandoverOp makes open from the open to (a durable open's reconnect
+// through another node): HandoverResult.
+type HandoverOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          *OpenRef               `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            *OpenRef               `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoverOp) Reset() {
+	*x = HandoverOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoverOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoverOp) ProtoMessage() {}
+
+func (x *HandoverOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoverOp.ProtoReflect.Descriptor instead.
+func (*HandoverOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *HandoverOp) GetFrom() *OpenRef {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *HandoverOp) GetTo() *OpenRef {
 	if x != nil {
 		return x.To
 	}
 	return nil
 }
 
-func (x *CallRequest) GetOpens() []*OpenDesc {
+// FlushOp answers once every message its caller sent before it on the
+// same Exchange stream was served: the callee serves the messages that
+// want no answer (id 0) in order as they arrive.
+type FlushOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlushOp) Reset() {
+	*x = FlushOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlushOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlushOp) ProtoMessage() {}
+
+func (x *FlushOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlushOp.ProtoReflect.Descriptor instead.
+func (*FlushOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{41}
+}
+
+// ReturnDelegationOp returns a delegation (its ref: the holder node and
+// the delegation's id) with opens, the opens the holder admitted under it
+// and still holds: they become its ordinary opens at the owner and the
+// delegation ends (node/peer/deleg.go).
+type ReturnDelegationOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Delegation    *OpenRef               `protobuf:"bytes,1,opt,name=delegation,proto3" json:"delegation,omitempty"`
+	Opens         []*OpenDesc            `protobuf:"bytes,2,rep,name=opens,proto3" json:"opens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReturnDelegationOp) Reset() {
+	*x = ReturnDelegationOp{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReturnDelegationOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReturnDelegationOp) ProtoMessage() {}
+
+func (x *ReturnDelegationOp) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReturnDelegationOp.ProtoReflect.Descriptor instead.
+func (*ReturnDelegationOp) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ReturnDelegationOp) GetDelegation() *OpenRef {
+	if x != nil {
+		return x.Delegation
+	}
+	return nil
+}
+
+func (x *ReturnDelegationOp) GetOpens() []*OpenDesc {
 	if x != nil {
 		return x.Opens
 	}
 	return nil
 }
 
+// CallResponse is an operation's answer: its error (the state error,
+// message for ERROR_OTHER), whether the file has byte-range locks (the
+// lock operations' answers), and the operation's result, when it has one.
 type CallResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         Error                  `protobuf:"varint,1,opt,name=error,proto3,enum=smbcluster.peer.v1.Error" json:"error,omitempty"`
-	On            bool                   `protobuf:"varint,2,opt,name=on,proto3" json:"on,omitempty"`
-	DeletePending bool                   `protobuf:"varint,3,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
-	Level         uint32                 `protobuf:"varint,4,opt,name=level,proto3" json:"level,omitempty"`
-	Name          string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
-	Caching       *Caching               `protobuf:"bytes,6,opt,name=caching,proto3" json:"caching,omitempty"`
-	Count         uint32                 `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
-	LocksPresent  bool                   `protobuf:"varint,8,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
-	Message       string                 `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`
-	Locks         []*Lock                `protobuf:"bytes,10,rep,name=locks,proto3" json:"locks,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Error        Error                  `protobuf:"varint,1,opt,name=error,proto3,enum=smbcluster.peer.v1.Error" json:"error,omitempty"`
+	Message      string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	LocksPresent bool                   `protobuf:"varint,3,opt,name=locks_present,json=locksPresent,proto3" json:"locks_present,omitempty"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*CallResponse_Remove
+	//	*CallResponse_Drop
+	//	*CallResponse_Ack
+	//	*CallResponse_AckLease
+	//	*CallResponse_DeletePending
+	//	*CallResponse_NameOf
+	//	*CallResponse_HasOpenBelow
+	//	*CallResponse_StreamOpen
+	//	*CallResponse_StreamOf
+	//	*CallResponse_CachingOf
+	//	*CallResponse_Oplock
+	//	*CallResponse_Sole
+	//	*CallResponse_Detach
+	//	*CallResponse_ParentLeaseOf
+	//	*CallResponse_Unlock
+	//	*CallResponse_LockCount
+	//	*CallResponse_Handover
+	Result        isCallResponse_Result `protobuf_oneof:"result"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[10]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +3133,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[10]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +3146,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{10}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CallResponse) GetError() Error {
@@ -1241,46 +3156,11 @@ func (x *CallResponse) GetError() Error {
 	return Error_ERROR_UNSPECIFIED
 }
 
-func (x *CallResponse) GetOn() bool {
+func (x *CallResponse) GetMessage() string {
 	if x != nil {
-		return x.On
-	}
-	return false
-}
-
-func (x *CallResponse) GetDeletePending() bool {
-	if x != nil {
-		return x.DeletePending
-	}
-	return false
-}
-
-func (x *CallResponse) GetLevel() uint32 {
-	if x != nil {
-		return x.Level
-	}
-	return 0
-}
-
-func (x *CallResponse) GetName() string {
-	if x != nil {
-		return x.Name
+		return x.Message
 	}
 	return ""
-}
-
-func (x *CallResponse) GetCaching() *Caching {
-	if x != nil {
-		return x.Caching
-	}
-	return nil
-}
-
-func (x *CallResponse) GetCount() uint32 {
-	if x != nil {
-		return x.Count
-	}
-	return 0
 }
 
 func (x *CallResponse) GetLocksPresent() bool {
@@ -1290,14 +3170,1064 @@ func (x *CallResponse) GetLocksPresent() bool {
 	return false
 }
 
-func (x *CallResponse) GetMessage() string {
+func (x *CallResponse) GetResult() isCallResponse_Result {
 	if x != nil {
-		return x.Message
+		return x.Result
+	}
+	return nil
+}
+
+func (x *CallResponse) GetRemove() *RemoveResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_Remove); ok {
+			return x.Remove
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetDrop() *DropResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_Drop); ok {
+			return x.Drop
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetAck() *AckResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_Ack); ok {
+			return x.Ack
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetAckLease() *AckLeaseResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_AckLease); ok {
+			return x.AckLease
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetDeletePending() *DeletePendingResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_DeletePending); ok {
+			return x.DeletePending
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetNameOf() *NameOfResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_NameOf); ok {
+			return x.NameOf
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetHasOpenBelow() *HasOpenBelowResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_HasOpenBelow); ok {
+			return x.HasOpenBelow
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetStreamOpen() *StreamOpenResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_StreamOpen); ok {
+			return x.StreamOpen
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetStreamOf() *StreamOfResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_StreamOf); ok {
+			return x.StreamOf
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetCachingOf() *CachingOfResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_CachingOf); ok {
+			return x.CachingOf
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetOplock() *OplockResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_Oplock); ok {
+			return x.Oplock
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetSole() *SoleResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_Sole); ok {
+			return x.Sole
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetDetach() *DetachResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_Detach); ok {
+			return x.Detach
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetParentLeaseOf() *ParentLeaseOfResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_ParentLeaseOf); ok {
+			return x.ParentLeaseOf
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetUnlock() *UnlockResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_Unlock); ok {
+			return x.Unlock
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetLockCount() *LockCountResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_LockCount); ok {
+			return x.LockCount
+		}
+	}
+	return nil
+}
+
+func (x *CallResponse) GetHandover() *HandoverResult {
+	if x != nil {
+		if x, ok := x.Result.(*CallResponse_Handover); ok {
+			return x.Handover
+		}
+	}
+	return nil
+}
+
+type isCallResponse_Result interface {
+	isCallResponse_Result()
+}
+
+type CallResponse_Remove struct {
+	Remove *RemoveResult `protobuf:"bytes,4,opt,name=remove,proto3,oneof"`
+}
+
+type CallResponse_Drop struct {
+	Drop *DropResult `protobuf:"bytes,5,opt,name=drop,proto3,oneof"`
+}
+
+type CallResponse_Ack struct {
+	Ack *AckResult `protobuf:"bytes,6,opt,name=ack,proto3,oneof"`
+}
+
+type CallResponse_AckLease struct {
+	AckLease *AckLeaseResult `protobuf:"bytes,7,opt,name=ack_lease,json=ackLease,proto3,oneof"`
+}
+
+type CallResponse_DeletePending struct {
+	DeletePending *DeletePendingResult `protobuf:"bytes,8,opt,name=delete_pending,json=deletePending,proto3,oneof"`
+}
+
+type CallResponse_NameOf struct {
+	NameOf *NameOfResult `protobuf:"bytes,9,opt,name=name_of,json=nameOf,proto3,oneof"`
+}
+
+type CallResponse_HasOpenBelow struct {
+	HasOpenBelow *HasOpenBelowResult `protobuf:"bytes,10,opt,name=has_open_below,json=hasOpenBelow,proto3,oneof"`
+}
+
+type CallResponse_StreamOpen struct {
+	StreamOpen *StreamOpenResult `protobuf:"bytes,11,opt,name=stream_open,json=streamOpen,proto3,oneof"`
+}
+
+type CallResponse_StreamOf struct {
+	StreamOf *StreamOfResult `protobuf:"bytes,12,opt,name=stream_of,json=streamOf,proto3,oneof"`
+}
+
+type CallResponse_CachingOf struct {
+	CachingOf *CachingOfResult `protobuf:"bytes,13,opt,name=caching_of,json=cachingOf,proto3,oneof"`
+}
+
+type CallResponse_Oplock struct {
+	Oplock *OplockResult `protobuf:"bytes,14,opt,name=oplock,proto3,oneof"`
+}
+
+type CallResponse_Sole struct {
+	Sole *SoleResult `protobuf:"bytes,15,opt,name=sole,proto3,oneof"`
+}
+
+type CallResponse_Detach struct {
+	Detach *DetachResult `protobuf:"bytes,16,opt,name=detach,proto3,oneof"`
+}
+
+type CallResponse_ParentLeaseOf struct {
+	ParentLeaseOf *ParentLeaseOfResult `protobuf:"bytes,17,opt,name=parent_lease_of,json=parentLeaseOf,proto3,oneof"`
+}
+
+type CallResponse_Unlock struct {
+	Unlock *UnlockResult `protobuf:"bytes,18,opt,name=unlock,proto3,oneof"`
+}
+
+type CallResponse_LockCount struct {
+	LockCount *LockCountResult `protobuf:"bytes,19,opt,name=lock_count,json=lockCount,proto3,oneof"`
+}
+
+type CallResponse_Handover struct {
+	Handover *HandoverResult `protobuf:"bytes,20,opt,name=handover,proto3,oneof"`
+}
+
+func (*CallResponse_Remove) isCallResponse_Result() {}
+
+func (*CallResponse_Drop) isCallResponse_Result() {}
+
+func (*CallResponse_Ack) isCallResponse_Result() {}
+
+func (*CallResponse_AckLease) isCallResponse_Result() {}
+
+func (*CallResponse_DeletePending) isCallResponse_Result() {}
+
+func (*CallResponse_NameOf) isCallResponse_Result() {}
+
+func (*CallResponse_HasOpenBelow) isCallResponse_Result() {}
+
+func (*CallResponse_StreamOpen) isCallResponse_Result() {}
+
+func (*CallResponse_StreamOf) isCallResponse_Result() {}
+
+func (*CallResponse_CachingOf) isCallResponse_Result() {}
+
+func (*CallResponse_Oplock) isCallResponse_Result() {}
+
+func (*CallResponse_Sole) isCallResponse_Result() {}
+
+func (*CallResponse_Detach) isCallResponse_Result() {}
+
+func (*CallResponse_ParentLeaseOf) isCallResponse_Result() {}
+
+func (*CallResponse_Unlock) isCallResponse_Result() {}
+
+func (*CallResponse_LockCount) isCallResponse_Result() {}
+
+func (*CallResponse_Handover) isCallResponse_Result() {}
+
+type RemoveResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Last          bool                   `protobuf:"varint,1,opt,name=last,proto3" json:"last,omitempty"`
+	DeletePending bool                   `protobuf:"varint,2,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveResult) Reset() {
+	*x = RemoveResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveResult) ProtoMessage() {}
+
+func (x *RemoveResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveResult.ProtoReflect.Descriptor instead.
+func (*RemoveResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *RemoveResult) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
+}
+
+func (x *RemoveResult) GetDeletePending() bool {
+	if x != nil {
+		return x.DeletePending
+	}
+	return false
+}
+
+type DropResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DeleteStream  bool                   `protobuf:"varint,1,opt,name=delete_stream,json=deleteStream,proto3" json:"delete_stream,omitempty"`
+	DeleteFile    bool                   `protobuf:"varint,2,opt,name=delete_file,json=deleteFile,proto3" json:"delete_file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropResult) Reset() {
+	*x = DropResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropResult) ProtoMessage() {}
+
+func (x *DropResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropResult.ProtoReflect.Descriptor instead.
+func (*DropResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *DropResult) GetDeleteStream() bool {
+	if x != nil {
+		return x.DeleteStream
+	}
+	return false
+}
+
+func (x *DropResult) GetDeleteFile() bool {
+	if x != nil {
+		return x.DeleteFile
+	}
+	return false
+}
+
+type AckResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acked         bool                   `protobuf:"varint,1,opt,name=acked,proto3" json:"acked,omitempty"`
+	Level         uint32                 `protobuf:"varint,2,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckResult) Reset() {
+	*x = AckResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckResult) ProtoMessage() {}
+
+func (x *AckResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckResult.ProtoReflect.Descriptor instead.
+func (*AckResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *AckResult) GetAcked() bool {
+	if x != nil {
+		return x.Acked
+	}
+	return false
+}
+
+func (x *AckResult) GetLevel() uint32 {
+	if x != nil {
+		return x.Level
+	}
+	return 0
+}
+
+type AckLeaseResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         uint32                 `protobuf:"varint,1,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckLeaseResult) Reset() {
+	*x = AckLeaseResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckLeaseResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckLeaseResult) ProtoMessage() {}
+
+func (x *AckLeaseResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckLeaseResult.ProtoReflect.Descriptor instead.
+func (*AckLeaseResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *AckLeaseResult) GetState() uint32 {
+	if x != nil {
+		return x.State
+	}
+	return 0
+}
+
+type DeletePendingResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pending       bool                   `protobuf:"varint,1,opt,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePendingResult) Reset() {
+	*x = DeletePendingResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePendingResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePendingResult) ProtoMessage() {}
+
+func (x *DeletePendingResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePendingResult.ProtoReflect.Descriptor instead.
+func (*DeletePendingResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *DeletePendingResult) GetPending() bool {
+	if x != nil {
+		return x.Pending
+	}
+	return false
+}
+
+type NameOfResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NameOfResult) Reset() {
+	*x = NameOfResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NameOfResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NameOfResult) ProtoMessage() {}
+
+func (x *NameOfResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NameOfResult.ProtoReflect.Descriptor instead.
+func (*NameOfResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *NameOfResult) GetName() string {
+	if x != nil {
+		return x.Name
 	}
 	return ""
 }
 
-func (x *CallResponse) GetLocks() []*Lock {
+type HasOpenBelowResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HasOpenBelowResult) Reset() {
+	*x = HasOpenBelowResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HasOpenBelowResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HasOpenBelowResult) ProtoMessage() {}
+
+func (x *HasOpenBelowResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HasOpenBelowResult.ProtoReflect.Descriptor instead.
+func (*HasOpenBelowResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *HasOpenBelowResult) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+type StreamOpenResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Open          bool                   `protobuf:"varint,1,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamOpenResult) Reset() {
+	*x = StreamOpenResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamOpenResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamOpenResult) ProtoMessage() {}
+
+func (x *StreamOpenResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamOpenResult.ProtoReflect.Descriptor instead.
+func (*StreamOpenResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *StreamOpenResult) GetOpen() bool {
+	if x != nil {
+		return x.Open
+	}
+	return false
+}
+
+type StreamOfResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stream        string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamOfResult) Reset() {
+	*x = StreamOfResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamOfResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamOfResult) ProtoMessage() {}
+
+func (x *StreamOfResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamOfResult.ProtoReflect.Descriptor instead.
+func (*StreamOfResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *StreamOfResult) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+type CachingOfResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caching       *Caching               `protobuf:"bytes,1,opt,name=caching,proto3" json:"caching,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CachingOfResult) Reset() {
+	*x = CachingOfResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CachingOfResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CachingOfResult) ProtoMessage() {}
+
+func (x *CachingOfResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CachingOfResult.ProtoReflect.Descriptor instead.
+func (*CachingOfResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CachingOfResult) GetCaching() *Caching {
+	if x != nil {
+		return x.Caching
+	}
+	return nil
+}
+
+type OplockResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Level         uint32                 `protobuf:"varint,1,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OplockResult) Reset() {
+	*x = OplockResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OplockResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OplockResult) ProtoMessage() {}
+
+func (x *OplockResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OplockResult.ProtoReflect.Descriptor instead.
+func (*OplockResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *OplockResult) GetLevel() uint32 {
+	if x != nil {
+		return x.Level
+	}
+	return 0
+}
+
+type SoleResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sole          bool                   `protobuf:"varint,1,opt,name=sole,proto3" json:"sole,omitempty"`
+	DeletePending bool                   `protobuf:"varint,2,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SoleResult) Reset() {
+	*x = SoleResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SoleResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SoleResult) ProtoMessage() {}
+
+func (x *SoleResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SoleResult.ProtoReflect.Descriptor instead.
+func (*SoleResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *SoleResult) GetSole() bool {
+	if x != nil {
+		return x.Sole
+	}
+	return false
+}
+
+func (x *SoleResult) GetDeletePending() bool {
+	if x != nil {
+		return x.DeletePending
+	}
+	return false
+}
+
+type DetachResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Accepted      bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DetachResult) Reset() {
+	*x = DetachResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DetachResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DetachResult) ProtoMessage() {}
+
+func (x *DetachResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DetachResult.ProtoReflect.Descriptor instead.
+func (*DetachResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *DetachResult) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+type ParentLeaseOfResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	Lease         *LeaseKey              `protobuf:"bytes,2,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParentLeaseOfResult) Reset() {
+	*x = ParentLeaseOfResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParentLeaseOfResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParentLeaseOfResult) ProtoMessage() {}
+
+func (x *ParentLeaseOfResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParentLeaseOfResult.ProtoReflect.Descriptor instead.
+func (*ParentLeaseOfResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ParentLeaseOfResult) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *ParentLeaseOfResult) GetLease() *LeaseKey {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+type UnlockResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         uint32                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlockResult) Reset() {
+	*x = UnlockResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlockResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlockResult) ProtoMessage() {}
+
+func (x *UnlockResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlockResult.ProtoReflect.Descriptor instead.
+func (*UnlockResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *UnlockResult) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+type LockCountResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         uint32                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockCountResult) Reset() {
+	*x = LockCountResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockCountResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockCountResult) ProtoMessage() {}
+
+func (x *LockCountResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockCountResult.ProtoReflect.Descriptor instead.
+func (*LockCountResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *LockCountResult) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// HandoverResult is the open's caching and byte-range locks, which stay
+// in force for the open that took its place.
+type HandoverResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caching       *Caching               `protobuf:"bytes,1,opt,name=caching,proto3" json:"caching,omitempty"`
+	Locks         []*Lock                `protobuf:"bytes,2,rep,name=locks,proto3" json:"locks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoverResult) Reset() {
+	*x = HandoverResult{}
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoverResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoverResult) ProtoMessage() {}
+
+func (x *HandoverResult) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoverResult.ProtoReflect.Descriptor instead.
+func (*HandoverResult) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *HandoverResult) GetCaching() *Caching {
+	if x != nil {
+		return x.Caching
+	}
+	return nil
+}
+
+func (x *HandoverResult) GetLocks() []*Lock {
 	if x != nil {
 		return x.Locks
 	}
@@ -1319,7 +4249,7 @@ type DeliverRequest struct {
 	// the callee's writes of it must ask the owner to break it again.
 	ReadPresent *FileKey `protobuf:"bytes,5,opt,name=read_present,json=readPresent,proto3" json:"read_present,omitempty"`
 	// flush (ref unset) names the owner node that asks: the callee sends
-	// it an OP_FLUSH on its Exchange stream to that node if it sent it
+	// it a FlushOp on its Exchange stream to that node if it sent it
 	// closes it did not wait for whose serving it has not seen confirmed,
 	// and answers once that flush is answered (flushed: there were some).
 	// The owner asks before it refuses something because of an open of
@@ -1331,7 +4261,8 @@ type DeliverRequest struct {
 	DeletePending *FileKey `protobuf:"bytes,7,opt,name=delete_pending,json=deletePending,proto3" json:"delete_pending,omitempty"`
 	// recall (ref names the delegation: node, epoch, id): the owner needs
 	// the delegation back; the callee stops admitting under it, returns it
-	// with its opens (OP_RETURN on its Exchange stream) and then answers.
+	// with its opens (ReturnDelegationOp on its Exchange stream) and then
+	// answers.
 	Recall        *FileKey `protobuf:"bytes,8,opt,name=recall,proto3" json:"recall,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1339,7 +4270,7 @@ type DeliverRequest struct {
 
 func (x *DeliverRequest) Reset() {
 	*x = DeliverRequest{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[11]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +4282,7 @@ func (x *DeliverRequest) String() string {
 func (*DeliverRequest) ProtoMessage() {}
 
 func (x *DeliverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[11]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +4295,7 @@ func (x *DeliverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverRequest.ProtoReflect.Descriptor instead.
 func (*DeliverRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{11}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *DeliverRequest) GetRef() *OpenRef {
@@ -1438,7 +4369,7 @@ type LeaseBreak struct {
 
 func (x *LeaseBreak) Reset() {
 	*x = LeaseBreak{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[12]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +4381,7 @@ func (x *LeaseBreak) String() string {
 func (*LeaseBreak) ProtoMessage() {}
 
 func (x *LeaseBreak) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[12]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +4394,7 @@ func (x *LeaseBreak) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseBreak.ProtoReflect.Descriptor instead.
 func (*LeaseBreak) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{12}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *LeaseBreak) GetClientGuid() []byte {
@@ -1527,7 +4458,7 @@ type DeliverResponse struct {
 
 func (x *DeliverResponse) Reset() {
 	*x = DeliverResponse{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[13]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +4470,7 @@ func (x *DeliverResponse) String() string {
 func (*DeliverResponse) ProtoMessage() {}
 
 func (x *DeliverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[13]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +4483,7 @@ func (x *DeliverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverResponse.ProtoReflect.Descriptor instead.
 func (*DeliverResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{13}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DeliverResponse) GetGone() bool {
@@ -1578,7 +4509,7 @@ type HeldRequest struct {
 
 func (x *HeldRequest) Reset() {
 	*x = HeldRequest{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[14]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +4521,7 @@ func (x *HeldRequest) String() string {
 func (*HeldRequest) ProtoMessage() {}
 
 func (x *HeldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[14]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +4534,7 @@ func (x *HeldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldRequest.ProtoReflect.Descriptor instead.
 func (*HeldRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{14}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *HeldRequest) GetShards() []uint32 {
@@ -1628,7 +4559,7 @@ type HeldOpen struct {
 
 func (x *HeldOpen) Reset() {
 	*x = HeldOpen{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[15]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +4571,7 @@ func (x *HeldOpen) String() string {
 func (*HeldOpen) ProtoMessage() {}
 
 func (x *HeldOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[15]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +4584,7 @@ func (x *HeldOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldOpen.ProtoReflect.Descriptor instead.
 func (*HeldOpen) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{15}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *HeldOpen) GetOpen() *OpenDesc {
@@ -1700,7 +4631,7 @@ type HeldResponse struct {
 
 func (x *HeldResponse) Reset() {
 	*x = HeldResponse{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[16]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1712,7 +4643,7 @@ func (x *HeldResponse) String() string {
 func (*HeldResponse) ProtoMessage() {}
 
 func (x *HeldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[16]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +4656,7 @@ func (x *HeldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldResponse.ProtoReflect.Descriptor instead.
 func (*HeldResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{16}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *HeldResponse) GetOpens() []*HeldOpen {
@@ -1756,7 +4687,7 @@ type WatchSpec struct {
 
 func (x *WatchSpec) Reset() {
 	*x = WatchSpec{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[17]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +4699,7 @@ func (x *WatchSpec) String() string {
 func (*WatchSpec) ProtoMessage() {}
 
 func (x *WatchSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[17]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +4712,7 @@ func (x *WatchSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSpec.ProtoReflect.Descriptor instead.
 func (*WatchSpec) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{17}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *WatchSpec) GetId() uint64 {
@@ -1840,7 +4771,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[18]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +4783,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[18]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +4796,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{18}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *WatchRequest) GetNode() string {
@@ -1911,7 +4842,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[19]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +4854,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[19]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +4867,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{19}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{69}
 }
 
 // Change is one change of a name in a share, or (delete_pending) the
@@ -1954,7 +4885,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[20]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +4897,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[20]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +4910,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{20}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Change) GetShare() string {
@@ -2026,7 +4957,7 @@ type NotifyRequest struct {
 
 func (x *NotifyRequest) Reset() {
 	*x = NotifyRequest{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[21]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +4969,7 @@ func (x *NotifyRequest) String() string {
 func (*NotifyRequest) ProtoMessage() {}
 
 func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[21]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +4982,7 @@ func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyRequest.ProtoReflect.Descriptor instead.
 func (*NotifyRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{21}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *NotifyRequest) GetChanges() []*Change {
@@ -2069,7 +5000,7 @@ type NotifyResponse struct {
 
 func (x *NotifyResponse) Reset() {
 	*x = NotifyResponse{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[22]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +5012,7 @@ func (x *NotifyResponse) String() string {
 func (*NotifyResponse) ProtoMessage() {}
 
 func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[22]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,11 +5025,11 @@ func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyResponse.ProtoReflect.Descriptor instead.
 func (*NotifyResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{22}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{72}
 }
 
 // Envelope is one message of Exchange. drops are closes that do not
-// wait (OP_DROP, no answer): the callee serves them, in order, before
+// wait (DropOp, no answer): the callee serves them, in order, before
 // the envelope's request and before it reads the next message; an
 // envelope with id 0 carries nothing else.
 //
@@ -2125,7 +5056,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[23]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +5068,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[23]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +5081,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{23}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Envelope) GetId() uint64 {
@@ -2226,7 +5157,7 @@ type RPCStatus struct {
 
 func (x *RPCStatus) Reset() {
 	*x = RPCStatus{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[24]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +5169,7 @@ func (x *RPCStatus) String() string {
 func (*RPCStatus) ProtoMessage() {}
 
 func (x *RPCStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[24]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +5182,7 @@ func (x *RPCStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RPCStatus.ProtoReflect.Descriptor instead.
 func (*RPCStatus) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{24}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RPCStatus) GetCode() int32 {
@@ -2289,7 +5220,7 @@ type TakeDurableRequest struct {
 
 func (x *TakeDurableRequest) Reset() {
 	*x = TakeDurableRequest{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[25]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +5232,7 @@ func (x *TakeDurableRequest) String() string {
 func (*TakeDurableRequest) ProtoMessage() {}
 
 func (x *TakeDurableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[25]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +5245,7 @@ func (x *TakeDurableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeDurableRequest.ProtoReflect.Descriptor instead.
 func (*TakeDurableRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{25}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *TakeDurableRequest) GetFileId() uint64 {
@@ -2426,7 +5357,7 @@ type TakeDurableResponse struct {
 
 func (x *TakeDurableResponse) Reset() {
 	*x = TakeDurableResponse{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[26]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +5369,7 @@ func (x *TakeDurableResponse) String() string {
 func (*TakeDurableResponse) ProtoMessage() {}
 
 func (x *TakeDurableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[26]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +5382,7 @@ func (x *TakeDurableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeDurableResponse.ProtoReflect.Descriptor instead.
 func (*TakeDurableResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{26}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *TakeDurableResponse) GetFound() bool {
@@ -2605,7 +5536,7 @@ type CloseAppInstanceRequest struct {
 
 func (x *CloseAppInstanceRequest) Reset() {
 	*x = CloseAppInstanceRequest{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[27]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2617,7 +5548,7 @@ func (x *CloseAppInstanceRequest) String() string {
 func (*CloseAppInstanceRequest) ProtoMessage() {}
 
 func (x *CloseAppInstanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[27]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2630,7 +5561,7 @@ func (x *CloseAppInstanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseAppInstanceRequest.ProtoReflect.Descriptor instead.
 func (*CloseAppInstanceRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{27}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *CloseAppInstanceRequest) GetAppInstanceId() []byte {
@@ -2663,7 +5594,7 @@ type CloseAppInstanceResponse struct {
 
 func (x *CloseAppInstanceResponse) Reset() {
 	*x = CloseAppInstanceResponse{}
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[28]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2675,7 +5606,7 @@ func (x *CloseAppInstanceResponse) String() string {
 func (*CloseAppInstanceResponse) ProtoMessage() {}
 
 func (x *CloseAppInstanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[28]
+	mi := &file_smbcluster_peer_v1_peer_service_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2688,7 +5619,7 @@ func (x *CloseAppInstanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseAppInstanceResponse.ProtoReflect.Descriptor instead.
 func (*CloseAppInstanceResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{28}
+	return file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *CloseAppInstanceResponse) GetClosed() uint32 {
@@ -2774,37 +5705,205 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x04Lock\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x1c\n" +
-	"\texclusive\x18\x03 \x01(\bR\texclusive\"\xca\x04\n" +
+	"\texclusive\x18\x03 \x01(\bR\texclusive\"\xb9\x11\n" +
 	"\vCallRequest\x12/\n" +
-	"\x05route\x18\x01 \x01(\v2\x19.smbcluster.peer.v1.RouteR\x05route\x12&\n" +
-	"\x02op\x18\x02 \x01(\x0e2\x16.smbcluster.peer.v1.OpR\x02op\x12-\n" +
-	"\x03ref\x18\x03 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x03ref\x12-\n" +
-	"\x03key\x18\x04 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\x03key\x12\x0e\n" +
-	"\x02on\x18\x05 \x01(\bR\x02on\x12\x14\n" +
-	"\x05level\x18\x06 \x01(\rR\x05level\x126\n" +
-	"\x05lease\x18\a \x01(\v2 .smbcluster.peer.v1.LeaseRequestR\x05lease\x12\x12\n" +
-	"\x04name\x18\b \x01(\tR\x04name\x12\x16\n" +
-	"\x06stream\x18\t \x01(\tR\x06stream\x12\x16\n" +
-	"\x06access\x18\n" +
-	" \x01(\rR\x06access\x12!\n" +
-	"\fshare_access\x18\v \x01(\rR\vshareAccess\x12.\n" +
-	"\x05locks\x18\f \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\x12\x16\n" +
-	"\x06offset\x18\r \x01(\x04R\x06offset\x12\x16\n" +
-	"\x06length\x18\x0e \x01(\x04R\x06length\x12+\n" +
-	"\x02to\x18\x0f \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x02to\x122\n" +
-	"\x05opens\x18\x10 \x03(\v2\x1c.smbcluster.peer.v1.OpenDescR\x05opens\"\xdc\x02\n" +
+	"\x05route\x18\x01 \x01(\v2\x19.smbcluster.peer.v1.RouteR\x05route\x12-\n" +
+	"\x03key\x18\x02 \x01(\v2\x1b.smbcluster.peer.v1.FileKeyR\x03key\x126\n" +
+	"\x06remove\x18\x03 \x01(\v2\x1c.smbcluster.peer.v1.RemoveOpH\x00R\x06remove\x120\n" +
+	"\x04drop\x18\x04 \x01(\v2\x1a.smbcluster.peer.v1.DropOpH\x00R\x04drop\x12-\n" +
+	"\x03ack\x18\x05 \x01(\v2\x19.smbcluster.peer.v1.AckOpH\x00R\x03ack\x12=\n" +
+	"\tack_lease\x18\x06 \x01(\v2\x1e.smbcluster.peer.v1.AckLeaseOpH\x00R\backLease\x12@\n" +
+	"\n" +
+	"break_read\x18\a \x01(\v2\x1f.smbcluster.peer.v1.BreakReadOpH\x00R\tbreakRead\x12F\n" +
+	"\fbreak_handle\x18\b \x01(\v2!.smbcluster.peer.v1.BreakHandleOpH\x00R\vbreakHandle\x12Y\n" +
+	"\x13mark_delete_pending\x18\t \x01(\v2'.smbcluster.peer.v1.MarkDeletePendingOpH\x00R\x11markDeletePending\x12V\n" +
+	"\x12set_delete_pending\x18\n" +
+	" \x01(\v2&.smbcluster.peer.v1.SetDeletePendingOpH\x00R\x10setDeletePending\x12L\n" +
+	"\x0edelete_pending\x18\v \x01(\v2#.smbcluster.peer.v1.DeletePendingOpH\x00R\rdeletePending\x12F\n" +
+	"\fcheck_rename\x18\f \x01(\v2!.smbcluster.peer.v1.CheckRenameOpH\x00R\vcheckRename\x129\n" +
+	"\arenamed\x18\r \x01(\v2\x1d.smbcluster.peer.v1.RenamedOpH\x00R\arenamed\x127\n" +
+	"\aname_of\x18\x0e \x01(\v2\x1c.smbcluster.peer.v1.NameOfOpH\x00R\x06nameOf\x12J\n" +
+	"\x0ehas_open_below\x18\x0f \x01(\v2\".smbcluster.peer.v1.HasOpenBelowOpH\x00R\fhasOpenBelow\x12F\n" +
+	"\fcheck_access\x18\x10 \x01(\v2!.smbcluster.peer.v1.CheckAccessOpH\x00R\vcheckAccess\x12C\n" +
+	"\vstream_open\x18\x11 \x01(\v2 .smbcluster.peer.v1.StreamOpenOpH\x00R\n" +
+	"streamOpen\x12=\n" +
+	"\tstream_of\x18\x12 \x01(\v2\x1e.smbcluster.peer.v1.StreamOfOpH\x00R\bstreamOf\x12L\n" +
+	"\x0erenamed_stream\x18\x13 \x01(\v2#.smbcluster.peer.v1.RenamedStreamOpH\x00R\rrenamedStream\x12@\n" +
+	"\n" +
+	"caching_of\x18\x14 \x01(\v2\x1f.smbcluster.peer.v1.CachingOfOpH\x00R\tcachingOf\x126\n" +
+	"\x06oplock\x18\x15 \x01(\v2\x1c.smbcluster.peer.v1.OplockOpH\x00R\x06oplock\x120\n" +
+	"\x04sole\x18\x16 \x01(\v2\x1a.smbcluster.peer.v1.SoleOpH\x00R\x04sole\x126\n" +
+	"\x06detach\x18\x17 \x01(\v2\x1c.smbcluster.peer.v1.DetachOpH\x00R\x06detach\x12M\n" +
+	"\x0fparent_lease_of\x18\x18 \x01(\v2#.smbcluster.peer.v1.ParentLeaseOfOpH\x00R\rparentLeaseOf\x12P\n" +
+	"\x10break_dir_leases\x18\x19 \x01(\v2$.smbcluster.peer.v1.BreakDirLeasesOpH\x00R\x0ebreakDirLeases\x120\n" +
+	"\x04lock\x18\x1a \x01(\v2\x1a.smbcluster.peer.v1.LockOpH\x00R\x04lock\x12=\n" +
+	"\tlock_wait\x18\x1b \x01(\v2\x1e.smbcluster.peer.v1.LockWaitOpH\x00R\blockWait\x126\n" +
+	"\x06unlock\x18\x1c \x01(\v2\x1c.smbcluster.peer.v1.UnlockOpH\x00R\x06unlock\x12I\n" +
+	"\rrelease_locks\x18\x1d \x01(\v2\".smbcluster.peer.v1.ReleaseLocksOpH\x00R\freleaseLocks\x12:\n" +
+	"\bcheck_io\x18\x1e \x01(\v2\x1d.smbcluster.peer.v1.CheckIOOpH\x00R\acheckIo\x12@\n" +
+	"\n" +
+	"lock_count\x18\x1f \x01(\v2\x1f.smbcluster.peer.v1.LockCountOpH\x00R\tlockCount\x12<\n" +
+	"\bhandover\x18  \x01(\v2\x1e.smbcluster.peer.v1.HandoverOpH\x00R\bhandover\x123\n" +
+	"\x05flush\x18! \x01(\v2\x1b.smbcluster.peer.v1.FlushOpH\x00R\x05flush\x12U\n" +
+	"\x11return_delegation\x18\" \x01(\v2&.smbcluster.peer.v1.ReturnDelegationOpH\x00R\x10returnDelegationB\x04\n" +
+	"\x02op\";\n" +
+	"\bRemoveOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"9\n" +
+	"\x06DropOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"N\n" +
+	"\x05AckOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\x12\x14\n" +
+	"\x05level\x18\x02 \x01(\rR\x05level\"V\n" +
+	"\n" +
+	"AckLeaseOp\x122\n" +
+	"\x05lease\x18\x01 \x01(\v2\x1c.smbcluster.peer.v1.LeaseKeyR\x05lease\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\rR\x05state\"=\n" +
+	"\bLeaseKey\x12\x1f\n" +
+	"\vclient_guid\x18\x01 \x01(\fR\n" +
+	"clientGuid\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\"g\n" +
+	"\vBreakReadOp\x123\n" +
+	"\x06except\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x06except\x12#\n" +
+	"\rexcept_stream\x18\x02 \x01(\tR\fexceptStream\"i\n" +
+	"\rBreakHandleOp\x123\n" +
+	"\x06except\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x06except\x12#\n" +
+	"\rexcept_stream\x18\x02 \x01(\tR\fexceptStream\"`\n" +
+	"\x13MarkDeletePendingOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\x12\x18\n" +
+	"\apending\x18\x02 \x01(\bR\apending\".\n" +
+	"\x12SetDeletePendingOp\x12\x18\n" +
+	"\apending\x18\x01 \x01(\bR\apending\"\x11\n" +
+	"\x0fDeletePendingOp\"@\n" +
+	"\rCheckRenameOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"\x1f\n" +
+	"\tRenamedOp\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\";\n" +
+	"\bNameOfOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"\"\n" +
+	"\x0eHasOpenBelowOp\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\"J\n" +
+	"\rCheckAccessOp\x12\x16\n" +
+	"\x06access\x18\x01 \x01(\rR\x06access\x12!\n" +
+	"\fshare_access\x18\x02 \x01(\rR\vshareAccess\"[\n" +
+	"\fStreamOpenOp\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x123\n" +
+	"\x06except\x18\x02 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x06except\"=\n" +
+	"\n" +
+	"StreamOfOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"5\n" +
+	"\x0fRenamedStreamOp\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\">\n" +
+	"\vCachingOfOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\";\n" +
+	"\bOplockOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"9\n" +
+	"\x06SoleOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\";\n" +
+	"\bDetachOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"B\n" +
+	"\x0fParentLeaseOfOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"H\n" +
+	"\x10BreakDirLeasesOp\x124\n" +
+	"\x06except\x18\x01 \x01(\v2\x1c.smbcluster.peer.v1.LeaseKeyR\x06except\"i\n" +
+	"\x06LockOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\x12.\n" +
+	"\x05locks\x18\x02 \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\"k\n" +
+	"\n" +
+	"LockWaitOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\x12,\n" +
+	"\x04lock\x18\x02 \x01(\v2\x18.smbcluster.peer.v1.LockR\x04lock\"k\n" +
+	"\bUnlockOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\x12.\n" +
+	"\x05locks\x18\x02 \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\"A\n" +
+	"\x0eReleaseLocksOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"\x82\x01\n" +
+	"\tCheckIOOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
+	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x14\n" +
+	"\x05write\x18\x04 \x01(\bR\x05write\">\n" +
+	"\vLockCountOp\x12/\n" +
+	"\x04open\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04open\"j\n" +
+	"\n" +
+	"HandoverOp\x12/\n" +
+	"\x04from\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x04from\x12+\n" +
+	"\x02to\x18\x02 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x02to\"\t\n" +
+	"\aFlushOp\"\x85\x01\n" +
+	"\x12ReturnDelegationOp\x12;\n" +
+	"\n" +
+	"delegation\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\n" +
+	"delegation\x122\n" +
+	"\x05opens\x18\x02 \x03(\v2\x1c.smbcluster.peer.v1.OpenDescR\x05opens\"\xe6\t\n" +
 	"\fCallResponse\x12/\n" +
-	"\x05error\x18\x01 \x01(\x0e2\x19.smbcluster.peer.v1.ErrorR\x05error\x12\x0e\n" +
-	"\x02on\x18\x02 \x01(\bR\x02on\x12%\n" +
-	"\x0edelete_pending\x18\x03 \x01(\bR\rdeletePending\x12\x14\n" +
-	"\x05level\x18\x04 \x01(\rR\x05level\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\x125\n" +
-	"\acaching\x18\x06 \x01(\v2\x1b.smbcluster.peer.v1.CachingR\acaching\x12\x14\n" +
-	"\x05count\x18\a \x01(\rR\x05count\x12#\n" +
-	"\rlocks_present\x18\b \x01(\bR\flocksPresent\x12\x18\n" +
-	"\amessage\x18\t \x01(\tR\amessage\x12.\n" +
-	"\x05locks\x18\n" +
-	" \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\"\x9e\x03\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x19.smbcluster.peer.v1.ErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12#\n" +
+	"\rlocks_present\x18\x03 \x01(\bR\flocksPresent\x12:\n" +
+	"\x06remove\x18\x04 \x01(\v2 .smbcluster.peer.v1.RemoveResultH\x00R\x06remove\x124\n" +
+	"\x04drop\x18\x05 \x01(\v2\x1e.smbcluster.peer.v1.DropResultH\x00R\x04drop\x121\n" +
+	"\x03ack\x18\x06 \x01(\v2\x1d.smbcluster.peer.v1.AckResultH\x00R\x03ack\x12A\n" +
+	"\tack_lease\x18\a \x01(\v2\".smbcluster.peer.v1.AckLeaseResultH\x00R\backLease\x12P\n" +
+	"\x0edelete_pending\x18\b \x01(\v2'.smbcluster.peer.v1.DeletePendingResultH\x00R\rdeletePending\x12;\n" +
+	"\aname_of\x18\t \x01(\v2 .smbcluster.peer.v1.NameOfResultH\x00R\x06nameOf\x12N\n" +
+	"\x0ehas_open_below\x18\n" +
+	" \x01(\v2&.smbcluster.peer.v1.HasOpenBelowResultH\x00R\fhasOpenBelow\x12G\n" +
+	"\vstream_open\x18\v \x01(\v2$.smbcluster.peer.v1.StreamOpenResultH\x00R\n" +
+	"streamOpen\x12A\n" +
+	"\tstream_of\x18\f \x01(\v2\".smbcluster.peer.v1.StreamOfResultH\x00R\bstreamOf\x12D\n" +
+	"\n" +
+	"caching_of\x18\r \x01(\v2#.smbcluster.peer.v1.CachingOfResultH\x00R\tcachingOf\x12:\n" +
+	"\x06oplock\x18\x0e \x01(\v2 .smbcluster.peer.v1.OplockResultH\x00R\x06oplock\x124\n" +
+	"\x04sole\x18\x0f \x01(\v2\x1e.smbcluster.peer.v1.SoleResultH\x00R\x04sole\x12:\n" +
+	"\x06detach\x18\x10 \x01(\v2 .smbcluster.peer.v1.DetachResultH\x00R\x06detach\x12Q\n" +
+	"\x0fparent_lease_of\x18\x11 \x01(\v2'.smbcluster.peer.v1.ParentLeaseOfResultH\x00R\rparentLeaseOf\x12:\n" +
+	"\x06unlock\x18\x12 \x01(\v2 .smbcluster.peer.v1.UnlockResultH\x00R\x06unlock\x12D\n" +
+	"\n" +
+	"lock_count\x18\x13 \x01(\v2#.smbcluster.peer.v1.LockCountResultH\x00R\tlockCount\x12@\n" +
+	"\bhandover\x18\x14 \x01(\v2\".smbcluster.peer.v1.HandoverResultH\x00R\bhandoverB\b\n" +
+	"\x06result\"I\n" +
+	"\fRemoveResult\x12\x12\n" +
+	"\x04last\x18\x01 \x01(\bR\x04last\x12%\n" +
+	"\x0edelete_pending\x18\x02 \x01(\bR\rdeletePending\"R\n" +
+	"\n" +
+	"DropResult\x12#\n" +
+	"\rdelete_stream\x18\x01 \x01(\bR\fdeleteStream\x12\x1f\n" +
+	"\vdelete_file\x18\x02 \x01(\bR\n" +
+	"deleteFile\"7\n" +
+	"\tAckResult\x12\x14\n" +
+	"\x05acked\x18\x01 \x01(\bR\x05acked\x12\x14\n" +
+	"\x05level\x18\x02 \x01(\rR\x05level\"&\n" +
+	"\x0eAckLeaseResult\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\rR\x05state\"/\n" +
+	"\x13DeletePendingResult\x12\x18\n" +
+	"\apending\x18\x01 \x01(\bR\apending\"\"\n" +
+	"\fNameOfResult\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"*\n" +
+	"\x12HasOpenBelowResult\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\"&\n" +
+	"\x10StreamOpenResult\x12\x12\n" +
+	"\x04open\x18\x01 \x01(\bR\x04open\"(\n" +
+	"\x0eStreamOfResult\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\"H\n" +
+	"\x0fCachingOfResult\x125\n" +
+	"\acaching\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.CachingR\acaching\"$\n" +
+	"\fOplockResult\x12\x14\n" +
+	"\x05level\x18\x01 \x01(\rR\x05level\"G\n" +
+	"\n" +
+	"SoleResult\x12\x12\n" +
+	"\x04sole\x18\x01 \x01(\bR\x04sole\x12%\n" +
+	"\x0edelete_pending\x18\x02 \x01(\bR\rdeletePending\"*\n" +
+	"\fDetachResult\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\bR\baccepted\"_\n" +
+	"\x13ParentLeaseOfResult\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\x122\n" +
+	"\x05lease\x18\x02 \x01(\v2\x1c.smbcluster.peer.v1.LeaseKeyR\x05lease\"$\n" +
+	"\fUnlockResult\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\rR\x05count\"'\n" +
+	"\x0fLockCountResult\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\rR\x05count\"w\n" +
+	"\x0eHandoverResult\x125\n" +
+	"\acaching\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.CachingR\acaching\x12.\n" +
+	"\x05locks\x18\x02 \x03(\v2\x18.smbcluster.peer.v1.LockR\x05locks\"\x9e\x03\n" +
 	"\x0eDeliverRequest\x12-\n" +
 	"\x03ref\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.OpenRefR\x03ref\x12\x16\n" +
 	"\x06oplock\x18\x02 \x01(\rR\x06oplock\x124\n" +
@@ -2938,45 +6037,7 @@ const file_smbcluster_peer_v1_peer_service_proto_rawDesc = "" +
 	"\x12\x13\n" +
 	"\x0fERROR_CANCELLED\x10\v\x12\x0f\n" +
 	"\vERROR_OTHER\x10\f\x12\x1a\n" +
-	"\x16ERROR_DUPLICATE_CREATE\x10\r*\xeb\x04\n" +
-	"\x02Op\x12\x12\n" +
-	"\x0eOP_UNSPECIFIED\x10\x00\x12\r\n" +
-	"\tOP_REMOVE\x10\x01\x12\v\n" +
-	"\aOP_DROP\x10\x02\x12\n" +
-	"\n" +
-	"\x06OP_ACK\x10\x03\x12\x10\n" +
-	"\fOP_ACK_LEASE\x10\x04\x12\x11\n" +
-	"\rOP_BREAK_READ\x10\x05\x12\x13\n" +
-	"\x0fOP_BREAK_HANDLE\x10\x06\x12\x1a\n" +
-	"\x16OP_MARK_DELETE_PENDING\x10\a\x12\x19\n" +
-	"\x15OP_SET_DELETE_PENDING\x10\b\x12\x15\n" +
-	"\x11OP_DELETE_PENDING\x10\t\x12\x13\n" +
-	"\x0fOP_CHECK_RENAME\x10\n" +
-	"\x12\x0e\n" +
-	"\n" +
-	"OP_RENAMED\x10\v\x12\x0e\n" +
-	"\n" +
-	"OP_NAME_OF\x10\f\x12\x15\n" +
-	"\x11OP_HAS_OPEN_BELOW\x10\r\x12\x13\n" +
-	"\x0fOP_CHECK_ACCESS\x10\x0e\x12\x12\n" +
-	"\x0eOP_STREAM_OPEN\x10\x0f\x12\x10\n" +
-	"\fOP_STREAM_OF\x10\x10\x12\x15\n" +
-	"\x11OP_RENAMED_STREAM\x10\x11\x12\x11\n" +
-	"\rOP_CACHING_OF\x10\x12\x12\r\n" +
-	"\tOP_OPLOCK\x10\x13\x12\v\n" +
-	"\aOP_SOLE\x10\x14\x12\r\n" +
-	"\tOP_DETACH\x10\x15\x12\x16\n" +
-	"\x12OP_PARENT_LEASE_OF\x10\x16\x12\x17\n" +
-	"\x13OP_BREAK_DIR_LEASES\x10\x17\x12\v\n" +
-	"\aOP_LOCK\x10\x18\x12\x10\n" +
-	"\fOP_LOCK_WAIT\x10\x19\x12\r\n" +
-	"\tOP_UNLOCK\x10\x1a\x12\x14\n" +
-	"\x10OP_RELEASE_LOCKS\x10\x1b\x12\x0f\n" +
-	"\vOP_CHECK_IO\x10\x1c\x12\x11\n" +
-	"\rOP_LOCK_COUNT\x10\x1d\x12\x0f\n" +
-	"\vOP_HANDOVER\x10\x1e\x12\f\n" +
-	"\bOP_FLUSH\x10\x1f\x12\r\n" +
-	"\tOP_RETURN\x10 2\xc9\x06\n" +
+	"\x16ERROR_DUPLICATE_CREATE\x10\r2\xc9\x06\n" +
 	"\vPeerService\x12K\n" +
 	"\x05Admit\x12 .smbcluster.peer.v1.AdmitRequest\x1a\x1e.smbcluster.peer.v1.AdmitEvent0\x01\x12I\n" +
 	"\x04Call\x12\x1f.smbcluster.peer.v1.CallRequest\x1a .smbcluster.peer.v1.CallResponse\x12I\n" +
@@ -3001,108 +6062,232 @@ func file_smbcluster_peer_v1_peer_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_peer_v1_peer_service_proto_rawDescData
 }
 
-var file_smbcluster_peer_v1_peer_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_smbcluster_peer_v1_peer_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_smbcluster_peer_v1_peer_service_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_smbcluster_peer_v1_peer_service_proto_goTypes = []any{
 	(Error)(0),                       // 0: smbcluster.peer.v1.Error
-	(Op)(0),                          // 1: smbcluster.peer.v1.Op
-	(*OpenRef)(nil),                  // 2: smbcluster.peer.v1.OpenRef
-	(*FileKey)(nil),                  // 3: smbcluster.peer.v1.FileKey
-	(*Route)(nil),                    // 4: smbcluster.peer.v1.Route
-	(*LeaseRequest)(nil),             // 5: smbcluster.peer.v1.LeaseRequest
-	(*Caching)(nil),                  // 6: smbcluster.peer.v1.Caching
-	(*OpenDesc)(nil),                 // 7: smbcluster.peer.v1.OpenDesc
-	(*AdmitRequest)(nil),             // 8: smbcluster.peer.v1.AdmitRequest
-	(*AdmitEvent)(nil),               // 9: smbcluster.peer.v1.AdmitEvent
-	(*Lock)(nil),                     // 10: smbcluster.peer.v1.Lock
-	(*CallRequest)(nil),              // 11: smbcluster.peer.v1.CallRequest
-	(*CallResponse)(nil),             // 12: smbcluster.peer.v1.CallResponse
-	(*DeliverRequest)(nil),           // 13: smbcluster.peer.v1.DeliverRequest
-	(*LeaseBreak)(nil),               // 14: smbcluster.peer.v1.LeaseBreak
-	(*DeliverResponse)(nil),          // 15: smbcluster.peer.v1.DeliverResponse
-	(*HeldRequest)(nil),              // 16: smbcluster.peer.v1.HeldRequest
-	(*HeldOpen)(nil),                 // 17: smbcluster.peer.v1.HeldOpen
-	(*HeldResponse)(nil),             // 18: smbcluster.peer.v1.HeldResponse
-	(*WatchSpec)(nil),                // 19: smbcluster.peer.v1.WatchSpec
-	(*WatchRequest)(nil),             // 20: smbcluster.peer.v1.WatchRequest
-	(*WatchResponse)(nil),            // 21: smbcluster.peer.v1.WatchResponse
-	(*Change)(nil),                   // 22: smbcluster.peer.v1.Change
-	(*NotifyRequest)(nil),            // 23: smbcluster.peer.v1.NotifyRequest
-	(*NotifyResponse)(nil),           // 24: smbcluster.peer.v1.NotifyResponse
-	(*Envelope)(nil),                 // 25: smbcluster.peer.v1.Envelope
-	(*RPCStatus)(nil),                // 26: smbcluster.peer.v1.RPCStatus
-	(*TakeDurableRequest)(nil),       // 27: smbcluster.peer.v1.TakeDurableRequest
-	(*TakeDurableResponse)(nil),      // 28: smbcluster.peer.v1.TakeDurableResponse
-	(*CloseAppInstanceRequest)(nil),  // 29: smbcluster.peer.v1.CloseAppInstanceRequest
-	(*CloseAppInstanceResponse)(nil), // 30: smbcluster.peer.v1.CloseAppInstanceResponse
+	(*OpenRef)(nil),                  // 1: smbcluster.peer.v1.OpenRef
+	(*FileKey)(nil),                  // 2: smbcluster.peer.v1.FileKey
+	(*Route)(nil),                    // 3: smbcluster.peer.v1.Route
+	(*LeaseRequest)(nil),             // 4: smbcluster.peer.v1.LeaseRequest
+	(*Caching)(nil),                  // 5: smbcluster.peer.v1.Caching
+	(*OpenDesc)(nil),                 // 6: smbcluster.peer.v1.OpenDesc
+	(*AdmitRequest)(nil),             // 7: smbcluster.peer.v1.AdmitRequest
+	(*AdmitEvent)(nil),               // 8: smbcluster.peer.v1.AdmitEvent
+	(*Lock)(nil),                     // 9: smbcluster.peer.v1.Lock
+	(*CallRequest)(nil),              // 10: smbcluster.peer.v1.CallRequest
+	(*RemoveOp)(nil),                 // 11: smbcluster.peer.v1.RemoveOp
+	(*DropOp)(nil),                   // 12: smbcluster.peer.v1.DropOp
+	(*AckOp)(nil),                    // 13: smbcluster.peer.v1.AckOp
+	(*AckLeaseOp)(nil),               // 14: smbcluster.peer.v1.AckLeaseOp
+	(*LeaseKey)(nil),                 // 15: smbcluster.peer.v1.LeaseKey
+	(*BreakReadOp)(nil),              // 16: smbcluster.peer.v1.BreakReadOp
+	(*BreakHandleOp)(nil),            // 17: smbcluster.peer.v1.BreakHandleOp
+	(*MarkDeletePendingOp)(nil),      // 18: smbcluster.peer.v1.MarkDeletePendingOp
+	(*SetDeletePendingOp)(nil),       // 19: smbcluster.peer.v1.SetDeletePendingOp
+	(*DeletePendingOp)(nil),          // 20: smbcluster.peer.v1.DeletePendingOp
+	(*CheckRenameOp)(nil),            // 21: smbcluster.peer.v1.CheckRenameOp
+	(*RenamedOp)(nil),                // 22: smbcluster.peer.v1.RenamedOp
+	(*NameOfOp)(nil),                 // 23: smbcluster.peer.v1.NameOfOp
+	(*HasOpenBelowOp)(nil),           // 24: smbcluster.peer.v1.HasOpenBelowOp
+	(*CheckAccessOp)(nil),            // 25: smbcluster.peer.v1.CheckAccessOp
+	(*StreamOpenOp)(nil),             // 26: smbcluster.peer.v1.StreamOpenOp
+	(*StreamOfOp)(nil),               // 27: smbcluster.peer.v1.StreamOfOp
+	(*RenamedStreamOp)(nil),          // 28: smbcluster.peer.v1.RenamedStreamOp
+	(*CachingOfOp)(nil),              // 29: smbcluster.peer.v1.CachingOfOp
+	(*OplockOp)(nil),                 // 30: smbcluster.peer.v1.OplockOp
+	(*SoleOp)(nil),                   // 31: smbcluster.peer.v1.SoleOp
+	(*DetachOp)(nil),                 // 32: smbcluster.peer.v1.DetachOp
+	(*ParentLeaseOfOp)(nil),          // 33: smbcluster.peer.v1.ParentLeaseOfOp
+	(*BreakDirLeasesOp)(nil),         // 34: smbcluster.peer.v1.BreakDirLeasesOp
+	(*LockOp)(nil),                   // 35: smbcluster.peer.v1.LockOp
+	(*LockWaitOp)(nil),               // 36: smbcluster.peer.v1.LockWaitOp
+	(*UnlockOp)(nil),                 // 37: smbcluster.peer.v1.UnlockOp
+	(*ReleaseLocksOp)(nil),           // 38: smbcluster.peer.v1.ReleaseLocksOp
+	(*CheckIOOp)(nil),                // 39: smbcluster.peer.v1.CheckIOOp
+	(*LockCountOp)(nil),              // 40: smbcluster.peer.v1.LockCountOp
+	(*HandoverOp)(nil),               // 41: smbcluster.peer.v1.HandoverOp
+	(*FlushOp)(nil),                  // 42: smbcluster.peer.v1.FlushOp
+	(*ReturnDelegationOp)(nil),       // 43: smbcluster.peer.v1.ReturnDelegationOp
+	(*CallResponse)(nil),             // 44: smbcluster.peer.v1.CallResponse
+	(*RemoveResult)(nil),             // 45: smbcluster.peer.v1.RemoveResult
+	(*DropResult)(nil),               // 46: smbcluster.peer.v1.DropResult
+	(*AckResult)(nil),                // 47: smbcluster.peer.v1.AckResult
+	(*AckLeaseResult)(nil),           // 48: smbcluster.peer.v1.AckLeaseResult
+	(*DeletePendingResult)(nil),      // 49: smbcluster.peer.v1.DeletePendingResult
+	(*NameOfResult)(nil),             // 50: smbcluster.peer.v1.NameOfResult
+	(*HasOpenBelowResult)(nil),       // 51: smbcluster.peer.v1.HasOpenBelowResult
+	(*StreamOpenResult)(nil),         // 52: smbcluster.peer.v1.StreamOpenResult
+	(*StreamOfResult)(nil),           // 53: smbcluster.peer.v1.StreamOfResult
+	(*CachingOfResult)(nil),          // 54: smbcluster.peer.v1.CachingOfResult
+	(*OplockResult)(nil),             // 55: smbcluster.peer.v1.OplockResult
+	(*SoleResult)(nil),               // 56: smbcluster.peer.v1.SoleResult
+	(*DetachResult)(nil),             // 57: smbcluster.peer.v1.DetachResult
+	(*ParentLeaseOfResult)(nil),      // 58: smbcluster.peer.v1.ParentLeaseOfResult
+	(*UnlockResult)(nil),             // 59: smbcluster.peer.v1.UnlockResult
+	(*LockCountResult)(nil),          // 60: smbcluster.peer.v1.LockCountResult
+	(*HandoverResult)(nil),           // 61: smbcluster.peer.v1.HandoverResult
+	(*DeliverRequest)(nil),           // 62: smbcluster.peer.v1.DeliverRequest
+	(*LeaseBreak)(nil),               // 63: smbcluster.peer.v1.LeaseBreak
+	(*DeliverResponse)(nil),          // 64: smbcluster.peer.v1.DeliverResponse
+	(*HeldRequest)(nil),              // 65: smbcluster.peer.v1.HeldRequest
+	(*HeldOpen)(nil),                 // 66: smbcluster.peer.v1.HeldOpen
+	(*HeldResponse)(nil),             // 67: smbcluster.peer.v1.HeldResponse
+	(*WatchSpec)(nil),                // 68: smbcluster.peer.v1.WatchSpec
+	(*WatchRequest)(nil),             // 69: smbcluster.peer.v1.WatchRequest
+	(*WatchResponse)(nil),            // 70: smbcluster.peer.v1.WatchResponse
+	(*Change)(nil),                   // 71: smbcluster.peer.v1.Change
+	(*NotifyRequest)(nil),            // 72: smbcluster.peer.v1.NotifyRequest
+	(*NotifyResponse)(nil),           // 73: smbcluster.peer.v1.NotifyResponse
+	(*Envelope)(nil),                 // 74: smbcluster.peer.v1.Envelope
+	(*RPCStatus)(nil),                // 75: smbcluster.peer.v1.RPCStatus
+	(*TakeDurableRequest)(nil),       // 76: smbcluster.peer.v1.TakeDurableRequest
+	(*TakeDurableResponse)(nil),      // 77: smbcluster.peer.v1.TakeDurableResponse
+	(*CloseAppInstanceRequest)(nil),  // 78: smbcluster.peer.v1.CloseAppInstanceRequest
+	(*CloseAppInstanceResponse)(nil), // 79: smbcluster.peer.v1.CloseAppInstanceResponse
 }
 var file_smbcluster_peer_v1_peer_service_proto_depIdxs = []int32{
-	2,  // 0: smbcluster.peer.v1.OpenDesc.ref:type_name -> smbcluster.peer.v1.OpenRef
-	3,  // 1: smbcluster.peer.v1.OpenDesc.key:type_name -> smbcluster.peer.v1.FileKey
-	4,  // 2: smbcluster.peer.v1.AdmitRequest.route:type_name -> smbcluster.peer.v1.Route
-	7,  // 3: smbcluster.peer.v1.AdmitRequest.open:type_name -> smbcluster.peer.v1.OpenDesc
-	5,  // 4: smbcluster.peer.v1.AdmitRequest.lease:type_name -> smbcluster.peer.v1.LeaseRequest
-	0,  // 5: smbcluster.peer.v1.AdmitEvent.error:type_name -> smbcluster.peer.v1.Error
-	6,  // 6: smbcluster.peer.v1.AdmitEvent.lease:type_name -> smbcluster.peer.v1.Caching
-	4,  // 7: smbcluster.peer.v1.CallRequest.route:type_name -> smbcluster.peer.v1.Route
-	1,  // 8: smbcluster.peer.v1.CallRequest.op:type_name -> smbcluster.peer.v1.Op
-	2,  // 9: smbcluster.peer.v1.CallRequest.ref:type_name -> smbcluster.peer.v1.OpenRef
-	3,  // 10: smbcluster.peer.v1.CallRequest.key:type_name -> smbcluster.peer.v1.FileKey
-	5,  // 11: smbcluster.peer.v1.CallRequest.lease:type_name -> smbcluster.peer.v1.LeaseRequest
-	10, // 12: smbcluster.peer.v1.CallRequest.locks:type_name -> smbcluster.peer.v1.Lock
-	2,  // 13: smbcluster.peer.v1.CallRequest.to:type_name -> smbcluster.peer.v1.OpenRef
-	7,  // 14: smbcluster.peer.v1.CallRequest.opens:type_name -> smbcluster.peer.v1.OpenDesc
-	0,  // 15: smbcluster.peer.v1.CallResponse.error:type_name -> smbcluster.peer.v1.Error
-	6,  // 16: smbcluster.peer.v1.CallResponse.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 17: smbcluster.peer.v1.CallResponse.locks:type_name -> smbcluster.peer.v1.Lock
-	2,  // 18: smbcluster.peer.v1.DeliverRequest.ref:type_name -> smbcluster.peer.v1.OpenRef
-	14, // 19: smbcluster.peer.v1.DeliverRequest.lease:type_name -> smbcluster.peer.v1.LeaseBreak
-	3,  // 20: smbcluster.peer.v1.DeliverRequest.locks_present:type_name -> smbcluster.peer.v1.FileKey
-	3,  // 21: smbcluster.peer.v1.DeliverRequest.read_present:type_name -> smbcluster.peer.v1.FileKey
-	3,  // 22: smbcluster.peer.v1.DeliverRequest.delete_pending:type_name -> smbcluster.peer.v1.FileKey
-	3,  // 23: smbcluster.peer.v1.DeliverRequest.recall:type_name -> smbcluster.peer.v1.FileKey
-	7,  // 24: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
-	6,  // 25: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 26: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
-	17, // 27: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
-	19, // 28: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
-	22, // 29: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
-	8,  // 30: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
-	11, // 31: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
-	11, // 32: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
-	9,  // 33: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
-	12, // 34: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
-	26, // 35: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
-	11, // 36: smbcluster.peer.v1.Envelope.drops:type_name -> smbcluster.peer.v1.CallRequest
-	2,  // 37: smbcluster.peer.v1.TakeDurableRequest.to:type_name -> smbcluster.peer.v1.OpenRef
-	3,  // 38: smbcluster.peer.v1.TakeDurableResponse.key:type_name -> smbcluster.peer.v1.FileKey
-	6,  // 39: smbcluster.peer.v1.TakeDurableResponse.caching:type_name -> smbcluster.peer.v1.Caching
-	10, // 40: smbcluster.peer.v1.TakeDurableResponse.locks:type_name -> smbcluster.peer.v1.Lock
-	8,  // 41: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
-	11, // 42: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
-	11, // 43: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
-	25, // 44: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
-	13, // 45: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
-	16, // 46: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
-	20, // 47: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
-	23, // 48: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
-	27, // 49: smbcluster.peer.v1.PeerService.TakeDurable:input_type -> smbcluster.peer.v1.TakeDurableRequest
-	29, // 50: smbcluster.peer.v1.PeerService.CloseAppInstance:input_type -> smbcluster.peer.v1.CloseAppInstanceRequest
-	9,  // 51: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
-	12, // 52: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
-	9,  // 53: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
-	25, // 54: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
-	15, // 55: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
-	18, // 56: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
-	21, // 57: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
-	24, // 58: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
-	28, // 59: smbcluster.peer.v1.PeerService.TakeDurable:output_type -> smbcluster.peer.v1.TakeDurableResponse
-	30, // 60: smbcluster.peer.v1.PeerService.CloseAppInstance:output_type -> smbcluster.peer.v1.CloseAppInstanceResponse
-	51, // [51:61] is the sub-list for method output_type
-	41, // [41:51] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	1,   // 0: smbcluster.peer.v1.OpenDesc.ref:type_name -> smbcluster.peer.v1.OpenRef
+	2,   // 1: smbcluster.peer.v1.OpenDesc.key:type_name -> smbcluster.peer.v1.FileKey
+	3,   // 2: smbcluster.peer.v1.AdmitRequest.route:type_name -> smbcluster.peer.v1.Route
+	6,   // 3: smbcluster.peer.v1.AdmitRequest.open:type_name -> smbcluster.peer.v1.OpenDesc
+	4,   // 4: smbcluster.peer.v1.AdmitRequest.lease:type_name -> smbcluster.peer.v1.LeaseRequest
+	0,   // 5: smbcluster.peer.v1.AdmitEvent.error:type_name -> smbcluster.peer.v1.Error
+	5,   // 6: smbcluster.peer.v1.AdmitEvent.lease:type_name -> smbcluster.peer.v1.Caching
+	3,   // 7: smbcluster.peer.v1.CallRequest.route:type_name -> smbcluster.peer.v1.Route
+	2,   // 8: smbcluster.peer.v1.CallRequest.key:type_name -> smbcluster.peer.v1.FileKey
+	11,  // 9: smbcluster.peer.v1.CallRequest.remove:type_name -> smbcluster.peer.v1.RemoveOp
+	12,  // 10: smbcluster.peer.v1.CallRequest.drop:type_name -> smbcluster.peer.v1.DropOp
+	13,  // 11: smbcluster.peer.v1.CallRequest.ack:type_name -> smbcluster.peer.v1.AckOp
+	14,  // 12: smbcluster.peer.v1.CallRequest.ack_lease:type_name -> smbcluster.peer.v1.AckLeaseOp
+	16,  // 13: smbcluster.peer.v1.CallRequest.break_read:type_name -> smbcluster.peer.v1.BreakReadOp
+	17,  // 14: smbcluster.peer.v1.CallRequest.break_handle:type_name -> smbcluster.peer.v1.BreakHandleOp
+	18,  // 15: smbcluster.peer.v1.CallRequest.mark_delete_pending:type_name -> smbcluster.peer.v1.MarkDeletePendingOp
+	19,  // 16: smbcluster.peer.v1.CallRequest.set_delete_pending:type_name -> smbcluster.peer.v1.SetDeletePendingOp
+	20,  // 17: smbcluster.peer.v1.CallRequest.delete_pending:type_name -> smbcluster.peer.v1.DeletePendingOp
+	21,  // 18: smbcluster.peer.v1.CallRequest.check_rename:type_name -> smbcluster.peer.v1.CheckRenameOp
+	22,  // 19: smbcluster.peer.v1.CallRequest.renamed:type_name -> smbcluster.peer.v1.RenamedOp
+	23,  // 20: smbcluster.peer.v1.CallRequest.name_of:type_name -> smbcluster.peer.v1.NameOfOp
+	24,  // 21: smbcluster.peer.v1.CallRequest.has_open_below:type_name -> smbcluster.peer.v1.HasOpenBelowOp
+	25,  // 22: smbcluster.peer.v1.CallRequest.check_access:type_name -> smbcluster.peer.v1.CheckAccessOp
+	26,  // 23: smbcluster.peer.v1.CallRequest.stream_open:type_name -> smbcluster.peer.v1.StreamOpenOp
+	27,  // 24: smbcluster.peer.v1.CallRequest.stream_of:type_name -> smbcluster.peer.v1.StreamOfOp
+	28,  // 25: smbcluster.peer.v1.CallRequest.renamed_stream:type_name -> smbcluster.peer.v1.RenamedStreamOp
+	29,  // 26: smbcluster.peer.v1.CallRequest.caching_of:type_name -> smbcluster.peer.v1.CachingOfOp
+	30,  // 27: smbcluster.peer.v1.CallRequest.oplock:type_name -> smbcluster.peer.v1.OplockOp
+	31,  // 28: smbcluster.peer.v1.CallRequest.sole:type_name -> smbcluster.peer.v1.SoleOp
+	32,  // 29: smbcluster.peer.v1.CallRequest.detach:type_name -> smbcluster.peer.v1.DetachOp
+	33,  // 30: smbcluster.peer.v1.CallRequest.parent_lease_of:type_name -> smbcluster.peer.v1.ParentLeaseOfOp
+	34,  // 31: smbcluster.peer.v1.CallRequest.break_dir_leases:type_name -> smbcluster.peer.v1.BreakDirLeasesOp
+	35,  // 32: smbcluster.peer.v1.CallRequest.lock:type_name -> smbcluster.peer.v1.LockOp
+	36,  // 33: smbcluster.peer.v1.CallRequest.lock_wait:type_name -> smbcluster.peer.v1.LockWaitOp
+	37,  // 34: smbcluster.peer.v1.CallRequest.unlock:type_name -> smbcluster.peer.v1.UnlockOp
+	38,  // 35: smbcluster.peer.v1.CallRequest.release_locks:type_name -> smbcluster.peer.v1.ReleaseLocksOp
+	39,  // 36: smbcluster.peer.v1.CallRequest.check_io:type_name -> smbcluster.peer.v1.CheckIOOp
+	40,  // 37: smbcluster.peer.v1.CallRequest.lock_count:type_name -> smbcluster.peer.v1.LockCountOp
+	41,  // 38: smbcluster.peer.v1.CallRequest.handover:type_name -> smbcluster.peer.v1.HandoverOp
+	42,  // 39: smbcluster.peer.v1.CallRequest.flush:type_name -> smbcluster.peer.v1.FlushOp
+	43,  // 40: smbcluster.peer.v1.CallRequest.return_delegation:type_name -> smbcluster.peer.v1.ReturnDelegationOp
+	1,   // 41: smbcluster.peer.v1.RemoveOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 42: smbcluster.peer.v1.DropOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 43: smbcluster.peer.v1.AckOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	15,  // 44: smbcluster.peer.v1.AckLeaseOp.lease:type_name -> smbcluster.peer.v1.LeaseKey
+	1,   // 45: smbcluster.peer.v1.BreakReadOp.except:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 46: smbcluster.peer.v1.BreakHandleOp.except:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 47: smbcluster.peer.v1.MarkDeletePendingOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 48: smbcluster.peer.v1.CheckRenameOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 49: smbcluster.peer.v1.NameOfOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 50: smbcluster.peer.v1.StreamOpenOp.except:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 51: smbcluster.peer.v1.StreamOfOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 52: smbcluster.peer.v1.CachingOfOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 53: smbcluster.peer.v1.OplockOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 54: smbcluster.peer.v1.SoleOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 55: smbcluster.peer.v1.DetachOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 56: smbcluster.peer.v1.ParentLeaseOfOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	15,  // 57: smbcluster.peer.v1.BreakDirLeasesOp.except:type_name -> smbcluster.peer.v1.LeaseKey
+	1,   // 58: smbcluster.peer.v1.LockOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	9,   // 59: smbcluster.peer.v1.LockOp.locks:type_name -> smbcluster.peer.v1.Lock
+	1,   // 60: smbcluster.peer.v1.LockWaitOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	9,   // 61: smbcluster.peer.v1.LockWaitOp.lock:type_name -> smbcluster.peer.v1.Lock
+	1,   // 62: smbcluster.peer.v1.UnlockOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	9,   // 63: smbcluster.peer.v1.UnlockOp.locks:type_name -> smbcluster.peer.v1.Lock
+	1,   // 64: smbcluster.peer.v1.ReleaseLocksOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 65: smbcluster.peer.v1.CheckIOOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 66: smbcluster.peer.v1.LockCountOp.open:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 67: smbcluster.peer.v1.HandoverOp.from:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 68: smbcluster.peer.v1.HandoverOp.to:type_name -> smbcluster.peer.v1.OpenRef
+	1,   // 69: smbcluster.peer.v1.ReturnDelegationOp.delegation:type_name -> smbcluster.peer.v1.OpenRef
+	6,   // 70: smbcluster.peer.v1.ReturnDelegationOp.opens:type_name -> smbcluster.peer.v1.OpenDesc
+	0,   // 71: smbcluster.peer.v1.CallResponse.error:type_name -> smbcluster.peer.v1.Error
+	45,  // 72: smbcluster.peer.v1.CallResponse.remove:type_name -> smbcluster.peer.v1.RemoveResult
+	46,  // 73: smbcluster.peer.v1.CallResponse.drop:type_name -> smbcluster.peer.v1.DropResult
+	47,  // 74: smbcluster.peer.v1.CallResponse.ack:type_name -> smbcluster.peer.v1.AckResult
+	48,  // 75: smbcluster.peer.v1.CallResponse.ack_lease:type_name -> smbcluster.peer.v1.AckLeaseResult
+	49,  // 76: smbcluster.peer.v1.CallResponse.delete_pending:type_name -> smbcluster.peer.v1.DeletePendingResult
+	50,  // 77: smbcluster.peer.v1.CallResponse.name_of:type_name -> smbcluster.peer.v1.NameOfResult
+	51,  // 78: smbcluster.peer.v1.CallResponse.has_open_below:type_name -> smbcluster.peer.v1.HasOpenBelowResult
+	52,  // 79: smbcluster.peer.v1.CallResponse.stream_open:type_name -> smbcluster.peer.v1.StreamOpenResult
+	53,  // 80: smbcluster.peer.v1.CallResponse.stream_of:type_name -> smbcluster.peer.v1.StreamOfResult
+	54,  // 81: smbcluster.peer.v1.CallResponse.caching_of:type_name -> smbcluster.peer.v1.CachingOfResult
+	55,  // 82: smbcluster.peer.v1.CallResponse.oplock:type_name -> smbcluster.peer.v1.OplockResult
+	56,  // 83: smbcluster.peer.v1.CallResponse.sole:type_name -> smbcluster.peer.v1.SoleResult
+	57,  // 84: smbcluster.peer.v1.CallResponse.detach:type_name -> smbcluster.peer.v1.DetachResult
+	58,  // 85: smbcluster.peer.v1.CallResponse.parent_lease_of:type_name -> smbcluster.peer.v1.ParentLeaseOfResult
+	59,  // 86: smbcluster.peer.v1.CallResponse.unlock:type_name -> smbcluster.peer.v1.UnlockResult
+	60,  // 87: smbcluster.peer.v1.CallResponse.lock_count:type_name -> smbcluster.peer.v1.LockCountResult
+	61,  // 88: smbcluster.peer.v1.CallResponse.handover:type_name -> smbcluster.peer.v1.HandoverResult
+	5,   // 89: smbcluster.peer.v1.CachingOfResult.caching:type_name -> smbcluster.peer.v1.Caching
+	15,  // 90: smbcluster.peer.v1.ParentLeaseOfResult.lease:type_name -> smbcluster.peer.v1.LeaseKey
+	5,   // 91: smbcluster.peer.v1.HandoverResult.caching:type_name -> smbcluster.peer.v1.Caching
+	9,   // 92: smbcluster.peer.v1.HandoverResult.locks:type_name -> smbcluster.peer.v1.Lock
+	1,   // 93: smbcluster.peer.v1.DeliverRequest.ref:type_name -> smbcluster.peer.v1.OpenRef
+	63,  // 94: smbcluster.peer.v1.DeliverRequest.lease:type_name -> smbcluster.peer.v1.LeaseBreak
+	2,   // 95: smbcluster.peer.v1.DeliverRequest.locks_present:type_name -> smbcluster.peer.v1.FileKey
+	2,   // 96: smbcluster.peer.v1.DeliverRequest.read_present:type_name -> smbcluster.peer.v1.FileKey
+	2,   // 97: smbcluster.peer.v1.DeliverRequest.delete_pending:type_name -> smbcluster.peer.v1.FileKey
+	2,   // 98: smbcluster.peer.v1.DeliverRequest.recall:type_name -> smbcluster.peer.v1.FileKey
+	6,   // 99: smbcluster.peer.v1.HeldOpen.open:type_name -> smbcluster.peer.v1.OpenDesc
+	5,   // 100: smbcluster.peer.v1.HeldOpen.caching:type_name -> smbcluster.peer.v1.Caching
+	9,   // 101: smbcluster.peer.v1.HeldOpen.locks:type_name -> smbcluster.peer.v1.Lock
+	66,  // 102: smbcluster.peer.v1.HeldResponse.opens:type_name -> smbcluster.peer.v1.HeldOpen
+	68,  // 103: smbcluster.peer.v1.WatchRequest.add:type_name -> smbcluster.peer.v1.WatchSpec
+	71,  // 104: smbcluster.peer.v1.NotifyRequest.changes:type_name -> smbcluster.peer.v1.Change
+	7,   // 105: smbcluster.peer.v1.Envelope.admit:type_name -> smbcluster.peer.v1.AdmitRequest
+	10,  // 106: smbcluster.peer.v1.Envelope.call:type_name -> smbcluster.peer.v1.CallRequest
+	10,  // 107: smbcluster.peer.v1.Envelope.wait:type_name -> smbcluster.peer.v1.CallRequest
+	8,   // 108: smbcluster.peer.v1.Envelope.event:type_name -> smbcluster.peer.v1.AdmitEvent
+	44,  // 109: smbcluster.peer.v1.Envelope.response:type_name -> smbcluster.peer.v1.CallResponse
+	75,  // 110: smbcluster.peer.v1.Envelope.status:type_name -> smbcluster.peer.v1.RPCStatus
+	10,  // 111: smbcluster.peer.v1.Envelope.drops:type_name -> smbcluster.peer.v1.CallRequest
+	1,   // 112: smbcluster.peer.v1.TakeDurableRequest.to:type_name -> smbcluster.peer.v1.OpenRef
+	2,   // 113: smbcluster.peer.v1.TakeDurableResponse.key:type_name -> smbcluster.peer.v1.FileKey
+	5,   // 114: smbcluster.peer.v1.TakeDurableResponse.caching:type_name -> smbcluster.peer.v1.Caching
+	9,   // 115: smbcluster.peer.v1.TakeDurableResponse.locks:type_name -> smbcluster.peer.v1.Lock
+	7,   // 116: smbcluster.peer.v1.PeerService.Admit:input_type -> smbcluster.peer.v1.AdmitRequest
+	10,  // 117: smbcluster.peer.v1.PeerService.Call:input_type -> smbcluster.peer.v1.CallRequest
+	10,  // 118: smbcluster.peer.v1.PeerService.Wait:input_type -> smbcluster.peer.v1.CallRequest
+	74,  // 119: smbcluster.peer.v1.PeerService.Exchange:input_type -> smbcluster.peer.v1.Envelope
+	62,  // 120: smbcluster.peer.v1.PeerService.Deliver:input_type -> smbcluster.peer.v1.DeliverRequest
+	65,  // 121: smbcluster.peer.v1.PeerService.Held:input_type -> smbcluster.peer.v1.HeldRequest
+	69,  // 122: smbcluster.peer.v1.PeerService.Watch:input_type -> smbcluster.peer.v1.WatchRequest
+	72,  // 123: smbcluster.peer.v1.PeerService.Notify:input_type -> smbcluster.peer.v1.NotifyRequest
+	76,  // 124: smbcluster.peer.v1.PeerService.TakeDurable:input_type -> smbcluster.peer.v1.TakeDurableRequest
+	78,  // 125: smbcluster.peer.v1.PeerService.CloseAppInstance:input_type -> smbcluster.peer.v1.CloseAppInstanceRequest
+	8,   // 126: smbcluster.peer.v1.PeerService.Admit:output_type -> smbcluster.peer.v1.AdmitEvent
+	44,  // 127: smbcluster.peer.v1.PeerService.Call:output_type -> smbcluster.peer.v1.CallResponse
+	8,   // 128: smbcluster.peer.v1.PeerService.Wait:output_type -> smbcluster.peer.v1.AdmitEvent
+	74,  // 129: smbcluster.peer.v1.PeerService.Exchange:output_type -> smbcluster.peer.v1.Envelope
+	64,  // 130: smbcluster.peer.v1.PeerService.Deliver:output_type -> smbcluster.peer.v1.DeliverResponse
+	67,  // 131: smbcluster.peer.v1.PeerService.Held:output_type -> smbcluster.peer.v1.HeldResponse
+	70,  // 132: smbcluster.peer.v1.PeerService.Watch:output_type -> smbcluster.peer.v1.WatchResponse
+	73,  // 133: smbcluster.peer.v1.PeerService.Notify:output_type -> smbcluster.peer.v1.NotifyResponse
+	77,  // 134: smbcluster.peer.v1.PeerService.TakeDurable:output_type -> smbcluster.peer.v1.TakeDurableResponse
+	79,  // 135: smbcluster.peer.v1.PeerService.CloseAppInstance:output_type -> smbcluster.peer.v1.CloseAppInstanceResponse
+	126, // [126:136] is the sub-list for method output_type
+	116, // [116:126] is the sub-list for method input_type
+	116, // [116:116] is the sub-list for extension type_name
+	116, // [116:116] is the sub-list for extension extendee
+	0,   // [0:116] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_peer_service_proto_init() }
@@ -3110,13 +6295,66 @@ func file_smbcluster_peer_v1_peer_service_proto_init() {
 	if File_smbcluster_peer_v1_peer_service_proto != nil {
 		return
 	}
+	file_smbcluster_peer_v1_peer_service_proto_msgTypes[9].OneofWrappers = []any{
+		(*CallRequest_Remove)(nil),
+		(*CallRequest_Drop)(nil),
+		(*CallRequest_Ack)(nil),
+		(*CallRequest_AckLease)(nil),
+		(*CallRequest_BreakRead)(nil),
+		(*CallRequest_BreakHandle)(nil),
+		(*CallRequest_MarkDeletePending)(nil),
+		(*CallRequest_SetDeletePending)(nil),
+		(*CallRequest_DeletePending)(nil),
+		(*CallRequest_CheckRename)(nil),
+		(*CallRequest_Renamed)(nil),
+		(*CallRequest_NameOf)(nil),
+		(*CallRequest_HasOpenBelow)(nil),
+		(*CallRequest_CheckAccess)(nil),
+		(*CallRequest_StreamOpen)(nil),
+		(*CallRequest_StreamOf)(nil),
+		(*CallRequest_RenamedStream)(nil),
+		(*CallRequest_CachingOf)(nil),
+		(*CallRequest_Oplock)(nil),
+		(*CallRequest_Sole)(nil),
+		(*CallRequest_Detach)(nil),
+		(*CallRequest_ParentLeaseOf)(nil),
+		(*CallRequest_BreakDirLeases)(nil),
+		(*CallRequest_Lock)(nil),
+		(*CallRequest_LockWait)(nil),
+		(*CallRequest_Unlock)(nil),
+		(*CallRequest_ReleaseLocks)(nil),
+		(*CallRequest_CheckIo)(nil),
+		(*CallRequest_LockCount)(nil),
+		(*CallRequest_Handover)(nil),
+		(*CallRequest_Flush)(nil),
+		(*CallRequest_ReturnDelegation)(nil),
+	}
+	file_smbcluster_peer_v1_peer_service_proto_msgTypes[43].OneofWrappers = []any{
+		(*CallResponse_Remove)(nil),
+		(*CallResponse_Drop)(nil),
+		(*CallResponse_Ack)(nil),
+		(*CallResponse_AckLease)(nil),
+		(*CallResponse_DeletePending)(nil),
+		(*CallResponse_NameOf)(nil),
+		(*CallResponse_HasOpenBelow)(nil),
+		(*CallResponse_StreamOpen)(nil),
+		(*CallResponse_StreamOf)(nil),
+		(*CallResponse_CachingOf)(nil),
+		(*CallResponse_Oplock)(nil),
+		(*CallResponse_Sole)(nil),
+		(*CallResponse_Detach)(nil),
+		(*CallResponse_ParentLeaseOf)(nil),
+		(*CallResponse_Unlock)(nil),
+		(*CallResponse_LockCount)(nil),
+		(*CallResponse_Handover)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_peer_service_proto_rawDesc), len(file_smbcluster_peer_v1_peer_service_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   29,
+			NumEnums:      1,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
