@@ -286,15 +286,15 @@ func (c *conn) readLoop() (err error) {
 		if err := c.br.ReadFull(nb[:]); err != nil {
 			return err
 		}
-		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
-		if nb[0] == grantFrameType && c.relayed != nil {
+		typ, n := smb2.ParseTransportHeader(nb[:])
+		if typ == grantFrameType && c.relayed != nil {
 			if err := c.readGrants(n); err != nil {
 				return err
 			}
 			continue
 		}
-		if nb[0] != 0 {
-			return fmt.Errorf("bad NetBIOS session message type %#x", nb[0])
+		if typ != 0 {
+			return fmt.Errorf("bad NetBIOS session message type %#x", typ)
 		}
 		if n < 4 || n > maxMessageSize {
 			return fmt.Errorf("bad message length %d", n)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 
@@ -51,7 +50,7 @@ func (s *Session) seal(parts [][]byte, _ []byte) frame {
 	}
 	buf := getBuf(4 + signing.TransformHeaderSize + n + 16)
 	out := signing.Seal((*buf)[:4], s.encrypter, s.nonces, s.ID, plain...)
-	binary.BigEndian.PutUint32(out[0:4], uint32(len(out)-4))
+	smb2.PutTransportHeader(out, len(out)-4)
 	return frame{parts: net.Buffers{out}, w: newWritten(buf)}
 }
 
@@ -122,7 +121,7 @@ func encodeInPlace(res *result, hdr []byte) {
 // sendInPlace sends b, a whole frame in p's buffer, whose first msgLen
 // bytes after the NetBIOS header are the message.
 func (c *conn) sendInPlace(res *result, p inPlacePayload, b []byte, msgLen int) {
-	binary.BigEndian.PutUint32(b[0:4], uint32(msgLen))
+	smb2.PutTransportHeader(b, msgLen)
 	w := newWritten(nil) // p.Release returns the buffer
 	w.payloads = append(w.payloads, p)
 	w.hold(res.open)

@@ -193,7 +193,7 @@ func (c *conn) maybeHandoff(msg []byte, h *smb2.Header) error {
 	}
 	c.srv.forgetSessions(moved) // they live at the home node now
 	first := make([]byte, 4+len(msg))
-	first[1], first[2], first[3] = byte(len(msg)>>16), byte(len(msg)>>8), byte(len(msg))
+	smb2.PutTransportHeader(first, len(msg))
 	copy(first[4:], msg)
 	if err := rl.Send(first); err != nil {
 		rl.Close()
@@ -273,7 +273,7 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 		if err := c.br.ReadFull(nb[:]); err != nil {
 			break
 		}
-		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
+		_, n := smb2.ParseTransportHeader(nb[:])
 		if n > maxMessageSize {
 			break
 		}

@@ -353,7 +353,7 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame, msg []byte, fid
 	if ff, ok := pf.f.(FdFile); ok && !signed && c.raw != nil && pf.share.PageCacheReads() {
 		head := make([]byte, 4+len(rr.Head))
 		copy(head[4:], rr.Head)
-		binary.BigEndian.PutUint32(head, uint32(len(rr.Head)+rr.N))
+		smb2.PutTransportHeader(head, len(rr.Head)+rr.N)
 		// The descriptor is held (pf) for the sendfile: a CLOSE of the
 		// open going by (drop) cannot close it, and so let its number be
 		// reused by another file, while its bytes are being sent.
@@ -394,7 +394,7 @@ func (c *conn) sendRemoteError(rf *remoteFiles, rr RemoteRead, sk *sealKeys, st 
 func (c *conn) sendRemoteResponse(rf *remoteFiles, rr RemoteRead, sk *sealKeys, msg, data []byte) error {
 	if rr.Seal {
 		out := signing.Seal(make([]byte, 4, 4+signing.TransformHeaderSize+len(msg)+len(data)+16), sk.enc, sk.nonces, sk.id, msg, data)
-		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+		smb2.PutTransportHeader(out, len(out)-4)
 		c.wmu.Lock()
 		defer c.wmu.Unlock()
 		return c.bw.Write(out)
@@ -409,7 +409,7 @@ func (c *conn) sendRemoteResponse(rf *remoteFiles, rr RemoteRead, sk *sealKeys, 
 		copy(msg[48:64], sig[:])
 	}
 	nb := make([]byte, 4)
-	binary.BigEndian.PutUint32(nb, uint32(len(msg)+len(data)))
+	smb2.PutTransportHeader(nb, len(msg)+len(data))
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.bw.Writev([][]byte{nb, msg, data})

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
@@ -432,7 +431,7 @@ func (c *conn) writeResults(rs []result) {
 	for _, p := range parts {
 		total += len(p)
 	}
-	binary.BigEndian.PutUint32(b[0:4], uint32(total-4))
+	smb2.PutTransportHeader(b, total-4)
 	c.send(frame{parts: net.Buffers(parts), w: w, inline: rs[len(rs)-1].inline})
 }
 
