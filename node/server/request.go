@@ -91,20 +91,11 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, in
 	return nil
 }
 
-// serveOne runs the checks of the command table, then the handler.
+// serveOne runs the checks of the command table, then the handler, and
+// makes its response.
 func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, error) {
 	h := &r.Header
-	res := result{hdr: smb2.Header{
-		Command:      h.Command,
-		CreditCharge: h.CreditCharge,
-		Flags:        smb2.FlagServerToRedir | h.Flags&smb2.FlagRelatedOperations,
-		MessageID:    h.MessageID,
-		SessionID:    h.SessionID,
-		TreeID:       h.TreeID,
-	}}
-	if enc != nil {
-		res.encrypt = enc
-	}
+	res := newResult(h, enc)
 	start := c.begin() // metrics.go
 	defer c.srv.cfg.Metrics.Finished()
 	if r.inline {
@@ -132,6 +123,44 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		res.open, r.openHeld = r.Open, false
 	}
 	r.releaseOpen()
+	res.protect(r, err)
+	res.onEncoded = r.onEncoded
+	if err != nil && errors.As(err, new(dropError)) {
+		return res, err
+	}
+	st.follow(r, err)
+	status := res.setBody(body, err)
+	c.setCredits(r, &res)
+	if err != nil {
+		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "sid", h.SessionID, "status", status.String(), "err", err)
+	}
+	c.observe(r, &res, status, start)
+	return res, nil
+}
+
+// newResult starts the response to the request h; enc is the session
+// whose key decrypted the request, which encrypts the response.
+func newResult(h *smb2.Header, enc *Session) result {
+	res := result{hdr: smb2.Header{
+		Command:      h.Command,
+		CreditCharge: h.CreditCharge,
+		Flags:        smb2.FlagServerToRedir | h.Flags&smb2.FlagRelatedOperations,
+		MessageID:    h.MessageID,
+		SessionID:    h.SessionID,
+		TreeID:       h.TreeID,
+	}}
+	if enc != nil {
+		res.encrypt = enc
+	}
+	return res
+}
+
+// protect fills in the ids of the session and tree r resolved and how the
+// response is protected: sealed with the session's key, signed
+// ([MS-SMB2] 3.3.4.1.1), or with the request's signature echoed
+// (echoesSignature).
+func (res *result) protect(r *Request, err error) {
+	h := &r.Header
 	if r.Session != nil {
 		res.hdr.SessionID = r.Session.ID
 		if res.encrypt == nil && r.Session.EncryptData && h.Command != smb2.CmdSessionSetup {
@@ -153,18 +182,24 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		res.hdr.Flags |= smb2.FlagSigned
 		res.hdr.Signature = h.Signature
 	}
-	res.onEncoded = r.onEncoded
-	if err != nil && errors.As(err, new(dropError)) {
-		return res, err
-	}
+}
+
+// follow records what the operation after r in its compound inherits
+// from it ([MS-SMB2] 3.3.5.2.7.2).
+func (st *compoundState) follow(r *Request, err error) {
 	st.session, st.tree = r.Session, r.Tree
 	st.haveFile = r.Open != nil // a related request takes the previous request's open, or none
 	if r.Open != nil {
 		st.fileID = smb2.FileID{Persistent: r.Open.ID, Volatile: r.Open.ID}
 	}
-	if h.Command == smb2.CmdCreate {
+	if r.Header.Command == smb2.CmdCreate {
 		st.createErr = err
 	}
+}
+
+// setBody sets the response's status from err and its body: the
+// handler's, or the error response. It returns the status.
+func (res *result) setBody(body Response, err error) smb2.Status {
 	status := statusOf(err)
 	res.hdr.Status = uint32(status)
 	switch {
@@ -185,19 +220,19 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		}
 		res.body = errorBody
 	}
+	return status
+}
+
+// setCredits grants the response's credits, or marks it as the final
+// response of an async request, whose interim response granted them.
+func (c *conn) setCredits(r *Request, res *result) {
 	if r.asyncID != 0 {
-		// The interim response granted the credits.
 		res.hdr.Flags |= smb2.FlagAsyncCommand
 		res.hdr.AsyncID = r.asyncID
 		c.untrackAsync(r.asyncID)
 	} else {
-		res.hdr.Credits = c.grantFor(h)
+		res.hdr.Credits = c.grantFor(&r.Header)
 	}
-	if err != nil {
-		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "sid", h.SessionID, "status", status.String(), "err", err)
-	}
-	c.observe(r, &res, status, start)
-	return res, nil
 }
 
 // run resolves the session, tree and open the command table asks for,
@@ -337,21 +372,8 @@ func releaseBody(b Response) {
 
 // writeResults encodes, signs, encrypts and queues the responses of one message.
 func (c *conn) writeResults(rs []result) {
-	if len(rs) == 1 && rs[0].encrypt != nil && rs[0].encrypt.encrypter != nil {
-		if p, ok := rs[0].body.(inPlacePayload); ok && c.writeSealedInPlace(&rs[0], p) {
-			return
-		}
-	}
-	if len(rs) == 1 && rs[0].signer != nil && rs[0].encrypt == nil && rs[0].onEncoded == nil {
-		if p, ok := rs[0].body.(inPlacePayload); ok && c.writeSignedInPlace(&rs[0], p) {
-			return
-		}
-	}
-	if len(rs) == 1 && rs[0].signer == nil && rs[0].encrypt == nil {
-		if sf, ok := rs[0].body.(SendfileResponse); ok {
-			c.writeSendfile(&rs[0], sf)
-			return
-		}
+	if len(rs) == 1 && c.writeLone(&rs[0]) {
+		return
 	}
 	for i := range rs {
 		if sf, ok := rs[i].body.(SendfileResponse); ok {
@@ -359,71 +381,12 @@ func (c *conn) writeResults(rs []result) {
 			rs[i].body = bufferSendfile(sf)
 		}
 	}
-	size := 0
-	for i := range rs {
-		n := smb2.HeaderSize + rs[i].body.Size()
-		if len(rs) > 1 {
-			n = (n + 7) &^ 7
-		}
-		size += n
-	}
-	buf := getBuf(4 + size)
-	b := *buf
-	w := newWritten(buf)
-	parts := w.partsArr[:0]
-	off := 4
-	for i := range rs {
-		res := &rs[i]
-		start := off
-		bodyLen := res.body.Size()
-		var payload []byte
-		if p, ok := res.body.(PayloadResponse); ok {
-			payload = p.Payload()
-			w.payloads = append(w.payloads, p)
-		}
-		w.hold(res.open)
-		pduLen := smb2.HeaderSize + bodyLen + len(payload)
-		// Every response of a compound is padded to 8 bytes, the last
-		// one too, as Windows does (smbtorture smb2.compound.compound-padding).
-		pad := 0
-		if len(rs) > 1 {
-			pad = (8 - pduLen%8) % 8
-		}
-		if i < len(rs)-1 {
-			res.hdr.NextCommand = uint32(pduLen + pad)
-		}
-		if res.signer != nil {
-			res.hdr.Flags |= smb2.FlagSigned
-		}
-		res.hdr.Encode(b[off:])
-		res.body.Encode(b[off+smb2.HeaderSize : off+smb2.HeaderSize+bodyLen])
-		off += smb2.HeaderSize + bodyLen
-		if payload == nil {
-			// Keep the pad contiguous with the body when there is no payload.
-			clear(b[off : off+pad])
-			off += pad
-			parts = append(parts, b[start:off])
-		} else {
-			parts = append(parts, b[start:off], payload)
-			if pad > 0 {
-				parts = append(parts, padZeros[:pad])
-			}
-		}
-		if res.signer != nil {
-			pdu := collect(parts, start, b)
-			sig := res.signer.Sign(pdu...)
-			copy(b[start+48:start+64], sig[:])
-		}
-		if res.onEncoded != nil {
-			res.onEncoded(flatten(collect(parts, start, b)))
-		}
-	}
-	// parts[0] begins at b[4]; prepend the NetBIOS header.
-	parts[0] = b[0 : len(parts[0])+4]
+	b, parts, w := encodeResults(rs)
+	inline := rs[len(rs)-1].inline
 	if enc := rs[0].encrypt; enc != nil && enc.encrypter != nil {
 		sealed := enc.seal(parts, b)
 		w.release()
-		sealed.inline = rs[len(rs)-1].inline
+		sealed.inline = inline
 		c.send(sealed)
 		return
 	}
@@ -432,7 +395,116 @@ func (c *conn) writeResults(rs []result) {
 		total += len(p)
 	}
 	smb2.PutTransportHeader(b, total-4)
-	c.send(frame{parts: net.Buffers(parts), w: w, inline: rs[len(rs)-1].inline})
+	c.send(frame{parts: net.Buffers(parts), w: w, inline: inline})
+}
+
+// writeLone writes a lone response without copying its data when it can:
+// sealed or signed in its payload's buffer, or sent from its file
+// (sendfile). It reports whether it wrote res.
+func (c *conn) writeLone(res *result) bool {
+	if res.encrypt != nil && res.encrypt.encrypter != nil {
+		if p, ok := res.body.(inPlacePayload); ok && c.writeSealedInPlace(res, p) {
+			return true
+		}
+	}
+	if res.signer != nil && res.encrypt == nil && res.onEncoded == nil {
+		if p, ok := res.body.(inPlacePayload); ok && c.writeSignedInPlace(res, p) {
+			return true
+		}
+	}
+	if res.signer == nil && res.encrypt == nil {
+		if sf, ok := res.body.(SendfileResponse); ok {
+			c.writeSendfile(res, sf)
+			return true
+		}
+	}
+	return false
+}
+
+// encodeResults encodes rs as one message into a pooled buffer b, after
+// room for the transport header, and returns b, the message's parts
+// (parts[0] begins at b[0], with the header) and what they refer to.
+func encodeResults(rs []result) ([]byte, [][]byte, *written) {
+	buf := getBuf(4 + messageSize(rs))
+	b := *buf
+	w := newWritten(buf)
+	parts := w.partsArr[:0]
+	off := 4
+	for i := range rs {
+		off, parts = encodeResult(&rs[i], b, off, parts, w, len(rs) > 1, i < len(rs)-1)
+	}
+	// parts[0] begins at b[4]; prepend the NetBIOS header.
+	parts[0] = b[0 : len(parts[0])+4]
+	return b, parts, w
+}
+
+// messageSize is the size of rs encoded, payloads aside.
+func messageSize(rs []result) int {
+	size := 0
+	for i := range rs {
+		n := smb2.HeaderSize + rs[i].body.Size()
+		if len(rs) > 1 {
+			n = (n + 7) &^ 7
+		}
+		size += n
+	}
+	return size
+}
+
+// encodeResult encodes res at b[off:], appends its parts to parts and
+// returns the offset after it with them; w holds its payload and open.
+// Every response of a compound is padded to 8 bytes, the last one too,
+// as Windows does (smbtorture smb2.compound.compound-padding); chained:
+// another response follows it.
+func encodeResult(res *result, b []byte, off int, parts [][]byte, w *written, compound, chained bool) (int, [][]byte) {
+	start := off
+	bodyLen := res.body.Size()
+	var payload []byte
+	if p, ok := res.body.(PayloadResponse); ok {
+		payload = p.Payload()
+		w.payloads = append(w.payloads, p)
+	}
+	w.hold(res.open)
+	pduLen := smb2.HeaderSize + bodyLen + len(payload)
+	pad := 0
+	if compound {
+		pad = (8 - pduLen%8) % 8
+	}
+	if chained {
+		res.hdr.NextCommand = uint32(pduLen + pad)
+	}
+	if res.signer != nil {
+		res.hdr.Flags |= smb2.FlagSigned
+	}
+	res.hdr.Encode(b[off:])
+	res.body.Encode(b[off+smb2.HeaderSize : off+smb2.HeaderSize+bodyLen])
+	off += smb2.HeaderSize + bodyLen
+	if payload == nil {
+		// Keep the pad contiguous with the body when there is no payload.
+		clear(b[off : off+pad])
+		off += pad
+		parts = append(parts, b[start:off])
+	} else {
+		parts = append(parts, b[start:off], payload)
+		if pad > 0 {
+			parts = append(parts, padZeros[:pad])
+		}
+	}
+	res.encoded(parts, start, b)
+	return off, parts
+}
+
+// encoded signs res, encoded at b[start:] and ending parts, and shows it
+// to res.onEncoded.
+func (res *result) encoded(parts [][]byte, start int, b []byte) {
+	if res.signer != nil {
+		pdu := collect(parts, start, b)
+		sig := res.signer.Sign(pdu...)
+		copy(b[start+48:start+64], sig[:])
+	}
+	if res.onEncoded != nil {
+		res.onEncoded(flatten(collect(parts, start, b)))
+	}
 }
 
 // padZeros pads compound responses to 8 bytes; never written to.
