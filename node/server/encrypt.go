@@ -80,7 +80,7 @@ func (r *Request) readPayloadBuffer(n int) (*[]byte, []byte) {
 		buf := getBuf(sealReadPrefix + n + 16)
 		return buf, (*buf)[sealReadPrefix : sealReadPrefix+n]
 	}
-	if r.lone && r.signResponse() {
+	if r.disp.lone() && r.signResponse() {
 		buf := getBuf(signReadPrefix + n)
 		return buf, (*buf)[signReadPrefix : signReadPrefix+n]
 	}
@@ -92,10 +92,10 @@ func (r *Request) readPayloadBuffer(n int) (*[]byte, []byte) {
 // response will be encrypted (see serveOne).
 func (r *Request) sealedLone() bool {
 	s := r.Session
-	if !r.lone || s == nil || s.encrypter == nil {
+	if !r.disp.lone() || s == nil || s.encrypter == nil {
 		return false
 	}
-	return r.encrypted || s.EncryptData || r.Tree != nil && r.Tree.EncryptData
+	return r.disp.encrypted() || s.EncryptData || r.Tree != nil && r.Tree.EncryptData
 }
 
 // inPlaceBuffer returns the buffer of a lone READ response whose data

@@ -131,7 +131,12 @@ func (a *Adopted) ServeRemoteRead(pdu []byte, fileID uint64, sealed bool) Remote
 	}
 	rr := &remoteRead{fileID: fileID}
 	r := &m.req
-	r.single, r.encrypted, r.remote = !sealed, sealed, rr
+	if sealed {
+		r.disp |= dispEncrypted
+	} else {
+		r.disp |= dispSingle
+	}
+	r.remote = rr
 	res, err := c.serveOne(r, &m.st, enc)
 	if err != nil {
 		c.close()
@@ -211,7 +216,7 @@ func (c *conn) remoteRequest(h *smb2.Header, msg []byte, unsigned, sealed bool) 
 	}
 	c.arrive([]smb2.Header{*h})
 	m := new(message)
-	m.req = Request{Header: *h, Msg: msg, conn: c, last: true, lone: true}
+	m.req = Request{Header: *h, Msg: msg, conn: c, disp: dispLast | dispLone}
 	return m, s, true
 }
 

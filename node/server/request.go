@@ -70,10 +70,9 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, in
 		if i > 0 {
 			r = new(Request)
 		}
-		*r = Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1, encrypted: enc != nil, inline: inline, lone: len(pdus) == 1}
 		// A related first request has nothing to relate to: it fails, as do
 		// the related requests after any request that resolved no session.
-		r.related = hdrs[i].Flags&smb2.FlagRelatedOperations != 0
+		*r = Request{Header: hdrs[i], Msg: p, conn: c, disp: dispositionOf(&hdrs[i], i, len(pdus), enc != nil, inline)}
 		r.spliced = sp // a spliced WRITE is a lone PDU
 		st.earlier = results
 		res, err := c.serveOne(r, st, enc)
@@ -98,7 +97,7 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	res := newResult(h, enc)
 	start := c.begin() // metrics.go
 	defer c.srv.cfg.Metrics.Finished()
-	if r.inline {
+	if r.disp.inline() {
 		// Served by the read loop: no CANCEL can arrive while it runs, so
 		// the connection's context will do (and saves its allocations).
 		r.Ctx = c.ctx
@@ -114,7 +113,7 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	r.doneChannelSequence()
 	if err == ErrWouldBlock {
 		r.releaseOpen()
-		if r.inline && r.lone {
+		if r.disp.inline() && r.disp.lone() {
 			return res, errOffload
 		}
 		err = smb2.StatusInternalError // a handler that ignored MayWait
@@ -244,16 +243,16 @@ func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error
 		return nil, smb2.StatusInvalidParameter
 	}
 	cmd := &commands[h.Command]
-	if cmd.sessionless != nil && h.SessionID == 0 && !r.related && cmd.sessionless(r.Msg) {
+	if cmd.sessionless != nil && h.SessionID == 0 && !r.disp.related() && cmd.sessionless(r.Msg) {
 		r.compound = st
 		return cmd.serve(c, r)
 	}
-	if r.related && (cmd.needSession && st.session == nil || cmd.needTree && st.tree == nil) {
+	if r.disp.related() && (cmd.needSession && st.session == nil || cmd.needTree && st.tree == nil) {
 		return nil, smb2.StatusInvalidParameter
 	}
 	if cmd.needSession {
 		sid := h.SessionID
-		if r.related {
+		if r.disp.related() {
 			sid = st.session.ID
 		}
 		s, err := c.resolveSession(sid)
@@ -267,7 +266,7 @@ func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error
 	}
 	if cmd.needTree {
 		tid := h.TreeID
-		if r.related {
+		if r.disp.related() {
 			tid = st.tree.ID
 		}
 		t := r.Session.tree(tid)
@@ -319,7 +318,7 @@ func (c *conn) checkProtection(r *Request, enc *Session) error {
 		return smb2.StatusAccessDenied
 	}
 	if r.Header.Flags&smb2.FlagSigned != 0 {
-		if r.verified {
+		if r.disp.verified() {
 			return nil
 		}
 		ch := s.channelFor(c)
