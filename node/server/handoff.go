@@ -252,7 +252,7 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 	c.out = c.out[:0]
 	c.wmu.Unlock()
 	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
-	cr := &clientRelay{c: c, rl: rl, rf: &remoteFiles{files: map[remoteFile]*peerFile{}, keys: map[uint64]*sessionKeys{}}}
+	cr := &arrivalRelay{c: c, rl: rl, rf: &remoteFiles{files: map[remoteFile]*peerFile{}, keys: map[uint64]*sessionKeys{}}}
 	cr.fwd = cr.forward
 	defer cr.rf.close()
 	rl.ServeSyncs(cr.rf.sync)
@@ -268,8 +268,8 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 	return <-toClient
 }
 
-// clientRelay is what relayBytes carries the client's frames with.
-type clientRelay struct {
+// arrivalRelay is what relayBytes carries the client's frames with.
+type arrivalRelay struct {
 	c  *conn
 	rl Relay
 	rf *remoteFiles
@@ -282,7 +282,7 @@ type clientRelay struct {
 // read reads the client's next frame; false when the client closed, the
 // frame is too large or the node is fenced: nothing read from then on
 // goes anywhere (cluster.go).
-func (cr *clientRelay) read() ([]byte, bool) {
+func (cr *arrivalRelay) read() ([]byte, bool) {
 	br := cr.c.br
 	if err := br.ReadFull(cr.nb[:]); err != nil {
 		return nil, false
@@ -303,7 +303,7 @@ func (cr *clientRelay) read() ([]byte, bool) {
 // carry serves a large READ or WRITE of frame here, on a goroutine of its
 // own (remoteread.go, remotewrite.go), or sends frame to the home node;
 // false when the relay failed.
-func (cr *clientRelay) carry(frame []byte) bool {
+func (cr *arrivalRelay) carry(frame []byte) bool {
 	c, rl, rf := cr.c, cr.rl, cr.rf
 	msg, sk := frame[4:], (*sealKeys)(nil)
 	if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
@@ -335,7 +335,7 @@ func (cr *clientRelay) carry(frame []byte) bool {
 }
 
 // served ends the connection when serving a READ or WRITE here failed.
-func (cr *clientRelay) served(err error) {
+func (cr *arrivalRelay) served(err error) {
 	if err != nil {
 		cr.c.srv.log.Info("dropping a handed-over connection", "remote", cr.c.remote, "err", err)
 		cr.c.nc.Close()
@@ -343,7 +343,7 @@ func (cr *clientRelay) served(err error) {
 }
 
 // forward sends frame to the home node.
-func (cr *clientRelay) forward(frame []byte) error {
+func (cr *arrivalRelay) forward(frame []byte) error {
 	if !cr.c.srv.cfg.Control.Valid() {
 		// Fenced since the frame was read (a READ or WRITE relayed
 		// after all, remotefile.go): it goes nowhere (cluster.go).
@@ -359,7 +359,7 @@ func (cr *clientRelay) forward(frame []byte) error {
 // the connection standing for it, and so the relay's way back; first what
 // this node wrote for it is flushed, so that a FLUSH of the opens it
 // wrote to need not reach it.
-func (cr *clientRelay) end() {
+func (cr *arrivalRelay) end() {
 	cr.c.close() // cancels the READs and WRITEs offered to the home node
 	cr.c.wg.Wait()
 	flushed := cr.rf.flushAll()
