@@ -89,7 +89,7 @@ func (r *Request) readPayloadBuffer(n int) (*[]byte, []byte) {
 }
 
 // sealedLone reports whether r is the only PDU of its message and its
-// response will be encrypted (see serveOne).
+// response will be encrypted (see result.protect).
 func (r *Request) sealedLone() bool {
 	s := r.Session
 	if !r.disp.lone() || s == nil || s.encrypter == nil {
