@@ -102,13 +102,8 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		// the connection's context will do (and saves its allocations).
 		r.Ctx = c.ctx
 	} else {
-		ctx, cancel := context.WithCancel(c.ctx)
-		defer cancel()
-		r.Ctx = ctx
-		c.trackPending(h.MessageID, cancel)
-		defer c.untrackPending(h.MessageID)
+		defer c.uncancellable(h.MessageID, c.cancellable(r))
 	}
-
 	body, err := c.run(r, st, enc)
 	r.doneChannelSequence()
 	if err == ErrWouldBlock {
@@ -135,6 +130,22 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	}
 	c.observe(r, &res, status, start)
 	return res, nil
+}
+
+// cancellable gives r a context that CANCEL and the connection's end
+// cancel, and returns its cancel function.
+func (c *conn) cancellable(r *Request) context.CancelFunc {
+	ctx, cancel := context.WithCancel(c.ctx)
+	r.Ctx = ctx
+	c.trackPending(r.Header.MessageID, cancel)
+	return cancel
+}
+
+// uncancellable ends what cancellable began, once the request with
+// message id mid has its response.
+func (c *conn) uncancellable(mid uint64, cancel context.CancelFunc) {
+	c.untrackPending(mid)
+	cancel()
 }
 
 // newResult starts the response to the request h; enc is the session
