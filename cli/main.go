@@ -1,4 +1,3 @@
-// Command smbctl administers an smbcluster and benchmarks SMB servers.
 package main
 
 import (

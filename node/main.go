@@ -1,4 +1,3 @@
-// Command smbnode is one SMB3 node of an smbcluster.
 package main
 
 import (

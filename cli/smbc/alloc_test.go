@@ -16,23 +16,23 @@ import (
 // allocations counted around it are the client's.
 func fakeServer(t *testing.T, nc net.Conn, n int) {
 	read := frame(smb2.CmdRead, 0, smb2.StatusSuccess, make([]byte, smb2.ReadResponseFixedSize+n))
-	body := read[nbSize+smb2.HeaderSize:]
+	body := read[smb2.TransportHeaderSize+smb2.HeaderSize:]
 	binary.LittleEndian.PutUint16(body, 17)
 	body[2] = smb2.ReadResponseDataOffset
 	binary.LittleEndian.PutUint32(body[4:], uint32(n))
 	write := frame(smb2.CmdWrite, 0, smb2.StatusSuccess, make([]byte, 16))
-	binary.LittleEndian.PutUint16(write[nbSize+smb2.HeaderSize:], 17)
+	binary.LittleEndian.PutUint16(write[smb2.TransportHeaderSize+smb2.HeaderSize:], 17)
 	create := frame(smb2.CmdCreate, 0, smb2.StatusSuccess, make([]byte, 88))
-	binary.LittleEndian.PutUint16(create[nbSize+smb2.HeaderSize:], 89)
+	binary.LittleEndian.PutUint16(create[smb2.TransportHeaderSize+smb2.HeaderSize:], 89)
 	closed := frame(smb2.CmdClose, 0, smb2.StatusSuccess, make([]byte, 60))
-	binary.LittleEndian.PutUint16(closed[nbSize+smb2.HeaderSize:], 60)
+	binary.LittleEndian.PutUint16(closed[smb2.TransportHeaderSize+smb2.HeaderSize:], 60)
 	br := bufio.NewReaderSize(nc, 1<<20)
 	req := make([]byte, 1<<20)
 	for {
-		if _, err := io.ReadFull(br, req[:nbSize]); err != nil {
+		if _, err := io.ReadFull(br, req[:smb2.TransportHeaderSize]); err != nil {
 			return
 		}
-		size := int(binary.BigEndian.Uint32(req))
+		_, size := smb2.ParseTransportHeader(req)
 		if _, err := io.ReadFull(br, req[:size]); err != nil {
 			return
 		}
@@ -40,13 +40,13 @@ func fakeServer(t *testing.T, nc net.Conn, n int) {
 		switch smb2.Command(binary.LittleEndian.Uint16(req[12:])) {
 		case smb2.CmdWrite:
 			resp = write
-			binary.LittleEndian.PutUint32(resp[nbSize+smb2.HeaderSize+4:], binary.LittleEndian.Uint32(req[smb2.HeaderSize+4:]))
+			binary.LittleEndian.PutUint32(resp[smb2.TransportHeaderSize+smb2.HeaderSize+4:], binary.LittleEndian.Uint32(req[smb2.HeaderSize+4:]))
 		case smb2.CmdCreate:
 			resp = create
 		case smb2.CmdClose:
 			resp = closed
 		}
-		copy(resp[nbSize+24:nbSize+32], req[24:32]) // MessageId
+		copy(resp[smb2.TransportHeaderSize+24:smb2.TransportHeaderSize+32], req[24:32]) // MessageId
 		if _, err := nc.Write(resp); err != nil {
 			t.Error(err)
 			return

@@ -8,10 +8,6 @@ import (
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 )
 
-// nbSize is the size of the Direct TCP transport header ([MS-SMB2] 2.1):
-// a zero byte and a 24-bit big-endian length.
-const nbSize = 4
-
 // call is one request and, once done is signalled, its response. Calls are
 // pooled: the measured path reuses their buffers.
 type call struct {
@@ -50,14 +46,14 @@ func (c *Conn) newCall(cmd smb2.Command, b body) *call {
 // it with the n bytes its body goes into.
 func newRawCall(cmd smb2.Command, n int) (*call, []byte) {
 	cl := callPool.Get().(*call)
-	cl.req = grow(cl.req, nbSize+smb2.HeaderSize+n)
-	clear(cl.req[:nbSize+smb2.HeaderSize])
-	binary.LittleEndian.PutUint16(cl.req[nbSize+12:], uint16(cmd))
-	return cl, cl.req[nbSize+smb2.HeaderSize:]
+	cl.req = grow(cl.req, smb2.TransportHeaderSize+smb2.HeaderSize+n)
+	clear(cl.req[:smb2.TransportHeaderSize+smb2.HeaderSize])
+	binary.LittleEndian.PutUint16(cl.req[smb2.TransportHeaderSize+12:], uint16(cmd))
+	return cl, cl.req[smb2.TransportHeaderSize+smb2.HeaderSize:]
 }
 
 // msg is the SMB2 message the call sent, without payload.
-func (cl *call) msg() []byte { return cl.req[nbSize:] }
+func (cl *call) msg() []byte { return cl.req[smb2.TransportHeaderSize:] }
 
 // release returns the call to the pool.
 func (cl *call) release() {
@@ -104,7 +100,7 @@ func (c *Conn) do(cl *call, charge uint16) error {
 	c.mu.Unlock()
 
 	c.wmu.Lock()
-	h := cl.req[nbSize : nbSize+smb2.HeaderSize]
+	h := cl.req[smb2.TransportHeaderSize : smb2.TransportHeaderSize+smb2.HeaderSize]
 	id := c.nextID
 	c.nextID += need
 	binary.LittleEndian.PutUint32(h, smb2.ProtocolID)
@@ -140,12 +136,12 @@ func (c *Conn) send(cl *call) error {
 	if c.encrypt && c.enc != nil {
 		c.parts = append(c.parts[:0], msg, cl.payload)
 		size := len(msg) + len(cl.payload)
-		need := nbSize + signing.TransformHeaderSize + size + c.enc.Overhead()
+		need := smb2.TransportHeaderSize + signing.TransformHeaderSize + size + c.enc.Overhead()
 		if cap(c.wbuf) < need {
 			c.wbuf = make([]byte, 0, need)
 		}
-		out := signing.Seal(c.wbuf[:nbSize], c.enc, c.nonces, c.sessionID, c.parts...)
-		putNB(out, len(out)-nbSize)
+		out := signing.Seal(c.wbuf[:smb2.TransportHeaderSize], c.enc, c.nonces, c.sessionID, c.parts...)
+		smb2.PutTransportHeader(out, len(out)-smb2.TransportHeaderSize)
 		return c.bw.Write(out)
 	}
 	// 3.1.1 signs TREE_CONNECT even in unsigned sessions ([MS-SMB2] 3.2.4.2.4).
@@ -160,16 +156,12 @@ func (c *Conn) send(cl *call) error {
 		sig := signer.Sign(c.parts...)
 		copy(msg[48:64], sig[:])
 	}
-	putNB(cl.req, len(msg)+len(cl.payload))
+	smb2.PutTransportHeader(cl.req, len(msg)+len(cl.payload))
 	if len(cl.payload) == 0 {
 		return c.bw.Write(cl.req)
 	}
 	cl.bufsArr = [2][]byte{cl.req, cl.payload}
 	return c.bw.Writev(cl.bufsArr[:])
-}
-
-func putNB(b []byte, n int) {
-	binary.BigEndian.PutUint32(b, uint32(n)&0xFFFFFF)
 }
 
 // fail ends the connection with err: the socket is closed and every

@@ -14,10 +14,10 @@ import (
 // with the given command, status and body.
 func frame(cmd smb2.Command, id uint64, status smb2.Status, body []byte) []byte {
 	h := smb2.Header{Command: cmd, MessageID: id, Status: uint32(status), Credits: 1, Flags: smb2.FlagServerToRedir}
-	b := make([]byte, nbSize+smb2.HeaderSize, nbSize+smb2.HeaderSize+len(body))
-	h.Encode(b[nbSize:])
+	b := make([]byte, smb2.TransportHeaderSize+smb2.HeaderSize, smb2.TransportHeaderSize+smb2.HeaderSize+len(body))
+	h.Encode(b[smb2.TransportHeaderSize:])
 	b = append(b, body...)
-	putNB(b, len(b)-nbSize)
+	smb2.PutTransportHeader(b, len(b)-smb2.TransportHeaderSize)
 	return b
 }
 

@@ -17,7 +17,7 @@ const oplockBreakID = ^uint64(0)
 // receiver is the state of the goroutine that reads responses.
 type receiver struct {
 	c     *Conn
-	nb    [nbSize]byte
+	nb    [smb2.TransportHeaderSize]byte
 	hdr   [smb2.HeaderSize]byte
 	fixed [smb2.ReadResponseFixedSize]byte
 	pad   []byte // bytes between a READ's fixed part and its data
@@ -56,9 +56,9 @@ func (r *receiver) one() error {
 	}
 	// The transport's length is 24 bits; 16 MiB covers the largest READ
 	// this client asks for (maxIO) with its headers.
-	size := int(binary.BigEndian.Uint32(r.nb[:]))
-	if size < 4 || size > 16<<20 {
-		return fmt.Errorf("%w: transport frame of %d bytes", ErrProtocol, size)
+	typ, size := smb2.ParseTransportHeader(r.nb[:])
+	if typ != 0 || size < 4 || size > 16<<20 {
+		return fmt.Errorf("%w: transport frame of type %#x, %d bytes", ErrProtocol, typ, size)
 	}
 	c.br.SetBulk(size >= sockio.BulkMin)
 	proto, err := c.br.Peek(4)

@@ -123,4 +123,8 @@
 // Ending a Fencing runs on whichever goroutine ended it. etcd is never on
 // a request's path: sessions and opens are published by a periodic sweep
 // of the server's tables.
+//
+// Invariant: the node acts on cluster state only while its Fencing is
+// valid, and every write it makes to etcd is guarded by its incarnation's
+// epoch.
 package cluster

@@ -71,7 +71,7 @@ func ioAllocations(t *testing.T, configure func(*server.Config)) {
 			body = &smb2.WriteRequest{Offset: off, FileID: fid, Data: data}
 		}
 		frame := make([]byte, 4+smb2.HeaderSize+body.Size())
-		binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+		smb2.PutTransportHeader(frame, len(frame)-4)
 		h.Encode(frame[4:])
 		body.Encode(frame[4+smb2.HeaderSize:])
 		if _, err := nc.Write(frame); err != nil {
@@ -80,7 +80,7 @@ func ioAllocations(t *testing.T, configure func(*server.Config)) {
 		if _, err := io.ReadFull(nc, resp[:4]); err != nil {
 			t.Fatal(err)
 		}
-		m := int(binary.BigEndian.Uint32(resp))
+		_, m := smb2.ParseTransportHeader(resp)
 		if _, err := io.ReadFull(nc, resp[:m]); err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ func (r *Request) GoAsync() bool {
 	if r.asyncID != 0 {
 		return true
 	}
-	if !r.last || r.conn == nil {
+	if !r.disp.last() || r.conn == nil {
 		return false
 	}
 	c := r.conn
@@ -67,7 +67,7 @@ func (r *Request) GoAsync() bool {
 // last: it cannot go async, and an operation that must wait fails there
 // with STATUS_INTERNAL_ERROR as on Windows (smbtorture
 // smb2.compound.interim2).
-func (r *Request) Interior() bool { return r.conn != nil && !r.last }
+func (r *Request) Interior() bool { return r.conn != nil && !r.disp.last() }
 
 // untrackAsync forgets an async request once its final response is made.
 func (c *conn) untrackAsync(id uint64) {

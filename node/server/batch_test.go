@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"testing"
 
 	"github.com/smbcluster/smbcluster/node/servertest"
@@ -35,7 +34,7 @@ func TestPipelinedResponses(t *testing.T) {
 	var wire []byte
 	frame := func(h smb2.Header, body []byte) {
 		msg := make([]byte, 4+smb2.HeaderSize+len(body))
-		binary.BigEndian.PutUint32(msg, uint32(smb2.HeaderSize+len(body)))
+		smb2.PutTransportHeader(msg, smb2.HeaderSize+len(body))
 		h.Encode(msg[4:])
 		copy(msg[4+smb2.HeaderSize:], body)
 		wire = append(wire, msg...)

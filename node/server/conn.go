@@ -286,15 +286,15 @@ func (c *conn) readLoop() (err error) {
 		if err := c.br.ReadFull(nb[:]); err != nil {
 			return err
 		}
-		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
-		if nb[0] == grantFrameType && c.relayed != nil {
+		typ, n := smb2.ParseTransportHeader(nb[:])
+		if typ == grantFrameType && c.relayed != nil {
 			if err := c.readGrants(n); err != nil {
 				return err
 			}
 			continue
 		}
-		if nb[0] != 0 {
-			return fmt.Errorf("bad NetBIOS session message type %#x", nb[0])
+		if typ != 0 {
+			return fmt.Errorf("bad NetBIOS session message type %#x", typ)
 		}
 		if n < 4 || n > maxMessageSize {
 			return fmt.Errorf("bad message length %d", n)
@@ -373,60 +373,13 @@ func (c *conn) openAndDispatch(buf *[]byte, loop bool) error {
 // true in the read loop, which splits into its own scratch slices. sp is
 // the payload of a spliced WRITE (splice.go), whose buf holds its head.
 func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced) error {
-	var pdus [][]byte
-	var err error
-	if loop {
-		pdus, err = smb2.AppendCompound(c.loopPDUs[:0], *buf)
-	} else {
-		pdus, err = smb2.SplitCompound(*buf)
-	}
-	if err != nil || len(pdus) == 0 {
+	pdus, hdrs, err := c.admit(*buf, encSession, loop)
+	if err != nil {
 		putBuf(buf)
-		return dropError{fmt.Errorf("bad message: %v", err)}
-	}
-	if !c.srv.cfg.Control.Valid() { // cluster.go: fenced, answer nothing
-		putBuf(buf)
-		return dropError{errFenced}
-	}
-	if loop && encSession == nil && len(pdus) == 1 && c.srv.cfg.SessionPeers != nil {
-		var h smb2.Header
-		if h.Decode(pdus[0]) == nil {
-			if err := c.maybeHandoff(pdus[0], &h); err != nil {
-				putBuf(buf)
-				if err == errRelayed {
-					return nil
-				}
-				return err
-			}
+		if err == errRelayed {
+			return nil
 		}
-	}
-	// Credit accounting happens here, in arrival order, so a request's
-	// message id is checked before the next frame is read.
-	var hdrs []smb2.Header
-	if loop && len(pdus) <= len(c.loopHdrs) {
-		hdrs = c.loopHdrs[:len(pdus)]
-	} else {
-		hdrs = make([]smb2.Header, len(pdus))
-	}
-	for i, p := range pdus {
-		if err := hdrs[i].Decode(p); err != nil {
-			putBuf(buf)
-			return dropError{err}
-		}
-		if hdrs[i].Command == smb2.CmdCancel {
-			continue
-		}
-		if !c.negotiated && hdrs[i].Command != smb2.CmdNegotiate {
-			putBuf(buf)
-			return dropError{errors.New("request before NEGOTIATE")}
-		}
-		if c.relayed != nil {
-			continue // counted by the node relaying it
-		}
-		if err := c.charge(&hdrs[i]); err != nil {
-			putBuf(buf)
-			return dropError{err}
-		}
+		return err
 	}
 	if len(pdus) == 1 && hdrs[0].Command == smb2.CmdCancel {
 		defer putBuf(buf)
@@ -440,14 +393,7 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 		defer sp.finish()
 		return c.serveCompound(pdus, hdrs, encSession, true, sp)
 	}
-	// Off the read loop (a large sealed message opened on its own
-	// goroutine) nothing is served as the reader's: its responses must not
-	// wait in conn.out, which only the reader may batch (batchable reads
-	// the reader's buffer).
-	if loop && (hdrs[0].Command == smb2.CmdNegotiate || sp == nil && len(pdus) == 1 && c.inline(&hdrs[0], pdus[0])) {
-		// NEGOTIATE changes connection state everything else reads, and
-		// READs and small WRITEs never wait on anything but the disk:
-		// serving them in the reader saves a goroutine and a wake-up each.
+	if loop && c.servedByReader(pdus, hdrs, sp) {
 		err := c.serveCompound(pdus, hdrs, encSession, true, nil)
 		if err != errOffload {
 			putBuf(buf)
@@ -463,6 +409,95 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 		pdus = append([][]byte(nil), pdus...)
 		hdrs = append([]smb2.Header(nil), hdrs...)
 	}
+	c.serveInGoroutine(buf, pdus, hdrs, encSession, sp)
+	return nil
+}
+
+// admit splits msg into its PDUs, passes a binding to the node of its
+// session (handoff.go: errRelayed when msg went there) and decodes and
+// charges the PDUs' headers. Every error but errRelayed ends the
+// connection.
+func (c *conn) admit(msg []byte, encSession *Session, loop bool) ([][]byte, []smb2.Header, error) {
+	pdus, err := c.splitMessage(msg, loop)
+	if err != nil {
+		return nil, nil, err
+	}
+	if loop && encSession == nil && len(pdus) == 1 && c.srv.cfg.SessionPeers != nil {
+		var h smb2.Header
+		if h.Decode(pdus[0]) == nil {
+			if err := c.maybeHandoff(pdus[0], &h); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	hdrs, err := c.chargeHeaders(pdus, loop)
+	return pdus, hdrs, err
+}
+
+// splitMessage splits msg into its PDUs; a fenced node answers nothing.
+func (c *conn) splitMessage(msg []byte, loop bool) ([][]byte, error) {
+	var pdus [][]byte
+	var err error
+	if loop {
+		pdus, err = smb2.AppendCompound(c.loopPDUs[:0], msg)
+	} else {
+		pdus, err = smb2.SplitCompound(msg)
+	}
+	if err != nil || len(pdus) == 0 {
+		return nil, dropError{fmt.Errorf("bad message: %v", err)}
+	}
+	if !c.srv.cfg.Control.Valid() { // cluster.go: fenced, answer nothing
+		return nil, dropError{errFenced}
+	}
+	return pdus, nil
+}
+
+// chargeHeaders decodes the headers of pdus and charges their credits.
+// Credit accounting happens here, in arrival order, so a request's
+// message id is checked before the next frame is read.
+func (c *conn) chargeHeaders(pdus [][]byte, loop bool) ([]smb2.Header, error) {
+	var hdrs []smb2.Header
+	if loop && len(pdus) <= len(c.loopHdrs) {
+		hdrs = c.loopHdrs[:len(pdus)]
+	} else {
+		hdrs = make([]smb2.Header, len(pdus))
+	}
+	for i, p := range pdus {
+		if err := hdrs[i].Decode(p); err != nil {
+			return nil, dropError{err}
+		}
+		if hdrs[i].Command == smb2.CmdCancel {
+			continue
+		}
+		if !c.negotiated && hdrs[i].Command != smb2.CmdNegotiate {
+			return nil, dropError{errors.New("request before NEGOTIATE")}
+		}
+		if c.relayed != nil {
+			continue // counted by the node relaying it
+		}
+		if err := c.charge(&hdrs[i]); err != nil {
+			return nil, dropError{err}
+		}
+	}
+	return hdrs, nil
+}
+
+// servedByReader reports whether the read loop serves the message itself.
+// NEGOTIATE changes connection state everything else reads, and READs and
+// small WRITEs never wait on anything but the disk: serving them in the
+// reader saves a goroutine and a wake-up each.
+//
+// Off the read loop (a large sealed message opened on its own goroutine)
+// nothing is served as the reader's: its responses must not wait in
+// conn.out, which only the reader may batch (batchable reads the reader's
+// buffer).
+func (c *conn) servedByReader(pdus [][]byte, hdrs []smb2.Header, sp *Spliced) bool {
+	return hdrs[0].Command == smb2.CmdNegotiate || sp == nil && len(pdus) == 1 && c.inline(&hdrs[0], pdus[0])
+}
+
+// serveInGoroutine serves a message on a goroutine of its own, which
+// returns buf and ends the spliced WRITE sp.
+func (c *conn) serveInGoroutine(buf *[]byte, pdus [][]byte, hdrs []smb2.Header, encSession *Session, sp *Spliced) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -481,7 +516,6 @@ func (c *conn) dispatch(buf *[]byte, encSession *Session, loop bool, sp *Spliced
 			c.close()
 		}
 	}()
-	return nil
 }
 
 // inlineWriteMax is the largest WRITE (header included) served by the

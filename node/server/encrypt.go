@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 
@@ -51,7 +50,7 @@ func (s *Session) seal(parts [][]byte, _ []byte) frame {
 	}
 	buf := getBuf(4 + signing.TransformHeaderSize + n + 16)
 	out := signing.Seal((*buf)[:4], s.encrypter, s.nonces, s.ID, plain...)
-	binary.BigEndian.PutUint32(out[0:4], uint32(len(out)-4))
+	smb2.PutTransportHeader(out, len(out)-4)
 	return frame{parts: net.Buffers{out}, w: newWritten(buf)}
 }
 
@@ -81,7 +80,7 @@ func (r *Request) readPayloadBuffer(n int) (*[]byte, []byte) {
 		buf := getBuf(sealReadPrefix + n + 16)
 		return buf, (*buf)[sealReadPrefix : sealReadPrefix+n]
 	}
-	if r.lone && r.signResponse() {
+	if r.disp.lone() && r.signResponse() {
 		buf := getBuf(signReadPrefix + n)
 		return buf, (*buf)[signReadPrefix : signReadPrefix+n]
 	}
@@ -90,13 +89,13 @@ func (r *Request) readPayloadBuffer(n int) (*[]byte, []byte) {
 }
 
 // sealedLone reports whether r is the only PDU of its message and its
-// response will be encrypted (see serveOne).
+// response will be encrypted (see result.protect).
 func (r *Request) sealedLone() bool {
 	s := r.Session
-	if !r.lone || s == nil || s.encrypter == nil {
+	if !r.disp.lone() || s == nil || s.encrypter == nil {
 		return false
 	}
-	return r.encrypted || s.EncryptData || r.Tree != nil && r.Tree.EncryptData
+	return r.disp.encrypted() || s.EncryptData || r.Tree != nil && r.Tree.EncryptData
 }
 
 // inPlaceBuffer returns the buffer of a lone READ response whose data
@@ -122,7 +121,7 @@ func encodeInPlace(res *result, hdr []byte) {
 // sendInPlace sends b, a whole frame in p's buffer, whose first msgLen
 // bytes after the NetBIOS header are the message.
 func (c *conn) sendInPlace(res *result, p inPlacePayload, b []byte, msgLen int) {
-	binary.BigEndian.PutUint32(b[0:4], uint32(msgLen))
+	smb2.PutTransportHeader(b, msgLen)
 	w := newWritten(nil) // p.Release returns the buffer
 	w.payloads = append(w.payloads, p)
 	w.hold(res.open)

@@ -8,7 +8,7 @@ import (
 // (command.go); in a related compound the all-ones FileId means the
 // previous operation's open ([MS-SMB2] 3.3.5.2.7.2).
 func (r *Request) resolveOpen(fid smb2.FileID) error {
-	if fid == smb2.AnyFileID && r.related {
+	if fid == smb2.AnyFileID && r.disp.related() {
 		st := r.compound
 		if st.createErr != nil {
 			return st.createErr
@@ -64,7 +64,7 @@ func (c *conn) serveCreate(r *Request) (Response, error) {
 		return nil, err
 	}
 	defer done()
-	if dc.v2 && !r.inline {
+	if dc.v2 && !r.disp.inline() {
 		defer c.outliveConnection(r)() // replay_pending.go
 	}
 	c.srv.closeAppInstance(r, &req, &dc)

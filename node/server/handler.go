@@ -34,29 +34,21 @@ type Request struct {
 	Open    *Open // set for commands that name an open, after resolution
 
 	conn *conn
+	disp disposition // how it came and is served; fixed before the handler runs
 	// compound bookkeeping, owned by the serving goroutine
-	related    bool
 	compound   *compoundState
 	forceSign  bool             // sign the response even though the request was not (final SESSION_SETUP)
 	onEncoded  func(pdu []byte) // sees the encoded response (preauth integrity hash)
 	bindSigner signingKey       // signs the response of a SESSION_SETUP with the key that verified it
-	encrypted  bool             // the request came in a TRANSFORM message
 	openHeld   bool             // the request holds a reference on Open
 	settleLate bool             // settled by GoAsync or the answer, not by resolveOpen (order.go)
-	last       bool             // the last (or only) PDU of its message: may go async
 	asyncID    uint64           // set by GoAsync
-	single     bool             // the message is one plaintext PDU (zero-copy eligible)
-	inline     bool             // served in the read loop (see serveCompound)
-	lone       bool             // the only PDU of its message
 	spliced    *Spliced         // a WRITE's payload still arriving (splice.go)
 
 	readReq smb2.ReadRequest // serveRead's decoded request: no allocation of its own
 	remote  *remoteRead      // a READ whose bytes another node sends (remoteread.go)
 	// remoteWrite: a WRITE whose payload is on another node (remotewrite.go)
 	remoteWrite *remoteWrite
-	// verified: another node verified the request's signature over the
-	// whole message (remotewrite.go), which this node does not hold
-	verified bool
 	// The open whose outstanding requests count this one (channelseq.go).
 	csnOpen  *Open
 	csnEpoch uint64
@@ -77,7 +69,7 @@ func (r *Request) DirectoryLeasing() bool {
 // every request behind it: there a handler that would wait returns
 // ErrWouldBlock before it changes anything, and the request is served
 // again on its own goroutine.
-func (r *Request) MayWait() bool { return !r.inline }
+func (r *Request) MayWait() bool { return !r.disp.inline() }
 
 // ErrWouldBlock is returned by a handler that would wait for the disk
 // while MayWait is false.
@@ -94,7 +86,7 @@ func (r *Request) ClientAddr() string { return r.conn.remote }
 // while holding the connection's writer.)
 func (r *Request) zeroCopy(n uint32) bool {
 	t := r.conn.srv.cfg.ZeroCopyThreshold
-	if t <= 0 || int(n) < t || !r.single || !r.inline || r.conn.raw == nil {
+	if t <= 0 || int(n) < t || !r.disp.single() || !r.disp.inline() || r.conn.raw == nil {
 		return false
 	}
 	if r.Session == nil || r.Session.EncryptData || r.Tree != nil && r.Tree.EncryptData {

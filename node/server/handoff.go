@@ -193,7 +193,7 @@ func (c *conn) maybeHandoff(msg []byte, h *smb2.Header) error {
 	}
 	c.srv.forgetSessions(moved) // they live at the home node now
 	first := make([]byte, 4+len(msg))
-	first[1], first[2], first[3] = byte(len(msg)>>16), byte(len(msg)>>8), byte(len(msg))
+	smb2.PutTransportHeader(first, len(msg))
 	copy(first[4:], msg)
 	if err := rl.Send(first); err != nil {
 		rl.Close()
@@ -252,84 +252,120 @@ func (c *conn) relayBytes(rl Relay) (err error) {
 	c.out = c.out[:0]
 	c.wmu.Unlock()
 	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
-	rf := &remoteFiles{files: map[remoteFile]*peerFile{}, keys: map[uint64]*sessionKeys{}}
-	defer rf.close()
-	rl.ServeSyncs(rf.sync)
+	cr := &arrivalRelay{c: c, rl: rl, rf: &remoteFiles{files: map[remoteFile]*peerFile{}, keys: map[uint64]*sessionKeys{}}}
+	cr.fwd = cr.forward
+	defer cr.rf.close()
+	rl.ServeSyncs(cr.rf.sync)
 	toClient := make(chan error, 1)
 	go func() { toClient <- c.relayToClient(rl) }()
-	var smu sync.Mutex // Send is not safe for concurrent use
-	forward := func(frame []byte) error {
-		if !c.srv.cfg.Control.Valid() {
-			// Fenced since the frame was read (a READ or WRITE relayed
-			// after all, remotefile.go): it goes nowhere (cluster.go).
-			return dropError{errFenced}
-		}
-		smu.Lock()
-		defer smu.Unlock()
-		return rl.Send(frame)
-	}
-	var nb [4]byte
 	for {
-		if err := c.br.ReadFull(nb[:]); err != nil {
+		frame, ok := cr.read()
+		if !ok || !cr.carry(frame) {
 			break
-		}
-		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
-		if n > maxMessageSize {
-			break
-		}
-		frame := make([]byte, 4+n) // Send may keep it
-		copy(frame, nb[:])
-		c.br.SetBulk(n >= sockio.BulkMin)
-		if err := c.br.ReadFull(frame[4:]); err != nil {
-			break
-		}
-		if !c.srv.cfg.Control.Valid() {
-			break // fenced: nothing read from now on goes anywhere (cluster.go)
-		}
-		msg, sk := frame[4:], (*sealKeys)(nil)
-		if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
-			msg, sk = c.openSealed(rl, rf, msg)
-		}
-		if dataOff, fid, signed, ok := remoteWritable(msg, c.srv.cfg.HandoffIOMin); ok && (!signed || sk == nil && c.verifySigned(rl, rf, msg)) {
-			c.wg.Add(1)
-			go func() {
-				defer c.wg.Done()
-				if err := c.serveRemoteWrite(rl, rf, frame, msg, dataOff, fid, sk != nil, signed, forward); err != nil {
-					c.srv.log.Info("dropping a handed-over connection", "remote", c.remote, "err", err)
-					c.nc.Close()
-				}
-			}()
-			continue
-		}
-		if fid, ok := remoteReadable(msg, c.srv.cfg.HandoffIOMin); ok {
-			c.wg.Add(1)
-			go func() {
-				defer c.wg.Done()
-				if err := c.serveRemoteRead(rl, rf, frame, msg, fid, sk, forward); err != nil {
-					c.srv.log.Info("dropping a handed-over connection", "remote", c.remote, "err", err)
-					c.nc.Close()
-				}
-			}()
-			continue
-		}
-		if err := forward(frame); err != nil {
-			break
-		}
-		if fid, ok := plainClose(frame[4:]); ok {
-			rf.drop(fid)
 		}
 	}
-	// However the loop ended — the client closed, a frame too large, the
-	// node fenced — the home node ends the connection standing for it, and
-	// so the relay's way back; first what this node wrote for it is
-	// flushed, so that a FLUSH of the opens it wrote to need not reach it.
-	c.close() // cancels the READs and WRITEs offered to the home node
-	c.wg.Wait()
-	flushed := rf.flushAll()
-	smu.Lock()
-	rl.CloseSend(flushed)
-	smu.Unlock()
+	cr.end()
 	return <-toClient
+}
+
+// arrivalRelay is what relayBytes carries the client's frames with.
+type arrivalRelay struct {
+	c  *conn
+	rl Relay
+	rf *remoteFiles
+	nb [4]byte
+	mu sync.Mutex // Send is not safe for concurrent use
+	// fwd is forward, made once for the READs and WRITEs served here.
+	fwd func(frame []byte) error
+}
+
+// read reads the client's next frame; false when the client closed, the
+// frame is too large or the node is fenced: nothing read from then on
+// goes anywhere (cluster.go).
+func (cr *arrivalRelay) read() ([]byte, bool) {
+	br := cr.c.br
+	if err := br.ReadFull(cr.nb[:]); err != nil {
+		return nil, false
+	}
+	_, n := smb2.ParseTransportHeader(cr.nb[:])
+	if n > maxMessageSize {
+		return nil, false
+	}
+	frame := make([]byte, 4+n) // Send may keep it
+	copy(frame, cr.nb[:])
+	br.SetBulk(n >= sockio.BulkMin)
+	if err := br.ReadFull(frame[4:]); err != nil {
+		return nil, false
+	}
+	return frame, cr.c.srv.cfg.Control.Valid()
+}
+
+// carry serves a large READ or WRITE of frame here, on a goroutine of its
+// own (remoteread.go, remotewrite.go), or sends frame to the home node;
+// false when the relay failed.
+func (cr *arrivalRelay) carry(frame []byte) bool {
+	c, rl, rf := cr.c, cr.rl, cr.rf
+	msg, sk := frame[4:], (*sealKeys)(nil)
+	if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
+		msg, sk = c.openSealed(rl, rf, msg)
+	}
+	if dataOff, fid, signed, ok := remoteWritable(msg, c.srv.cfg.HandoffIOMin); ok && (!signed || sk == nil && c.verifySigned(rl, rf, msg)) {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			cr.served(c.serveRemoteWrite(rl, rf, frame, msg, dataOff, fid, sk != nil, signed, cr.fwd))
+		}()
+		return true
+	}
+	if fid, ok := remoteReadable(msg, c.srv.cfg.HandoffIOMin); ok {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			cr.served(c.serveRemoteRead(rl, rf, frame, msg, fid, sk, cr.fwd))
+		}()
+		return true
+	}
+	if err := cr.forward(frame); err != nil {
+		return false
+	}
+	if fid, ok := plainClose(frame[4:]); ok {
+		rf.drop(fid)
+	}
+	return true
+}
+
+// served ends the connection when serving a READ or WRITE here failed.
+func (cr *arrivalRelay) served(err error) {
+	if err != nil {
+		cr.c.srv.log.Info("dropping a handed-over connection", "remote", cr.c.remote, "err", err)
+		cr.c.nc.Close()
+	}
+}
+
+// forward sends frame to the home node.
+func (cr *arrivalRelay) forward(frame []byte) error {
+	if !cr.c.srv.cfg.Control.Valid() {
+		// Fenced since the frame was read (a READ or WRITE relayed
+		// after all, remotefile.go): it goes nowhere (cluster.go).
+		return dropError{errFenced}
+	}
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	return cr.rl.Send(frame)
+}
+
+// end follows the end of the client's frames. However it came — the
+// client closed, a frame too large, the node fenced — the home node ends
+// the connection standing for it, and so the relay's way back; first what
+// this node wrote for it is flushed, so that a FLUSH of the opens it
+// wrote to need not reach it.
+func (cr *arrivalRelay) end() {
+	cr.c.close() // cancels the READs and WRITEs offered to the home node
+	cr.c.wg.Wait()
+	flushed := cr.rf.flushAll()
+	cr.mu.Lock()
+	cr.rl.CloseSend(flushed)
+	cr.mu.Unlock()
 }
 
 // relayToClient writes what the home node sends the client, a whole write

@@ -48,10 +48,10 @@ func (c *conn) handshake() error {
 		if c.authed.Load() {
 			break
 		}
-		if nb[0] != 0 {
-			return fmt.Errorf("bad NetBIOS session message type %#x", nb[0])
+		typ, n := smb2.ParseTransportHeader(nb)
+		if typ != 0 {
+			return fmt.Errorf("bad NetBIOS session message type %#x", typ)
 		}
-		n := int(nb[1])<<16 | int(nb[2])<<8 | int(nb[3])
 		if n < 4 || n > PreAuthMessageMax {
 			return fmt.Errorf("message of %d bytes before authentication (limit %d)", n, PreAuthMessageMax)
 		}

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 	"os"
@@ -125,7 +124,7 @@ func TestPreAuthFrameBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		var nb [4]byte
-		binary.BigEndian.PutUint32(nb[:], uint32(n))
+		smb2.PutTransportHeader(nb[:], n)
 		if err := c.SendRaw(nb[:]); err != nil {
 			t.Fatal(err)
 		}

@@ -136,7 +136,7 @@ func TestMalformedFrames(t *testing.T) {
 }
 
 func frame(msg []byte) []byte {
-	b := binary.BigEndian.AppendUint32(nil, uint32(len(msg)))
+	b := smb2.AppendTransportHeader(nil, len(msg))
 	return append(b, msg...)
 }
 

@@ -74,7 +74,7 @@ func countIO(c *metrics.IOCount, read, written int) {
 // ioPath is how a READ's or WRITE's data moved (writeResults, splice.go).
 func (c *conn) ioPath(r *Request, res *result, read bool) metrics.IOPath {
 	switch {
-	case res.encrypt != nil || r.encrypted:
+	case res.encrypt != nil || r.disp.encrypted():
 		return metrics.PathSealed
 	case res.signer != nil || !read && r.Header.Flags&smb2.FlagSigned != 0:
 		return metrics.PathSigned

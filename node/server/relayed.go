@@ -173,7 +173,6 @@ func (c *conn) forwardRelayed(sr *sessionRelay, msg []byte) error {
 		return dropError{fmt.Errorf("bad message: %v", err)}
 	}
 	out := make([]byte, 4, 4+len(pdus)*grantSize+4+len(msg))
-	out[0] = grantFrameType
 	for _, p := range pdus {
 		var h smb2.Header
 		if err := h.Decode(p); err != nil {
@@ -188,9 +187,8 @@ func (c *conn) forwardRelayed(sr *sessionRelay, msg []byte) error {
 		out = binary.LittleEndian.AppendUint64(out, h.MessageID)
 		out = binary.LittleEndian.AppendUint16(out, c.grantFor(&h))
 	}
-	n := len(out) - 4
-	out[1], out[2], out[3] = byte(n>>16), byte(n>>8), byte(n)
-	out = append(out, 0, byte(len(msg)>>16), byte(len(msg)>>8), byte(len(msg)))
+	smb2.PutFrameHeader(out, grantFrameType, len(out)-4)
+	out = smb2.AppendTransportHeader(out, len(msg))
 	out = append(out, msg...)
 	sr.mu.Lock()
 	err = sr.rl.Send(out)

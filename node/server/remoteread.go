@@ -131,7 +131,12 @@ func (a *Adopted) ServeRemoteRead(pdu []byte, fileID uint64, sealed bool) Remote
 	}
 	rr := &remoteRead{fileID: fileID}
 	r := &m.req
-	r.single, r.encrypted, r.remote = !sealed, sealed, rr
+	if sealed {
+		r.disp |= dispEncrypted
+	} else {
+		r.disp |= dispSingle
+	}
+	r.remote = rr
 	res, err := c.serveOne(r, &m.st, enc)
 	if err != nil {
 		c.close()
@@ -211,7 +216,7 @@ func (c *conn) remoteRequest(h *smb2.Header, msg []byte, unsigned, sealed bool) 
 	}
 	c.arrive([]smb2.Header{*h})
 	m := new(message)
-	m.req = Request{Header: *h, Msg: msg, conn: c, last: true, lone: true}
+	m.req = Request{Header: *h, Msg: msg, conn: c, disp: dispLast | dispLone}
 	return m, s, true
 }
 
@@ -353,7 +358,7 @@ func (c *conn) serveRemoteRead(rl Relay, rf *remoteFiles, frame, msg []byte, fid
 	if ff, ok := pf.f.(FdFile); ok && !signed && c.raw != nil && pf.share.PageCacheReads() {
 		head := make([]byte, 4+len(rr.Head))
 		copy(head[4:], rr.Head)
-		binary.BigEndian.PutUint32(head, uint32(len(rr.Head)+rr.N))
+		smb2.PutTransportHeader(head, len(rr.Head)+rr.N)
 		// The descriptor is held (pf) for the sendfile: a CLOSE of the
 		// open going by (drop) cannot close it, and so let its number be
 		// reused by another file, while its bytes are being sent.
@@ -394,7 +399,7 @@ func (c *conn) sendRemoteError(rf *remoteFiles, rr RemoteRead, sk *sealKeys, st 
 func (c *conn) sendRemoteResponse(rf *remoteFiles, rr RemoteRead, sk *sealKeys, msg, data []byte) error {
 	if rr.Seal {
 		out := signing.Seal(make([]byte, 4, 4+signing.TransformHeaderSize+len(msg)+len(data)+16), sk.enc, sk.nonces, sk.id, msg, data)
-		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+		smb2.PutTransportHeader(out, len(out)-4)
 		c.wmu.Lock()
 		defer c.wmu.Unlock()
 		return c.bw.Write(out)
@@ -409,7 +414,7 @@ func (c *conn) sendRemoteResponse(rf *remoteFiles, rr RemoteRead, sk *sealKeys, 
 		copy(msg[48:64], sig[:])
 	}
 	nb := make([]byte, 4)
-	binary.BigEndian.PutUint32(nb, uint32(len(msg)+len(data)))
+	smb2.PutTransportHeader(nb, len(msg)+len(data))
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.bw.Writev([][]byte{nb, msg, data})

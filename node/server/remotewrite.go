@@ -108,7 +108,12 @@ func (a *Adopted) ServeRemoteWrite(head []byte, n int, fileID uint64, sealed, ve
 		enc = s
 	}
 	r := &m.req
-	r.encrypted, r.verified = sealed, verified
+	if sealed {
+		r.disp |= dispEncrypted
+	}
+	if verified {
+		r.disp |= dispVerified
+	}
 	r.remoteWrite = &remoteWrite{n: n, fileID: fileID, p: p}
 	res, err := c.serveOne(r, &m.st, enc)
 	if err != nil {

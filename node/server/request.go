@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
@@ -71,10 +70,9 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, in
 		if i > 0 {
 			r = new(Request)
 		}
-		*r = Request{Header: hdrs[i], Msg: p, conn: c, single: len(pdus) == 1 && enc == nil, last: i == len(pdus)-1, encrypted: enc != nil, inline: inline, lone: len(pdus) == 1}
 		// A related first request has nothing to relate to: it fails, as do
 		// the related requests after any request that resolved no session.
-		r.related = hdrs[i].Flags&smb2.FlagRelatedOperations != 0
+		*r = Request{Header: hdrs[i], Msg: p, conn: c, disp: dispositionOf(&hdrs[i], i, len(pdus), enc != nil, inline)}
 		r.spliced = sp // a spliced WRITE is a lone PDU
 		st.earlier = results
 		res, err := c.serveOne(r, st, enc)
@@ -92,9 +90,67 @@ func (c *conn) serveCompound(pdus [][]byte, hdrs []smb2.Header, enc *Session, in
 	return nil
 }
 
-// serveOne runs the checks of the command table, then the handler.
+// serveOne runs the checks of the command table, then the handler, and
+// makes its response.
 func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, error) {
 	h := &r.Header
+	res := newResult(h, enc)
+	start := c.begin() // metrics.go
+	defer c.srv.cfg.Metrics.Finished()
+	if r.disp.inline() {
+		// Served by the read loop: no CANCEL can arrive while it runs, so
+		// the connection's context will do (and saves its allocations).
+		r.Ctx = c.ctx
+	} else {
+		defer c.uncancellable(h.MessageID, c.cancellable(r))
+	}
+	body, err := c.run(r, st, enc)
+	r.doneChannelSequence()
+	if err == ErrWouldBlock {
+		r.releaseOpen()
+		if r.disp.inline() && r.disp.lone() {
+			return res, errOffload
+		}
+		err = smb2.StatusInternalError // a handler that ignored MayWait
+	}
+	if _, ok := body.(SendfileResponse); ok && err == nil && r.openHeld {
+		res.open, r.openHeld = r.Open, false
+	}
+	r.releaseOpen()
+	res.protect(r, err)
+	res.onEncoded = r.onEncoded
+	if err != nil && errors.As(err, new(dropError)) {
+		return res, err
+	}
+	st.follow(r, err)
+	status := res.setBody(body, err)
+	c.setCredits(r, &res)
+	if err != nil {
+		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "sid", h.SessionID, "status", status.String(), "err", err)
+	}
+	c.observe(r, &res, status, start)
+	return res, nil
+}
+
+// cancellable gives r a context that CANCEL and the connection's end
+// cancel, and returns its cancel function.
+func (c *conn) cancellable(r *Request) context.CancelFunc {
+	ctx, cancel := context.WithCancel(c.ctx)
+	r.Ctx = ctx
+	c.trackPending(r.Header.MessageID, cancel)
+	return cancel
+}
+
+// uncancellable ends what cancellable began, once the request with
+// message id mid has its response.
+func (c *conn) uncancellable(mid uint64, cancel context.CancelFunc) {
+	c.untrackPending(mid)
+	cancel()
+}
+
+// newResult starts the response to the request h; enc is the session
+// whose key decrypted the request, which encrypts the response.
+func newResult(h *smb2.Header, enc *Session) result {
 	res := result{hdr: smb2.Header{
 		Command:      h.Command,
 		CreditCharge: h.CreditCharge,
@@ -106,33 +162,15 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 	if enc != nil {
 		res.encrypt = enc
 	}
-	start := c.begin() // metrics.go
-	defer c.srv.cfg.Metrics.Finished()
-	if r.inline {
-		// Served by the read loop: no CANCEL can arrive while it runs, so
-		// the connection's context will do (and saves its allocations).
-		r.Ctx = c.ctx
-	} else {
-		ctx, cancel := context.WithCancel(c.ctx)
-		defer cancel()
-		r.Ctx = ctx
-		c.trackPending(h.MessageID, cancel)
-		defer c.untrackPending(h.MessageID)
-	}
+	return res
+}
 
-	body, err := c.run(r, st, enc)
-	r.doneChannelSequence()
-	if err == ErrWouldBlock {
-		r.releaseOpen()
-		if r.inline && r.lone {
-			return res, errOffload
-		}
-		err = smb2.StatusInternalError // a handler that ignored MayWait
-	}
-	if _, ok := body.(SendfileResponse); ok && err == nil && r.openHeld {
-		res.open, r.openHeld = r.Open, false
-	}
-	r.releaseOpen()
+// protect fills in the ids of the session and tree r resolved and how the
+// response is protected: sealed with the session's key, signed
+// ([MS-SMB2] 3.3.4.1.1), or with the request's signature echoed
+// (echoesSignature).
+func (res *result) protect(r *Request, err error) {
+	h := &r.Header
 	if r.Session != nil {
 		res.hdr.SessionID = r.Session.ID
 		if res.encrypt == nil && r.Session.EncryptData && h.Command != smb2.CmdSessionSetup {
@@ -154,18 +192,24 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		res.hdr.Flags |= smb2.FlagSigned
 		res.hdr.Signature = h.Signature
 	}
-	res.onEncoded = r.onEncoded
-	if err != nil && errors.As(err, new(dropError)) {
-		return res, err
-	}
+}
+
+// follow records what the operation after r in its compound inherits
+// from it ([MS-SMB2] 3.3.5.2.7.2).
+func (st *compoundState) follow(r *Request, err error) {
 	st.session, st.tree = r.Session, r.Tree
 	st.haveFile = r.Open != nil // a related request takes the previous request's open, or none
 	if r.Open != nil {
 		st.fileID = smb2.FileID{Persistent: r.Open.ID, Volatile: r.Open.ID}
 	}
-	if h.Command == smb2.CmdCreate {
+	if r.Header.Command == smb2.CmdCreate {
 		st.createErr = err
 	}
+}
+
+// setBody sets the response's status from err and its body: the
+// handler's, or the error response. It returns the status.
+func (res *result) setBody(body Response, err error) smb2.Status {
 	status := statusOf(err)
 	res.hdr.Status = uint32(status)
 	switch {
@@ -186,19 +230,19 @@ func (c *conn) serveOne(r *Request, st *compoundState, enc *Session) (result, er
 		}
 		res.body = errorBody
 	}
+	return status
+}
+
+// setCredits grants the response's credits, or marks it as the final
+// response of an async request, whose interim response granted them.
+func (c *conn) setCredits(r *Request, res *result) {
 	if r.asyncID != 0 {
-		// The interim response granted the credits.
 		res.hdr.Flags |= smb2.FlagAsyncCommand
 		res.hdr.AsyncID = r.asyncID
 		c.untrackAsync(r.asyncID)
 	} else {
-		res.hdr.Credits = c.grantFor(h)
+		res.hdr.Credits = c.grantFor(&r.Header)
 	}
-	if err != nil {
-		c.srv.log.Debug("request failed", "cmd", h.Command.String(), "mid", h.MessageID, "sid", h.SessionID, "status", status.String(), "err", err)
-	}
-	c.observe(r, &res, status, start)
-	return res, nil
 }
 
 // run resolves the session, tree and open the command table asks for,
@@ -210,16 +254,16 @@ func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error
 		return nil, smb2.StatusInvalidParameter
 	}
 	cmd := &commands[h.Command]
-	if cmd.sessionless != nil && h.SessionID == 0 && !r.related && cmd.sessionless(r.Msg) {
+	if cmd.sessionless != nil && h.SessionID == 0 && !r.disp.related() && cmd.sessionless(r.Msg) {
 		r.compound = st
 		return cmd.serve(c, r)
 	}
-	if r.related && (cmd.needSession && st.session == nil || cmd.needTree && st.tree == nil) {
+	if r.disp.related() && (cmd.needSession && st.session == nil || cmd.needTree && st.tree == nil) {
 		return nil, smb2.StatusInvalidParameter
 	}
 	if cmd.needSession {
 		sid := h.SessionID
-		if r.related {
+		if r.disp.related() {
 			sid = st.session.ID
 		}
 		s, err := c.resolveSession(sid)
@@ -233,7 +277,7 @@ func (c *conn) run(r *Request, st *compoundState, enc *Session) (Response, error
 	}
 	if cmd.needTree {
 		tid := h.TreeID
-		if r.related {
+		if r.disp.related() {
 			tid = st.tree.ID
 		}
 		t := r.Session.tree(tid)
@@ -285,7 +329,7 @@ func (c *conn) checkProtection(r *Request, enc *Session) error {
 		return smb2.StatusAccessDenied
 	}
 	if r.Header.Flags&smb2.FlagSigned != 0 {
-		if r.verified {
+		if r.disp.verified() {
 			return nil
 		}
 		ch := s.channelFor(c)
@@ -338,21 +382,8 @@ func releaseBody(b Response) {
 
 // writeResults encodes, signs, encrypts and queues the responses of one message.
 func (c *conn) writeResults(rs []result) {
-	if len(rs) == 1 && rs[0].encrypt != nil && rs[0].encrypt.encrypter != nil {
-		if p, ok := rs[0].body.(inPlacePayload); ok && c.writeSealedInPlace(&rs[0], p) {
-			return
-		}
-	}
-	if len(rs) == 1 && rs[0].signer != nil && rs[0].encrypt == nil && rs[0].onEncoded == nil {
-		if p, ok := rs[0].body.(inPlacePayload); ok && c.writeSignedInPlace(&rs[0], p) {
-			return
-		}
-	}
-	if len(rs) == 1 && rs[0].signer == nil && rs[0].encrypt == nil {
-		if sf, ok := rs[0].body.(SendfileResponse); ok {
-			c.writeSendfile(&rs[0], sf)
-			return
-		}
+	if len(rs) == 1 && c.writeLone(&rs[0]) {
+		return
 	}
 	for i := range rs {
 		if sf, ok := rs[i].body.(SendfileResponse); ok {
@@ -360,6 +391,65 @@ func (c *conn) writeResults(rs []result) {
 			rs[i].body = bufferSendfile(sf)
 		}
 	}
+	b, parts, w := encodeResults(rs)
+	inline := rs[len(rs)-1].inline
+	if enc := rs[0].encrypt; enc != nil && enc.encrypter != nil {
+		sealed := enc.seal(parts, b)
+		w.release()
+		sealed.inline = inline
+		c.send(sealed)
+		return
+	}
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	smb2.PutTransportHeader(b, total-4)
+	c.send(frame{parts: net.Buffers(parts), w: w, inline: inline})
+}
+
+// writeLone writes a lone response without copying its data when it can:
+// sealed or signed in its payload's buffer, or sent from its file
+// (sendfile). It reports whether it wrote res.
+func (c *conn) writeLone(res *result) bool {
+	if res.encrypt != nil && res.encrypt.encrypter != nil {
+		if p, ok := res.body.(inPlacePayload); ok && c.writeSealedInPlace(res, p) {
+			return true
+		}
+	}
+	if res.signer != nil && res.encrypt == nil && res.onEncoded == nil {
+		if p, ok := res.body.(inPlacePayload); ok && c.writeSignedInPlace(res, p) {
+			return true
+		}
+	}
+	if res.signer == nil && res.encrypt == nil {
+		if sf, ok := res.body.(SendfileResponse); ok {
+			c.writeSendfile(res, sf)
+			return true
+		}
+	}
+	return false
+}
+
+// encodeResults encodes rs as one message into a pooled buffer b, after
+// room for the transport header, and returns b, the message's parts
+// (parts[0] begins at b[0], with the header) and what they refer to.
+func encodeResults(rs []result) ([]byte, [][]byte, *written) {
+	buf := getBuf(4 + messageSize(rs))
+	b := *buf
+	w := newWritten(buf)
+	parts := w.partsArr[:0]
+	off := 4
+	for i := range rs {
+		off, parts = encodeResult(&rs[i], b, off, parts, w, len(rs) > 1, i < len(rs)-1)
+	}
+	// parts[0] begins at b[4]; prepend the NetBIOS header.
+	parts[0] = b[0 : len(parts[0])+4]
+	return b, parts, w
+}
+
+// messageSize is the size of rs encoded, payloads aside.
+func messageSize(rs []result) int {
 	size := 0
 	for i := range rs {
 		n := smb2.HeaderSize + rs[i].body.Size()
@@ -368,72 +458,63 @@ func (c *conn) writeResults(rs []result) {
 		}
 		size += n
 	}
-	buf := getBuf(4 + size)
-	b := *buf
-	w := newWritten(buf)
-	parts := w.partsArr[:0]
-	off := 4
-	for i := range rs {
-		res := &rs[i]
-		start := off
-		bodyLen := res.body.Size()
-		var payload []byte
-		if p, ok := res.body.(PayloadResponse); ok {
-			payload = p.Payload()
-			w.payloads = append(w.payloads, p)
-		}
-		w.hold(res.open)
-		pduLen := smb2.HeaderSize + bodyLen + len(payload)
-		// Every response of a compound is padded to 8 bytes, the last
-		// one too, as Windows does (smbtorture smb2.compound.compound-padding).
-		pad := 0
-		if len(rs) > 1 {
-			pad = (8 - pduLen%8) % 8
-		}
-		if i < len(rs)-1 {
-			res.hdr.NextCommand = uint32(pduLen + pad)
-		}
-		if res.signer != nil {
-			res.hdr.Flags |= smb2.FlagSigned
-		}
-		res.hdr.Encode(b[off:])
-		res.body.Encode(b[off+smb2.HeaderSize : off+smb2.HeaderSize+bodyLen])
-		off += smb2.HeaderSize + bodyLen
-		if payload == nil {
-			// Keep the pad contiguous with the body when there is no payload.
-			clear(b[off : off+pad])
-			off += pad
-			parts = append(parts, b[start:off])
-		} else {
-			parts = append(parts, b[start:off], payload)
-			if pad > 0 {
-				parts = append(parts, padZeros[:pad])
-			}
-		}
-		if res.signer != nil {
-			pdu := collect(parts, start, b)
-			sig := res.signer.Sign(pdu...)
-			copy(b[start+48:start+64], sig[:])
-		}
-		if res.onEncoded != nil {
-			res.onEncoded(flatten(collect(parts, start, b)))
+	return size
+}
+
+// encodeResult encodes res at b[off:], appends its parts to parts and
+// returns the offset after it with them; w holds its payload and open.
+// Every response of a compound is padded to 8 bytes, the last one too,
+// as Windows does (smbtorture smb2.compound.compound-padding); chained:
+// another response follows it.
+func encodeResult(res *result, b []byte, off int, parts [][]byte, w *written, compound, chained bool) (int, [][]byte) {
+	start := off
+	bodyLen := res.body.Size()
+	var payload []byte
+	if p, ok := res.body.(PayloadResponse); ok {
+		payload = p.Payload()
+		w.payloads = append(w.payloads, p)
+	}
+	w.hold(res.open)
+	pduLen := smb2.HeaderSize + bodyLen + len(payload)
+	pad := 0
+	if compound {
+		pad = (8 - pduLen%8) % 8
+	}
+	if chained {
+		res.hdr.NextCommand = uint32(pduLen + pad)
+	}
+	if res.signer != nil {
+		res.hdr.Flags |= smb2.FlagSigned
+	}
+	res.hdr.Encode(b[off:])
+	res.body.Encode(b[off+smb2.HeaderSize : off+smb2.HeaderSize+bodyLen])
+	off += smb2.HeaderSize + bodyLen
+	if payload == nil {
+		// Keep the pad contiguous with the body when there is no payload.
+		clear(b[off : off+pad])
+		off += pad
+		parts = append(parts, b[start:off])
+	} else {
+		parts = append(parts, b[start:off], payload)
+		if pad > 0 {
+			parts = append(parts, padZeros[:pad])
 		}
 	}
-	// parts[0] begins at b[4]; prepend the NetBIOS header.
-	parts[0] = b[0 : len(parts[0])+4]
-	if enc := rs[0].encrypt; enc != nil && enc.encrypter != nil {
-		sealed := enc.seal(parts, b)
-		w.release()
-		sealed.inline = rs[len(rs)-1].inline
-		c.send(sealed)
-		return
+	res.encoded(parts, start, b)
+	return off, parts
+}
+
+// encoded signs res, encoded at b[start:] and ending parts, and shows it
+// to res.onEncoded.
+func (res *result) encoded(parts [][]byte, start int, b []byte) {
+	if res.signer != nil {
+		pdu := collect(parts, start, b)
+		sig := res.signer.Sign(pdu...)
+		copy(b[start+48:start+64], sig[:])
 	}
-	total := 0
-	for _, p := range parts {
-		total += len(p)
+	if res.onEncoded != nil {
+		res.onEncoded(flatten(collect(parts, start, b)))
 	}
-	binary.BigEndian.PutUint32(b[0:4], uint32(total-4))
-	c.send(frame{parts: net.Buffers(parts), w: w, inline: rs[len(rs)-1].inline})
 }
 
 // padZeros pads compound responses to 8 bytes; never written to.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 	"syscall"
@@ -35,7 +34,7 @@ func (c *conn) writeSendfile(res *result, sf SendfileResponse) {
 	b := *buf
 	res.hdr.Encode(b[4:])
 	sf.Encode(b[4+smb2.HeaderSize:])
-	binary.BigEndian.PutUint32(b[0:4], uint32(smb2.HeaderSize+bodyLen+n))
+	smb2.PutTransportHeader(b, smb2.HeaderSize+bodyLen+n)
 	w := newWritten(buf)
 	w.file = sf
 	w.hold(res.open)

@@ -90,7 +90,7 @@ func (c *conn) checkSetupSignature(r *Request, s *Session, ch *channel) error {
 	if r.Header.Flags&smb2.FlagSigned != 0 {
 		return c.verifySetup(r, s, ch)
 	}
-	if r.encrypted {
+	if r.disp.encrypted() {
 		return nil
 	}
 	s.mu.Lock()

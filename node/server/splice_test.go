@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,7 +32,7 @@ func postWriteInPieces(t *testing.T, c *servertest.Conn, fid smb2.FileID, off ui
 	hdr.CreditCharge = c.Charge(len(data))
 	body := servertest.Body(&smb2.WriteRequest{Offset: off, FileID: fid, Data: data})
 	frame := make([]byte, 4+smb2.HeaderSize+len(body))
-	binary.BigEndian.PutUint32(frame, uint32(smb2.HeaderSize+len(body)))
+	smb2.PutTransportHeader(frame, smb2.HeaderSize+len(body))
 	hdr.Encode(frame[4:])
 	copy(frame[4+smb2.HeaderSize:], body)
 	c.NextMessageID += uint64(max(hdr.CreditCharge, 1))

@@ -262,7 +262,7 @@ func (c *Conn) consumed(h smb2.Header) {
 // SendFrame sends msg with its 4-byte NetBIOS session message header.
 func (c *Conn) SendFrame(msg []byte) error {
 	b := make([]byte, 4+len(msg))
-	binary.BigEndian.PutUint32(b, uint32(len(msg)))
+	smb2.PutTransportHeader(b, len(msg))
 	copy(b[4:], msg)
 	return c.SendRaw(b)
 }
@@ -288,9 +288,9 @@ func (c *Conn) ReadFrame() ([]byte, error) {
 	if _, err := io.ReadFull(c.nc, nb[:]); err != nil {
 		return nil, err
 	}
-	n := binary.BigEndian.Uint32(nb[:])
-	if n > 16<<20 {
-		return nil, fmt.Errorf("servertest: %d-byte frame", n)
+	typ, n := smb2.ParseTransportHeader(nb[:])
+	if typ != 0 || n > 16<<20 {
+		return nil, fmt.Errorf("servertest: %d-byte frame of type %#x", n, typ)
 	}
 	msg := make([]byte, n)
 	if _, err := io.ReadFull(c.nc, msg); err != nil {

@@ -14,7 +14,7 @@
 //
 // What concerns a file rather than one open — share modes, pending
 // deletes, oplocks and leases, byte-range locks — lives in node/state,
-// whose tables a node's shares share (Disk.SetOpenTable), as they share
+// whose tables a node's shares share (Disk.SetState), as they share
 // their resume keys (Disk.SetResumeKeys).
 //
 // Invariant: every name a client sends is validated here and then resolved

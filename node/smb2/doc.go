@@ -1,6 +1,8 @@
 // Package smb2 is the SMB2/SMB3 wire format ([MS-SMB2] section 2): the packet
 // header, the request and response of every command (one file per command),
-// compound chaining, the transform header and NTSTATUS codes.
+// compound chaining, the transform header, NTSTATUS codes and the Direct
+// TCP transport's 4-byte header (transport.go: the one place that frames
+// a message on the stream).
 //
 // Invariant: this package does no I/O and imports nothing of the project
 // but its own leaf utf16le.
