@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
@@ -47,11 +48,61 @@ type remoteBreaker struct {
 }
 
 func (b remoteBreaker) BreakOplock(to uint8) error {
-	return b.r.deliver(&peerv1.DeliverRequest{Ref: b.ref, Oplock: uint32(to)})
+	return b.r.deliverBreak(&peerv1.DeliverRequest{Ref: b.ref, Oplock: uint32(to)})
 }
 
 func (b remoteBreaker) BreakLease(l state.LeaseBreak) error {
-	return b.r.deliver(&peerv1.DeliverRequest{Ref: b.ref, Lease: leaseBreakPB(l)})
+	return b.r.deliverBreak(&peerv1.DeliverRequest{Ref: b.ref, Lease: leaseBreakPB(l)})
+}
+
+// deliverBreak hands a break to the node holding the open. Only a holder
+// that is gone (errGone: the open closed, the node left) fails it, and the
+// table then takes the break as acknowledged to none. A break that did
+// not reach a node still a member — cut off from this one, stopped, its
+// connection failing — is not lost: its client still caches under the
+// lease and would write what it cached after the conflicting open went on
+// (the robustness suite read a register's older value through another
+// node while the writer's node was cut off from its peers). It is sent
+// again in the background until it arrives, the node is gone or the
+// table's break timeout has passed, and the table waits for the
+// acknowledgment meanwhile, as for any break. A break that did arrive
+// but whose answer was lost may so arrive twice: the client's second
+// acknowledgment is refused, which costs nothing.
+func (r *Router) deliverBreak(req *peerv1.DeliverRequest) error {
+	err := r.deliver(req)
+	if err == nil || errors.Is(err, errGone) {
+		return err
+	}
+	r.log.Warn("a break did not reach the node holding the open: sending it again", "peer", req.Ref.Node, "err", err)
+	go r.redeliver(req, time.Now().Add(r.table.BreakTimeout))
+	return nil
+}
+
+// redeliver sends break req again, backing off, until it is delivered,
+// its holder is gone, the router closes or until passes.
+func (r *Router) redeliver(req *peerv1.DeliverRequest, until time.Time) {
+	wait := 50 * time.Millisecond
+	for tries := 2; ; tries++ {
+		t := time.NewTimer(wait)
+		select {
+		case <-r.closed:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		err := r.deliver(req)
+		switch {
+		case err == nil:
+			r.log.Info("a break sent again reached the node holding the open", "peer", req.Ref.Node, "tries", tries)
+			return
+		case errors.Is(err, errGone):
+			return // the node left: its opens, and the break, end with it
+		case time.Now().After(until):
+			r.log.Warn("a break did not reach the node holding the open within the break timeout", "peer", req.Ref.Node, "tries", tries, "err", err)
+			return // the table's timer has ended the break
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // errGone is a break that reached no open: its holder closed it or is gone.
