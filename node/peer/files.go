@@ -102,7 +102,7 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 			}
 			g, gerr := grantOf(ev), codeErr(ev.Error, ev.Message)
 			if gerr == nil {
-				r.noteCaching(o, func(h *heldState) { h.caching, h.dir = grantCaching(g, req), req.Directory })
+				r.noteCaching(o, func(h *heldState) { h.caching, h.unacked, h.dir = grantCaching(g, req), 0, req.Directory })
 			}
 			return g, gerr
 		}
@@ -195,7 +195,7 @@ func (r *Router) Ack(o *state.Open, level uint8) (ok bool) {
 		r.noteCaching(o, func(h *heldState) {
 			c := state.OplockCaching(uint8(resp.GetAck().GetLevel()))
 			c.State &= h.caching.State // answered before a later break, perhaps noted first (ackedTo)
-			h.caching = c
+			h.caching, h.unacked = c, 0
 		})
 		return resp.GetAck().GetAcked()
 	}
@@ -237,7 +237,7 @@ func (r *Router) AckLease(id state.LeaseID, st uint32) (uint32, error) {
 // never up to date). Caching only drops between grants, which the
 // admission notes whole.
 func ackedTo(st uint32) func(*heldState) {
-	return func(h *heldState) { h.caching.State &= st }
+	return func(h *heldState) { h.caching.State &= st; h.unacked = 0 }
 }
 
 // ackAnywhere takes an acknowledgment of a lease none of this node's

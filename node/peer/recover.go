@@ -18,9 +18,34 @@ import (
 
 // heldState is a holder's copy of a remote file's state for one open.
 type heldState struct {
-	caching       state.Caching
+	caching state.Caching
+	// unacked is the caching that breaks delivered to the open's client
+	// took and that no acknowledgment has yet given up: caching has
+	// already dropped to the breaks' targets (what the durable record
+	// publishes), but the client may still hold it — a write lease's
+	// cached writes not yet flushed. A new owner rebuilds the open with
+	// it (rebuilt), so that a conflicting open breaks again and waits for
+	// the acknowledgment instead of going on before the flush.
+	unacked       uint32
 	dir           bool
 	deletePending bool
+}
+
+// rebuilt is the caching a new owner restores the open with: what the
+// owner granted, less what acknowledged breaks took.
+func (h heldState) rebuilt() state.Caching {
+	c := h.caching
+	c.State |= h.unacked
+	return c
+}
+
+// broken notes a break delivered to the client, from the caching it had
+// to c; ack says whether the client must acknowledge it.
+func (h *heldState) broken(c state.Caching, ack bool) {
+	if ack {
+		h.unacked |= h.caching.State &^ c.State
+	}
+	h.caching = c
 }
 
 // noteCaching records what the owner granted or broke o to.
@@ -70,7 +95,7 @@ func (sv *Service) Held(ctx context.Context, req *peerv1.HeldRequest) (*peerv1.H
 	for _, h := range r.heldIn(req.Shards) {
 		ref := &peerv1.OpenRef{Node: self.Node, Epoch: self.Epoch, Id: h.o.Ref}
 		resp.Opens = append(resp.Opens, &peerv1.HeldOpen{
-			Open: openDesc(h.o, ref), Caching: cachingPB(h.caching), Locks: locksPB(r.mirror.Locks(h.o)),
+			Open: openDesc(h.o, ref), Caching: cachingPB(h.rebuilt()), Locks: locksPB(r.mirror.Locks(h.o)),
 			DeletePending: h.deletePending, Directory: h.dir,
 		})
 	}
@@ -126,7 +151,7 @@ func (r *Router) Recover(ctx context.Context, shard uint32) error {
 	// This node's own opens of the shard's files: their state moves from
 	// the copy into the tables.
 	for _, h := range r.heldIn([]uint32{shard}) {
-		r.table.Restore(h.o, h.caching, h.dir, h.deletePending)
+		r.table.Restore(h.o, h.rebuilt(), h.dir, h.deletePending)
 		if ls := r.mirror.Locks(h.o); len(ls) > 0 {
 			r.locks.Lock(h.o, ls)
 			r.mirror.Release(h.o)

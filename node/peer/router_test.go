@@ -30,7 +30,26 @@ func (s *staticRoutes) Owner(shard uint32) (Route, bool) {
 	defer s.mu.Unlock()
 	return Route{Shard: shard, Node: s.owner, Addr: s.peers[s.owner], Revision: 1}, true
 }
-func (s *staticRoutes) Owns(shard uint32, rev int64) bool { return s.owner == s.self && rev == 1 }
+func (s *staticRoutes) Owns(shard uint32, rev int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owner == s.self && rev == 1
+}
+
+// move makes node every shard's owner and drops gone from the peers (a
+// copy: the routers of a test may share the map).
+func (s *staticRoutes) move(owner, gone string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.owner = owner
+	peers := map[string]string{}
+	for n, a := range s.peers {
+		if n != gone {
+			peers[n] = a
+		}
+	}
+	s.peers = peers
+}
 func (s *staticRoutes) Peers() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -330,9 +330,17 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 		return &peerv1.DeliverResponse{Gone: true}, nil
 	}
 	if l := req.Lease; l != nil {
-		r.noteCaching(o, func(h *heldState) { h.caching.State = l.To })
+		r.noteCaching(o, func(h *heldState) {
+			c := h.caching
+			c.State = l.To
+			h.broken(c, l.AckRequired)
+		})
 	} else {
-		r.noteCaching(o, func(h *heldState) { h.caching = state.OplockCaching(uint8(req.Oplock)) })
+		r.noteCaching(o, func(h *heldState) {
+			// A break of an exclusive or batch oplock (write caching)
+			// is acknowledged; of level II it is not.
+			h.broken(state.OplockCaching(uint8(req.Oplock)), h.caching.State&state.LeaseWrite != 0)
+		})
 	}
 	var err error
 	if l := req.Lease; l != nil {

@@ -1,0 +1,90 @@
+package peer
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	"github.com/smbcluster/smbcluster/node/mesh"
+	"github.com/smbcluster/smbcluster/node/state"
+	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+)
+
+// TestRebuildKeepsAnUnacknowledgedBreak: the owner broke a write lease
+// held through node b and died before the client acknowledged; the new
+// owner rebuilds the lease with the caching the break took (the client
+// may still hold unflushed writes), so that the next conflicting open
+// breaks it again and waits for the acknowledgment. Before, b reported
+// the break's target, and the next read went on before the client's
+// cached write was flushed (robustness seed 1, a register read through
+// node3 returned the value before a cached write while node1, the file's
+// owner, fenced).
+func TestRebuildKeepsAnUnacknowledgedBreak(t *testing.T) {
+	mem := mesh.NewMemory()
+	peers := map[string]string{}
+	routes := map[string]*staticRoutes{}
+	rs := map[string]*Router{}
+	servers := map[string]*grpc.Server{}
+	listeners := map[string]net.Listener{}
+	for _, name := range []string{"a", "b", "c"} {
+		listeners[name] = mem.Listen(name)
+		peers[name] = listeners[name].Addr().String()
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		rt := &staticRoutes{self: name, owner: "a", peers: peers}
+		r := newRouter(t, rt, mem.Dial)
+		srv := grpc.NewServer()
+		peerv1.RegisterPeerServiceServer(srv, r.Service())
+		go srv.Serve(listeners[name])
+		t.Cleanup(func() { srv.Stop(); r.Close() })
+		routes[name], rs[name], servers[name] = rt, r, srv
+	}
+	a, b, c := rs["a"], rs["b"], rs["c"]
+	key := state.FileKey{Volume: 3, FileID: 30}
+	ctx := context.Background()
+	br := newBreaks()
+	id := state.LeaseID{Client: [16]byte{7}, Key: [16]byte{8}}
+	rwh := uint32(state.LeaseRead | state.LeaseWrite | state.LeaseHandle)
+	ob := open(key, rw, shareAll, br)
+	if g, err := b.Admit(ctx, ob, state.Request{Lease: &state.LeaseRequest{ID: id, State: rwh, Version: 2}}, nil); err != nil || g.Lease == nil || g.Lease.State != rwh {
+		t.Fatalf("RWH lease: %+v, %v", g, err)
+	}
+	// A conflicting open through the owner breaks the lease; the client
+	// has not acknowledged when the owner dies.
+	ctxA, cancelA := context.WithCancel(ctx)
+	go a.Admit(ctxA, open(key, 1, shareAll, newBreaks()), state.Request{}, nil)
+	if lb := <-br.lease; lb.To&state.LeaseWrite != 0 || !lb.AckRequired {
+		t.Fatalf("first break %+v, want write caching taken, acknowledged", lb)
+	}
+	cancelA()
+	servers["a"].Stop()
+	mem.Stop("a")
+	for _, n := range []string{"b", "c"} {
+		routes[n].move("c", "a")
+	}
+	if err := c.Recover(ctx, ShardOf(key)); err != nil {
+		t.Fatal(err)
+	}
+	// A read through the new owner must wait for the client.
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Admit(ctx, open(key, 1, shareAll, newBreaks()), state.Request{}, nil)
+		done <- err
+	}()
+	select {
+	case lb := <-br.lease:
+		if lb.To&state.LeaseWrite != 0 {
+			t.Fatalf("second break %+v: write caching kept", lb)
+		}
+		if _, err := b.AckLease(id, lb.To); err != nil {
+			t.Fatalf("acknowledgment of the new owner's break: %v", err)
+		}
+	case err := <-done:
+		t.Fatalf("the read through the new owner went on (%v) with the client's write caching unacknowledged", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
