@@ -226,7 +226,7 @@ func (c *conn) serve() {
 	log.Debug("connection accepted")
 	err := c.readLoop()
 	if h, ok := err.(errHandedOff); ok {
-		err = c.relayBytes(h.relay)
+		err = c.carry(h.carrier, h.first)
 	} else if c.draining.Load() {
 		c.finish()
 		err = nil
