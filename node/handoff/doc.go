@@ -37,8 +37,10 @@
 // (arrivalread.go, arrivalwrite.go, arrivalfile.go). The home side's
 // answers — running a request as if read from the connection — are the
 // server's (server.Adopted). A connection that stays with its server and
-// relays one session (server.SessionRelay) sends, before each frame, the
-// credits its server granted the frame's requests (a grant frame).
+// relays one session (server.SessionRelay) sends, with each frame, the
+// credits its server granted the frame's requests, as a typed field of
+// the Relay message (RelayMessage.grants), which the home node records
+// (Adopted.Grant) before its server reads the frame.
 //
 // Lock order: arrival.mu → clientRelay.smu, which serialize the sends of
 // a Relay stream and are held over them only; remoteFiles.mu and

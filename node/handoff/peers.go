@@ -2,7 +2,6 @@ package handoff
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/server"
-	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
@@ -298,17 +296,17 @@ type sessionRelay struct {
 	keys *keyring
 }
 
-// Send implements server.SessionRelay: the grants go first, in a grant
-// frame (a NetBIOS frame of type 0xFE the home node's read loop takes),
-// then the message, in one write.
+// Send implements server.SessionRelay: the grants travel with the bytes,
+// in one message, so that the home node has them before it reads the
+// requests.
 func (r *sessionRelay) Send(msg []byte, grants []server.Grant) error {
-	out := make([]byte, 4, 4+len(grants)*10+len(msg))
-	for _, g := range grants {
-		out = binary.LittleEndian.AppendUint64(out, g.MessageID)
-		out = binary.LittleEndian.AppendUint16(out, g.Credits)
+	m := &peerv1.RelayMessage{Data: msg, Grants: make([]*peerv1.RelayGrant, len(grants))}
+	for i, g := range grants {
+		m.Grants[i] = &peerv1.RelayGrant{MessageId: g.MessageID, Credits: uint32(g.Credits)}
 	}
-	smb2.PutFrameHeader(out, 0xFE, len(out)-4)
-	return r.clientRelay.Send(append(out, msg...))
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	return r.stream.Send(m)
 }
 
 // Open implements server.SessionRelay.

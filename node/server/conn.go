@@ -287,12 +287,6 @@ func (c *conn) readLoop() (err error) {
 			return err
 		}
 		typ, n := smb2.ParseTransportHeader(nb[:])
-		if typ == grantFrameType && c.relayed != nil {
-			if err := c.readGrants(n); err != nil {
-				return err
-			}
-			continue
-		}
 		if typ != 0 {
 			return fmt.Errorf("bad NetBIOS session message type %#x", typ)
 		}

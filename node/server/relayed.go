@@ -24,11 +24,10 @@ import (
 // for this one (Adopt with CreditsAtRelay), and whose responses this node
 // writes to the client as they come. The credit window stays here: each
 // frame relayed has its message ids checked and its credits charged here,
-// and is preceded on the relay by a grant frame telling the home node how
-// many credits each of its requests' responses grants (the first response,
-// interim or final, as on one node; SessionRelay.Send writes it). The
-// home node signs and seals its responses with the session's keys, grants
-// included.
+// and travels with the grants (Grant) telling the home node how many
+// credits each of its requests' responses grants (the first response,
+// interim or final, as on one node). The home node signs and seals its
+// responses with the session's keys, grants included.
 
 // SessionRelay is this node's end of a session relay.
 type SessionRelay interface {
@@ -58,13 +57,6 @@ type Grant struct {
 // maxGrants bounds the grants of one relayed message: a compound's
 // requests.
 const maxGrants = 64
-
-// grantFrameType marks a grant frame on a session relay: the NetBIOS
-// header's type byte, which is 0 for every SMB message.
-const grantFrameType = 0xFE
-
-// grantSize is one grant in a grant frame: message id, credits.
-const grantSize = 10
 
 // errRelayed ends the dispatch of a message passed to a session relay.
 var errRelayed = errors.New("relayed to the session's node")
@@ -96,23 +88,24 @@ func (c *conn) grantFor(h *smb2.Header) uint16 {
 	return c.credits.grant(max(h.Credits, 1))
 }
 
-// readGrants reads a grant frame's n bytes.
-func (c *conn) readGrants(n int) error {
-	if n%grantSize != 0 || n > maxGrants*grantSize {
-		return fmt.Errorf("bad grant frame of %d bytes", n)
+// Grant records the credits the node relaying the connection granted the
+// requests of the message it relays next (SessionRelay.Send); an error
+// ends the connection.
+func (a *Adopted) Grant(grants []Grant) error {
+	g := a.c.relayed
+	switch {
+	case g == nil:
+		return errors.New("server: credits granted for a connection that keeps its own window")
+	case len(grants) > maxGrants:
+		return fmt.Errorf("server: %d grants for one message", len(grants))
 	}
-	var b [maxGrants * grantSize]byte
-	if err := c.br.ReadFull(b[:n]); err != nil {
-		return err
-	}
-	g := c.relayed
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.m) > 1<<16 {
-		return errors.New("too many credits granted and not answered")
+		return errors.New("server: too many credits granted and not answered")
 	}
-	for p := b[:n]; len(p) > 0; p = p[grantSize:] {
-		g.m[binary.LittleEndian.Uint64(p)] = binary.LittleEndian.Uint16(p[8:])
+	for _, gr := range grants {
+		g.m[gr.MessageID] = gr.Credits
 	}
 	return nil
 }
