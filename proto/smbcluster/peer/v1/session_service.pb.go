@@ -138,9 +138,9 @@ type Handoff struct {
 	Sessions []*MovedSession `protobuf:"bytes,19,rep,name=sessions,proto3" json:"sessions,omitempty"`
 	// The node relaying is itself the home node of another session of the
 	// connection and keeps its credit window: it checks every request's
-	// message id and credit charge, and tells this node, in a grant frame
-	// (type 0xFE) before each frame it relays, how many credits each
-	// request's response grants. The credit fields above are then unset.
+	// message id and credit charge, and tells this node, with each frame it
+	// relays (RelayMessage.grants), how many credits each request's
+	// response grants. The credit fields above are then unset.
 	CreditsAtRelay bool `protobuf:"varint,20,opt,name=credits_at_relay,json=creditsAtRelay,proto3" json:"credits_at_relay,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
