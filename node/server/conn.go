@@ -110,7 +110,7 @@ type conn struct {
 	draining atomic.Bool
 
 	// handedOff: the connection's bytes belong to another node now
-	// (handoff.go); nothing is sent on it from here.
+	// (hijack.go); nothing is sent on it from here.
 	handedOff atomic.Bool
 
 	// authed: a SESSION_SETUP completed or bound a channel here. Until
