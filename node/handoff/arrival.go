@@ -3,6 +3,7 @@ package handoff
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -41,7 +42,7 @@ func (cr carrier) Carry(h *server.Hijacked) error {
 	rl := cr.rl
 	defer rl.Close()
 	if err := rl.Send(h.First); err != nil {
-		return err
+		return fmt.Errorf("handing the connection over: %w", err)
 	}
 	a := &arrival{h: h, rl: rl, files: &remoteFiles{files: map[remoteFile]*peerFile{}}, keys: newKeyring()}
 	a.fwd = a.forward
