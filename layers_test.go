@@ -70,8 +70,11 @@ var layers = map[string][]string{
 	// per-file state over gRPC, not the engine or shares.
 	"node/mesh": nil,
 	"node/peer": {"node/mesh", "node/state", "proto/smbcluster/peer/v1"},
-	// A handed-over connection is served by the node's server (Adopt).
-	"node/handoff": {"node/mesh", "node/server", "node/smb2", "proto/smbcluster/peer/v1"},
+	// A handed-over connection is served by the node's server (Adopt);
+	// the arrival side carries the connection the server gave up
+	// (server.Hijacked), reading its frames (sockio) and opening, signing
+	// and sealing the READs and WRITEs it serves itself (signing).
+	"node/handoff": {"node/mesh", "node/server", "node/smb2", "node/smb2/signing", "node/sockio", "proto/smbcluster/peer/v1"},
 	"node":         {"node/nodemain"},
 
 	// The admin plane: nothing under node/.

@@ -127,8 +127,8 @@ func sessionKeysOf(resp *peerv1.SessionKeysResponse) server.SessionKeys {
 
 // writeStepOf is the home node's step of a RemoteWrite (service.go sends
 // them, one message each).
-func writeStepOf(m *peerv1.RemoteWriteMessage) server.WriteStep {
-	return server.WriteStep{
+func writeStepOf(m *peerv1.RemoteWriteMessage) writeStep {
+	return writeStep{
 		Write: m.GetWrite(), Inode: m.GetInode(), Off: m.GetOffset(), N: int(m.GetLength()), Sync: m.GetSync(),
 		SendData: m.GetSendData(), Answered: m.GetAnswered(), Forward: m.GetForward(),
 	}

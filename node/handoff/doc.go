@@ -22,12 +22,30 @@
 // answers, and a FLUSH of an open has every arrival node that wrote
 // through it flush its own (a sync message on the channel's Relay).
 //
-// A Peers is the node's server.SessionPeers (the arrival side) and, with
-// Service, serves the other nodes (the home side) over
-// proto/smbcluster/peer/v1's SessionService, on the node-to-node gRPC
-// server and its mutual TLS. It calls the other nodes over the node's one
-// transport (node/mesh), whose NodeGone ends the relays to a node whose
-// incarnation ended.
+// A Peers is the node's server.SessionPeers and, with Service, serves the
+// other nodes (the home side) over proto/smbcluster/peer/v1's
+// SessionService, on the node-to-node gRPC server and its mutual TLS. It
+// calls the other nodes over the node's one transport (node/mesh), whose
+// NodeGone ends the relays to a node whose incarnation ended.
+//
+// The arrival side lives here. The node's server decides that a binding
+// goes to another node and gives the connection up (server.Hijacked: the
+// net.Conn, the frame it read, the reader holding what it read ahead, and
+// a ClientWriter that writes whole frames and sendfile); the
+// server.Carrier Peers.Handoff returned carries it (arrival.go) and serves
+// its large READs and WRITEs from the node's own descriptors
+// (arrivalread.go, arrivalwrite.go, arrivalfile.go). The home side's
+// answers — running a request as if read from the connection — are the
+// server's (server.Adopted). A connection that stays with its server and
+// relays one session (server.SessionRelay) sends, with each frame, the
+// credits its server granted the frame's requests, as a typed field of
+// the Relay message (RelayMessage.grants), which the home node records
+// (Adopted.Grant) before its server reads the frame.
+//
+// Lock order: arrival.mu → clientRelay.smu, which serialize the sends of
+// a Relay stream and are held over them only; remoteFiles.mu and
+// keyring.mu are leaves, held over no call to another node and no file's
+// I/O. A write to the client holds the server's ClientWriter lock alone.
 //
 // Invariant: a connection is served by one node at a time — the arrival
 // node only carries the bytes of a connection it handed over, and the

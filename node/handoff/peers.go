@@ -12,6 +12,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/server"
+	"github.com/smbcluster/smbcluster/node/smb2/signing"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
 )
@@ -71,8 +72,29 @@ func (p *Peers) find(ctx context.Context, id uint64) (string, peerv1.SessionServ
 	return "", nil, server.ErrNoSession
 }
 
-// Handoff implements server.SessionPeers.
-func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState) (server.Relay, error) {
+// Handoff implements server.SessionPeers: the connection is carried over
+// a Relay stream to the session's node (arrival.go).
+func (p *Peers) Handoff(ctx context.Context, id uint64, st *server.HandoffState) (server.Carrier, error) {
+	rl, err := p.relay(ctx, id, st)
+	if err != nil {
+		return nil, err
+	}
+	return carrier{rl}, nil
+}
+
+// RelaySession implements server.SessionPeers: the session's frames go to
+// its node over a Relay stream, with the credits the server grants.
+func (p *Peers) RelaySession(ctx context.Context, id uint64, st *server.HandoffState) (server.SessionRelay, error) {
+	rl, err := p.relay(ctx, id, st)
+	if err != nil {
+		return nil, err
+	}
+	return &sessionRelay{clientRelay: rl, sid: id, keys: newKeyring()}, nil
+}
+
+// relay opens a Relay stream to the node holding session id and hands it
+// the connection whose state is st.
+func (p *Peers) relay(ctx context.Context, id uint64, st *server.HandoffState) (*clientRelay, error) {
 	name, c, err := p.find(ctx, id)
 	if err != nil {
 		return nil, err
@@ -122,6 +144,7 @@ type clientRelay struct {
 	smu sync.Mutex // Send is not safe for concurrent use: the client's bytes and the answers to syncs
 }
 
+// Send sends bytes of the client to the home node.
 func (r *clientRelay) Send(b []byte) error {
 	r.smu.Lock()
 	defer r.smu.Unlock()
@@ -144,6 +167,9 @@ func (r *clientRelay) Recv() ([]byte, bool, error) {
 	}
 }
 
+// ServeSyncs sets how this node flushes its descriptor of open fid when
+// the home node asks (a FLUSH of the open, arrivalfile.go); it is called
+// before Recv.
 func (r *clientRelay) ServeSyncs(sync func(fid uint64) error) { r.sync = sync }
 
 // serveSync flushes this node's descriptor of open fid and tells the home
@@ -164,6 +190,8 @@ func (r *clientRelay) serveSync(id, fid uint64) {
 	}
 }
 
+// RemoteFile asks the home node to name the file of open fid of session
+// sid, tree tid (arrivalfile.go).
 func (r *clientRelay) RemoteFile(ctx context.Context, sid uint64, tid uint32, fid uint64) (server.RemoteFileName, error) {
 	resp, err := r.cli.RemoteFile(ctx, &peerv1.RemoteFileRequest{RelayId: r.id, SessionId: sid, TreeId: tid, FileId: fid})
 	if err != nil {
@@ -172,6 +200,9 @@ func (r *clientRelay) RemoteFile(ctx context.Context, sid uint64, tid uint32, fi
 	return remoteFileOf(resp), nil
 }
 
+// RemoteRead offers the home node to serve a READ from this node's file
+// fileID (arrivalread.go); sealed: the client sent it encrypted (pdu is
+// opened).
 func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, fileID uint64, sealed bool) (server.RemoteRead, error) {
 	resp, err := r.cli.RemoteRead(ctx, &peerv1.RemoteReadRequest{RelayId: r.id, Pdu: pdu, FileId: fileID, Sealed: sealed})
 	if err != nil {
@@ -180,6 +211,8 @@ func (r *clientRelay) RemoteRead(ctx context.Context, pdu []byte, fileID uint64,
 	return remoteReadOf(resp), nil
 }
 
+// SessionKeys asks the home node for the keys of a session the
+// connection is a channel of.
 func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.SessionKeys, error) {
 	resp, err := r.cli.SessionKeys(ctx, &peerv1.SessionKeysRequest{RelayId: r.id, SessionId: sid})
 	if err != nil {
@@ -188,6 +221,9 @@ func (r *clientRelay) SessionKeys(ctx context.Context, sid uint64) (server.Sessi
 	return sessionKeysOf(resp), nil
 }
 
+// CloseSend tells the home node that the client closed; flushed:
+// everything this node wrote for the connection is on stable storage
+// (arrivalfile.go).
 func (r *clientRelay) CloseSend(flushed bool) error {
 	r.smu.Lock()
 	defer r.smu.Unlock()
@@ -199,18 +235,22 @@ func (r *clientRelay) CloseSend(flushed bool) error {
 	return r.stream.CloseSend()
 }
 
+// Close abandons the relay.
 func (r *clientRelay) Close() { r.cancel() }
 
-func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, fileID uint64, sealed, verified bool) (server.WriteExchange, error) {
+// RemoteWrite sends the home node a WRITE whose payload (n bytes) stays
+// here, to write to this node's file fileID (arrivalwrite.go); verified:
+// it is signed, and its signature verified here.
+func (r *clientRelay) RemoteWrite(ctx context.Context, head []byte, n int, fileID uint64, sealed, verified bool) (writeExchange, error) {
 	ctx, cancel := context.WithCancel(ctx) // ends the stream, however the exchange ends
 	stream, err := r.cli.RemoteWrite(ctx)
 	if err != nil {
 		cancel()
-		return nil, err
+		return writeExchange{}, err
 	}
 	if err := stream.Send(&peerv1.RemoteWriteMessage{RelayId: r.id, Head: head, DataLength: uint32(n), FileId: fileID, Sealed: sealed, Verified: verified}); err != nil {
 		cancel()
-		return nil, err
+		return writeExchange{}, err
 	}
 	return writeExchange{stream, cancel}, nil
 }
@@ -221,16 +261,19 @@ type writeExchange struct {
 	cancel context.CancelFunc
 }
 
+// Close ends the exchange.
 func (x writeExchange) Close() { x.cancel() }
 
-func (x writeExchange) Next() (server.WriteStep, error) {
+// Next returns what the home node asks next.
+func (x writeExchange) Next() (writeStep, error) {
 	m, err := x.stream.Recv()
 	if err != nil {
-		return server.WriteStep{}, err
+		return writeStep{}, err
 	}
 	return writeStepOf(m), nil
 }
 
+// Written answers a Write step.
 func (x writeExchange) Written(n int, err error) error {
 	m := &peerv1.RemoteWriteMessage{Written: int64(n)}
 	if err != nil {
@@ -239,6 +282,45 @@ func (x writeExchange) Written(n int, err error) error {
 	return x.stream.Send(m)
 }
 
+// SendData sends part of the payload, answering a SendData step.
 func (x writeExchange) SendData(p []byte) error {
 	return x.stream.Send(&peerv1.RemoteWriteMessage{Data: p})
+}
+
+// sessionRelay is a session relay's Relay stream: the connection stays
+// with this node's server, which relays one session's frames to its node
+// with the credits it grants them (server.SessionRelay).
+type sessionRelay struct {
+	*clientRelay
+	sid  uint64
+	keys *keyring
+}
+
+// Send implements server.SessionRelay: the grants travel with the bytes,
+// in one message, so that the home node has them before it reads the
+// requests.
+func (r *sessionRelay) Send(msg []byte, grants []server.Grant) error {
+	m := &peerv1.RelayMessage{Data: msg, Grants: make([]*peerv1.RelayGrant, len(grants))}
+	for i, g := range grants {
+		m.Grants[i] = &peerv1.RelayGrant{MessageId: g.MessageID, Credits: uint32(g.Credits)}
+	}
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	return r.stream.Send(m)
+}
+
+// Open implements server.SessionRelay.
+func (r *sessionRelay) Open(ctx context.Context, msg []byte) ([]byte, error) {
+	sk := r.keys.keysFor(ctx, r.SessionKeys, r.sid)
+	if sk == nil || sk.seal == nil {
+		return nil, errors.New("handoff: the relayed session's keys are not known here")
+	}
+	return signing.Open(nil, sk.seal.dec, msg)
+}
+
+// Close implements server.SessionRelay: the session's node ends the
+// connection standing for this one.
+func (r *sessionRelay) Close() {
+	r.CloseSend(true) // this node wrote nothing for it
+	r.clientRelay.Close()
 }

@@ -2,10 +2,12 @@ package handoff_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -361,5 +363,65 @@ func TestFencedArrivalNodeRelaysNothing(t *testing.T) {
 	}
 	if got, err := first.Read(fid, 0, 64<<10); err != nil || bytes.Contains(got, []byte{'x'}) {
 		t.Fatalf("the file after a WRITE through a fenced arrival node: %v (written: %v)", err, bytes.Contains(got, []byte{'x'}))
+	}
+}
+
+// TestBadGrantsEndTheRelay: the home node takes the credits a relaying
+// node grants (RelayMessage.grants) only as the server can (at most a
+// compound's worth, each a 16-bit count, and only on a connection whose
+// window the relaying node keeps); other grants end the relay.
+func TestBadGrantsEndTheRelay(t *testing.T) {
+	grants := func(n int, credits uint32) []*peerv1.RelayGrant {
+		g := make([]*peerv1.RelayGrant, n)
+		for i := range g {
+			g[i] = &peerv1.RelayGrant{MessageId: uint64(i + 1), Credits: credits}
+		}
+		return g
+	}
+	for name, tc := range map[string]struct {
+		atRelay bool
+		grants  []*peerv1.RelayGrant
+	}{
+		"TooMany":         {true, grants(65, 1)},
+		"TooLarge":        {true, grants(1, 1<<16)},
+		"OwnCreditWindow": {false, grants(1, 1)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newPair(t, servertest.Options{})
+			cc, err := p.arrivalMesh.Node("home")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), servertest.DefaultTimeout)
+			defer cancel()
+			stream, err := peerv1.NewSessionServiceClient(cc).Relay(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &peerv1.Handoff{Dialect: uint32(smb2.Dialect311), ClientGuid: make([]byte, 16), PreauthHash: make([]byte, 64),
+				CreditsAtRelay: tc.atRelay, ClientAddr: "client", Node: "arrival", RelayId: 1}
+			if !tc.atRelay { // a fresh window of the home node's size
+				h.CreditsHigh = 1
+				h.CreditsUsed = make([]uint64, (int(p.home.Config().MaxCredits)+63)/64)
+			}
+			if err := stream.Send(&peerv1.RelayMessage{Handoff: h}); err != nil {
+				t.Fatal(err)
+			}
+			if err := stream.Send(&peerv1.RelayMessage{Grants: tc.grants}); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				_, err := stream.Recv()
+				switch {
+				case err == nil:
+					continue
+				case ctx.Err() != nil:
+					t.Fatal("the relay outlived its bad grants")
+				case !errors.Is(err, io.EOF):
+					t.Fatalf("the relay ended with %v, not as the home node ends a connection", err)
+				}
+				return
+			}
+		})
 	}
 }

@@ -109,6 +109,13 @@ func (sv *Service) Relay(stream peerv1.SessionService_RelayServer) error {
 		}()
 	}
 	sv.p.log.Debug("serving a connection handed over", "from", st.Node, "remote", st.ClientAddr)
+	c.grant = func(grants []server.Grant) error {
+		err := a.Grant(grants)
+		if err != nil {
+			sv.p.log.Info("dropping a handed-over connection", "from", st.Node, "remote", st.ClientAddr, "err", err)
+		}
+		return err
+	}
 	go c.receive()
 	select {
 	case <-c.closed:
@@ -130,6 +137,10 @@ type streamConn struct {
 	rest   []byte      // what the last Read left of a message
 	closed chan struct{}
 	once   sync.Once
+
+	// grant takes the credits a session relay's arrival node grants
+	// (server.Adopted.Grant); set before receive starts.
+	grant func([]server.Grant) error
 
 	wmu sync.Mutex // Send is not safe for concurrent use
 
@@ -171,6 +182,10 @@ func (c *streamConn) receive() {
 			c.flushed.Store(true)
 			continue
 		}
+		if len(m.GetGrants()) > 0 && !c.granted(m.GetGrants()) {
+			c.Close()
+			return
+		}
 		if len(m.GetData()) == 0 {
 			continue
 		}
@@ -180,6 +195,20 @@ func (c *streamConn) receive() {
 			return
 		}
 	}
+}
+
+// granted records the credits the arrival node granted the requests of
+// the bytes that come with them, before the server can read those; false
+// when it refused them (the connection ends).
+func (c *streamConn) granted(gs []*peerv1.RelayGrant) bool {
+	grants := make([]server.Grant, len(gs))
+	for i, g := range gs {
+		if g.GetCredits() > 0xFFFF {
+			return false
+		}
+		grants[i] = server.Grant{MessageID: g.GetMessageId(), Credits: uint16(g.GetCredits())}
+	}
+	return c.grant != nil && c.grant(grants) == nil
 }
 
 func (c *streamConn) Read(p []byte) (int, error) {

@@ -110,7 +110,7 @@ type conn struct {
 	draining atomic.Bool
 
 	// handedOff: the connection's bytes belong to another node now
-	// (handoff.go); nothing is sent on it from here.
+	// (hijack.go); nothing is sent on it from here.
 	handedOff atomic.Bool
 
 	// authed: a SESSION_SETUP completed or bound a channel here. Until
@@ -226,7 +226,7 @@ func (c *conn) serve() {
 	log.Debug("connection accepted")
 	err := c.readLoop()
 	if h, ok := err.(errHandedOff); ok {
-		err = c.relayBytes(h.relay)
+		err = c.carry(h.carrier, h.first)
 	} else if c.draining.Load() {
 		c.finish()
 		err = nil
@@ -287,12 +287,6 @@ func (c *conn) readLoop() (err error) {
 			return err
 		}
 		typ, n := smb2.ParseTransportHeader(nb[:])
-		if typ == grantFrameType && c.relayed != nil {
-			if err := c.readGrants(n); err != nil {
-				return err
-			}
-			continue
-		}
 		if typ != 0 {
 			return fmt.Errorf("bad NetBIOS session message type %#x", typ)
 		}

@@ -18,8 +18,8 @@
 //
 // Lock order (outermost first; docs/ARCHITECTURE.md says the same):
 // Server.mu → Session.mu → Tree.mu (admitOpen takes all three), and
-// conn.wmu → conn.mu (a failed write closes the connection). conn.mu,
-// Open.mu and remoteFiles.mu are leaves: nothing is locked under them. The state package's
+// conn.wmu → conn.mu (a failed write closes the connection). conn.mu and
+// Open.mu are leaves: nothing is locked under them. The state package's
 // table lock is a leaf too. Nothing is called on the disk or etcd while
 // one of these is held, nor on the network but under conn.wmu, which
 // exists to serialize the socket's writes.

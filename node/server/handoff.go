@@ -2,19 +2,14 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
-	"github.com/smbcluster/smbcluster/node/sockio"
 )
 
 // Channels of one session on several nodes of a cluster.
@@ -36,10 +31,16 @@ import (
 // its cluster hold; nil on a single node.
 type SessionPeers interface {
 	// Handoff finds the node holding session id and hands it the
-	// connection whose state is st. The Relay returned carries the
-	// connection's bytes to and from that node. It returns ErrNoSession
+	// connection whose state is st. The Carrier returned carries the
+	// connection's bytes to and from that node once the engine gives the
+	// connection up (hijack.go). It returns ErrNoSession when no other
+	// node holds the session.
+	Handoff(ctx context.Context, id uint64, st *HandoffState) (Carrier, error)
+	// RelaySession finds the node holding session id and relays to it the
+	// frames of that session on the connection whose state is st, which
+	// stays here (relayed.go; st.CreditsAtRelay). It returns ErrNoSession
 	// when no other node holds the session.
-	Handoff(ctx context.Context, id uint64, st *HandoffState) (Relay, error)
+	RelaySession(ctx context.Context, id uint64, st *HandoffState) (SessionRelay, error)
 	// EndPrevious ends session id on whichever other node holds it, if
 	// user owns it ([MS-SMB2] 3.3.5.5.3, PreviousSessionId); newID is the
 	// session replacing it, for the log.
@@ -52,40 +53,6 @@ type SessionPeers interface {
 
 // ErrNoSession is SessionPeers.Handoff's answer when no node holds the session.
 var ErrNoSession = errors.New("server: no node holds the session")
-
-// Relay is the arrival node's end of a handed-over connection.
-type Relay interface {
-	// Send passes bytes the client sent to the home node; it may keep p.
-	Send(p []byte) error
-	// Recv returns bytes the home node sends the client, and whether the
-	// next bytes continue the same write; io.EOF once the home node ended
-	// the connection.
-	Recv() (p []byte, more bool, err error)
-	// RemoteFile asks the home node to name the file of open fid of
-	// session sid, tree tid (remotefile.go).
-	RemoteFile(ctx context.Context, sid uint64, tid uint32, fid uint64) (RemoteFileName, error)
-	// RemoteRead offers the home node to serve a READ from this node's
-	// file fileID (remoteread.go); sealed: the client sent it encrypted
-	// (pdu is opened).
-	RemoteRead(ctx context.Context, pdu []byte, fileID uint64, sealed bool) (RemoteRead, error)
-	// RemoteWrite sends the home node a WRITE whose payload (n bytes)
-	// stays here, to write to this node's file fileID (remotewrite.go);
-	// verified: it is signed, and its signature verified here.
-	RemoteWrite(ctx context.Context, head []byte, n int, fileID uint64, sealed, verified bool) (WriteExchange, error)
-	// ServeSyncs sets how this node flushes its descriptor of open fid
-	// when the home node asks (a FLUSH of the open, remotefile.go); it is
-	// called before Recv.
-	ServeSyncs(sync func(fid uint64) error)
-	// SessionKeys asks the home node for the keys of a session the
-	// connection is a channel of.
-	SessionKeys(ctx context.Context, sid uint64) (SessionKeys, error)
-	// CloseSend tells the home node that the client closed; flushed:
-	// everything this node wrote for the connection is on stable storage
-	// (remotefile.go).
-	CloseSend(flushed bool) error
-	// Close abandons the relay.
-	Close()
-}
 
 // HandoffState is a negotiated connection's state ([MS-SMB2] 3.3.1.7):
 // what the home node needs to go on serving it.
@@ -148,9 +115,10 @@ type MovedTree struct {
 const handoffWait = 5 * time.Second
 
 // errHandedOff ends the read loop of a connection handed to another node:
-// serve then carries its bytes (relayBytes).
+// serve then gives it up to carrier (hijack.go), first the frame read.
 type errHandedOff struct {
-	relay Relay
+	carrier Carrier
+	first   []byte
 }
 
 func (errHandedOff) Error() string { return "connection handed to the session's node" }
@@ -187,36 +155,28 @@ func (c *conn) maybeHandoff(msg []byte, h *smb2.Header) error {
 			return c.relaySession(msg, h)
 		}
 	}
-	rl := c.handoff(h.SessionID, st)
-	if rl == nil {
+	ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
+	cr, err := c.srv.cfg.SessionPeers.Handoff(ctx, h.SessionID, st)
+	cancel()
+	if err != nil {
+		c.peersFailed(h.SessionID, err)
 		return nil
 	}
 	c.srv.forgetSessions(moved) // they live at the home node now
 	first := make([]byte, 4+len(msg))
 	smb2.PutTransportHeader(first, len(msg))
 	copy(first[4:], msg)
-	if err := rl.Send(first); err != nil {
-		rl.Close()
-		return dropError{fmt.Errorf("handing the connection over: %w", err)}
-	}
 	c.srv.log.Debug("channel handed to the session's node", "remote", c.remote, "session", fmt.Sprintf("%#x", h.SessionID))
-	return errHandedOff{relay: rl}
+	return errHandedOff{carrier: cr, first: first}
 }
 
-// handoff hands the connection, whose state is st, to the node holding
-// session id; nil when no other node holds it or can be reached.
-func (c *conn) handoff(id uint64, st *HandoffState) Relay {
-	ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
-	defer cancel()
-	rl, err := c.srv.cfg.SessionPeers.Handoff(ctx, id, st)
-	if err != nil {
-		if !errors.Is(err, ErrNoSession) {
-			c.srv.log.Info("channel bind: the session's node cannot be reached", "remote", c.remote,
-				"session", fmt.Sprintf("%#x", id), "err", err)
-		}
-		return nil
+// peersFailed logs why the node holding session id was not found, unless
+// no node holds it.
+func (c *conn) peersFailed(id uint64, err error) {
+	if !errors.Is(err, ErrNoSession) {
+		c.srv.log.Info("channel bind: the session's node cannot be reached", "remote", c.remote,
+			"session", fmt.Sprintf("%#x", id), "err", err)
 	}
-	return rl
 }
 
 // handoffState captures the connection's negotiated state. The read loop
@@ -231,174 +191,6 @@ func (c *conn) handoffState() *HandoffState {
 	}
 	st.CreditsLow, st.CreditsHigh, st.CreditsUsed = c.credits.snapshot()
 	return st
-}
-
-// relayBytes carries a handed-over connection between its client and
-// the home node until either ends: first what the read loop had buffered
-// beyond the binding request, then whatever comes, frame by frame. Large
-// plain READs are offered to the home node to be served from here
-// (remoteread.go); everything else travels as it came.
-func (c *conn) relayBytes(rl Relay) (err error) {
-	defer rl.Close()
-	defer func() {
-		if p := recover(); p != nil {
-			c.srv.log.Error("panic relaying a connection", "remote", c.remote, "panic", p, "stack", string(debug.Stack()))
-			c.close()
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	c.handedOff.Store(true) // its client's breaks go out at the home node
-	c.wmu.Lock()            // a frame being written ends before the relay writes
-	c.out = c.out[:0]
-	c.wmu.Unlock()
-	c.nc.SetReadDeadline(time.Time{}) // the home node keeps the handshake's deadline
-	cr := &arrivalRelay{c: c, rl: rl, rf: &remoteFiles{files: map[remoteFile]*peerFile{}, keys: map[uint64]*sessionKeys{}}}
-	cr.fwd = cr.forward
-	defer cr.rf.close()
-	rl.ServeSyncs(cr.rf.sync)
-	toClient := make(chan error, 1)
-	go func() { toClient <- c.relayToClient(rl) }()
-	for {
-		frame, ok := cr.read()
-		if !ok || !cr.carry(frame) {
-			break
-		}
-	}
-	cr.end()
-	return <-toClient
-}
-
-// arrivalRelay is what relayBytes carries the client's frames with.
-type arrivalRelay struct {
-	c  *conn
-	rl Relay
-	rf *remoteFiles
-	nb [4]byte
-	mu sync.Mutex // Send is not safe for concurrent use
-	// fwd is forward, made once for the READs and WRITEs served here.
-	fwd func(frame []byte) error
-}
-
-// read reads the client's next frame; false when the client closed, the
-// frame is too large or the node is fenced: nothing read from then on
-// goes anywhere (cluster.go).
-func (cr *arrivalRelay) read() ([]byte, bool) {
-	br := cr.c.br
-	if err := br.ReadFull(cr.nb[:]); err != nil {
-		return nil, false
-	}
-	_, n := smb2.ParseTransportHeader(cr.nb[:])
-	if n > maxMessageSize {
-		return nil, false
-	}
-	frame := make([]byte, 4+n) // Send may keep it
-	copy(frame, cr.nb[:])
-	br.SetBulk(n >= sockio.BulkMin)
-	if err := br.ReadFull(frame[4:]); err != nil {
-		return nil, false
-	}
-	return frame, cr.c.srv.cfg.Control.Valid()
-}
-
-// carry serves a large READ or WRITE of frame here, on a goroutine of its
-// own (remoteread.go, remotewrite.go), or sends frame to the home node;
-// false when the relay failed.
-func (cr *arrivalRelay) carry(frame []byte) bool {
-	c, rl, rf := cr.c, cr.rl, cr.rf
-	msg, sk := frame[4:], (*sealKeys)(nil)
-	if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
-		msg, sk = c.openSealed(rl, rf, msg)
-	}
-	if dataOff, fid, signed, ok := remoteWritable(msg, c.srv.cfg.HandoffIOMin); ok && (!signed || sk == nil && c.verifySigned(rl, rf, msg)) {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			cr.served(c.serveRemoteWrite(rl, rf, frame, msg, dataOff, fid, sk != nil, signed, cr.fwd))
-		}()
-		return true
-	}
-	if fid, ok := remoteReadable(msg, c.srv.cfg.HandoffIOMin); ok {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			cr.served(c.serveRemoteRead(rl, rf, frame, msg, fid, sk, cr.fwd))
-		}()
-		return true
-	}
-	if err := cr.forward(frame); err != nil {
-		return false
-	}
-	if fid, ok := plainClose(frame[4:]); ok {
-		rf.drop(fid)
-	}
-	return true
-}
-
-// served ends the connection when serving a READ or WRITE here failed.
-func (cr *arrivalRelay) served(err error) {
-	if err != nil {
-		cr.c.srv.log.Info("dropping a handed-over connection", "remote", cr.c.remote, "err", err)
-		cr.c.nc.Close()
-	}
-}
-
-// forward sends frame to the home node.
-func (cr *arrivalRelay) forward(frame []byte) error {
-	if !cr.c.srv.cfg.Control.Valid() {
-		// Fenced since the frame was read (a READ or WRITE relayed
-		// after all, remotefile.go): it goes nowhere (cluster.go).
-		return dropError{errFenced}
-	}
-	cr.mu.Lock()
-	defer cr.mu.Unlock()
-	return cr.rl.Send(frame)
-}
-
-// end follows the end of the client's frames. However it came — the
-// client closed, a frame too large, the node fenced — the home node ends
-// the connection standing for it, and so the relay's way back; first what
-// this node wrote for it is flushed, so that a FLUSH of the opens it
-// wrote to need not reach it.
-func (cr *arrivalRelay) end() {
-	cr.c.close() // cancels the READs and WRITEs offered to the home node
-	cr.c.wg.Wait()
-	flushed := cr.rf.flushAll()
-	cr.mu.Lock()
-	cr.rl.CloseSend(flushed)
-	cr.mu.Unlock()
-}
-
-// relayToClient writes what the home node sends the client, a whole write
-// at a time (a write cut in chunks holds wmu until its last).
-func (c *conn) relayToClient(rl Relay) error {
-	held := false
-	defer func() {
-		if held {
-			c.wmu.Unlock()
-		}
-	}()
-	for {
-		p, more, err := rl.Recv()
-		if err != nil {
-			c.nc.Close() // ends the read side
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			return err
-		}
-		if !held {
-			c.wmu.Lock()
-			held = true
-		}
-		if err := c.bw.Write(p); err != nil {
-			c.nc.Close()
-			return err
-		}
-		if !more {
-			c.wmu.Unlock()
-			held = false
-		}
-	}
 }
 
 // HoldsSession reports whether the server holds session id (valid, or

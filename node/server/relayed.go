@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
@@ -22,17 +24,39 @@ import (
 // for this one (Adopt with CreditsAtRelay), and whose responses this node
 // writes to the client as they come. The credit window stays here: each
 // frame relayed has its message ids checked and its credits charged here,
-// and is preceded on the relay by a grant frame telling the home node how
-// many credits each of its requests' responses grants (the first response,
+// and travels with the grants (Grant) telling the home node how many
+// credits each of its requests' responses grants (the first response,
 // interim or final, as on one node). The home node signs and seals its
 // responses with the session's keys, grants included.
 
-// grantFrameType marks a grant frame on a session relay: the NetBIOS
-// header's type byte, which is 0 for every SMB message.
-const grantFrameType = 0xFE
+// SessionRelay is this node's end of a session relay.
+type SessionRelay interface {
+	// Send passes msg, a message of the session the client sent, to the
+	// session's node with the credits its requests' responses grant; it
+	// may keep msg.
+	Send(msg []byte, grants []Grant) error
+	// Recv returns bytes the session's node sends the client, and
+	// whether the next bytes continue the same write; io.EOF once that
+	// node ended the relay.
+	Recv() (p []byte, more bool, err error)
+	// Open opens msg, a sealed message of the session, with the
+	// session's keys (asked of its node once).
+	Open(ctx context.Context, msg []byte) ([]byte, error)
+	// Close ends the relay: the session's node ends the connection
+	// standing for this one.
+	Close()
+}
 
-// grantSize is one grant in a grant frame: message id, credits.
-const grantSize = 10
+// Grant is the credits the first response to a request grants, named by
+// its message id.
+type Grant struct {
+	MessageID uint64
+	Credits   uint16
+}
+
+// maxGrants bounds the grants of one relayed message: a compound's
+// requests.
+const maxGrants = 64
 
 // errRelayed ends the dispatch of a message passed to a session relay.
 var errRelayed = errors.New("relayed to the session's node")
@@ -41,9 +65,8 @@ var errRelayed = errors.New("relayed to the session's node")
 // go to its home node through rl.
 type sessionRelay struct {
 	id uint64
-	rl Relay
+	rl SessionRelay
 	mu sync.Mutex // Send is not safe for concurrent use
-	rf *remoteFiles
 }
 
 // relayGrants are the credits a relaying node granted, by message id: a
@@ -65,23 +88,24 @@ func (c *conn) grantFor(h *smb2.Header) uint16 {
 	return c.credits.grant(max(h.Credits, 1))
 }
 
-// readGrants reads a grant frame's n bytes.
-func (c *conn) readGrants(n int) error {
-	if n%grantSize != 0 || n > 64*grantSize {
-		return fmt.Errorf("bad grant frame of %d bytes", n)
+// Grant records the credits the node relaying the connection granted the
+// requests of the message it relays next (SessionRelay.Send); an error
+// ends the connection.
+func (a *Adopted) Grant(grants []Grant) error {
+	g := a.c.relayed
+	switch {
+	case g == nil:
+		return errors.New("server: credits granted for a connection that keeps its own window")
+	case len(grants) > maxGrants:
+		return fmt.Errorf("server: %d grants for one message", len(grants))
 	}
-	var b [64 * grantSize]byte
-	if err := c.br.ReadFull(b[:n]); err != nil {
-		return err
-	}
-	g := c.relayed
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.m) > 1<<16 {
-		return errors.New("too many credits granted and not answered")
+		return errors.New("server: too many credits granted and not answered")
 	}
-	for p := b[:n]; len(p) > 0; p = p[grantSize:] {
-		g.m[binary.LittleEndian.Uint64(p)] = binary.LittleEndian.Uint16(p[8:])
+	for _, gr := range grants {
+		g.m[gr.MessageID] = gr.Credits
 	}
 	return nil
 }
@@ -118,11 +142,14 @@ func (c *conn) relaySession(msg []byte, h *smb2.Header) error {
 	st := c.handoffState()
 	st.CreditsLow, st.CreditsHigh, st.CreditsUsed = 0, 0, nil
 	st.CreditsAtRelay, st.Node = true, c.via
-	rl := c.handoff(h.SessionID, st)
-	if rl == nil {
+	ctx, cancel := context.WithTimeout(c.ctx, handoffWait)
+	rl, err := c.srv.cfg.SessionPeers.RelaySession(ctx, h.SessionID, st)
+	cancel()
+	if err != nil {
+		c.peersFailed(h.SessionID, err)
 		return nil
 	}
-	sr := &sessionRelay{id: h.SessionID, rl: rl, rf: &remoteFiles{files: nil, keys: map[uint64]*sessionKeys{}}}
+	sr := &sessionRelay{id: h.SessionID, rl: rl}
 	c.mu.Lock()
 	if c.closing || c.relays[h.SessionID] != nil {
 		c.mu.Unlock()
@@ -152,27 +179,23 @@ func (c *conn) relaySession(msg []byte, h *smb2.Header) error {
 // forwardRelayed passes msg, a message of the session sr relays, to its
 // node, with the credits its requests' responses grant, after charging
 // them here as dispatch does. A sealed message is opened (with the
-// session's keys, asked of its node once) to read its requests' headers.
+// session's keys) to read its requests' headers.
 func (c *conn) forwardRelayed(sr *sessionRelay, msg []byte) error {
 	if !c.srv.cfg.Control.Valid() { // fenced: pass nothing on either (cluster.go)
 		return dropError{errFenced}
 	}
 	plain := msg
 	if binary.LittleEndian.Uint32(msg) == smb2.TransformProtocolID {
-		sk := sr.rf.keysFor(c.ctx, sr.rl, sr.id)
-		if sk == nil || sk.seal == nil {
-			return dropError{errors.New("a sealed message of a relayed session that cannot be opened")}
-		}
 		var err error
-		if plain, err = signing.Open(nil, sk.seal.dec, msg); err != nil {
+		if plain, err = sr.rl.Open(c.ctx, msg); err != nil {
 			return dropError{fmt.Errorf("opening a relayed session's message: %w", err)}
 		}
 	}
 	pdus, err := smb2.SplitCompound(plain)
-	if err != nil || len(pdus) == 0 || len(pdus) > 64 {
+	if err != nil || len(pdus) == 0 || len(pdus) > maxGrants {
 		return dropError{fmt.Errorf("bad message: %v", err)}
 	}
-	out := make([]byte, 4, 4+len(pdus)*grantSize+4+len(msg))
+	grants := make([]Grant, 0, len(pdus))
 	for _, p := range pdus {
 		var h smb2.Header
 		if err := h.Decode(p); err != nil {
@@ -184,19 +207,51 @@ func (c *conn) forwardRelayed(sr *sessionRelay, msg []byte) error {
 		if err := c.charge(&h); err != nil {
 			return dropError{err}
 		}
-		out = binary.LittleEndian.AppendUint64(out, h.MessageID)
-		out = binary.LittleEndian.AppendUint16(out, c.grantFor(&h))
+		grants = append(grants, Grant{MessageID: h.MessageID, Credits: c.grantFor(&h)})
 	}
-	smb2.PutFrameHeader(out, grantFrameType, len(out)-4)
-	out = smb2.AppendTransportHeader(out, len(msg))
-	out = append(out, msg...)
+	out := make([]byte, 4+len(msg)) // Send may keep it; msg goes back to the pool
+	smb2.PutTransportHeader(out, len(msg))
+	copy(out[4:], msg)
 	sr.mu.Lock()
-	err = sr.rl.Send(out)
+	err = sr.rl.Send(out, grants)
 	sr.mu.Unlock()
 	if err != nil {
 		return dropError{fmt.Errorf("relaying session %#x: %w", sr.id, err)}
 	}
 	return nil
+}
+
+// relayToClient writes what a session's node sends the client, a whole
+// write at a time (a write cut in chunks holds wmu until its last).
+func (c *conn) relayToClient(rl SessionRelay) error {
+	held := false
+	defer func() {
+		if held {
+			c.wmu.Unlock()
+		}
+	}()
+	for {
+		p, more, err := rl.Recv()
+		if err != nil {
+			c.nc.Close() // ends the read side
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return err
+		}
+		if !held {
+			c.wmu.Lock()
+			held = true
+		}
+		if err := c.bw.Write(p); err != nil {
+			c.nc.Close()
+			return err
+		}
+		if !more {
+			c.wmu.Unlock()
+			held = false
+		}
+	}
 }
 
 // closeRelays ends the connection's session relays: the home nodes end
@@ -208,8 +263,7 @@ func (c *conn) closeRelays() {
 	c.mu.Unlock()
 	for _, sr := range relays {
 		sr.mu.Lock()
-		sr.rl.CloseSend(true) // it wrote nothing here
-		sr.mu.Unlock()
 		sr.rl.Close()
+		sr.mu.Unlock()
 	}
 }

@@ -1,25 +1,21 @@
 package server
 
 import (
-	"encoding/binary"
-	"errors"
-
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 
 // WRITEs of a handed-over channel whose payload stays on the node its
-// client is connected to: the arrival node sends the home node the
-// request without its payload (Relay.RemoteWrite); the home node runs it
-// as if read from the connection — credits, session, tree, open, access,
-// the offset, byte-range locks, the break of other opens' read caching,
-// ChannelSequence — and, where it would write the payload, has the
-// arrival node write it to its own descriptor of the file (opened through
-// its own share, remotefile.go) and, for a write-through WRITE, flush it
-// there; then it finishes the WRITE (position, change notify) and answers
-// through the relay. A file the arrival node could not open takes the
-// relay, payload and all. A signed WRITE's signature covers its payload: the
-// arrival node verifies it with the channel's key (Relay.SessionKeys)
-// before it offers the WRITE, and the home node takes it as verified.
+// client is connected to, as the home node runs them: the arrival node
+// (node/handoff) sends the request without its payload; ServeRemoteWrite
+// runs it as if read from the connection — credits, session, tree, open,
+// access, the offset, byte-range locks, the break of other opens' read
+// caching, ChannelSequence — and, where it would write the payload, has
+// the arrival node write it to its own descriptor of the file
+// (RemotePayload) and, for a write-through WRITE, flush it there; then it
+// finishes the WRITE (position, change notify) and answers through the
+// relay. A signed WRITE's signature covers its payload: the arrival node
+// verifies it with the channel's key (SessionKeys) before it offers the
+// WRITE, and the home node takes it as verified.
 
 // RemotePayload is how the home node reaches a WRITE's payload on the
 // arrival node.
@@ -59,27 +55,6 @@ func (rw *remoteWrite) writeTo(r *Request, h FileWriter, wr WriteRange) (n int, 
 	}
 	n, err = wr.File.WriteAt(buf, wr.Off)
 	return n, false, err
-}
-
-// remoteWritable reports whether msg, a message a handed-over channel's
-// client sent (opened, if it came sealed), is a WRITE whose payload to
-// keep here, where the payload begins, the FileId it writes, and whether
-// it is signed (its signature is then verified here first).
-func remoteWritable(msg []byte, min int) (dataOff int, fid uint64, signed, ok bool) {
-	var h smb2.Header
-	if len(msg) < smb2.HeaderSize+48 || binary.LittleEndian.Uint32(msg) != smb2.ProtocolID || h.Decode(msg) != nil ||
-		h.Command != smb2.CmdWrite || h.NextCommand != 0 || h.Flags&smb2.FlagRelatedOperations != 0 {
-		return 0, 0, false, false
-	}
-	req, err := smb2.DecodeWriteHeader(msg[smb2.HeaderSize:])
-	if err != nil || int(req.Length) < min || req.Channel != 0 {
-		return 0, 0, false, false
-	}
-	off := int(binary.LittleEndian.Uint16(msg[smb2.HeaderSize+2:]))
-	if off < smb2.HeaderSize+48 || off+int(req.Length) != len(msg) {
-		return 0, 0, false, false
-	}
-	return off, req.FileID.Persistent, h.Flags&smb2.FlagSigned != 0, true
 }
 
 // ServeRemoteWrite runs a WRITE whose payload (n bytes) the arrival node
@@ -122,96 +97,4 @@ func (a *Adopted) ServeRemoteWrite(head []byte, n int, fileID uint64, sealed, ve
 	}
 	c.writeResults([]result{res})
 	return true
-}
-
-// WriteExchange is the arrival node's side of a RemoteWrite.
-type WriteExchange interface {
-	// Next returns what the home node asks next.
-	Next() (WriteStep, error)
-	// Written answers a Write step.
-	Written(n int, err error) error
-	// SendData sends part of the payload, answering a SendData step.
-	SendData(p []byte) error
-	// Close ends the exchange.
-	Close()
-}
-
-// WriteStep is one ask of the home node in a RemoteWrite.
-type WriteStep struct {
-	// Write: write the payload's first N bytes at Off of the file (FileID
-	// Inode); Sync: flush them to stable storage before answering.
-	Write bool
-	Inode uint64
-	Off   int64
-	N     int
-	Sync  bool
-	// SendData: send the payload.
-	SendData bool
-	// The end: the home node answered the WRITE through the relay, or
-	// the arrival node is to send it through the relay.
-	Answered, Forward bool
-}
-
-// serveRemoteWrite sends the home node the WRITE in frame (its payload at
-// dataOff) and does what it asks; forward sends a frame through the
-// relay. An error ends the connection.
-func (c *conn) serveRemoteWrite(rl Relay, rf *remoteFiles, frame, msg []byte, dataOff int, fid uint64, sealed, verified bool, forward func([]byte) error) error {
-	var h smb2.Header
-	h.Decode(msg) // remoteWritable decoded it
-	pf := c.remoteFile(rl, rf, &h, fid, true)
-	defer rf.release(pf)
-	if pf == nil || pf.f == nil {
-		return forward(frame) // served by the home node, as a small WRITE
-	}
-	data := msg[dataOff:]
-	x, err := rl.RemoteWrite(c.ctx, msg[:dataOff], len(data), pf.id, sealed, verified)
-	if err != nil {
-		return err
-	}
-	defer x.Close()
-	for {
-		st, err := x.Next()
-		switch {
-		case err != nil:
-			return err
-		case st.Forward:
-			return forward(frame)
-		case st.Answered:
-			return nil
-		case st.SendData:
-			for p := data; len(p) > 0; {
-				k := min(len(p), 1<<20)
-				if err := x.SendData(p[:k]); err != nil {
-					return err
-				}
-				p = p[k:]
-			}
-		case st.Write:
-			if st.N > len(data) || st.Inode != pf.id {
-				if err := x.Written(0, errors.New("not this WRITE's payload or file")); err != nil {
-					return err
-				}
-				continue
-			}
-			if !c.srv.cfg.Control.Valid() {
-				return dropError{errFenced} // a fenced node writes nothing (cluster.go)
-			}
-			n, werr := pf.f.WriteAt(data[:st.N], st.Off)
-			if werr == nil && st.Sync {
-				// Write-through ([MS-SMB2] 3.3.5.13): on the descriptor
-				// that wrote, before the home node answers.
-				werr = pf.f.Sync()
-			}
-			if n > 0 && (!st.Sync || werr != nil) {
-				rf.wrote(pf)
-			}
-			if werr == nil {
-				c.srv.remoteWrites.Add(1)
-				c.srv.cfg.Metrics.HandoffMoved(true, n)
-			}
-			if err := x.Written(n, werr); err != nil {
-				return err
-			}
-		}
-	}
 }

@@ -138,9 +138,9 @@ type Handoff struct {
 	Sessions []*MovedSession `protobuf:"bytes,19,rep,name=sessions,proto3" json:"sessions,omitempty"`
 	// The node relaying is itself the home node of another session of the
 	// connection and keeps its credit window: it checks every request's
-	// message id and credit charge, and tells this node, in a grant frame
-	// (type 0xFE) before each frame it relays, how many credits each
-	// request's response grants. The credit fields above are then unset.
+	// message id and credit charge, and tells this node, with each frame it
+	// relays (RelayMessage.grants), how many credits each request's
+	// response grants. The credit fields above are then unset.
 	CreditsAtRelay bool `protobuf:"varint,20,opt,name=credits_at_relay,json=creditsAtRelay,proto3" json:"credits_at_relay,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -607,7 +607,13 @@ type RelayMessage struct {
 	SyncError  string `protobuf:"bytes,7,opt,name=sync_error,json=syncError,proto3" json:"sync_error,omitempty"`
 	// Arrival → home, last (before the end of the stream): everything the
 	// arrival node wrote for the connection is on stable storage.
-	Flushed       bool `protobuf:"varint,8,opt,name=flushed,proto3" json:"flushed,omitempty"`
+	Flushed bool `protobuf:"varint,8,opt,name=flushed,proto3" json:"flushed,omitempty"`
+	// Arrival → home, on a session relay (the arrival node serves the
+	// connection and keeps its credit window; the home node serves one
+	// session's requests on it): the credits the first response to each
+	// request of data's message grants, by message id. The home node has
+	// them before it reads data.
+	Grants        []*RelayGrant `protobuf:"bytes,9,rep,name=grants,proto3" json:"grants,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -698,6 +704,66 @@ func (x *RelayMessage) GetFlushed() bool {
 	return false
 }
 
+func (x *RelayMessage) GetGrants() []*RelayGrant {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
+// RelayGrant is the credits the response to one request grants.
+type RelayGrant struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MessageId     uint64                 `protobuf:"varint,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Credits       uint32                 `protobuf:"varint,2,opt,name=credits,proto3" json:"credits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RelayGrant) Reset() {
+	*x = RelayGrant{}
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RelayGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelayGrant) ProtoMessage() {}
+
+func (x *RelayGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelayGrant.ProtoReflect.Descriptor instead.
+func (*RelayGrant) Descriptor() ([]byte, []int) {
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RelayGrant) GetMessageId() uint64 {
+	if x != nil {
+		return x.MessageId
+	}
+	return 0
+}
+
+func (x *RelayGrant) GetCredits() uint32 {
+	if x != nil {
+		return x.Credits
+	}
+	return 0
+}
+
 type EndPreviousRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     uint64                 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -709,7 +775,7 @@ type EndPreviousRequest struct {
 
 func (x *EndPreviousRequest) Reset() {
 	*x = EndPreviousRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -721,7 +787,7 @@ func (x *EndPreviousRequest) String() string {
 func (*EndPreviousRequest) ProtoMessage() {}
 
 func (x *EndPreviousRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[6]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +800,7 @@ func (x *EndPreviousRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndPreviousRequest.ProtoReflect.Descriptor instead.
 func (*EndPreviousRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{6}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EndPreviousRequest) GetSessionId() uint64 {
@@ -767,7 +833,7 @@ type EndPreviousResponse struct {
 
 func (x *EndPreviousResponse) Reset() {
 	*x = EndPreviousResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +845,7 @@ func (x *EndPreviousResponse) String() string {
 func (*EndPreviousResponse) ProtoMessage() {}
 
 func (x *EndPreviousResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[7]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +858,7 @@ func (x *EndPreviousResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndPreviousResponse.ProtoReflect.Descriptor instead.
 func (*EndPreviousResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{7}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *EndPreviousResponse) GetEnded() bool {
@@ -811,7 +877,7 @@ type OldestConnectionRequest struct {
 
 func (x *OldestConnectionRequest) Reset() {
 	*x = OldestConnectionRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +889,7 @@ func (x *OldestConnectionRequest) String() string {
 func (*OldestConnectionRequest) ProtoMessage() {}
 
 func (x *OldestConnectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[8]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +902,7 @@ func (x *OldestConnectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OldestConnectionRequest.ProtoReflect.Descriptor instead.
 func (*OldestConnectionRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{8}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OldestConnectionRequest) GetClientGuid() []byte {
@@ -856,7 +922,7 @@ type OldestConnectionResponse struct {
 
 func (x *OldestConnectionResponse) Reset() {
 	*x = OldestConnectionResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -868,7 +934,7 @@ func (x *OldestConnectionResponse) String() string {
 func (*OldestConnectionResponse) ProtoMessage() {}
 
 func (x *OldestConnectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[9]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -881,7 +947,7 @@ func (x *OldestConnectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OldestConnectionResponse.ProtoReflect.Descriptor instead.
 func (*OldestConnectionResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{9}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OldestConnectionResponse) GetHeld() bool {
@@ -914,7 +980,7 @@ type SendLeaseBreakRequest struct {
 
 func (x *SendLeaseBreakRequest) Reset() {
 	*x = SendLeaseBreakRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +992,7 @@ func (x *SendLeaseBreakRequest) String() string {
 func (*SendLeaseBreakRequest) ProtoMessage() {}
 
 func (x *SendLeaseBreakRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[10]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1005,7 @@ func (x *SendLeaseBreakRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendLeaseBreakRequest.ProtoReflect.Descriptor instead.
 func (*SendLeaseBreakRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{10}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SendLeaseBreakRequest) GetClientGuid() []byte {
@@ -993,7 +1059,7 @@ type SendLeaseBreakResponse struct {
 
 func (x *SendLeaseBreakResponse) Reset() {
 	*x = SendLeaseBreakResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1071,7 @@ func (x *SendLeaseBreakResponse) String() string {
 func (*SendLeaseBreakResponse) ProtoMessage() {}
 
 func (x *SendLeaseBreakResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[11]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1084,7 @@ func (x *SendLeaseBreakResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendLeaseBreakResponse.ProtoReflect.Descriptor instead.
 func (*SendLeaseBreakResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{11}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SendLeaseBreakResponse) GetSent() bool {
@@ -1042,7 +1108,7 @@ type RemoteReadRequest struct {
 
 func (x *RemoteReadRequest) Reset() {
 	*x = RemoteReadRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1120,7 @@ func (x *RemoteReadRequest) String() string {
 func (*RemoteReadRequest) ProtoMessage() {}
 
 func (x *RemoteReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[12]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1133,7 @@ func (x *RemoteReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReadRequest.ProtoReflect.Descriptor instead.
 func (*RemoteReadRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{12}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RemoteReadRequest) GetRelayId() uint64 {
@@ -1120,7 +1186,7 @@ type RemoteReadResponse struct {
 
 func (x *RemoteReadResponse) Reset() {
 	*x = RemoteReadResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[13]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1198,7 @@ func (x *RemoteReadResponse) String() string {
 func (*RemoteReadResponse) ProtoMessage() {}
 
 func (x *RemoteReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[13]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1211,7 @@ func (x *RemoteReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReadResponse.ProtoReflect.Descriptor instead.
 func (*RemoteReadResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{13}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RemoteReadResponse) GetForward() bool {
@@ -1254,7 +1320,7 @@ type RemoteWriteMessage struct {
 
 func (x *RemoteWriteMessage) Reset() {
 	*x = RemoteWriteMessage{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[14]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1332,7 @@ func (x *RemoteWriteMessage) String() string {
 func (*RemoteWriteMessage) ProtoMessage() {}
 
 func (x *RemoteWriteMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[14]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1345,7 @@ func (x *RemoteWriteMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteWriteMessage.ProtoReflect.Descriptor instead.
 func (*RemoteWriteMessage) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{14}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RemoteWriteMessage) GetRelayId() uint64 {
@@ -1411,7 +1477,7 @@ type SessionKeysRequest struct {
 
 func (x *SessionKeysRequest) Reset() {
 	*x = SessionKeysRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[15]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1489,7 @@ func (x *SessionKeysRequest) String() string {
 func (*SessionKeysRequest) ProtoMessage() {}
 
 func (x *SessionKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[15]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1502,7 @@ func (x *SessionKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionKeysRequest.ProtoReflect.Descriptor instead.
 func (*SessionKeysRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{15}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SessionKeysRequest) GetRelayId() uint64 {
@@ -1470,7 +1536,7 @@ type SessionKeysResponse struct {
 
 func (x *SessionKeysResponse) Reset() {
 	*x = SessionKeysResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[16]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1548,7 @@ func (x *SessionKeysResponse) String() string {
 func (*SessionKeysResponse) ProtoMessage() {}
 
 func (x *SessionKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[16]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1561,7 @@ func (x *SessionKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionKeysResponse.ProtoReflect.Descriptor instead.
 func (*SessionKeysResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{16}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SessionKeysResponse) GetOk() bool {
@@ -1559,7 +1625,7 @@ type RemoteFileRequest struct {
 
 func (x *RemoteFileRequest) Reset() {
 	*x = RemoteFileRequest{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[17]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1637,7 @@ func (x *RemoteFileRequest) String() string {
 func (*RemoteFileRequest) ProtoMessage() {}
 
 func (x *RemoteFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[17]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1650,7 @@ func (x *RemoteFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteFileRequest.ProtoReflect.Descriptor instead.
 func (*RemoteFileRequest) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{17}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RemoteFileRequest) GetRelayId() uint64 {
@@ -1633,7 +1699,7 @@ type RemoteFileResponse struct {
 
 func (x *RemoteFileResponse) Reset() {
 	*x = RemoteFileResponse{}
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[18]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1711,7 @@ func (x *RemoteFileResponse) String() string {
 func (*RemoteFileResponse) ProtoMessage() {}
 
 func (x *RemoteFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[18]
+	mi := &file_smbcluster_peer_v1_session_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1724,7 @@ func (x *RemoteFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteFileResponse.ProtoReflect.Descriptor instead.
 func (*RemoteFileResponse) Descriptor() ([]byte, []int) {
-	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{18}
+	return file_smbcluster_peer_v1_session_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RemoteFileResponse) GetOk() bool {
@@ -1763,7 +1829,7 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\atree_id\x18\x01 \x01(\rR\x06treeId\x12\x14\n" +
 	"\x05share\x18\x02 \x01(\tR\x05share\x12%\n" +
 	"\x0emaximal_access\x18\x03 \x01(\rR\rmaximalAccess\x12!\n" +
-	"\fencrypt_data\x18\x04 \x01(\bR\vencryptData\"\xf4\x01\n" +
+	"\fencrypt_data\x18\x04 \x01(\bR\vencryptData\"\xac\x02\n" +
 	"\fRelayMessage\x125\n" +
 	"\ahandoff\x18\x01 \x01(\v2\x1b.smbcluster.peer.v1.HandoffR\ahandoff\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
@@ -1774,7 +1840,13 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\x06synced\x18\x06 \x01(\x04R\x06synced\x12\x1d\n" +
 	"\n" +
 	"sync_error\x18\a \x01(\tR\tsyncError\x12\x18\n" +
-	"\aflushed\x18\b \x01(\bR\aflushed\"m\n" +
+	"\aflushed\x18\b \x01(\bR\aflushed\x126\n" +
+	"\x06grants\x18\t \x03(\v2\x1e.smbcluster.peer.v1.RelayGrantR\x06grants\"E\n" +
+	"\n" +
+	"RelayGrant\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x01 \x01(\x04R\tmessageId\x12\x18\n" +
+	"\acredits\x18\x02 \x01(\rR\acredits\"m\n" +
 	"\x12EndPreviousRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +
@@ -1884,7 +1956,7 @@ func file_smbcluster_peer_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_smbcluster_peer_v1_session_service_proto_rawDescData
 }
 
-var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_smbcluster_peer_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*FindSessionRequest)(nil),       // 0: smbcluster.peer.v1.FindSessionRequest
 	(*FindSessionResponse)(nil),      // 1: smbcluster.peer.v1.FindSessionResponse
@@ -1892,47 +1964,49 @@ var file_smbcluster_peer_v1_session_service_proto_goTypes = []any{
 	(*MovedSession)(nil),             // 3: smbcluster.peer.v1.MovedSession
 	(*MovedTree)(nil),                // 4: smbcluster.peer.v1.MovedTree
 	(*RelayMessage)(nil),             // 5: smbcluster.peer.v1.RelayMessage
-	(*EndPreviousRequest)(nil),       // 6: smbcluster.peer.v1.EndPreviousRequest
-	(*EndPreviousResponse)(nil),      // 7: smbcluster.peer.v1.EndPreviousResponse
-	(*OldestConnectionRequest)(nil),  // 8: smbcluster.peer.v1.OldestConnectionRequest
-	(*OldestConnectionResponse)(nil), // 9: smbcluster.peer.v1.OldestConnectionResponse
-	(*SendLeaseBreakRequest)(nil),    // 10: smbcluster.peer.v1.SendLeaseBreakRequest
-	(*SendLeaseBreakResponse)(nil),   // 11: smbcluster.peer.v1.SendLeaseBreakResponse
-	(*RemoteReadRequest)(nil),        // 12: smbcluster.peer.v1.RemoteReadRequest
-	(*RemoteReadResponse)(nil),       // 13: smbcluster.peer.v1.RemoteReadResponse
-	(*RemoteWriteMessage)(nil),       // 14: smbcluster.peer.v1.RemoteWriteMessage
-	(*SessionKeysRequest)(nil),       // 15: smbcluster.peer.v1.SessionKeysRequest
-	(*SessionKeysResponse)(nil),      // 16: smbcluster.peer.v1.SessionKeysResponse
-	(*RemoteFileRequest)(nil),        // 17: smbcluster.peer.v1.RemoteFileRequest
-	(*RemoteFileResponse)(nil),       // 18: smbcluster.peer.v1.RemoteFileResponse
+	(*RelayGrant)(nil),               // 6: smbcluster.peer.v1.RelayGrant
+	(*EndPreviousRequest)(nil),       // 7: smbcluster.peer.v1.EndPreviousRequest
+	(*EndPreviousResponse)(nil),      // 8: smbcluster.peer.v1.EndPreviousResponse
+	(*OldestConnectionRequest)(nil),  // 9: smbcluster.peer.v1.OldestConnectionRequest
+	(*OldestConnectionResponse)(nil), // 10: smbcluster.peer.v1.OldestConnectionResponse
+	(*SendLeaseBreakRequest)(nil),    // 11: smbcluster.peer.v1.SendLeaseBreakRequest
+	(*SendLeaseBreakResponse)(nil),   // 12: smbcluster.peer.v1.SendLeaseBreakResponse
+	(*RemoteReadRequest)(nil),        // 13: smbcluster.peer.v1.RemoteReadRequest
+	(*RemoteReadResponse)(nil),       // 14: smbcluster.peer.v1.RemoteReadResponse
+	(*RemoteWriteMessage)(nil),       // 15: smbcluster.peer.v1.RemoteWriteMessage
+	(*SessionKeysRequest)(nil),       // 16: smbcluster.peer.v1.SessionKeysRequest
+	(*SessionKeysResponse)(nil),      // 17: smbcluster.peer.v1.SessionKeysResponse
+	(*RemoteFileRequest)(nil),        // 18: smbcluster.peer.v1.RemoteFileRequest
+	(*RemoteFileResponse)(nil),       // 19: smbcluster.peer.v1.RemoteFileResponse
 }
 var file_smbcluster_peer_v1_session_service_proto_depIdxs = []int32{
 	3,  // 0: smbcluster.peer.v1.Handoff.sessions:type_name -> smbcluster.peer.v1.MovedSession
 	4,  // 1: smbcluster.peer.v1.MovedSession.trees:type_name -> smbcluster.peer.v1.MovedTree
 	2,  // 2: smbcluster.peer.v1.RelayMessage.handoff:type_name -> smbcluster.peer.v1.Handoff
-	0,  // 3: smbcluster.peer.v1.SessionService.Find:input_type -> smbcluster.peer.v1.FindSessionRequest
-	5,  // 4: smbcluster.peer.v1.SessionService.Relay:input_type -> smbcluster.peer.v1.RelayMessage
-	6,  // 5: smbcluster.peer.v1.SessionService.EndPrevious:input_type -> smbcluster.peer.v1.EndPreviousRequest
-	8,  // 6: smbcluster.peer.v1.SessionService.OldestConnection:input_type -> smbcluster.peer.v1.OldestConnectionRequest
-	10, // 7: smbcluster.peer.v1.SessionService.SendLeaseBreak:input_type -> smbcluster.peer.v1.SendLeaseBreakRequest
-	12, // 8: smbcluster.peer.v1.SessionService.RemoteRead:input_type -> smbcluster.peer.v1.RemoteReadRequest
-	14, // 9: smbcluster.peer.v1.SessionService.RemoteWrite:input_type -> smbcluster.peer.v1.RemoteWriteMessage
-	15, // 10: smbcluster.peer.v1.SessionService.SessionKeys:input_type -> smbcluster.peer.v1.SessionKeysRequest
-	17, // 11: smbcluster.peer.v1.SessionService.RemoteFile:input_type -> smbcluster.peer.v1.RemoteFileRequest
-	1,  // 12: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
-	5,  // 13: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
-	7,  // 14: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
-	9,  // 15: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
-	11, // 16: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
-	13, // 17: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
-	14, // 18: smbcluster.peer.v1.SessionService.RemoteWrite:output_type -> smbcluster.peer.v1.RemoteWriteMessage
-	16, // 19: smbcluster.peer.v1.SessionService.SessionKeys:output_type -> smbcluster.peer.v1.SessionKeysResponse
-	18, // 20: smbcluster.peer.v1.SessionService.RemoteFile:output_type -> smbcluster.peer.v1.RemoteFileResponse
-	12, // [12:21] is the sub-list for method output_type
-	3,  // [3:12] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	6,  // 3: smbcluster.peer.v1.RelayMessage.grants:type_name -> smbcluster.peer.v1.RelayGrant
+	0,  // 4: smbcluster.peer.v1.SessionService.Find:input_type -> smbcluster.peer.v1.FindSessionRequest
+	5,  // 5: smbcluster.peer.v1.SessionService.Relay:input_type -> smbcluster.peer.v1.RelayMessage
+	7,  // 6: smbcluster.peer.v1.SessionService.EndPrevious:input_type -> smbcluster.peer.v1.EndPreviousRequest
+	9,  // 7: smbcluster.peer.v1.SessionService.OldestConnection:input_type -> smbcluster.peer.v1.OldestConnectionRequest
+	11, // 8: smbcluster.peer.v1.SessionService.SendLeaseBreak:input_type -> smbcluster.peer.v1.SendLeaseBreakRequest
+	13, // 9: smbcluster.peer.v1.SessionService.RemoteRead:input_type -> smbcluster.peer.v1.RemoteReadRequest
+	15, // 10: smbcluster.peer.v1.SessionService.RemoteWrite:input_type -> smbcluster.peer.v1.RemoteWriteMessage
+	16, // 11: smbcluster.peer.v1.SessionService.SessionKeys:input_type -> smbcluster.peer.v1.SessionKeysRequest
+	18, // 12: smbcluster.peer.v1.SessionService.RemoteFile:input_type -> smbcluster.peer.v1.RemoteFileRequest
+	1,  // 13: smbcluster.peer.v1.SessionService.Find:output_type -> smbcluster.peer.v1.FindSessionResponse
+	5,  // 14: smbcluster.peer.v1.SessionService.Relay:output_type -> smbcluster.peer.v1.RelayMessage
+	8,  // 15: smbcluster.peer.v1.SessionService.EndPrevious:output_type -> smbcluster.peer.v1.EndPreviousResponse
+	10, // 16: smbcluster.peer.v1.SessionService.OldestConnection:output_type -> smbcluster.peer.v1.OldestConnectionResponse
+	12, // 17: smbcluster.peer.v1.SessionService.SendLeaseBreak:output_type -> smbcluster.peer.v1.SendLeaseBreakResponse
+	14, // 18: smbcluster.peer.v1.SessionService.RemoteRead:output_type -> smbcluster.peer.v1.RemoteReadResponse
+	15, // 19: smbcluster.peer.v1.SessionService.RemoteWrite:output_type -> smbcluster.peer.v1.RemoteWriteMessage
+	17, // 20: smbcluster.peer.v1.SessionService.SessionKeys:output_type -> smbcluster.peer.v1.SessionKeysResponse
+	19, // 21: smbcluster.peer.v1.SessionService.RemoteFile:output_type -> smbcluster.peer.v1.RemoteFileResponse
+	13, // [13:22] is the sub-list for method output_type
+	4,  // [4:13] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_smbcluster_peer_v1_session_service_proto_init() }
@@ -1946,7 +2020,7 @@ func file_smbcluster_peer_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smbcluster_peer_v1_session_service_proto_rawDesc), len(file_smbcluster_peer_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
