@@ -88,3 +88,85 @@ func TestRebuildKeepsAnUnacknowledgedBreak(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// threeNodes starts routers a, b and c over an in-memory mesh, every
+// shard owned by a; each router's routes can be moved (staticRoutes.move).
+func threeNodes(t *testing.T) (map[string]*Router, map[string]*staticRoutes) {
+	t.Helper()
+	mem := mesh.NewMemory()
+	peers := map[string]string{}
+	listeners := map[string]net.Listener{}
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		listeners[name] = mem.Listen(name)
+		peers[name] = listeners[name].Addr().String()
+	}
+	rs, routes := map[string]*Router{}, map[string]*staticRoutes{}
+	for _, name := range names {
+		rt := &staticRoutes{self: name, owner: "a", peers: peers}
+		r := newRouter(t, rt, mem.Dial)
+		srv := grpc.NewServer()
+		peerv1.RegisterPeerServiceServer(srv, r.Service())
+		go srv.Serve(listeners[name])
+		t.Cleanup(func() { srv.Stop(); r.Close() })
+		rs[name], routes[name] = r, rt
+	}
+	return rs, routes
+}
+
+// TestRetakenShardForgetsStaleOpens: node a owned a file's shard, lost it
+// (fenced) to c, and the open holding a lock of the file closed there; a
+// takes the shard back and rebuilds it from what the nodes hold — not
+// over what it kept from before: the closed open's lock must not stay in
+// force (ROBUSTNESS.md issue 2: every LOCK of a counter refused after its
+// owner rejoined), nor its share modes. The open was another node's (b: a kept its proxy) or
+// a's own (a kept its entries from when the file was its own).
+func TestRetakenShardForgetsStaleOpens(t *testing.T) {
+	for _, holder := range []string{"b", "a"} {
+		t.Run("held by "+holder, func(t *testing.T) {
+			rs, routes := threeNodes(t)
+			h, other := rs[holder], rs["b"]
+			if holder == "b" {
+				other = rs["c"]
+			}
+			key := state.FileKey{Volume: 4, FileID: 40}
+			ctx := context.Background()
+			lock := []state.Lock{{Offset: 0, Length: 20, Exclusive: true}}
+			o := open(key, rw, shareAll, newBreaks())
+			if _, err := h.Admit(ctx, o, state.Request{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Lock(o, lock); err != nil {
+				t.Fatal(err)
+			}
+			moveTo := func(owner string) {
+				for _, rt := range routes {
+					rt.move(owner, "")
+				}
+				if err := rs[owner].Recover(ctx, ShardOf(key)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			moveTo("c") // a fenced: c rebuilds the shard
+			if _, err := h.Unlock(o, lock); err != nil {
+				t.Fatal(err)
+			}
+			h.Release(o)
+			h.Drop(o)
+			moveTo("a") // a joined again and takes its shard back
+			o2 := open(key, rw, shareAll, newBreaks())
+			if _, err := other.Admit(ctx, o2, state.Request{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := other.Lock(o2, lock); err != nil {
+				t.Fatalf("the range the closed open had locked, after its owner took the shard back: %v", err)
+			}
+			other.Release(o2)
+			other.Drop(o2)
+			// Nor its share modes: an open sharing nothing is admitted.
+			if _, err := other.Admit(ctx, open(key, rw, 0, newBreaks()), state.Request{}, nil); err != nil {
+				t.Fatalf("an exclusive open after the closed open's owner took the shard back: %v", err)
+			}
+		})
+	}
+}

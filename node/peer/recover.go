@@ -94,8 +94,14 @@ func (sv *Service) Held(ctx context.Context, req *peerv1.HeldRequest) (*peerv1.H
 	resp := &peerv1.HeldResponse{}
 	for _, h := range r.heldIn(req.Shards) {
 		ref := &peerv1.OpenRef{Node: self.Node, Epoch: self.Epoch, Id: h.o.Ref}
+		locks := r.mirror.Locks(h.o)
+		if len(locks) == 0 {
+			// An open of a file this node owned until it lost the
+			// shard: its locks are in the owner's table.
+			locks = r.locks.Locks(h.o)
+		}
 		resp.Opens = append(resp.Opens, &peerv1.HeldOpen{
-			Open: openDesc(h.o, ref), Caching: cachingPB(h.rebuilt()), Locks: locksPB(r.mirror.Locks(h.o)),
+			Open: openDesc(h.o, ref), Caching: cachingPB(h.rebuilt()), Locks: locksPB(locks),
 			DeletePending: h.deletePending, Directory: h.dir,
 		})
 	}
@@ -120,6 +126,52 @@ func (r *Router) heldIn(shards []uint32) []heldOpen {
 	return out
 }
 
+// dropStale forgets the other nodes' opens of shard's files that this
+// node kept from an earlier time it owned the shard. A node gives a shard
+// up only when it holds nothing of it (ShardBusy); one that fenced kept
+// its tables while other nodes owned the shard and closed those opens
+// there, and taking the shard back it rebuilt over them: the byte-range
+// lock of an open closed meanwhile stayed in force with no open, and
+// every LOCK of the range was refused from then on (ROBUSTNESS.md issue
+// 2). What the live nodes answer (Held) is the shard's state; the dead
+// holders' durable opens (orphans) are restored from their records.
+//
+// The same for this node's own opens of the shard's files that are no
+// longer held: closed after the node lost the shard, their close went to
+// the owner of the time, and the entries made while this node owned the
+// file stayed in its tables.
+func (r *Router) dropStale(shard uint32) {
+	inShard := func(k state.FileKey) bool { return ShardOf(k) == shard }
+	kept := append(r.table.Opens(inShard), r.locks.Owners(inShard)...)
+	r.mu.Lock()
+	var proxies, own []*state.Open
+	for _, o := range r.proxies {
+		if _, orphan := r.orphans[o]; !orphan && inShard(o.Key) {
+			proxies = append(proxies, o)
+		}
+	}
+	seen := map[*state.Open]bool{}
+	for _, o := range kept {
+		_, proxy := r.proxyRef[o]
+		_, orphan := r.orphans[o]
+		if !proxy && !orphan && r.held[o.Ref] != o && !seen[o] {
+			seen[o] = true
+			own = append(own, o)
+		}
+	}
+	r.mu.Unlock()
+	for _, o := range proxies {
+		r.closeProxy(o)
+	}
+	for _, o := range own {
+		r.locks.Release(o)
+		r.table.Drop(o)
+	}
+	if n := len(proxies) + len(own); n > 0 {
+		r.log.Info("forgot opens kept from an earlier ownership of a shard", "shard", shard, "others", len(proxies), "own", len(own))
+	}
+}
+
 // Recover rebuilds the state of shard's files from the opens the live
 // nodes hold, before this node answers for the shard (ShardMap.Recover).
 // It fails if a live node cannot say what it holds.
@@ -127,6 +179,7 @@ func (r *Router) Recover(ctx context.Context, shard uint32) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	r.dropDelegs([]uint32{shard}) // deleg.go: its delegated opens become this node's own
+	r.dropStale(shard)
 	var restored int
 	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.HeldResponse, error) {
 		return cli.Held(ctx, &peerv1.HeldRequest{Shards: []uint32{shard}})

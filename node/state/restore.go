@@ -58,3 +58,38 @@ func (t *LockTable) Locks(o *Open) []Lock {
 	}
 	return out
 }
+
+// Opens lists the opens of the files match selects: a node taking a
+// shard over checks what its table kept against what the nodes hold.
+func (t *Table) Opens(match func(FileKey) bool) []*Open {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*Open
+	for k, f := range t.files {
+		if match(k) {
+			out = append(out, f.opens...)
+		}
+	}
+	return out
+}
+
+// Owners lists the opens holding byte-range locks of the files match
+// selects, each once.
+func (t *LockTable) Owners(match func(FileKey) bool) []*Open {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	seen := map[*Open]bool{}
+	var out []*Open
+	for k, f := range t.files {
+		if !match(k.FileKey) {
+			continue
+		}
+		for _, h := range f.locks {
+			if !seen[h.owner] {
+				seen[h.owner] = true
+				out = append(out, h.owner)
+			}
+		}
+	}
+	return out
+}
