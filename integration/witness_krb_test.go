@@ -66,9 +66,13 @@ func TestWitnessKerberos(t *testing.T) {
 			t.Fatalf("%s: a ticket for host/other.test was accepted:\n%s", prot, out)
 		}
 	}
+	// Each refusal is logged with its Kerberos reason.
+	if !strings.Contains(n.Log(), `refused" component=witness`) || !strings.Contains(n.Log(), "host/other.test") {
+		t.Errorf("the refusals of a ticket for host/other.test are not logged with their reason:\n%s", n.Log())
+	}
 	// The node still serves.
 	if _, err := torture(krbHost, "krb5,seal", "GetInterfaceList"); err != nil {
-		t.Fatalf("after the refusal: %v", err)
+		t.Fatalf("after the refusal: %v\nnode log:\n%s", err, n.Log())
 	}
 	// NTLMSSP in SPNEGO still works next to Kerberos.
 	kerberos = "--use-kerberos=disabled"

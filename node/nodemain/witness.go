@@ -60,7 +60,7 @@ type witnessDeps struct {
 func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessDeps) (*witnessService, error) {
 	acfg := &auth.Config{Users: d.users, NetBIOSComputer: d.serverName, NetBIOSDomain: d.workgroup,
 		Kerberos: d.krb}
-	d.shares.pipeSecurity = ncacn.Security(acfg) // IPC$ pipes too ([sign] bindings over ncacn_np)
+	d.shares.pipeSecurity = ncacn.Security(acfg, log) // IPC$ pipes too ([sign] bindings over ncacn_np)
 	if cfg.WitnessPort < 0 {
 		return nil, nil
 	}
@@ -101,7 +101,7 @@ func startWitness(ctx context.Context, cfg *Config, log *slog.Logger, d witnessD
 		w.hub.SetResources(rs)
 	}
 	// NTLMSSP and, with a keytab, Kerberos (auth_type 16).
-	w.srv = &ncacn.Server{Security: func() *dcerpc.Security { return ncacn.Security(acfg) }, Logger: log}
+	w.srv = &ncacn.Server{Security: func() *dcerpc.Security { return ncacn.Security(acfg, log) }, Logger: log}
 	if d.agent != nil {
 		// A fenced node serves no witness client: they wait on another
 		// node, which hears the cluster.

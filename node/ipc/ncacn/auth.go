@@ -1,6 +1,8 @@
 package ncacn
 
 import (
+	"log/slog"
+
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
 )
@@ -35,8 +37,9 @@ func ntlmNew(cfg *auth.Config) func(uint8) dcerpc.Authenticator {
 // carries its AP-REQ: the client's AP-REP and mechListMIC in
 // alter_context); packet integrity and privacy then use [RFC4121] MIC and
 // DCE-style Wrap tokens (AES session keys only). NoNTLM in cfg leaves
-// NTLMSSP refused.
-func Security(cfg *auth.Config) *dcerpc.Security {
+// NTLMSSP refused. A Kerberos refusal is logged to log, if not nil, with
+// its reason (a wrong principal, a replayed authenticator, clock skew).
+func Security(cfg *auth.Config, log *slog.Logger) *dcerpc.Security {
 	ntlm := ntlmNew(cfg)
 	c := *cfg
 	c.AllowGuest = false
@@ -45,9 +48,9 @@ func Security(cfg *auth.Config) *dcerpc.Security {
 		switch {
 		case !c.Kerberos.HasKeytab():
 		case typ == dcerpc.AuthTypeKerberos:
-			return &krbAuth{ctx: auth.NewKerberosDCE(&c)}
+			return &krbAuth{ctx: auth.NewKerberosDCE(&c), log: log}
 		case typ == dcerpc.AuthTypeSPNEGO:
-			return &spnegoAuth{cfg: &c, ntlm: func() dcerpc.Authenticator { return ntlm(typ) }}
+			return &spnegoAuth{cfg: &c, log: log, ntlm: func() dcerpc.Authenticator { return ntlm(typ) }}
 		}
 		return ntlm(typ)
 	}}

@@ -1,6 +1,8 @@
 package ncacn
 
 import (
+	"log/slog"
+
 	"github.com/smbcluster/smbcluster/node/auth"
 	"github.com/smbcluster/smbcluster/node/ipc/dcerpc"
 )
@@ -14,6 +16,7 @@ import (
 // the sec_trailer signed only. Only AES session keys are accepted.
 type krbAuth struct {
 	ctx        krbContext
+	log        *slog.Logger // told why a bind was refused
 	cfx        *auth.CFX
 	headerSign bool
 	privacy    bool // packet privacy: Wrap tokens, else MICs
@@ -24,10 +27,14 @@ type krbContext interface {
 	Step(in []byte) ([]byte, bool, error)
 	CFX() (*auth.CFX, error)
 	Result() auth.Result
+	KerberosError() error
 }
 
 func (a *krbAuth) Step(in []byte) ([]byte, bool, error) {
 	out, done, err := a.ctx.Step(in)
+	if err != nil && a.log != nil {
+		a.log.Warn("Kerberos authentication of an RPC association refused", "err", err, "kerberos", a.ctx.KerberosError())
+	}
 	if err != nil || !done {
 		return out, done, err
 	}
@@ -90,6 +97,7 @@ func (a *krbAuth) Unseal(data, msg, sig []byte) error {
 // the first token decides.
 type spnegoAuth struct {
 	cfg  *auth.Config
+	log  *slog.Logger
 	ntlm func() dcerpc.Authenticator
 	dcerpc.Authenticator
 	level      uint8
@@ -99,7 +107,7 @@ type spnegoAuth struct {
 func (a *spnegoAuth) Step(in []byte) ([]byte, bool, error) {
 	if a.Authenticator == nil {
 		if k := auth.SPNEGOKerberosDCE(a.cfg, in); k != nil {
-			a.Authenticator = &krbAuth{ctx: k}
+			a.Authenticator = &krbAuth{ctx: k, log: a.log}
 		} else {
 			a.Authenticator = a.ntlm()
 		}

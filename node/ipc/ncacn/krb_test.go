@@ -24,9 +24,9 @@ func TestSecurityOffers(t *testing.T) {
 		sec  *dcerpc.Security
 		krb5 bool
 	}{
-		{Security(&auth.Config{Kerberos: with}), true},
-		{Security(&auth.Config{Kerberos: &auth.Kerberos{}}), false},
-		{Security(&auth.Config{}), false},
+		{Security(&auth.Config{Kerberos: with}, nil), true},
+		{Security(&auth.Config{Kerberos: &auth.Kerberos{}}, nil), false},
+		{Security(&auth.Config{}, nil), false},
 		{NTLMSecurity(&auth.Config{Kerberos: with}), false},
 	} {
 		if got := c.sec.New(dcerpc.AuthTypeKerberos) != nil; got != c.krb5 {
@@ -41,7 +41,7 @@ func TestSecurityOffers(t *testing.T) {
 			t.Error("schannel offered")
 		}
 	}
-	a := Security(&auth.Config{Kerberos: with}).New(dcerpc.AuthTypeKerberos)
+	a := Security(&auth.Config{Kerberos: with}, nil).New(dcerpc.AuthTypeKerberos)
 	if _, _, err := a.Step([]byte("not an AP-REQ")); err == nil {
 		t.Error("garbage accepted as an AP-REQ")
 	}
