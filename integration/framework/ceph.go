@@ -84,21 +84,23 @@ var cephTools = []string{"ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-f
 // sendfile — every time (FUSE drops a file's cached pages only when it
 // sees the size change); TestCephFS measures it.
 //
-// That is all coherence takes: names, sizes, mtimes, renames and deletes
-// are coherent with the defaults (capabilities and dentry leases, which
-// ceph-fuse passes on to the kernel). client_oc=false (the Ceph client's
-// object cache off) is not needed — with the page cache off, reads are
-// fresh with the object cache on, since the MDS revokes its caching and
-// buffering capabilities from every client as soon as another one writes —
-// and it costs: it makes every write synchronous to the OSD (with the page
-// cache off, a 1 MiB writer and fsync 19-32 MiB/s against 142-262 with it
-// on, and 1 MiB reads through another mount 101 MiB/s against 261-317;
-// two runs on a busy 2-core machine). A WRITE
-// the node answered may sit in the client's cache until it is flushed
-// (at most client_oc_max_dirty_age, 5 s, or at once when another client
-// opens the file); FLUSH and write-through WRITEs fsync it, and a killed
-// node process leaves it to its host's ceph-fuse, which flushes it.
-var CephCoherentOptions = []string{"--fuse_disable_pagecache=true"}
+// Names, sizes, mtimes, renames and deletes are coherent with the
+// defaults (capabilities and dentry leases, which ceph-fuse passes on to
+// the kernel), and so are reads with the page cache off. client_oc=false
+// (the Ceph client's object cache off) is for liveness, not coherence:
+// with the object cache on, a read's readahead holds the file's Fc
+// capability while the MDS revokes it, and Ceph 16.2's client can then
+// leave a later read waiting for that revocation for ever (fixed upstream
+// in Ceph 19, tracker 65971) — TestBedChannels saw two of its node's
+// preads on ceph-fuse blocked for minutes, 2 runs in 9 on a busy
+// machine, the client's cap dump showing Fr issued and the read waiting
+// on Fc. With the object cache off, reads are synchronous to the OSDs and
+// never take Fc refs. It costs: every write is synchronous to the OSD (with
+// the page cache off, a 1 MiB writer and fsync 19-32 MiB/s against 142-262
+// with it on, and 1 MiB reads through another mount 101 MiB/s against
+// 261-317; two runs on a busy 2-core machine). docs/STORAGE.md requires
+// both options.
+var CephCoherentOptions = []string{"--fuse_disable_pagecache=true", "--client_oc=false"}
 
 // RequireCephFS skips the test unless a CephFS cluster and ceph-fuse
 // mounts can be made here: root, /dev/fuse, and the Ceph packages.

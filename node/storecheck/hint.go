@@ -12,7 +12,7 @@ import (
 var hints = map[string]string{
 	"fuse.glusterfs": "GlusterFS: mount with direct-io-mode=enable,attribute-timeout=0,entry-timeout=0 and turn off the volume's client-side caching " +
 		"(gluster volume set VOL performance.write-behind off, and read-ahead, io-cache, quick-read, stat-prefetch, open-behind, readdir-ahead)",
-	"fuse.ceph-fuse": "CephFS: run ceph-fuse with --fuse_disable_pagecache=true (or fuse_disable_pagecache = true in ceph.conf's [client] section)",
+	"fuse.ceph-fuse": "CephFS: run ceph-fuse with --fuse_disable_pagecache=true --client_oc=false (or fuse_disable_pagecache = true and client_oc = false in ceph.conf's [client] section)",
 	"ceph":           "CephFS (kernel client): the kernel client is coherent through its capabilities; check the mount options (no 'fsc', no 'nocrc' caching changes) and the MDS",
 	"nfs":            "NFS: mount with actimeo=0 (or noac) and lookupcache=none, and no 'fsc'",
 	"nfs4":           "NFS: mount with actimeo=0 (or noac) and lookupcache=none, and no 'fsc'",
