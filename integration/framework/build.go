@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -89,13 +90,17 @@ func BuildNodeTags(t testing.TB, tags string) string {
 	return bin
 }
 
-// Main runs the tests, ends what they shared (Shared), prints the
+// Main runs the tests under the hang guard (hang.go), ends what they
+// shared (Shared), prints the
 // failures noted (NoteFailure; every failed test that started a server)
 // and removes what BuildNode built. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { framework.Main(m) }
 func Main(m *testing.M) {
+	flag.Parse()
+	disarm := armHangGuard()
 	code := m.Run()
+	disarm()
 	if endShared() && code == 0 {
 		code = 1
 	}

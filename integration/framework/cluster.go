@@ -254,6 +254,7 @@ func (c *Cluster) LaunchNode(t testing.TB, name, addr string, extra ...string) *
 	if err := n.cmd.Start(); err != nil {
 		t.Fatalf("start smbnode: %v", err)
 	}
+	trackProc("node "+name+" "+addr, n.cmd.Process.Pid, n.out, n.exited)
 	go func() {
 		n.err = n.cmd.Wait()
 		close(n.exited)

@@ -117,6 +117,7 @@ func (p *Proc) start(t testing.TB) {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s on %s: %v", p.Name, p.Host.Name, err)
 	}
+	trackProc(p.Name+" on "+p.Host.Name, p.cmd.Process.Pid, p.out, p.exited)
 	exited, cmd := p.exited, p.cmd
 	go func() {
 		cmd.Wait()

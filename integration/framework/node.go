@@ -256,6 +256,7 @@ func (n *Node) launch(t testing.TB) {
 	if err := n.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", n.Kind, err)
 	}
+	trackProc(n.Kind+" "+n.Addr, n.cmd.Process.Pid, n.out, n.exited)
 	go func() {
 		n.err = n.cmd.Wait()
 		close(n.exited)

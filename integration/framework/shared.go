@@ -21,6 +21,7 @@ import (
 // cleanups show their logs.
 func Shared[T any](t *testing.T, key string, build func(tb testing.TB) T) T {
 	t.Helper()
+	noteIfFailed(t)
 	shared.mu.Lock()
 	e, ok := shared.m[key]
 	if !ok {

@@ -3,6 +3,7 @@ package framework
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -15,17 +16,22 @@ var summary struct {
 	lines []string
 }
 
-// NoteFailure adds msg to the summary Main prints at the end of the run.
+// NoteFailure adds msg to the summary Main prints at the end of the run,
+// once however often it is noted.
 func NoteFailure(msg string) {
 	summary.mu.Lock()
 	defer summary.mu.Unlock()
-	summary.lines = append(summary.lines, msg)
+	if !slices.Contains(summary.lines, msg) {
+		summary.lines = append(summary.lines, msg)
+	}
 }
 
-// noteIfFailed notes t's name in the summary if t fails. Start,
-// NewCluster and NewBed call it, so every test that runs a server is
-// named at the end when it fails.
+// noteIfFailed notes t's name in the summary if t fails, and counts it
+// as running for the hang guard until it ends. Start, NewCluster, NewBed
+// and Shared call it, so every test that runs a server or uses a shared
+// one is named at the end when it fails, and by the guard when it hangs.
 func noteIfFailed(t testing.TB) {
+	trackTest(t)
 	t.Cleanup(func() {
 		if t.Failed() {
 			NoteFailure(t.Name() + " failed")
