@@ -142,6 +142,7 @@ func (c *conn) hijack(first []byte) *Hijacked {
 	c.wmu.Lock() // a frame being written ends before the carrier writes
 	c.out = c.out[:0]
 	c.wmu.Unlock()
+	c.br.SetBeforeRead(nil) // the engine's batched responses are over: nothing to flush before a read
 	c.nc.SetReadDeadline(time.Time{})
 	return &Hijacked{Conn: c.nc, Remote: c.remote, First: first, Reader: c.br, Writer: &ClientWriter{c}, c: c}
 }

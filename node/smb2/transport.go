@@ -16,15 +16,8 @@ const MaxTransportLength = 1<<24 - 1
 // bytes. n must not exceed MaxTransportLength: the length field has 24
 // bits, and only they are written.
 func PutTransportHeader(b []byte, n int) {
-	PutFrameHeader(b, 0, n)
-}
-
-// PutFrameHeader writes to b[:4] a header of type typ for n bytes; a
-// session message's type is 0 (PutTransportHeader), others are a
-// stream's own frames.
-func PutFrameHeader(b []byte, typ byte, n int) {
 	_ = b[3]
-	b[0], b[1], b[2], b[3] = typ, byte(n>>16), byte(n>>8), byte(n)
+	b[0], b[1], b[2], b[3] = 0, byte(n>>16), byte(n>>8), byte(n)
 }
 
 // AppendTransportHeader appends the header of a session message of n

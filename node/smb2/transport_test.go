@@ -16,9 +16,9 @@ func TestTransportHeader(t *testing.T) {
 			t.Errorf("%#x: appended % x, put % x", n, a[1:], b)
 		}
 	}
-	var b [TransportHeaderSize]byte
-	PutFrameHeader(b[:], 0xFE, 20)
-	if want := []byte{0xFE, 0, 0, 20}; !bytes.Equal(b[:], want) {
-		t.Errorf("frame header % x, want % x", b, want)
+	b := [TransportHeaderSize]byte{0xFE, 0xFE, 0xFE, 0xFE}
+	PutTransportHeader(b[:], 20)
+	if want := []byte{0, 0, 0, 20}; !bytes.Equal(b[:], want) {
+		t.Errorf("header over other bytes % x, want % x", b, want)
 	}
 }
