@@ -140,11 +140,13 @@ func (sv *Service) post(ctx context.Context, req *peerv1.CallRequest) {
 // nodes than from hold opens of key — once more after they flushed the
 // closes on their way.
 func (r *Router) flushFor(key state.FileKey, from string, check func() (negative bool)) {
+	left := r.leftOf(key)
 	if !check() {
 		return
 	}
 	flushed := r.flushHolders(key, from)
 	flushed = r.awaitLeaving(context.Background(), key) || flushed
+	flushed = flushed || r.leftOf(key) != left
 	// A delegation stands for opens that may not be there (deleg.go).
 	r.withoutDelegs(key, func(recalled bool) {
 		if flushed || recalled {
@@ -180,6 +182,7 @@ func (r *Router) leaving(o *state.Open) (ok bool, done func()) {
 	return true, func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		r.left[ShardOf(o.Key)]++
 		if c.n--; c.n == 0 {
 			close(c.done)
 			if r.closingAt[o.Key] == c {
@@ -187,6 +190,28 @@ func (r *Router) leaving(o *state.Open) (ok bool, done func()) {
 			}
 		}
 	}
+}
+
+// leftOf counts the proxies of key's shard that left the table so far. A
+// check that a holder's close may have changed compares it before and
+// after the flush: a close on its way when the check ran may have been
+// served since, and confirmed to its holder, which then had nothing to
+// flush.
+func (r *Router) leftOf(key state.FileKey) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.left[ShardOf(key)]
+}
+
+// leftAll is leftOf for every shard.
+func (r *Router) leftAll() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n uint64
+	for _, l := range r.left {
+		n += l
+	}
+	return n
 }
 
 // awaitLeaving waits until no proxy of key is leaving the tables (or ctx
@@ -260,6 +285,7 @@ func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Reques
 			}
 		}
 	}
+	left := r.leftOf(o.Key)
 	g, err := r.table.Admit(ctx, o, req, onWait)
 	violation := errors.Is(err, state.ErrSharingViolation)
 	less := err == nil && lessCaching(req, g)
@@ -268,6 +294,7 @@ func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Reques
 	}
 	flushed := r.flushHolders(o.Key, from)
 	flushed = r.awaitLeaving(ctx, o.Key) || flushed
+	flushed = flushed || r.leftOf(o.Key) != left
 	// A delegation stands for opens that may not be there (deleg.go).
 	r.withoutDelegs(o.Key, func(recalled bool) {
 		if !flushed && !recalled {
@@ -374,12 +401,14 @@ func (r *Router) setDelHint(key state.FileKey) {
 // hasOpenBelow is HasOpenBelow on the files owned here, checked again
 // after a flush when it finds one.
 func (r *Router) hasOpenBelow(dir string) bool {
+	left := r.leftAll()
 	on := r.table.HasOpenBelow(dir)
 	if !on {
 		return false
 	}
 	flushed := r.flushAll()
 	flushed = r.awaitAnyLeaving() || flushed
+	flushed = flushed || r.leftAll() != left
 	r.withoutAnyDelegs(func(recalled bool) { // deleg.go
 		if flushed || recalled {
 			on = r.table.HasOpenBelow(dir)

@@ -73,6 +73,7 @@ type Router struct {
 	in          map[*state.Open]bool        // proxies whose admission completed
 	byKey       map[state.FileKey]map[refKey]bool
 	closingAt   map[state.FileKey]*closings // proxies leaving the table (closing.go)
+	left        [NumShards]uint64           // proxies that left the table, by shard (closing.go)
 	muxes       map[string]*mux             // the exchange with each peer, by address (mux.go)
 	ntf         notifyState
 	locked      map[uint64]bool                   // held opens that asked for a byte-range lock
