@@ -117,7 +117,7 @@ func (r *Router) serveCall(c call, req *peerv1.CallRequest) (*peerv1.CallRespons
 	case *peerv1.CallRequest_Handover:
 		return r.serveHandover(c, op.Handover) // durable.go
 	case *peerv1.CallRequest_ReturnDelegation:
-		r.takeBack(c.key, op.ReturnDelegation) // deleg.go
+		r.dg.takeBack(c.key, op.ReturnDelegation) // deleg.go
 		return &peerv1.CallResponse{}, nil
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "operation %v is not a Call", opOf(req))
@@ -217,7 +217,7 @@ func (r *Router) serveCheckRename(c call, m *peerv1.CheckRenameOp) (resp *peerv1
 }
 
 func (r *Router) serveRenamed(c call, m *peerv1.RenamedOp) (*peerv1.CallResponse, error) {
-	r.withoutDelegs(c.key, func(bool) { r.table.Renamed(c.key, m.Name) })
+	r.dg.without(c.key, func(bool) { r.table.Renamed(c.key, m.Name) })
 	return &peerv1.CallResponse{}, nil
 }
 
@@ -254,7 +254,7 @@ func (r *Router) serveStreamOf(c call, m *peerv1.StreamOfOp) (*peerv1.CallRespon
 }
 
 func (r *Router) serveRenamedStream(c call, m *peerv1.RenamedStreamOp) (*peerv1.CallResponse, error) {
-	r.withoutDelegs(c.key, func(bool) { r.table.RenamedStream(c.key, m.From, m.To) })
+	r.dg.without(c.key, func(bool) { r.table.RenamedStream(c.key, m.From, m.To) })
 	return &peerv1.CallResponse{}, nil
 }
 

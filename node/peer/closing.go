@@ -151,7 +151,7 @@ func (r *Router) flushFor(key state.FileKey, from string, check func() (negative
 	flushed = r.awaitLeaving(context.Background(), key) || flushed
 	flushed = flushed || r.leftOf(key) != left
 	// A delegation stands for opens that may not be there (deleg.go).
-	r.withoutDelegs(key, func(recalled bool) {
+	r.dg.without(key, func(recalled bool) {
 		if flushed || recalled {
 			check()
 		}
@@ -299,7 +299,7 @@ func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Reques
 	flushed = r.awaitLeaving(ctx, o.Key) || flushed
 	flushed = flushed || r.leftOf(o.Key) != left
 	// A delegation stands for opens that may not be there (deleg.go).
-	r.withoutDelegs(o.Key, func(recalled bool) {
+	r.dg.without(o.Key, func(recalled bool) {
 		if !flushed && !recalled {
 			return
 		}
@@ -340,7 +340,7 @@ func (r *Router) markPending(key state.FileKey, on bool, set func()) {
 	// The delegations first: their opens must be known here, and their
 	// holders' closes of them wait for the answer (deleg.go); none is
 	// granted while the delete is pending.
-	r.withoutDelegs(key, func(bool) {
+	r.dg.without(key, func(bool) {
 		r.tellHolders(key, "", &peerv1.DeliverRequest{Flush: r.routes.Self(), DeletePending: keyPB(key)}, "a delete pending")
 		set()
 	})
@@ -412,7 +412,7 @@ func (r *Router) hasOpenBelow(dir string) bool {
 	flushed := r.flushAll()
 	flushed = r.awaitAnyLeaving() || flushed
 	flushed = flushed || r.leftAll() != left
-	r.withoutAnyDelegs(func(recalled bool) { // deleg.go
+	r.dg.withoutAny(func(recalled bool) { // deleg.go
 		if flushed || recalled {
 			on = r.table.HasOpenBelow(dir)
 		}

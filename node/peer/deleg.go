@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/smbcluster/smbcluster/node/state"
@@ -97,6 +98,39 @@ type grant struct {
 	recalling chan struct{} // a recall on its way; closed when it ends
 }
 
+// delegations is a node's admission delegation, both sides: the
+// delegations it holds of remote files and those it granted of files it
+// owns. Its mu guards its maps and the fields of every deleg and grant
+// in them. Lock order: Router.mu before mu, never the reverse — the
+// Router admits or closes an open under a delegation, and puts a grant's
+// stand-in among its proxies, in one step with its own state (the Held
+// listing and unproxy meet both or neither); a method here holds mu
+// only over its own state, and takes Router.mu, or calls another node,
+// only after letting mu go.
+type delegations struct {
+	r *Router // the calls to the other nodes, routes and counters
+
+	mu sync.Mutex
+	// Holder side:
+	byKey      map[state.FileKey]*deleg // this node's delegations of remote files
+	byID       map[uint64]*deleg        // the same, by id
+	delegated  map[uint64]*deleg        // held opens admitted under a delegation, by Ref
+	converting map[uint64]chan struct{} // held opens whose delegation is being returned
+	// Owner side:
+	grants     map[state.FileKey]map[refKey]*grant // delegations of files owned here
+	recallSeq  uint64                              // counts operations that recall (a grant in between is undone)
+	noGrant    map[state.FileKey]int               // operations under way that want no new delegation of a file
+	noGrantAll int                                 // the same, of any file
+}
+
+// newDelegations returns r's delegations, none yet.
+func newDelegations(r *Router) *delegations {
+	return &delegations{
+		r: r, byKey: map[state.FileKey]*deleg{}, byID: map[uint64]*deleg{}, delegated: map[uint64]*deleg{},
+		converting: map[uint64]chan struct{}{}, grants: map[state.FileKey]map[refKey]*grant{}, noGrant: map[state.FileKey]int{},
+	}
+}
+
 // plainOpen reports whether an open may be admitted under a delegation
 // (or earn one).
 func plainOpen(o *state.Open, req state.Request) bool {
@@ -110,127 +144,146 @@ func (r *Router) admitDelegated(o *state.Open, req state.Request, t target) bool
 	if !plainOpen(o, req) {
 		return false
 	}
+	var ok bool
+	var stale *deleg
 	r.mu.Lock()
-	d := r.delegs[o.Key]
-	if d == nil || d.st != delegActive || o.Access&^d.access != 0 || d.share&^o.ShareAccess != 0 || r.held[o.Ref] != o {
-		r.mu.Unlock()
-		return false
+	if r.held[o.Ref] == o {
+		ok, stale = r.dg.admit(o, t.route.GetRevision())
 	}
-	if d.route.GetRevision() != t.route.GetRevision() {
-		r.beginReturn(d) // granted under an assignment that ended
-		r.mu.Unlock()
-		go r.finishReturn(d)
-		return false
+	if ok {
+		r.mirrorCache[o.Ref] = heldState{}
+		r.done[o.Ref] = true // in one step with admit: a Held listing meets it admitted, or its delegation still here
+	}
+	r.mu.Unlock()
+	if stale != nil {
+		go r.dg.finishReturn(stale)
+	}
+	if ok {
+		r.stats.Delegated.Add(1)
+	}
+	return ok
+}
+
+// admit puts o under the delegation of its file when one covers it,
+// granted under the assignment of revision rev; one granted under an
+// earlier assignment begins its return instead (stale: the caller
+// finishes it). The caller holds r.mu.
+func (dg *delegations) admit(o *state.Open, rev int64) (ok bool, stale *deleg) {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	d := dg.byKey[o.Key]
+	if d == nil || d.st != delegActive || o.Access&^d.access != 0 || d.share&^o.ShareAccess != 0 {
+		return false, nil
+	}
+	if d.route.GetRevision() != rev {
+		dg.beginReturn(d) // granted under an assignment that ended
+		return false, d
 	}
 	d.opens[o.Ref] = o
 	d.used = time.Now()
-	r.delegated[o.Ref] = d
-	r.mirrorCache[o.Ref] = heldState{}
-	r.done[o.Ref] = true // in one step: a Held listing meets it admitted, or its delegation still here
-	r.mu.Unlock()
-	r.stats.Delegated.Add(1)
-	return true
+	dg.delegated[o.Ref] = d
+	return true, nil
 }
 
-// askDeleg registers a pending delegation of o's file for its Admit to
-// ask for, and returns its id (0: none is asked for).
-func (r *Router) askDeleg(o *state.Open, req state.Request) uint64 {
+// ask registers a pending delegation of o's file for its Admit to ask
+// for, and returns its id (0: none is asked for).
+func (dg *delegations) ask(o *state.Open, req state.Request) uint64 {
 	if !plainOpen(o, req) {
 		return 0
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.delegs[o.Key] != nil {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	if dg.byKey[o.Key] != nil {
 		return 0
 	}
-	if len(r.delegs) >= r.maxDelegs {
+	if len(dg.byKey) >= dg.r.maxDelegs {
 		var lru *deleg
-		for _, d := range r.delegs {
+		for _, d := range dg.byKey {
 			if d.st == delegActive && len(d.opens) == 0 && (lru == nil || d.used.Before(lru.used)) {
 				lru = d
 			}
 		}
 		if lru != nil {
-			r.beginReturn(lru)
-			go r.finishReturn(lru)
+			dg.beginReturn(lru)
+			go dg.finishReturn(lru)
 		}
 		return 0
 	}
-	d := &deleg{id: r.next.Add(1), key: o.Key, opens: map[uint64]*state.Open{}, done: make(chan struct{})}
-	r.delegs[o.Key] = d
-	r.delegIDs[d.id] = d
+	d := &deleg{id: dg.r.next.Add(1), key: o.Key, opens: map[uint64]*state.Open{}, done: make(chan struct{})}
+	dg.byKey[o.Key] = d
+	dg.byID[d.id] = d
 	return d.id
 }
 
-// delegAnswered settles the pending delegation id after its Admit at t:
+// answered settles the pending delegation id after its Admit at t:
 // granted (ev.Delegated) it becomes active; otherwise it ends — after
 // telling the owner, when the answer was lost, that a grant it may have
 // made is not taken.
-func (r *Router) delegAnswered(id uint64, o *state.Open, t target, ev *peerv1.AdmitEvent, err error) {
+func (dg *delegations) answered(id uint64, o *state.Open, t target, ev *peerv1.AdmitEvent, err error) {
 	if id == 0 {
 		return
 	}
-	r.mu.Lock()
-	d := r.delegIDs[id]
+	dg.mu.Lock()
+	d := dg.byID[id]
 	if d == nil || d.st != delegPending { // dropped meanwhile (Held): its owner is gone
-		r.mu.Unlock()
+		dg.mu.Unlock()
 		return
 	}
 	if err != nil || !ev.GetDelegated() || ev.GetError() != peerv1.Error_ERROR_UNSPECIFIED {
-		r.endDeleg(d)
-		r.mu.Unlock()
+		dg.end(d)
+		dg.mu.Unlock()
 		switch {
 		case err == nil || status.Code(err) == codes.FailedPrecondition: // nothing granted
 		case moved(err): // the exchange broke: the grant, if any, is undone on the side
-			go r.returnAt(t, o.Key, id, nil)
+			go dg.returnAt(t, o.Key, id, nil)
 		default:
-			r.returnAt(t, o.Key, id, nil)
+			dg.returnAt(t, o.Key, id, nil)
 		}
 		return
 	}
 	d.st, d.access, d.share, d.route, d.mx, d.used = delegActive, o.Access, o.ShareAccess, t.route, t.mx, time.Now()
 	recalled := d.recalled
 	if recalled {
-		r.beginReturn(d)
+		dg.beginReturn(d)
 	} else {
-		d.timer = time.AfterFunc(r.delegIdle, func() { r.idle(d) })
+		d.timer = time.AfterFunc(dg.r.delegIdle, func() { dg.idle(d) })
 	}
-	r.mu.Unlock()
+	dg.mu.Unlock()
 	if recalled {
-		go r.finishReturn(d)
+		go dg.finishReturn(d)
 	}
 }
 
 // idle returns d if it had no opens for delegIdle, or checks again later.
-func (r *Router) idle(d *deleg) {
-	r.mu.Lock()
+func (dg *delegations) idle(d *deleg) {
+	dg.mu.Lock()
 	if d.st != delegActive {
-		r.mu.Unlock()
+		dg.mu.Unlock()
 		return
 	}
-	if wait := r.delegIdle - time.Since(d.used); len(d.opens) > 0 || wait > 0 {
+	if wait := dg.r.delegIdle - time.Since(d.used); len(d.opens) > 0 || wait > 0 {
 		if wait <= 0 {
-			wait = r.delegIdle
+			wait = dg.r.delegIdle
 		}
 		d.timer.Reset(wait)
-		r.mu.Unlock()
+		dg.mu.Unlock()
 		return
 	}
-	r.beginReturn(d)
-	r.mu.Unlock()
-	r.finishReturn(d)
+	dg.beginReturn(d)
+	dg.mu.Unlock()
+	dg.finishReturn(d)
 }
 
 // beginReturn stops admitting under d and moves its opens to the ones
-// being returned. The caller holds r.mu, and then calls finishReturn.
-func (r *Router) beginReturn(d *deleg) {
+// being returned. The caller holds dg.mu, and then calls finishReturn.
+func (dg *delegations) beginReturn(d *deleg) {
 	d.st = delegReturning
 	if d.timer != nil {
 		d.timer.Stop()
 	}
 	for ref, o := range d.opens {
-		delete(r.delegated, ref)
-		r.converting[ref] = d.done
+		delete(dg.delegated, ref)
+		dg.converting[ref] = d.done
 		d.back = append(d.back, o)
 	}
 	d.opens = nil
@@ -239,17 +292,17 @@ func (r *Router) beginReturn(d *deleg) {
 // finishReturn returns d to its owner with the opens it had, which
 // become ordinary opens there, and ends it. It reports whether the owner
 // took them (or no longer owns the file).
-func (r *Router) finishReturn(d *deleg) bool {
-	ok := r.returnAt(target{mx: d.mx, route: d.route}, d.key, d.id, d.back)
-	r.mu.Lock()
+func (dg *delegations) finishReturn(d *deleg) bool {
+	ok := dg.returnAt(target{mx: d.mx, route: d.route}, d.key, d.id, d.back)
+	dg.mu.Lock()
 	for _, o := range d.back {
-		if r.converting[o.Ref] == d.done {
-			delete(r.converting, o.Ref)
+		if dg.converting[o.Ref] == d.done {
+			delete(dg.converting, o.Ref)
 		}
 	}
-	r.endDeleg(d)
-	r.mu.Unlock()
-	r.stats.Returned.Add(1)
+	dg.end(d)
+	dg.mu.Unlock()
+	dg.r.stats.Returned.Add(1)
 	return ok
 }
 
@@ -259,7 +312,8 @@ func (r *Router) finishReturn(d *deleg) bool {
 // one that cannot be reached is tried again while the assignment holds.
 // It reports whether the owner took the delegation back (or no longer
 // owns the shard at that assignment).
-func (r *Router) returnAt(t target, key state.FileKey, id uint64, opens []*state.Open) bool {
+func (dg *delegations) returnAt(t target, key state.FileKey, id uint64, opens []*state.Open) bool {
+	r := dg.r
 	op := &peerv1.ReturnDelegationOp{Delegation: &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), Id: id}}
 	for _, o := range opens {
 		op.Opens = append(op.Opens, openDesc(o, r.ref(o)))
@@ -288,13 +342,13 @@ func (r *Router) returnAt(t target, key state.FileKey, id uint64, opens []*state
 	}
 }
 
-// endDeleg forgets d. The caller holds r.mu.
-func (r *Router) endDeleg(d *deleg) {
-	if r.delegs[d.key] == d {
-		delete(r.delegs, d.key)
+// end forgets d. The caller holds dg.mu.
+func (dg *delegations) end(d *deleg) {
+	if dg.byKey[d.key] == d {
+		delete(dg.byKey, d.key)
 	}
-	if r.delegIDs[d.id] == d {
-		delete(r.delegIDs, d.id)
+	if dg.byID[d.id] == d {
+		delete(dg.byID, d.id)
 		close(d.done)
 	}
 	if d.timer != nil {
@@ -302,17 +356,29 @@ func (r *Router) endDeleg(d *deleg) {
 	}
 }
 
+// stop stops the idle timers: no delegation is returned after the node
+// stopped (Close).
+func (dg *delegations) stop() {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	for _, d := range dg.byKey {
+		if d.timer != nil {
+			d.timer.Stop()
+		}
+	}
+}
+
 // recalled is the holder's side of a recall: d is returned (or, pending,
 // returned once its grant arrives) before the owner is answered. An error
 // says the owner may not have its opens: it keeps the delegation standing.
-func (r *Router) recalled(ctx context.Context, ref *peerv1.OpenRef) error {
-	if ref.GetNode() != r.routes.Self() || ref.GetEpoch() != r.routes.Epoch() {
+func (dg *delegations) recalled(ctx context.Context, ref *peerv1.OpenRef) error {
+	if ref.GetNode() != dg.r.routes.Self() || ref.GetEpoch() != dg.r.routes.Epoch() {
 		return nil
 	}
-	r.mu.Lock()
-	d := r.delegIDs[ref.GetId()]
+	dg.mu.Lock()
+	d := dg.byID[ref.GetId()]
 	if d == nil {
-		r.mu.Unlock()
+		dg.mu.Unlock()
 		return nil
 	}
 	start := false
@@ -320,12 +386,12 @@ func (r *Router) recalled(ctx context.Context, ref *peerv1.OpenRef) error {
 	case delegPending:
 		d.recalled = true
 	case delegActive:
-		r.beginReturn(d)
+		dg.beginReturn(d)
 		start = true
 	}
-	r.mu.Unlock()
+	dg.mu.Unlock()
 	if start {
-		if !r.finishReturn(d) {
+		if !dg.finishReturn(d) {
 			return status.Error(codes.Unavailable, "peer: the delegation could not be returned")
 		}
 		return nil
@@ -341,20 +407,20 @@ func (r *Router) recalled(ctx context.Context, ref *peerv1.OpenRef) error {
 // convert makes o, when it is a delegated open, an ordinary open at its
 // owner (by returning its delegation), before an operation on it that
 // needs the owner; while it is being converted, it waits.
-func (r *Router) convert(o *state.Open) {
-	r.mu.Lock()
-	d := r.delegated[o.Ref]
+func (dg *delegations) convert(o *state.Open) {
+	dg.mu.Lock()
+	d := dg.delegated[o.Ref]
 	start := d != nil && d.opens[o.Ref] == o
 	var wait chan struct{}
 	if start {
-		r.beginReturn(d)
+		dg.beginReturn(d)
 	} else {
-		wait = r.converting[o.Ref]
+		wait = dg.converting[o.Ref]
 	}
-	r.mu.Unlock()
+	dg.mu.Unlock()
 	switch {
 	case start:
-		r.finishReturn(d)
+		dg.finishReturn(d)
 	case wait != nil:
 		<-wait
 	}
@@ -362,10 +428,14 @@ func (r *Router) convert(o *state.Open) {
 
 // isDelegated reports whether o is an open admitted under a delegation
 // this node still holds.
-func (r *Router) isDelegated(o *state.Open) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	d := r.delegated[o.Ref]
+func (r *Router) isDelegated(o *state.Open) bool { return r.dg.holds(o) }
+
+// holds reports whether o is an open admitted under a delegation this
+// node still holds.
+func (dg *delegations) holds(o *state.Open) bool {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	d := dg.delegated[o.Ref]
 	return d != nil && d.opens[o.Ref] == o
 }
 
@@ -373,51 +443,61 @@ func (r *Router) isDelegated(o *state.Open) bool {
 // it); an open being converted waits until it is an ordinary one.
 func (r *Router) closeDelegated(o *state.Open) bool {
 	r.mu.Lock()
-	d := r.delegated[o.Ref]
-	if d == nil || d.opens[o.Ref] != o {
-		wait := r.converting[o.Ref]
-		r.mu.Unlock()
-		if wait != nil {
-			// The return may go on for a while when the owner cannot be
-			// reached (returnAt tries again): the close waits for it at
-			// most callTimeout, then goes to the owner as any close
-			// (bounded by callTimeout too).
-			t := time.NewTimer(callTimeout)
-			defer t.Stop()
-			select {
-			case <-wait:
-			case <-t.C:
-			}
-		}
-		return false
+	ok, wait := r.dg.closeOpen(o)
+	if ok {
+		r.unholdLocked(o) // in one step with closeOpen: a Held listing meets it open, or not at all
 	}
-	delete(d.opens, o.Ref)
-	delete(r.delegated, o.Ref)
-	d.used = time.Now()
-	r.unholdLocked(o) // in one step: a Held listing meets it open, or not at all
 	r.mu.Unlock()
-	return true
+	if wait != nil {
+		// The return may go on for a while when the owner cannot be
+		// reached (returnAt tries again): the close waits for it at
+		// most callTimeout, then goes to the owner as any close
+		// (bounded by callTimeout too).
+		t := time.NewTimer(callTimeout)
+		defer t.Stop()
+		select {
+		case <-wait:
+		case <-t.C:
+		}
+	}
+	return ok
 }
 
-// dropDelegs ends this node's delegations of files in shards, whose
-// owner is being replaced (Held): their opens stay held, as ordinary
-// opens the new owner rebuilds.
-func (r *Router) dropDelegs(shards []uint32) {
+// closeOpen takes o from under its delegation when it is a delegated
+// open (ok); otherwise it returns what an open being converted waits
+// for. The caller holds r.mu.
+func (dg *delegations) closeOpen(o *state.Open) (ok bool, converted chan struct{}) {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	d := dg.delegated[o.Ref]
+	if d == nil || d.opens[o.Ref] != o {
+		return false, dg.converting[o.Ref]
+	}
+	delete(d.opens, o.Ref)
+	delete(dg.delegated, o.Ref)
+	d.used = time.Now()
+	return true, nil
+}
+
+// drop ends this node's delegations of files in shards, whose owner is
+// being replaced (Held): their opens stay held, as ordinary opens the
+// new owner rebuilds.
+func (dg *delegations) drop(shards []uint32) {
 	in := map[uint32]bool{}
 	for _, s := range shards {
 		in[s] = true
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, d := range r.delegs {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	for _, d := range dg.byKey {
 		if !in[ShardOf(d.key)] || d.st == delegReturning {
 			continue
 		}
 		for ref := range d.opens {
-			delete(r.delegated, ref)
+			delete(dg.delegated, ref)
 		}
 		d.opens = nil
-		r.endDeleg(d)
+		dg.end(d)
 	}
 }
 
@@ -431,13 +511,7 @@ func (r *Router) dropDelegs(shards []uint32) {
 func (r *Router) grantDeleg(key state.FileKey, desc *peerv1.OpenDesc, id uint64) bool {
 	ref := desc.GetRef()
 	k := refKey{ref.GetNode(), ref.GetEpoch(), id}
-	r.mu.Lock()
-	seq := r.recallSeq
-	ok := r.noGrant[key] == 0 && r.noGrantAll == 0
-	for g := range r.grants[key] {
-		ok = ok && g.node != k.node // one per node and file
-	}
-	r.mu.Unlock()
+	seq, ok := r.dg.mayGrant(key, k.node)
 	if !ok {
 		return false
 	}
@@ -451,11 +525,12 @@ func (r *Router) grantDeleg(key state.FileKey, desc *peerv1.OpenDesc, id uint64)
 		return false
 	}
 	r.mu.Lock()
-	if r.recallSeq != seq {
+	if !r.dg.addGrant(key, k, o, seq) {
 		r.mu.Unlock()
 		r.table.Remove(o)
 		return false
 	}
+	// Among the proxies in one step with addGrant: unproxy forgets the grant.
 	r.proxies[k] = o
 	r.proxyRef[o] = k
 	r.in[o] = true
@@ -464,37 +539,75 @@ func (r *Router) grantDeleg(key state.FileKey, desc *peerv1.OpenDesc, id uint64)
 		r.byKey[key] = map[refKey]bool{}
 	}
 	r.byKey[key][k] = true
-	if r.grants[key] == nil {
-		r.grants[key] = map[refKey]*grant{}
-	}
-	r.grants[key][k] = &grant{o: o}
 	r.mu.Unlock()
 	r.stats.Granted.Add(1)
 	return true
 }
 
+// mayGrant reports whether a delegation of key may be granted to node
+// now, and the recall count that addGrant checks it against.
+func (dg *delegations) mayGrant(key state.FileKey, node string) (seq uint64, ok bool) {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	ok = dg.noGrant[key] == 0 && dg.noGrantAll == 0
+	for g := range dg.grants[key] {
+		ok = ok && g.node != node // one per node and file
+	}
+	return dg.recallSeq, ok
+}
+
+// addGrant records delegation k of key, standing in the table as o, unless
+// an operation that recalls began since mayGrant counted seq. The caller
+// holds r.mu.
+func (dg *delegations) addGrant(key state.FileKey, k refKey, o *state.Open, seq uint64) bool {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	if dg.recallSeq != seq {
+		return false
+	}
+	if dg.grants[key] == nil {
+		dg.grants[key] = map[refKey]*grant{}
+	}
+	dg.grants[key][k] = &grant{o: o}
+	return true
+}
+
 // granted reports whether delegation k of key is granted (a retried
 // Admit's answer).
-func (r *Router) granted(key state.FileKey, k refKey) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.grants[key][k] != nil
+func (dg *delegations) granted(key state.FileKey, k refKey) bool {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	return dg.grants[key][k] != nil
 }
 
 // dropGrant ends delegation k of key at the owner: its stand-in leaves
 // the table.
-func (r *Router) dropGrant(key state.FileKey, k refKey) {
-	r.mu.Lock()
-	g := r.grants[key][k]
-	r.mu.Unlock()
+func (dg *delegations) dropGrant(key state.FileKey, k refKey) {
+	dg.mu.Lock()
+	g := dg.grants[key][k]
+	dg.mu.Unlock()
 	if g != nil {
-		r.closeProxy(g.o) // unproxy forgets the grant
+		dg.r.closeProxy(g.o) // unproxy forgets the grant
+	}
+}
+
+// forgetGrant forgets the grant whose stand-in is o, proxy k of key, as o
+// leaves the proxies (unproxy). The caller holds r.mu.
+func (dg *delegations) forgetGrant(key state.FileKey, k refKey, o *state.Open) {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	if g := dg.grants[key][k]; g != nil && g.o == o {
+		delete(dg.grants[key], k)
+		if len(dg.grants[key]) == 0 {
+			delete(dg.grants, key)
+		}
 	}
 }
 
 // takeBack serves a ReturnDelegationOp: the returned opens become
 // proxies, then the delegation's stand-in leaves.
-func (r *Router) takeBack(key state.FileKey, req *peerv1.ReturnDelegationOp) {
+func (dg *delegations) takeBack(key state.FileKey, req *peerv1.ReturnDelegationOp) {
+	r := dg.r
 	for _, d := range req.Opens {
 		if keyOf(d.GetKey()) != key {
 			continue
@@ -507,30 +620,26 @@ func (r *Router) takeBack(key state.FileKey, req *peerv1.ReturnDelegationOp) {
 		r.setIn(o)
 	}
 	ref := req.GetDelegation()
-	r.dropGrant(key, refKey{ref.GetNode(), ref.GetEpoch(), ref.GetId()})
+	dg.dropGrant(key, refKey{ref.GetNode(), ref.GetEpoch(), ref.GetId()})
 }
 
 // recallKey recalls every delegation of key and waits for them; it
 // reports whether there was one.
-func (r *Router) recallKey(key state.FileKey) bool {
-	type todo struct {
-		k refKey
-		g *grant
-	}
-	var mine []todo
+func (dg *delegations) recallKey(key state.FileKey) bool {
+	mine := map[refKey]*grant{}
 	var waits []chan struct{}
-	r.mu.Lock()
-	for k, g := range r.grants[key] {
+	dg.mu.Lock()
+	for k, g := range dg.grants[key] {
 		if g.recalling == nil {
 			g.recalling = make(chan struct{})
-			mine = append(mine, todo{k, g})
+			mine[k] = g
 		} else {
 			waits = append(waits, g.recalling)
 		}
 	}
-	r.mu.Unlock()
-	for _, t := range mine {
-		r.recall(key, t.k, t.g)
+	dg.mu.Unlock()
+	for k, g := range mine {
+		dg.recall(key, k, g)
 	}
 	for _, w := range waits {
 		<-w
@@ -542,7 +651,8 @@ func (r *Router) recallKey(key state.FileKey) bool {
 // has returned it (or had nothing under it); one that cannot be reached
 // keeps it standing (it is dropped with the node's opens if the node is
 // gone).
-func (r *Router) recall(key state.FileKey, k refKey, g *grant) {
+func (dg *delegations) recall(key state.FileKey, k refKey, g *grant) {
+	r := dg.r
 	r.stats.Recalled.Add(1)
 	ok := false
 	if cli, err := r.client(k.node); err == nil {
@@ -556,50 +666,50 @@ func (r *Router) recall(key state.FileKey, k refKey, g *grant) {
 		}
 	}
 	if ok {
-		r.dropGrant(key, k)
+		dg.dropGrant(key, k)
 	}
-	r.mu.Lock()
+	dg.mu.Lock()
 	close(g.recalling)
 	g.recalling = nil
-	r.mu.Unlock()
+	dg.mu.Unlock()
 }
 
-// withoutDelegs runs fn with key's delegations recalled and none granted
+// without runs fn with key's delegations recalled and none granted
 // until it returns.
-func (r *Router) withoutDelegs(key state.FileKey, fn func(recalled bool)) {
-	r.mu.Lock()
-	r.recallSeq++
-	r.noGrant[key]++
-	r.mu.Unlock()
+func (dg *delegations) without(key state.FileKey, fn func(recalled bool)) {
+	dg.mu.Lock()
+	dg.recallSeq++
+	dg.noGrant[key]++
+	dg.mu.Unlock()
 	defer func() {
-		r.mu.Lock()
-		if r.noGrant[key]--; r.noGrant[key] <= 0 {
-			delete(r.noGrant, key)
+		dg.mu.Lock()
+		if dg.noGrant[key]--; dg.noGrant[key] <= 0 {
+			delete(dg.noGrant, key)
 		}
-		r.mu.Unlock()
+		dg.mu.Unlock()
 	}()
-	fn(r.recallKey(key))
+	fn(dg.recallKey(key))
 }
 
-// withoutAnyDelegs runs fn with every delegation of files owned here
-// recalled and none granted until it returns.
-func (r *Router) withoutAnyDelegs(fn func(recalled bool)) {
-	r.mu.Lock()
-	r.recallSeq++
-	r.noGrantAll++
+// withoutAny runs fn with every delegation of files owned here recalled
+// and none granted until it returns.
+func (dg *delegations) withoutAny(fn func(recalled bool)) {
+	dg.mu.Lock()
+	dg.recallSeq++
+	dg.noGrantAll++
 	var keys []state.FileKey
-	for key := range r.grants {
+	for key := range dg.grants {
 		keys = append(keys, key)
 	}
-	r.mu.Unlock()
+	dg.mu.Unlock()
 	defer func() {
-		r.mu.Lock()
-		r.noGrantAll--
-		r.mu.Unlock()
+		dg.mu.Lock()
+		dg.noGrantAll--
+		dg.mu.Unlock()
 	}()
 	recalled := false
 	for _, key := range keys {
-		recalled = r.recallKey(key) || recalled
+		recalled = dg.recallKey(key) || recalled
 	}
 	fn(recalled)
 }

@@ -302,9 +302,9 @@ func TestIdleDelegationReturned(t *testing.T) {
 }
 
 func returned(a *Router, key state.FileKey) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.grants[key]) == 0
+	a.dg.mu.Lock()
+	defer a.dg.mu.Unlock()
+	return len(a.dg.grants[key]) == 0
 }
 
 // waitFor yields to the condition being waited on, failing after a
@@ -371,8 +371,11 @@ func TestRecallRacesLocalOpens(t *testing.T) {
 		t.Fatal("an open of the holder's stayed at the owner")
 	}
 	b.mu.Lock()
-	held, conv := len(b.held), len(b.converting)
+	held := len(b.held)
 	b.mu.Unlock()
+	b.dg.mu.Lock()
+	conv := len(b.dg.converting)
+	b.dg.mu.Unlock()
 	if held != 0 || conv != 0 {
 		t.Fatalf("the holder still holds %d opens (%d converting)", held, conv)
 	}

@@ -177,7 +177,7 @@ func (r *Router) adopt(to state.HolderRef, key state.FileKey, h state.Handover) 
 
 // GiveUp implements state.DurableFiles.
 func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock, error) {
-	r.convert(o) // deleg.go: the owner must know it
+	r.dg.convert(o) // deleg.go: the owner must know it
 	var c state.Caching
 	var locks []state.Lock
 	resp, err := r.call(o.Key, func() { c, locks = r.handoverLocal(o, to) },
@@ -311,7 +311,7 @@ func (r *Router) HeldEntry(o *state.Open) state.HeldEntry {
 	// A durable open must be the owner's to keep if this node dies
 	// (orphans.go): before its record is written, it stops being a
 	// delegated one (deleg.go).
-	r.convert(o)
+	r.dg.convert(o)
 	e := state.HeldEntry{Ref: o.Ref, Epoch: r.routes.Epoch(), Key: o.Key, Stream: o.Stream, Access: o.Access, ShareAccess: o.ShareAccess}
 	r.mu.Lock()
 	hs, remote := r.mirrorCache[o.Ref]

@@ -86,10 +86,10 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 		if r.admitDelegated(o, req, t) { // deleg.go
 			return state.Grant{}, nil
 		}
-		id := r.askDeleg(o, req)
+		id := r.dg.ask(o, req)
 		r.stats.call(OpAdmit)
 		ev, err := r.admitAt(ctx, t, o, req, id, wait)
-		r.delegAnswered(id, o, t, ev, err)
+		r.dg.answered(id, o, t, ev, err)
 		if err == nil {
 			if ev.LocksPresent {
 				r.setHint(o.Key)
@@ -188,7 +188,7 @@ func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
 
 // Ack implements state.Files.
 func (r *Router) Ack(o *state.Open, level uint8) (ok bool) {
-	r.convert(o) // deleg.go: the owner must know it
+	r.dg.convert(o) // deleg.go: the owner must know it
 	resp, _ := r.call(o.Key, func() { ok = r.table.Ack(o, level) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Ack{Ack: &peerv1.AckOp{Open: r.ref(o), Level: uint32(level)}}})
 	if resp != nil {
@@ -455,7 +455,7 @@ func (r *Router) BreakDirLeases(dir state.FileKey, except state.LeaseID, hasExce
 // must reach b (smbtorture smb2.durable-open.oplock); if the owner
 // refuses, o's breaker is put back.
 func (r *Router) Detach(o *state.Open, b state.Breaker) (ok bool) {
-	r.convert(o) // deleg.go: the owner must know it
+	r.dg.convert(o) // deleg.go: the owner must know it
 	if t, err := r.at(context.Background(), o.Key); err == nil && t.local {
 		r.stats.Local.Add(1)
 		return r.table.Detach(o, b)
@@ -487,7 +487,7 @@ func (r *Router) Reattach(o *state.Open, b state.Breaker) {
 
 // Sole implements state.Files.
 func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
-	r.convert(o) // deleg.go: the owner must know it
+	r.dg.convert(o) // deleg.go: the owner must know it
 	resp, _ := r.call(o.Key, func() {
 		r.flushFor(o.Key, r.routes.Self(), func() bool { sole, deletePending = r.table.Sole(o); return !sole })
 	},
@@ -500,7 +500,7 @@ func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
 
 // MarkDeletePending implements state.Files.
 func (r *Router) MarkDeletePending(o *state.Open, on bool) {
-	r.convert(o) // deleg.go: the owner must know it
+	r.dg.convert(o) // deleg.go: the owner must know it
 	resp, _ := r.call(o.Key, func() { r.markPending(o.Key, on, func() { r.table.MarkDeletePending(o, on) }) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_MarkDeletePending{MarkDeletePending: &peerv1.MarkDeletePendingOp{Open: r.ref(o), Pending: on}}})
 	if resp != nil {
@@ -526,7 +526,7 @@ func (r *Router) DeletePending(key state.FileKey) (on bool) {
 
 // CheckRename implements state.Files.
 func (r *Router) CheckRename(o *state.Open) (err error) {
-	r.convert(o) // deleg.go: the owner must know it
+	r.dg.convert(o) // deleg.go: the owner must know it
 	resp, cerr := r.call(o.Key, func() {
 		r.flushFor(o.Key, r.routes.Self(), func() bool { err = r.table.CheckRename(o); return err != nil })
 	},
@@ -544,7 +544,7 @@ func (r *Router) CheckRename(o *state.Open) (err error) {
 // At a remote owner, this node's copies of its opens' names follow too:
 // a close names the file as renamed after its entry at the owner is gone.
 func (r *Router) Renamed(key state.FileKey, name string) {
-	resp, _ := r.call(key, func() { r.withoutDelegs(key, func(bool) { r.table.Renamed(key, name) }) },
+	resp, _ := r.call(key, func() { r.dg.without(key, func(bool) { r.table.Renamed(key, name) }) },
 		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_Renamed{Renamed: &peerv1.RenamedOp{Name: name}}})
 	if resp == nil {
 		return // local: the table renamed this node's opens itself
@@ -653,7 +653,7 @@ func (r *Router) StreamOf(o *state.Open) (stream string) {
 
 // RenamedStream implements state.Files.
 func (r *Router) RenamedStream(key state.FileKey, from, to string) {
-	resp, _ := r.call(key, func() { r.withoutDelegs(key, func(bool) { r.table.RenamedStream(key, from, to) }) },
+	resp, _ := r.call(key, func() { r.dg.without(key, func(bool) { r.table.RenamedStream(key, from, to) }) },
 		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_RenamedStream{RenamedStream: &peerv1.RenamedStreamOp{From: from, To: to}}})
 	if resp == nil {
 		return // local: the table renamed this node's opens itself

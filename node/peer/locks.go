@@ -9,7 +9,7 @@ import (
 
 // Lock implements state.Locks.
 func (r *Router) Lock(o *state.Open, locks []state.Lock) (err error) {
-	r.convert(o) // deleg.go: the owner must know it
+	r.dg.convert(o) // deleg.go: the owner must know it
 	r.asked(o)
 	resp, cerr := r.call(o.Key, func() { err = r.lockLocal(o, locks) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Lock{Lock: &peerv1.LockOp{Open: r.ref(o), Locks: locksPB(locks)}}})
@@ -36,7 +36,7 @@ func (r *Router) lockAnswer(key state.FileKey, resp *peerv1.CallResponse, cerr, 
 
 // LockWait implements state.Locks.
 func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWait func()) error {
-	r.convert(o) // deleg.go: the owner must know it
+	r.dg.convert(o) // deleg.go: the owner must know it
 	r.asked(o)
 	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_LockWait{LockWait: &peerv1.LockWaitOp{Open: r.ref(o), Lock: lockPB(l)}}}
 	local := false
@@ -49,7 +49,7 @@ func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWa
 
 // Unlock implements state.Locks.
 func (r *Router) Unlock(o *state.Open, ranges []state.Lock) (n int, err error) {
-	r.convert(o) // deleg.go: the owner must know it
+	r.dg.convert(o) // deleg.go: the owner must know it
 	resp, cerr := r.call(o.Key, func() { n, err = r.locks.Unlock(o, ranges) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Unlock{Unlock: &peerv1.UnlockOp{Open: r.ref(o), Locks: locksPB(ranges)}}})
 	if cerr != nil {
@@ -102,10 +102,8 @@ func (r *Router) asked(o *state.Open) {
 // a node that opens a locked file in Admit's answer.
 func (r *Router) CheckIO(o *state.Open, off, n uint64, write bool) (err error) {
 	r.mu.Lock()
-	hinted := r.hint[o.Key]
-	if d := r.delegated[o.Ref]; d != nil && d.opens[o.Ref] == o {
-		hinted = false // deleg.go: the owner recalls the delegation before a file's first lock
-	}
+	// deleg.go: the owner recalls a delegation before its file's first lock.
+	hinted := r.hint[o.Key] && !r.isDelegated(o)
 	r.mu.Unlock()
 	if !hinted {
 		return r.locks.CheckIO(o, off, n, write) // the file is ours, or has no locks
@@ -150,7 +148,7 @@ func (r *Router) Sequenced(o *state.Open, index uint32, number uint8) {
 // The file's delegations are recalled first, and none is granted until
 // the lock is (deleg.go).
 func (r *Router) lockLocal(o *state.Open, locks []state.Lock) (err error) {
-	r.withoutDelegs(o.Key, func(bool) {
+	r.dg.without(o.Key, func(bool) {
 		r.announceLocks(o.Key)
 		err = r.locks.Lock(o, locks)
 	})
@@ -158,7 +156,7 @@ func (r *Router) lockLocal(o *state.Open, locks []state.Lock) (err error) {
 }
 
 func (r *Router) lockWaitLocal(ctx context.Context, o *state.Open, l state.Lock, onWait func()) (err error) {
-	r.withoutDelegs(o.Key, func(bool) {
+	r.dg.without(o.Key, func(bool) {
 		r.announceLocks(o.Key)
 		err = r.locks.LockWait(ctx, o, l, onWait)
 	})

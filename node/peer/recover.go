@@ -88,8 +88,8 @@ func (r *Router) noteLease(id state.LeaseID, f func(*heldState)) {
 // the files of the given shards, as far as it knows their state.
 func (sv *Service) Held(ctx context.Context, req *peerv1.HeldRequest) (*peerv1.HeldResponse, error) {
 	r := sv.r
-	r.noteHeld(req.Shards)   // closing.go
-	r.dropDelegs(req.Shards) // deleg.go: the delegated opens are listed as ordinary ones
+	r.noteHeld(req.Shards) // closing.go
+	r.dg.drop(req.Shards)  // deleg.go: the delegated opens are listed as ordinary ones
 	self := &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch()}
 	resp := &peerv1.HeldResponse{}
 	for _, h := range r.heldIn(req.Shards) {
@@ -178,7 +178,7 @@ func (r *Router) dropStale(shard uint32) {
 func (r *Router) Recover(ctx context.Context, shard uint32) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	r.dropDelegs([]uint32{shard}) // deleg.go: its delegated opens become this node's own
+	r.dg.drop([]uint32{shard}) // deleg.go: its delegated opens become this node's own
 	r.dropStale(shard)
 	var restored int
 	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.HeldResponse, error) {

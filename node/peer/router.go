@@ -50,6 +50,11 @@ type Router struct {
 	mirror *state.LockTable // the locks of held opens of remote files (recover.go)
 	mesh   *mesh.Mesh       // the connections to the other nodes
 	log    *slog.Logger
+	dg     *delegations // admission delegation, under its own lock (deleg.go)
+
+	// Tunables of admission delegation (deleg.go), set before use.
+	delegIdle time.Duration // a delegation without opens is returned after this
+	maxDelegs int           // delegations held at most (0: none asked for)
 
 	next    atomic.Uint64
 	stats   Stats
@@ -88,19 +93,6 @@ type Router struct {
 	orphans     map[*state.Open]orphan    // proxies kept for dead holders' durable opens (orphans.go)
 	delHint     map[state.FileKey]bool    // remote files with a delete pending: closes wait (closing.go)
 	pendings    map[state.FileKey]pending // owned files a delete is made pending on (closing.go)
-
-	// Admission delegation (deleg.go). Holder side:
-	delegs     map[state.FileKey]*deleg // this node's delegations of remote files
-	delegIDs   map[uint64]*deleg        // the same, by id
-	delegated  map[uint64]*deleg        // held opens admitted under a delegation, by Ref
-	converting map[uint64]chan struct{} // held opens whose delegation is being returned
-	delegIdle  time.Duration            // a delegation without opens is returned after this
-	maxDelegs  int                      // delegations held at most (0: none asked for)
-	// Owner side:
-	grants     map[state.FileKey]map[refKey]*grant // delegations of files owned here
-	recallSeq  uint64                              // counts operations that recall (a grant in between is undone)
-	noGrant    map[state.FileKey]int               // operations under way that want no new delegation of a file
-	noGrantAll int                                 // the same, of any file
 }
 
 // refKey is an OpenRef as a map key.
@@ -140,7 +132,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Router{
+	r := &Router{
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log,
 		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{}, done: map[uint64]bool{},
 		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
@@ -150,11 +142,11 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 		closed: make(chan struct{}),
 		byKey:  map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, muxes: map[string]*mux{},
 		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
-		delegs: map[state.FileKey]*deleg{}, delegIDs: map[uint64]*deleg{}, delegated: map[uint64]*deleg{},
-		converting: map[uint64]chan struct{}{}, delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
-		grants: map[state.FileKey]map[refKey]*grant{}, noGrant: map[state.FileKey]int{},
+		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
 		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
+	r.dg = newDelegations(r)
+	return r
 }
 
 // Stats returns the router's counters.
@@ -172,12 +164,8 @@ func (r *Router) Close() {
 	r.once.Do(func() { close(r.closed) })
 	r.mu.Lock()
 	r.muxes = map[string]*mux{}
-	for _, d := range r.delegs {
-		if d.timer != nil {
-			d.timer.Stop() // no return after the node stopped (deleg.go)
-		}
-	}
 	r.mu.Unlock()
+	r.dg.stop()
 }
 
 // target is where a file's state is: here, or at the owner behind mx.

@@ -183,12 +183,7 @@ func (r *Router) unproxyLocked(o *state.Open) bool {
 	delete(r.proxyRef, o)
 	delete(r.proxies, k)
 	delete(r.in, o)
-	if g := r.grants[o.Key][k]; g != nil && g.o == o {
-		delete(r.grants[o.Key], k)
-		if len(r.grants[o.Key]) == 0 {
-			delete(r.grants, o.Key)
-		}
-	}
+	r.dg.forgetGrant(o.Key, k, o) // deleg.go: a grant's stand-in leaving
 	r.perShard[ShardOf(o.Key)]--
 	if m := r.byKey[o.Key]; m != nil {
 		delete(m, k)
@@ -244,7 +239,7 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 		}
 		// A retry of an Admit whose answer was lost: the open is in.
 		ev := admittedEvent(r.table.CachingOf(o), r.locks.HasLocks(key))
-		ev.Delegated = req.Delegation != 0 && r.granted(key, refKey{req.Open.Ref.Node, req.Open.Ref.Epoch, req.Delegation})
+		ev.Delegated = req.Delegation != 0 && r.dg.granted(key, refKey{req.Open.Ref.Node, req.Open.Ref.Epoch, req.Delegation})
 		return stream.Send(ev)
 	}
 	// Checked again now that the proxy counts toward the shard's state:
@@ -280,7 +275,7 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 	if ctx.Err() != nil || stream.Send(ev) != nil {
 		r.closeProxy(o) // the holder gave up: it will not know of this open
 		if ev.Delegated {
-			r.dropGrant(key, refKey{req.Open.Ref.Node, req.Open.Ref.Epoch, req.Delegation})
+			r.dg.dropGrant(key, refKey{req.Open.Ref.Node, req.Open.Ref.Epoch, req.Delegation})
 		}
 		return status.FromContextError(ctx.Err()).Err()
 	}
@@ -310,7 +305,7 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 		return &peerv1.DeliverResponse{}, nil
 	}
 	if req.Recall != nil {
-		if err := r.recalled(ctx, req.Ref); err != nil { // deleg.go
+		if err := r.dg.recalled(ctx, req.Ref); err != nil { // deleg.go
 			return nil, err
 		}
 		return &peerv1.DeliverResponse{}, nil
