@@ -49,7 +49,10 @@
 // while Routes says it owns it at the revision the caller routed with; no
 // mutex is held across an RPC.
 //
-// Lock order: Router.dropMu before Router.mu; a mux's mu before the
-// mesh's (a stream opened on the node's connection); Router.mu,
-// Service.mu and the mesh's mu are leaves.
+// Lock order: Router.dropMu before Router.mu before delegations.mu
+// (deleg.go: the Router admits or closes a delegated open, and adds or
+// drops a grant's stand-in, in one step with its own state, and a
+// delegations method takes nothing while it holds its mu); a mux's mu
+// before the mesh's (a stream opened on the node's connection);
+// delegations.mu, Service.mu and the mesh's mu are leaves.
 package peer
