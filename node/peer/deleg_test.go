@@ -9,6 +9,7 @@ import (
 
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc"
 )
 
 const (
@@ -393,4 +394,50 @@ func TestDurableConvertsDelegatedOpen(t *testing.T) {
 	if b.isDelegated(ob) || a.lookup(b.ref(ob)) == nil {
 		t.Fatal("a durable open is still delegated once its record is described")
 	}
+}
+
+// TestRecallHoldsNoLock: while the owner waits for a holder to answer a
+// recall, neither its Router.mu nor its delegations' mu is held (doc.go:
+// no mutex is held across an RPC), and the recall ends once the holder
+// answers.
+func TestRecallHoldsNoLock(t *testing.T) {
+	recalling, answer := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hold := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if d, ok := req.(*peerv1.DeliverRequest); ok && d.Recall != nil {
+			once.Do(func() { close(recalling) })
+			<-answer
+		}
+		return h(ctx, req)
+	}
+	a, b := twoNodesServing(t, grpc.UnaryInterceptor(hold))
+	key := state.FileKey{Volume: 10, FileID: 14}
+	delegate(t, a, b, key)
+	admit := make(chan error, 1)
+	go func() {
+		_, err := a.Admit(context.Background(), open(key, rw, shareNone, newBreaks()), state.Request{}, nil)
+		admit <- err
+	}()
+	<-recalling
+	for !tryLocks(&a.mu, &a.dg.mu) {
+		waitFor(t, "the owner's locks while its recall waits for the holder")
+	}
+	close(answer)
+	if err := <-admit; err != nil {
+		t.Fatalf("no-sharing open once the idle delegation was recalled: %v", err)
+	}
+	if !returned(a, key) {
+		t.Fatal("the recalled delegation still stands at the owner")
+	}
+}
+
+// tryLocks reports whether each of mus could be locked (and unlocks it).
+func tryLocks(mus ...*sync.Mutex) bool {
+	for _, mu := range mus {
+		if !mu.TryLock() {
+			return false
+		}
+		mu.Unlock()
+	}
+	return true
 }

@@ -61,6 +61,12 @@ func (s *staticRoutes) Changed() <-chan struct{} { return make(chan struct{}) }
 // gRPC on loopback.
 func twoNodes(t testing.TB) (a, b *Router) {
 	t.Helper()
+	return twoNodesServing(t)
+}
+
+// twoNodesServing is twoNodes with b's peer service served with opts.
+func twoNodesServing(t testing.TB, opts ...grpc.ServerOption) (a, b *Router) {
+	t.Helper()
 	peers := map[string]string{}
 	var routers []*Router
 	for _, name := range []string{"a", "b"} {
@@ -73,7 +79,11 @@ func twoNodes(t testing.TB) (a, b *Router) {
 		r := newRouter(t, rt, func(addr string) (*grpc.ClientConn, error) {
 			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		})
-		srv := grpc.NewServer()
+		var served []grpc.ServerOption
+		if name == "b" {
+			served = opts
+		}
+		srv := grpc.NewServer(served...)
 		peerv1.RegisterPeerServiceServer(srv, r.Service())
 		go srv.Serve(l)
 		t.Cleanup(func() { srv.Stop(); r.Close() })
