@@ -427,7 +427,7 @@ func (dg *delegations) convert(o *state.Open) {
 }
 
 // isDelegated reports whether o is an open admitted under a delegation
-// this node still holds.
+// this node still holds (holds); the caller may hold r.mu (CheckIO).
 func (r *Router) isDelegated(o *state.Open) bool { return r.dg.holds(o) }
 
 // holds reports whether o is an open admitted under a delegation this
