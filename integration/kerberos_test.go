@@ -265,8 +265,11 @@ func TestKerberosCluster(t *testing.T) {
 	c.MustSMBCtl(t, "kerberos", "set-keytab", keytab, "--spn", krbSPN)
 	local := t.TempDir()
 	for _, n := range c.Nodes {
-		framework.WaitFor(t, clusterDeadline, "Kerberos logons on "+n.Name, func() bool {
-			return krbSMBClient(kdc, ccache, n.Node, "").List(t).ExitCode == 0
+		// The share is listed once the node serves it: after its storage
+		// check, which a loaded machine can make take seconds.
+		framework.WaitFor(t, clusterDeadline, "Kerberos logons on "+n.Name+", listing the share", func() bool {
+			r := krbSMBClient(kdc, ccache, n.Node, "").List(t)
+			return r.ExitCode == 0 && listed.MatchString(r.Stdout)
 		})
 		for _, p := range []string{"sign", "encrypt"} {
 			t.Run(n.Name+"/smbclient/"+p, func(t *testing.T) {

@@ -167,15 +167,8 @@ func TestCloseOnItsWayIsNotSeen(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			g := newGate()
-			a, b := gatedNodes(t, g)
-			key := state.FileKey{Volume: 5, FileID: 1}
+			a, b, key := closedOnItsWay(t, g)
 			ctx := context.Background()
-			ob := open(key, rw, 0, newBreaks())
-			if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
-				t.Fatal(err)
-			}
-			g.shut()
-			within(t, "the close", func() { b.Release(ob); b.Drop(ob) })
 			if b.Stats().Posted.Load() != 1 {
 				t.Fatalf("closes sent without waiting: %d, want 1", b.Stats().Posted.Load())
 			}
@@ -207,6 +200,22 @@ func TestCloseOnItsWayIsNotSeen(t *testing.T) {
 	}
 }
 
+// closedOnItsWay makes gatedNodes, has the holder b open a file of the
+// owner a's sharing nothing and close it without waiting, the close held
+// at the shut gate; it returns the nodes and the file.
+func closedOnItsWay(t *testing.T, g *gate) (a, b *Router, key state.FileKey) {
+	t.Helper()
+	a, b = gatedNodes(t, g)
+	key = state.FileKey{Volume: 5, FileID: 1}
+	ob := open(key, rw, 0, newBreaks())
+	if _, err := b.Admit(context.Background(), ob, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	g.shut()
+	within(t, "the close", func() { b.Release(ob); b.Drop(ob) })
+	return a, b, key
+}
+
 // TestCloseServedBeforeTheFlush: the owner checks an open while another
 // node's close is on its way and refuses it; before its flush reaches
 // that node, the close arrives, is served, and a later message of the
@@ -217,15 +226,9 @@ func TestCloseOnItsWayIsNotSeen(t *testing.T) {
 // about once in 20 runs).
 func TestCloseServedBeforeTheFlush(t *testing.T) {
 	g := newGate()
-	a, b := gatedNodes(t, g)
-	key, other := state.FileKey{Volume: 5, FileID: 1}, state.FileKey{Volume: 5, FileID: 2}
+	a, b, key := closedOnItsWay(t, g)
+	other := state.FileKey{Volume: 5, FileID: 2}
 	ctx := context.Background()
-	ob := open(key, rw, 0, newBreaks())
-	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	g.shut()
-	within(t, "the close", func() { b.Release(ob); b.Drop(ob) })
 	g.mu.Lock()
 	g.beforeFlush = func() {
 		g.release()

@@ -99,14 +99,21 @@ func (r *Router) asked(o *state.Open) {
 // CheckIO implements state.Locks. A READ or WRITE asks the owner only
 // when the file has byte-range locks: the owner tells every node that
 // has the file open before it grants the first lock (Deliver), and tells
-// a node that opens a locked file in Admit's answer.
+// a node that opens a locked file in Admit's answer. Otherwise the file
+// is ours — its locks are in the local table — or has none: the local
+// table of a file another node owns holds only what this node kept from
+// an earlier ownership of its shard (it fenced; dropStale forgets it
+// when it takes the shard back), locks the owner has long let go.
 func (r *Router) CheckIO(o *state.Open, off, n uint64, write bool) (err error) {
 	r.mu.Lock()
 	// deleg.go: the owner recalls a delegation before its file's first lock.
 	hinted := r.hint[o.Key] && !r.isDelegated(o)
 	r.mu.Unlock()
 	if !hinted {
-		return r.locks.CheckIO(o, off, n, write) // the file is ours, or has no locks
+		if rt, ok := r.routes.Owner(ShardOf(o.Key)); ok && rt.Node != r.routes.Self() {
+			return nil
+		}
+		return r.locks.CheckIO(o, off, n, write)
 	}
 	resp, cerr := r.call(o.Key, func() { err = r.locks.CheckIO(o, off, n, write) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_CheckIo{CheckIo: &peerv1.CheckIOOp{Open: r.ref(o), Offset: off, Length: n, Write: write}}})

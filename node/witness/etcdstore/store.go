@@ -39,6 +39,11 @@ type Store struct {
 	waits    map[string]int       // wait keys seen, by registration id
 	idleFrom map[string]time.Time // when a registration was last seen without a wait
 	revs     map[string]int64     // registrations' mod revisions
+
+	// syncing, when set (tests), runs when a sync has read etcd
+	// (syncRead) and when it has dropped the registrations etcd did not
+	// hold (syncDropped), before it watches (follow).
+	syncing func(stage int)
 }
 
 // Config configures a Store.
@@ -88,7 +93,12 @@ func (s *Store) Register(ctx context.Context, reg *witness.Registration) error {
 	if !resp.Succeeded {
 		return errors.New("witness: registration id in use")
 	}
-	// The hub hears of it through the watch too; until then, at once.
+	// The hub hears of it through the watch too; until then, at once. Its
+	// revision keeps a sync that read etcd before the put from taking it
+	// out again (follow).
+	s.mu.Lock()
+	s.revs[reg.ID] = resp.Header.Revision
+	s.mu.Unlock()
 	s.hub.Put(reg)
 	return nil
 }

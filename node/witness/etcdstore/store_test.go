@@ -192,3 +192,37 @@ func TestStoreNetName(t *testing.T) {
 		t.Fatal("n2 holds the name offline")
 	}
 }
+
+// TestRegisterDuringSync: a registration taken while the store syncs —
+// after it read etcd, before it dropped what etcd did not hold — stays in
+// the hub (TestStoreNetName's AsyncNotify on the registering node once
+// found it gone: "no such registration"; the watch would have brought it
+// back a moment later).
+func TestRegisterDuringSync(t *testing.T) {
+	cli := client(t)
+	hub := witness.NewHub()
+	s := New(Config{Client: cli, Node: "n1", Hub: hub, Idle: time.Hour,
+		Lease: func() (clientv3.LeaseID, bool) { return 0, false }})
+	reg := &witness.Registration{ID: "00112233445566778899aabbccddeeff", Version: witness.V1, NetName: "Files",
+		IP: net.ParseIP("192.0.2.1"), Client: "WIN", Node: "n1", Since: time.Now()}
+	kept := make(chan bool, 1)
+	s.syncing = func(stage int) {
+		switch stage {
+		case syncRead:
+			if err := s.Register(t.Context(), reg); err != nil {
+				t.Error(err)
+			}
+		case syncDropped:
+			_, ok := hub.Get(reg.ID)
+			kept <- ok
+			s.syncing = nil
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if !<-kept {
+		t.Fatal("the sync dropped the registration taken after it read etcd")
+	}
+}

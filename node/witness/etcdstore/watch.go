@@ -55,6 +55,9 @@ func (s *Store) follow(ctx context.Context) error {
 		return err
 	}
 	rev := resp.Header.Revision
+	if s.syncing != nil {
+		s.syncing(syncRead)
+	}
 	// Registrations first: the hub drops moves for unknown ones.
 	known := map[string]bool{}
 	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
@@ -63,9 +66,15 @@ func (s *Store) follow(ctx context.Context) error {
 		}
 	}
 	for _, r := range s.hub.List() {
-		if !known[r.ID] {
+		if !known[r.ID] && !s.putAfter(r.ID, rev) {
 			s.hub.Delete(r.ID)
+			s.mu.Lock()
+			delete(s.revs, r.ID)
+			s.mu.Unlock()
 		}
+	}
+	if s.syncing != nil {
+		s.syncing(syncDropped)
 	}
 	s.mu.Lock()
 	clear(s.waits)
@@ -206,6 +215,21 @@ func (s *Store) onWitness(e *clientv3.Event) {
 	case strings.HasPrefix(key, statev1.WitnessMovesPrefix):
 		s.onMove(key, valueOf(e))
 	}
+}
+
+// The stages of a sync, for Store.syncing.
+const (
+	syncRead = iota
+	syncDropped
+)
+
+// putAfter reports whether registration id was put after revision rev
+// (Register, on this node): a sync that read etcd at rev did not see it,
+// and the watch from rev+1 brings it.
+func (s *Store) putAfter(id string, rev int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.revs[id] > rev
 }
 
 func (s *Store) onRegistration(kv *mvccpb.KeyValue) string {
