@@ -30,9 +30,10 @@ import (
 // table), then checks again — when a holder flushed closes, or when a
 // proxy of the file's shard left the table since the check (a close on
 // its way then may have been served, and confirmed to its holder, before
-// the flush reached it: the holder had nothing left to flush). The asking node's own closes precede its request on the same
-// stream, and a new stream first carries again the closes not known
-// served (mux.carry; Drop is idempotent), so a broken stream loses none.
+// the flush reached it: the holder had nothing left to flush). The
+// asking node's own closes precede its request on the same stream, and a
+// new stream first carries again the closes not known served
+// (mux.carry; Drop is idempotent), so a broken stream loses none.
 // A new owner rebuilds from the opens holders still hold (Held), which
 // no longer include them.
 //

@@ -110,10 +110,11 @@ func (r *Router) CheckIO(o *state.Open, off, n uint64, write bool) (err error) {
 	hinted := r.hint[o.Key] && !r.isDelegated(o)
 	r.mu.Unlock()
 	if !hinted {
-		if rt, ok := r.routes.Owner(ShardOf(o.Key)); ok && rt.Node != r.routes.Self() {
-			return nil
+		err := r.locks.CheckIO(o, off, n, write)
+		if err != nil && r.ownedElsewhere(o.Key) {
+			return nil // what this node kept from an earlier ownership
 		}
-		return r.locks.CheckIO(o, off, n, write)
+		return err
 	}
 	resp, cerr := r.call(o.Key, func() { err = r.locks.CheckIO(o, off, n, write) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_CheckIo{CheckIo: &peerv1.CheckIOOp{Open: r.ref(o), Offset: off, Length: n, Write: write}}})
@@ -124,6 +125,14 @@ func (r *Router) CheckIO(o *state.Open, off, n uint64, write bool) (err error) {
 		return codeErr(resp.Error, resp.Message)
 	}
 	return err
+}
+
+// ownedElsewhere reports whether another node owns key's shard. Asked
+// only of a conflict the local table found: a READ or WRITE takes no
+// lock of the shard map.
+func (r *Router) ownedElsewhere(key state.FileKey) bool {
+	rt, ok := r.routes.Owner(ShardOf(key))
+	return ok && rt.Node != r.routes.Self()
 }
 
 // LockCount implements state.Locks.

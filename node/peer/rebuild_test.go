@@ -131,14 +131,7 @@ func TestRetakenShardForgetsStaleOpens(t *testing.T) {
 			}
 			key := state.FileKey{Volume: 4, FileID: 40}
 			ctx := context.Background()
-			lock := []state.Lock{{Offset: 0, Length: 20, Exclusive: true}}
-			o := open(key, rw, shareAll, newBreaks())
-			if _, err := h.Admit(ctx, o, state.Request{}, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := h.Lock(o, lock); err != nil {
-				t.Fatal(err)
-			}
+			o, lock := lockedOpen(t, h, key)
 			moveTo := func(owner string) {
 				for _, rt := range routes {
 					rt.move(owner, "")
@@ -183,14 +176,7 @@ func TestFormerOwnerReadsPastItsStaleLocks(t *testing.T) {
 	a, b := rs["a"], rs["b"]
 	key := state.FileKey{Volume: 4, FileID: 41}
 	ctx := context.Background()
-	lock := []state.Lock{{Offset: 0, Length: 20, Exclusive: true}}
-	o := open(key, rw, shareAll, newBreaks())
-	if _, err := b.Admit(ctx, o, state.Request{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Lock(o, lock); err != nil { // granted at a, the owner
-		t.Fatal(err)
-	}
+	o, lock := lockedOpen(t, b, key) // granted at a, the owner
 	for _, rt := range routes {
 		rt.move("c", "") // a fenced: c rebuilds the shard
 	}
@@ -212,4 +198,19 @@ func TestFormerOwnerReadsPastItsStaleLocks(t *testing.T) {
 	if err := a.CheckIO(ro, 0, 20, false); err != nil {
 		t.Fatalf("a READ through the former owner after the lock was let go at the new owner: %v", err)
 	}
+}
+
+// lockedOpen opens key through h, sharing all, and locks its first 20
+// bytes exclusively; it returns the open and the lock.
+func lockedOpen(t *testing.T, h *Router, key state.FileKey) (*state.Open, []state.Lock) {
+	t.Helper()
+	lock := []state.Lock{{Offset: 0, Length: 20, Exclusive: true}}
+	o := open(key, rw, shareAll, newBreaks())
+	if _, err := h.Admit(context.Background(), o, state.Request{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Lock(o, lock); err != nil {
+		t.Fatal(err)
+	}
+	return o, lock
 }
