@@ -37,7 +37,7 @@ func (sv *Service) Call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.C
 		}
 	}
 	c := call{ctx, keyOf(req.Key)}
-	if err := r.owns(req.Route, c.key); err != nil {
+	if err := r.own.owns(req.Route, c.key); err != nil {
 		return nil, err
 	}
 	return answer(r.serveCall(c, req))
@@ -125,7 +125,7 @@ func (r *Router) serveCall(c call, req *peerv1.CallRequest) (*peerv1.CallRespons
 
 // openOf is the open ref names, which the owner must have.
 func (r *Router) openOf(ref *peerv1.OpenRef, key state.FileKey) (*state.Open, error) {
-	if o := r.lookup(ref); o != nil {
+	if o := r.own.lookup(ref); o != nil {
 		return o, nil
 	}
 	return nil, status.Errorf(codes.NotFound, "no open %v of %v", ref, key)
@@ -134,7 +134,7 @@ func (r *Router) openOf(ref *peerv1.OpenRef, key state.FileKey) (*state.Open, er
 // exceptOf is the open a break spares: ref's open, or — when it closed
 // meanwhile — a stand-in of its stream that spares no one.
 func (r *Router) exceptOf(ref *peerv1.OpenRef, stream string, key state.FileKey) *state.Open {
-	if o := r.lookup(ref); o != nil {
+	if o := r.own.lookup(ref); o != nil {
 		return o
 	}
 	return &state.Open{Key: key, Stream: stream}
@@ -142,21 +142,21 @@ func (r *Router) exceptOf(ref *peerv1.OpenRef, stream string, key state.FileKey)
 
 // serveRemove closes an open; one already gone is closed.
 func (r *Router) serveRemove(c call, m *peerv1.RemoveOp) (*peerv1.CallResponse, error) {
-	o := r.lookup(m.Open)
+	o := r.own.lookup(m.Open)
 	if o == nil {
 		return &peerv1.CallResponse{}, nil // removing is idempotent
 	}
-	last, deletePending := r.closeProxy(o)
+	last, deletePending := r.own.closeProxy(o)
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Remove{Remove: &peerv1.RemoveResult{Last: last, DeletePending: deletePending}}}, nil
 }
 
 // serveDrop closes an open as a CLOSE does; one already gone is closed.
 func (r *Router) serveDrop(c call, m *peerv1.DropOp) (*peerv1.CallResponse, error) {
-	o := r.lookup(m.Open)
+	o := r.own.lookup(m.Open)
 	if o == nil {
 		return &peerv1.CallResponse{}, nil
 	}
-	ok, done := r.leaving(o)
+	ok, done := r.own.leaving(o)
 	if !ok {
 		return &peerv1.CallResponse{}, nil
 	}
@@ -190,12 +190,12 @@ func (r *Router) serveMarkDeletePending(c call, m *peerv1.MarkDeletePendingOp) (
 	if err != nil {
 		return nil, err
 	}
-	r.markPending(c.key, m.Pending, func() { r.table.MarkDeletePending(o, m.Pending) })
+	r.own.markPending(c.key, m.Pending, func() { r.table.MarkDeletePending(o, m.Pending) })
 	return &peerv1.CallResponse{}, nil
 }
 
 func (r *Router) serveSetDeletePending(c call, m *peerv1.SetDeletePendingOp) (*peerv1.CallResponse, error) {
-	r.markPending(c.key, m.Pending, func() { r.table.SetDeletePending(c.key, m.Pending) })
+	r.own.markPending(c.key, m.Pending, func() { r.table.SetDeletePending(c.key, m.Pending) })
 	return &peerv1.CallResponse{}, nil
 }
 
@@ -212,7 +212,7 @@ func (r *Router) serveCheckRename(c call, m *peerv1.CheckRenameOp) (resp *peerv1
 	if err != nil {
 		return nil, err
 	}
-	r.flushFor(c.key, m.Open.GetNode(), func() bool { err = r.table.CheckRename(o); return err != nil })
+	r.own.flushFor(c.key, m.Open.GetNode(), func() bool { err = r.table.CheckRename(o); return err != nil })
 	return &peerv1.CallResponse{}, err
 }
 
@@ -230,18 +230,18 @@ func (r *Router) serveNameOf(c call, m *peerv1.NameOfOp) (*peerv1.CallResponse, 
 }
 
 func (r *Router) serveHasOpenBelow(m *peerv1.HasOpenBelowOp) *peerv1.CallResponse {
-	found := r.hasOpenBelow(m.Dir)
+	found := r.own.hasOpenBelow(m.Dir)
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_HasOpenBelow{HasOpenBelow: &peerv1.HasOpenBelowResult{Found: found}}}
 }
 
 func (r *Router) serveCheckAccess(c call, m *peerv1.CheckAccessOp) (resp *peerv1.CallResponse, err error) {
-	r.flushFor(c.key, "", func() bool { err = r.table.CheckAccess(c.key, m.Access, m.ShareAccess); return err != nil })
+	r.own.flushFor(c.key, "", func() bool { err = r.table.CheckAccess(c.key, m.Access, m.ShareAccess); return err != nil })
 	return &peerv1.CallResponse{}, err
 }
 
 func (r *Router) serveStreamOpen(c call, m *peerv1.StreamOpenOp) (*peerv1.CallResponse, error) {
 	var open bool
-	r.flushFor(c.key, m.Except.GetNode(), func() bool { open = r.table.StreamOpen(c.key, m.Stream, r.lookup(m.Except)); return open })
+	r.own.flushFor(c.key, m.Except.GetNode(), func() bool { open = r.table.StreamOpen(c.key, m.Stream, r.own.lookup(m.Except)); return open })
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_StreamOpen{StreamOpen: &peerv1.StreamOpenResult{Open: open}}}, nil
 }
 
@@ -280,7 +280,7 @@ func (r *Router) serveSole(c call, m *peerv1.SoleOp) (*peerv1.CallResponse, erro
 		return nil, err
 	}
 	res := &peerv1.SoleResult{}
-	r.flushFor(c.key, m.Open.GetNode(), func() bool { res.Sole, res.DeletePending = r.table.Sole(o); return !res.Sole })
+	r.own.flushFor(c.key, m.Open.GetNode(), func() bool { res.Sole, res.DeletePending = r.table.Sole(o); return !res.Sole })
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Sole{Sole: res}}, nil
 }
 
@@ -331,7 +331,7 @@ func (r *Router) serveUnlock(c call, m *peerv1.UnlockOp) (*peerv1.CallResponse, 
 // serveReleaseLocks releases an open's locks; an open already gone has
 // none.
 func (r *Router) serveReleaseLocks(c call, m *peerv1.ReleaseLocksOp) (*peerv1.CallResponse, error) {
-	if o := r.lookup(m.Open); o != nil {
+	if o := r.own.lookup(m.Open); o != nil {
 		r.locks.Release(o)
 	}
 	return &peerv1.CallResponse{}, nil
@@ -358,7 +358,7 @@ func (r *Router) serveHandover(c call, m *peerv1.HandoverOp) (*peerv1.CallRespon
 	if err != nil {
 		return nil, err
 	}
-	return r.handoverProxy(o, m.To)
+	return r.own.handoverProxy(o, m.To)
 }
 
 // Wait implements peerv1.PeerServiceServer: BreakHandle and blocking locks.
@@ -370,7 +370,7 @@ func (sv *Service) Wait(req *peerv1.CallRequest, stream peerv1.PeerService_WaitS
 func (sv *Service) wait(req *peerv1.CallRequest, stream events) error {
 	r := sv.r
 	c := call{stream.Context(), keyOf(req.Key)}
-	if err := r.owns(req.Route, c.key); err != nil {
+	if err := r.own.owns(req.Route, c.key); err != nil {
 		return err
 	}
 	onWait := func() { stream.Send(&peerv1.AdmitEvent{Waiting: true}) }
@@ -398,7 +398,7 @@ func (r *Router) waitBreakHandle(c call, m *peerv1.BreakHandleOp, onWait func())
 }
 
 func (r *Router) waitLock(c call, m *peerv1.LockWaitOp, onWait func()) error {
-	o := r.lookup(m.Open)
+	o := r.own.lookup(m.Open)
 	if o == nil || m.Lock == nil {
 		return status.Error(codes.InvalidArgument, "a blocking lock needs its open and one range")
 	}

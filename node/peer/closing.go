@@ -143,16 +143,16 @@ func (sv *Service) post(ctx context.Context, req *peerv1.CallRequest) {
 // flushFor runs check, and — when its outcome was negative and other
 // nodes than from hold opens of key — once more after they flushed the
 // closes on their way.
-func (r *Router) flushFor(key state.FileKey, from string, check func() (negative bool)) {
-	left := r.leftOf(key)
+func (ow *owner) flushFor(key state.FileKey, from string, check func() (negative bool)) {
+	left := ow.leftOf(key)
 	if !check() {
 		return
 	}
-	flushed := r.flushHolders(key, from)
-	flushed = r.awaitLeaving(context.Background(), key) || flushed
-	flushed = flushed || r.leftOf(key) != left
+	flushed := ow.flushHolders(key, from)
+	flushed = ow.awaitLeaving(context.Background(), key) || flushed
+	flushed = flushed || ow.leftOf(key) != left
 	// A delegation stands for opens that may not be there (deleg.go).
-	r.dg.without(key, func(recalled bool) {
+	ow.dg.without(key, func(recalled bool) {
 		if flushed || recalled {
 			check()
 		}
@@ -171,26 +171,26 @@ type closings struct {
 // leaving until done is called, once it is out of the tables too: a
 // check that meets it in between waits for it (awaitLeaving) instead of
 // asking its holder, which no longer has it, to flush.
-func (r *Router) leaving(o *state.Open) (ok bool, done func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.unproxyLocked(o) {
+func (ow *owner) leaving(o *state.Open) (ok bool, done func()) {
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	if !ow.unproxyLocked(o) {
 		return false, nil
 	}
-	c := r.closingAt[o.Key]
+	c := ow.closingAt[o.Key]
 	if c == nil {
 		c = &closings{done: make(chan struct{})}
-		r.closingAt[o.Key] = c
+		ow.closingAt[o.Key] = c
 	}
 	c.n++
 	return true, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.left[ShardOf(o.Key)]++
+		ow.mu.Lock()
+		defer ow.mu.Unlock()
+		ow.left[ShardOf(o.Key)]++
 		if c.n--; c.n == 0 {
 			close(c.done)
-			if r.closingAt[o.Key] == c {
-				delete(r.closingAt, o.Key)
+			if ow.closingAt[o.Key] == c {
+				delete(ow.closingAt, o.Key)
 			}
 		}
 	}
@@ -201,18 +201,18 @@ func (r *Router) leaving(o *state.Open) (ok bool, done func()) {
 // after the flush: a close on its way when the check ran may have been
 // served since, and confirmed to its holder, which then had nothing to
 // flush.
-func (r *Router) leftOf(key state.FileKey) uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.left[ShardOf(key)]
+func (ow *owner) leftOf(key state.FileKey) uint64 {
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	return ow.left[ShardOf(key)]
 }
 
 // leftAll is leftOf for every shard.
-func (r *Router) leftAll() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (ow *owner) leftAll() uint64 {
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
 	var n uint64
-	for _, l := range r.left {
+	for _, l := range ow.left {
 		n += l
 	}
 	return n
@@ -220,13 +220,13 @@ func (r *Router) leftAll() uint64 {
 
 // awaitLeaving waits until no proxy of key is leaving the tables (or ctx
 // ends, or callTimeout passed); it reports whether one was.
-func (r *Router) awaitLeaving(ctx context.Context, key state.FileKey) bool {
-	r.mu.Lock()
-	c := r.closingAt[key]
+func (ow *owner) awaitLeaving(ctx context.Context, key state.FileKey) bool {
+	ow.mu.Lock()
+	c := ow.closingAt[key]
 	if c != nil {
 		c.waiting++
 	}
-	r.mu.Unlock()
+	ow.mu.Unlock()
 	if c == nil {
 		return false
 	}
@@ -242,35 +242,35 @@ func (r *Router) awaitLeaving(ctx context.Context, key state.FileKey) bool {
 
 // awaitAnyLeaving is awaitLeaving for every file; it reports whether a
 // proxy was leaving.
-func (r *Router) awaitAnyLeaving() bool {
-	r.mu.Lock()
-	keys := make([]state.FileKey, 0, len(r.closingAt))
-	for k := range r.closingAt {
+func (ow *owner) awaitAnyLeaving() bool {
+	ow.mu.Lock()
+	keys := make([]state.FileKey, 0, len(ow.closingAt))
+	for k := range ow.closingAt {
 		keys = append(keys, k)
 	}
-	r.mu.Unlock()
+	ow.mu.Unlock()
 	waited := false
 	for _, k := range keys {
-		waited = r.awaitLeaving(context.Background(), k) || waited
+		waited = ow.awaitLeaving(context.Background(), k) || waited
 	}
 	return waited
 }
 
 // flushHolders asks every node but from that holds opens of key here to
 // flush; it reports whether one had closes on their way.
-func (r *Router) flushHolders(key state.FileKey, from string) bool {
-	return r.tellHolders(key, from, &peerv1.DeliverRequest{Flush: r.routes.Self()}, "a flush")
+func (ow *owner) flushHolders(key state.FileKey, from string) bool {
+	return ow.tellHolders(key, from, &peerv1.DeliverRequest{Flush: ow.routes.Self()}, "a flush")
 }
 
 // flushAll asks every node that holds opens of files owned here to flush.
-func (r *Router) flushAll() bool {
-	r.mu.Lock()
+func (ow *owner) flushAll() bool {
+	ow.mu.Lock()
 	nodes := map[string]bool{}
-	for k := range r.proxies {
+	for k := range ow.proxies {
 		nodes[k.node] = true
 	}
-	r.mu.Unlock()
-	return r.tellNodes(nodes, &peerv1.DeliverRequest{Flush: r.routes.Self()}, "a flush")
+	ow.mu.Unlock()
+	return ow.tellNodes(nodes, &peerv1.DeliverRequest{Flush: ow.routes.Self()}, "a flush")
 }
 
 // admitTable is the owner's table.Admit of o, for a request from node
@@ -279,7 +279,7 @@ func (r *Router) flushAll() bool {
 // hold opens of the file is tried again once they flushed closes on
 // their way — if they had any — and, when granted, after leaving the
 // table again (the client has not seen that grant).
-func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Request, from string, onWait func()) (state.Grant, error) {
+func (ow *owner) admitTable(ctx context.Context, o *state.Open, req state.Request, from string, onWait func()) (state.Grant, error) {
 	if onWait != nil {
 		once := onWait
 		onWait = func() {
@@ -289,25 +289,25 @@ func (r *Router) admitTable(ctx context.Context, o *state.Open, req state.Reques
 			}
 		}
 	}
-	left := r.leftOf(o.Key)
-	g, err := r.table.Admit(ctx, o, req, onWait)
+	left := ow.leftOf(o.Key)
+	g, err := ow.table.Admit(ctx, o, req, onWait)
 	violation := errors.Is(err, state.ErrSharingViolation)
 	less := err == nil && lessCaching(req, g)
 	if !violation && !less {
 		return g, err
 	}
-	flushed := r.flushHolders(o.Key, from)
-	flushed = r.awaitLeaving(ctx, o.Key) || flushed
-	flushed = flushed || r.leftOf(o.Key) != left
+	flushed := ow.flushHolders(o.Key, from)
+	flushed = ow.awaitLeaving(ctx, o.Key) || flushed
+	flushed = flushed || ow.leftOf(o.Key) != left
 	// A delegation stands for opens that may not be there (deleg.go).
-	r.dg.without(o.Key, func(recalled bool) {
+	ow.dg.without(o.Key, func(recalled bool) {
 		if !flushed && !recalled {
 			return
 		}
 		if less {
-			r.table.Remove(o)
+			ow.table.Remove(o)
 		}
-		g, err = r.table.Admit(ctx, o, req, onWait)
+		g, err = ow.table.Admit(ctx, o, req, onWait)
 	})
 	return g, err
 }
@@ -328,33 +328,33 @@ func lessCaching(req state.Request, g state.Grant) bool {
 // markPending makes a delete pending on key by set (on), first telling
 // the nodes with opens of it, so that none of their closes of it goes
 // without waiting any more (see above).
-func (r *Router) markPending(key state.FileKey, on bool, set func()) {
+func (ow *owner) markPending(key state.FileKey, on bool, set func()) {
 	if !on {
 		set()
 		return
 	}
-	r.mu.Lock()
-	p := r.pendings[key]
+	ow.mu.Lock()
+	p := ow.pendings[key]
 	p.active++
-	r.pendings[key] = p
-	r.mu.Unlock()
+	ow.pendings[key] = p
+	ow.mu.Unlock()
 	// The delegations first: their opens must be known here, and their
 	// holders' closes of them wait for the answer (deleg.go); none is
 	// granted while the delete is pending.
-	r.dg.without(key, func(bool) {
-		r.tellHolders(key, "", &peerv1.DeliverRequest{Flush: r.routes.Self(), DeletePending: keyPB(key)}, "a delete pending")
+	ow.dg.without(key, func(bool) {
+		ow.tellHolders(key, "", &peerv1.DeliverRequest{Flush: ow.routes.Self(), DeletePending: keyPB(key)}, "a delete pending")
 		set()
 	})
-	r.mu.Lock()
-	p = r.pendings[key]
+	ow.mu.Lock()
+	p = ow.pendings[key]
 	p.active--
-	p.sticky = p.sticky || len(r.byKey[key]) > 0
+	p.sticky = p.sticky || len(ow.byKey[key]) > 0
 	if p.active == 0 && !p.sticky {
-		delete(r.pendings, key)
+		delete(ow.pendings, key)
 	} else {
-		r.pendings[key] = p
+		ow.pendings[key] = p
 	}
-	r.mu.Unlock()
+	ow.mu.Unlock()
 }
 
 // pending tracks, at an owner, a file on which a delete is being or was
@@ -367,9 +367,11 @@ type pending struct {
 }
 
 // deletePendingFor reports whether an Admit of key must tell its holder
-// that a delete is pending. The caller holds r.mu.
-func (r *Router) deletePendingFor(key state.FileKey) bool {
-	p, ok := r.pendings[key]
+// that a delete is pending.
+func (ow *owner) deletePendingFor(key state.FileKey) bool {
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	p, ok := ow.pendings[key]
 	return ok && (p.active > 0 || p.sticky)
 }
 
@@ -404,18 +406,18 @@ func (r *Router) setDelHint(key state.FileKey) {
 
 // hasOpenBelow is HasOpenBelow on the files owned here, checked again
 // after a flush when it finds one.
-func (r *Router) hasOpenBelow(dir string) bool {
-	left := r.leftAll()
-	on := r.table.HasOpenBelow(dir)
+func (ow *owner) hasOpenBelow(dir string) bool {
+	left := ow.leftAll()
+	on := ow.table.HasOpenBelow(dir)
 	if !on {
 		return false
 	}
-	flushed := r.flushAll()
-	flushed = r.awaitAnyLeaving() || flushed
-	flushed = flushed || r.leftAll() != left
-	r.dg.withoutAny(func(recalled bool) { // deleg.go
+	flushed := ow.flushAll()
+	flushed = ow.awaitAnyLeaving() || flushed
+	flushed = flushed || ow.leftAll() != left
+	ow.dg.withoutAny(func(recalled bool) { // deleg.go
 		if flushed || recalled {
-			on = r.table.HasOpenBelow(dir)
+			on = ow.table.HasOpenBelow(dir)
 		}
 	})
 	return on

@@ -270,11 +270,11 @@ func TestCloseBeingServedIsWaitedFor(t *testing.T) {
 	if _, err := b.Admit(ctx, ob, state.Request{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	proxy := a.lookup(b.ref(ob))
+	proxy := a.own.lookup(b.ref(ob))
 	if proxy == nil {
 		t.Fatal("the owner has no proxy of the holder's open")
 	}
-	ok, done := a.leaving(proxy) // the owner serving the close: first step
+	ok, done := a.own.leaving(proxy) // the owner serving the close: first step
 	if !ok {
 		t.Fatal("the proxy was not there to leave")
 	}
@@ -289,9 +289,9 @@ func TestCloseBeingServedIsWaitedFor(t *testing.T) {
 			t.Fatalf("the open was answered (%v) while the other node's close was being served", err)
 		default:
 		}
-		a.mu.Lock()
-		waiting = a.closingAt[key] != nil && a.closingAt[key].waiting > 0
-		a.mu.Unlock()
+		a.own.mu.Lock()
+		waiting = a.own.closingAt[key] != nil && a.own.closingAt[key].waiting > 0
+		a.own.mu.Unlock()
 		runtime.Gosched()
 	}
 	a.table.Drop(proxy) // the close's second step
@@ -320,7 +320,7 @@ func TestCloseSentAgain(t *testing.T) {
 	req := &peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: ref}}}
 	b.unhold(ob) // as Drop does when its call failed
 	b.closeLater(ob, req, func() { b.table.Drop(ob) })
-	if a.lookup(ref) != nil {
+	if a.own.lookup(ref) != nil {
 		t.Fatal("the owner still has the open after the close was sent again")
 	}
 	oa := open(key, rw, 0, newBreaks())

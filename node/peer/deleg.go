@@ -101,12 +101,13 @@ type grant struct {
 // delegations is a node's admission delegation, both sides: the
 // delegations it holds of remote files and those it granted of files it
 // owns. Its mu guards its maps and the fields of every deleg and grant
-// in them. Lock order: Router.mu before mu, never the reverse — the
-// Router admits or closes an open under a delegation, and puts a grant's
-// stand-in among its proxies, in one step with its own state (the Held
-// listing and unproxy meet both or neither); a method here holds mu
-// only over its own state, and takes Router.mu, or calls another node,
-// only after letting mu go.
+// in them. Lock order: Router.mu and owner.mu before mu, never the
+// reverse — the Router admits or closes an open under a delegation in one
+// step with its own state (the Held listing meets both or neither), and
+// the owner puts a grant's stand-in among its proxies, or takes it out,
+// in one step with the grant (unproxy); a method here holds mu only over
+// its own state, and takes another lock, or calls another node, only
+// after letting mu go.
 type delegations struct {
 	r *Router // the calls to the other nodes, routes and counters
 
@@ -508,39 +509,32 @@ func (dg *delegations) drop(shards []uint32) {
 // open was just admitted (plain, nothing granted): every open of the
 // file is compatible with its access and share, so the delegation's
 // stand-in with them is too.
-func (r *Router) grantDeleg(key state.FileKey, desc *peerv1.OpenDesc, id uint64) bool {
+func (ow *owner) grantDeleg(key state.FileKey, desc *peerv1.OpenDesc, id uint64) bool {
 	ref := desc.GetRef()
 	k := refKey{ref.GetNode(), ref.GetEpoch(), id}
-	seq, ok := r.dg.mayGrant(key, k.node)
+	seq, ok := ow.dg.mayGrant(key, k.node)
 	if !ok {
 		return false
 	}
 	o := &state.Open{Key: key, Name: desc.Name, Access: desc.Access, ShareAccess: desc.ShareAccess,
-		Breaker: remoteBreaker{r, &peerv1.OpenRef{Node: k.node, Epoch: k.epoch, Id: id}}}
-	r.table.Restore(o, state.Caching{}, false, false)
+		Breaker: remoteBreaker{ow.r, &peerv1.OpenRef{Node: k.node, Epoch: k.epoch, Id: id}}}
+	ow.table.Restore(o, state.Caching{}, false, false)
 	// Checked after the stand-in is in: an admission that grants caching
 	// from now on meets it (and grants no more than with another open).
-	if r.locks.HasLocks(key) || r.table.DeletePending(key) || r.table.Caches(key) {
-		r.table.Remove(o)
+	if ow.locks.HasLocks(key) || ow.table.DeletePending(key) || ow.table.Caches(key) {
+		ow.table.Remove(o)
 		return false
 	}
-	r.mu.Lock()
-	if !r.dg.addGrant(key, k, o, seq) {
-		r.mu.Unlock()
-		r.table.Remove(o)
+	ow.mu.Lock()
+	if !ow.dg.addGrant(key, k, o, seq) {
+		ow.mu.Unlock()
+		ow.table.Remove(o)
 		return false
 	}
 	// Among the proxies in one step with addGrant: unproxy forgets the grant.
-	r.proxies[k] = o
-	r.proxyRef[o] = k
-	r.in[o] = true
-	r.perShard[ShardOf(key)]++
-	if r.byKey[key] == nil {
-		r.byKey[key] = map[refKey]bool{}
-	}
-	r.byKey[key][k] = true
-	r.mu.Unlock()
-	r.stats.Granted.Add(1)
+	ow.addProxyLocked(k, o, true)
+	ow.mu.Unlock()
+	ow.stats.Granted.Add(1)
 	return true
 }
 
@@ -558,7 +552,7 @@ func (dg *delegations) mayGrant(key state.FileKey, node string) (seq uint64, ok 
 
 // addGrant records delegation k of key, standing in the table as o, unless
 // an operation that recalls began since mayGrant counted seq. The caller
-// holds r.mu.
+// holds owner.mu.
 func (dg *delegations) addGrant(key state.FileKey, k refKey, o *state.Open, seq uint64) bool {
 	dg.mu.Lock()
 	defer dg.mu.Unlock()
@@ -587,12 +581,12 @@ func (dg *delegations) dropGrant(key state.FileKey, k refKey) {
 	g := dg.grants[key][k]
 	dg.mu.Unlock()
 	if g != nil {
-		dg.r.closeProxy(g.o) // unproxy forgets the grant
+		dg.r.own.closeProxy(g.o) // unproxy forgets the grant
 	}
 }
 
 // forgetGrant forgets the grant whose stand-in is o, proxy k of key, as o
-// leaves the proxies (unproxy). The caller holds r.mu.
+// leaves the proxies (unproxy). The caller holds owner.mu.
 func (dg *delegations) forgetGrant(key state.FileKey, k refKey, o *state.Open) {
 	dg.mu.Lock()
 	defer dg.mu.Unlock()
@@ -612,12 +606,12 @@ func (dg *delegations) takeBack(key state.FileKey, req *peerv1.ReturnDelegationO
 		if keyOf(d.GetKey()) != key {
 			continue
 		}
-		o, existed, err := r.proxy(d)
+		o, existed, err := r.own.proxy(d)
 		if err != nil || existed {
 			continue
 		}
 		r.table.Restore(o, state.Caching{}, false, false)
-		r.setIn(o)
+		r.own.setIn(o)
 	}
 	ref := req.GetDelegation()
 	dg.dropGrant(key, refKey{ref.GetNode(), ref.GetEpoch(), ref.GetId()})

@@ -86,7 +86,7 @@ func TestConflictRecallsDelegation(t *testing.T) {
 	if a.Stats().Recalled.Load() != 1 || b.Stats().Returned.Load() != 1 {
 		t.Fatalf("recalled %d, returned %d, want 1 and 1", a.Stats().Recalled.Load(), b.Stats().Returned.Load())
 	}
-	if b.isDelegated(ob) || a.lookup(b.ref(ob)) == nil {
+	if b.isDelegated(ob) || a.own.lookup(b.ref(ob)) == nil {
 		t.Fatal("the delegated open is not an ordinary open at the owner after the recall")
 	}
 	calls := b.Stats().Calls.Load()
@@ -391,7 +391,7 @@ func TestDurableConvertsDelegatedOpen(t *testing.T) {
 	delegate(t, a, b, key)
 	ob := admitted(t, b, open(key, readData, shareAll, newBreaks()))
 	b.HeldEntry(ob)
-	if b.isDelegated(ob) || a.lookup(b.ref(ob)) == nil {
+	if b.isDelegated(ob) || a.own.lookup(b.ref(ob)) == nil {
 		t.Fatal("a durable open is still delegated once its record is described")
 	}
 }

@@ -204,52 +204,51 @@ func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []sta
 func (r *Router) handoverLocal(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock) {
 	c, locks := r.table.CachingOf(o), r.locks.Locks(o)
 	r.unhold(o)
-	r.proxyFor(o, refPB(to))
+	r.own.proxyFor(o, refPB(to))
 	return c, locks
 }
 
 // proxyFor makes o, in the table already, the proxy of another node's
 // open to: breaks go to that node.
-func (r *Router) proxyFor(o *state.Open, to *peerv1.OpenRef) {
+func (ow *owner) proxyFor(o *state.Open, to *peerv1.OpenRef) {
 	k := refKey{to.Node, to.Epoch, to.Id}
-	r.mu.Lock()
-	r.proxies[k] = o
-	r.proxyRef[o] = k
-	r.in[o] = true
-	r.perShard[ShardOf(o.Key)]++
-	if r.byKey[o.Key] == nil {
-		r.byKey[o.Key] = map[refKey]bool{}
-	}
-	r.byKey[o.Key][k] = true
-	r.mu.Unlock()
-	r.table.Reattach(o, remoteBreaker{r, to})
+	ow.mu.Lock()
+	ow.addProxyLocked(k, o, true)
+	ow.mu.Unlock()
+	ow.table.Reattach(o, remoteBreaker{ow.r, to})
 }
 
 // handoverProxy re-keys the proxy o of another node's open to to: a third
 // node's open (a new proxy key and breaker), or this node's own, waiting
 // in adopted for TakeDurable.
-func (r *Router) handoverProxy(o *state.Open, to *peerv1.OpenRef) (*peerv1.CallResponse, error) {
+func (ow *owner) handoverProxy(o *state.Open, to *peerv1.OpenRef) (*peerv1.CallResponse, error) {
 	if to.GetNode() == "" || to.GetId() == 0 {
 		return nil, status.Error(codes.InvalidArgument, "a handover needs the open that takes it")
 	}
 	resp := &peerv1.CallResponse{Result: &peerv1.CallResponse_Handover{Handover: &peerv1.HandoverResult{
-		Caching: cachingPB(r.table.CachingOf(o)), Locks: locksPB(r.locks.Locks(o)),
+		Caching: cachingPB(ow.table.CachingOf(o)), Locks: locksPB(ow.locks.Locks(o)),
 	}}}
-	r.unorphan(o) // orphans.go
-	if !r.unproxy(o) {
+	ow.unorphan(o) // orphans.go
+	if !ow.unproxy(o) {
 		return nil, status.Error(codes.NotFound, "the open is gone")
 	}
-	if to.Node == r.routes.Self() {
-		r.mu.Lock()
-		r.perShard[ShardOf(o.Key)]++ // until adopt holds it
-		r.adopted[to.Id] = o
-		r.mu.Unlock()
-		r.table.Reattach(o, pendingBreaker{})
-		go r.expireAdopted(to.Id, o)
+	if to.Node == ow.routes.Self() {
+		ow.r.toAdopt(to.Id, o)
 		return resp, nil
 	}
-	r.proxyFor(o, to)
+	ow.proxyFor(o, to)
 	return resp, nil
+}
+
+// toAdopt keeps o, an open of a file this node owns handed over to
+// this node's open id, until TakeDurable adopts it.
+func (r *Router) toAdopt(id uint64, o *state.Open) {
+	r.mu.Lock()
+	r.perShard[ShardOf(o.Key)]++ // until adopt holds it
+	r.adopted[id] = o
+	r.mu.Unlock()
+	r.table.Reattach(o, pendingBreaker{})
+	go r.expireAdopted(id, o)
 }
 
 // expireAdopted removes an open handed over to this node that its

@@ -77,9 +77,9 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 		if t.local {
 			timer.Stop()
 			r.stats.Local.Add(1)
-			g, err := r.admitTable(ctx, o, req, r.routes.Self(), onWait)
+			g, err := r.own.admitTable(ctx, o, req, r.routes.Self(), onWait)
 			if err == nil && cachesReads(g) {
-				r.announceRead(o.Key, "")
+				r.own.announceRead(o.Key, "")
 			}
 			return g, err
 		}
@@ -489,7 +489,7 @@ func (r *Router) Reattach(o *state.Open, b state.Breaker) {
 func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
 	r.dg.convert(o) // deleg.go: the owner must know it
 	resp, _ := r.call(o.Key, func() {
-		r.flushFor(o.Key, r.routes.Self(), func() bool { sole, deletePending = r.table.Sole(o); return !sole })
+		r.own.flushFor(o.Key, r.routes.Self(), func() bool { sole, deletePending = r.table.Sole(o); return !sole })
 	},
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Sole{Sole: &peerv1.SoleOp{Open: r.ref(o)}}})
 	if resp != nil {
@@ -501,7 +501,7 @@ func (r *Router) Sole(o *state.Open) (sole, deletePending bool) {
 // MarkDeletePending implements state.Files.
 func (r *Router) MarkDeletePending(o *state.Open, on bool) {
 	r.dg.convert(o) // deleg.go: the owner must know it
-	resp, _ := r.call(o.Key, func() { r.markPending(o.Key, on, func() { r.table.MarkDeletePending(o, on) }) },
+	resp, _ := r.call(o.Key, func() { r.own.markPending(o.Key, on, func() { r.table.MarkDeletePending(o, on) }) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_MarkDeletePending{MarkDeletePending: &peerv1.MarkDeletePendingOp{Open: r.ref(o), Pending: on}}})
 	if resp != nil {
 		r.noteCaching(o, func(h *heldState) { h.deletePending = on })
@@ -510,7 +510,7 @@ func (r *Router) MarkDeletePending(o *state.Open, on bool) {
 
 // SetDeletePending implements state.Files.
 func (r *Router) SetDeletePending(key state.FileKey, on bool) {
-	r.call(key, func() { r.markPending(key, on, func() { r.table.SetDeletePending(key, on) }) },
+	r.call(key, func() { r.own.markPending(key, on, func() { r.table.SetDeletePending(key, on) }) },
 		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_SetDeletePending{SetDeletePending: &peerv1.SetDeletePendingOp{Pending: on}}})
 }
 
@@ -528,7 +528,7 @@ func (r *Router) DeletePending(key state.FileKey) (on bool) {
 func (r *Router) CheckRename(o *state.Open) (err error) {
 	r.dg.convert(o) // deleg.go: the owner must know it
 	resp, cerr := r.call(o.Key, func() {
-		r.flushFor(o.Key, r.routes.Self(), func() bool { err = r.table.CheckRename(o); return err != nil })
+		r.own.flushFor(o.Key, r.routes.Self(), func() bool { err = r.table.CheckRename(o); return err != nil })
 	},
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_CheckRename{CheckRename: &peerv1.CheckRenameOp{Open: r.ref(o)}}})
 	if cerr != nil {
@@ -581,7 +581,7 @@ func (r *Router) NameOf(o *state.Open) (name string) {
 // HasOpenBelow implements state.Files: every node owns some files, so
 // every node is asked.
 func (r *Router) HasOpenBelow(dir string) bool {
-	if r.hasOpenBelow(dir) {
+	if r.own.hasOpenBelow(dir) {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -601,7 +601,7 @@ func (r *Router) HasOpenBelow(dir string) bool {
 // CheckAccess implements state.Files.
 func (r *Router) CheckAccess(key state.FileKey, access, share uint32) (err error) {
 	resp, cerr := r.call(key, func() {
-		r.flushFor(key, r.routes.Self(), func() bool { err = r.table.CheckAccess(key, access, share); return err != nil })
+		r.own.flushFor(key, r.routes.Self(), func() bool { err = r.table.CheckAccess(key, access, share); return err != nil })
 	},
 		&peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_CheckAccess{CheckAccess: &peerv1.CheckAccessOp{Access: access, ShareAccess: share}}})
 	if cerr != nil {
@@ -621,7 +621,7 @@ func (r *Router) StreamOpen(key state.FileKey, stream string, except *state.Open
 	}
 	req := &peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_StreamOpen{StreamOpen: op}}
 	resp, _ := r.call(key, func() {
-		r.flushFor(key, r.routes.Self(), func() bool { on = r.table.StreamOpen(key, stream, except); return on })
+		r.own.flushFor(key, r.routes.Self(), func() bool { on = r.table.StreamOpen(key, stream, except); return on })
 	}, req)
 	if resp != nil {
 		return resp.GetStreamOpen().GetOpen()

@@ -188,5 +188,5 @@ func (r *Router) announceLocks(key state.FileKey) {
 	if r.locks.HasLocks(key) {
 		return
 	}
-	r.tellHolders(key, "", &peerv1.DeliverRequest{LocksPresent: keyPB(key)}, "byte-range locks")
+	r.own.tellHolders(key, "", &peerv1.DeliverRequest{LocksPresent: keyPB(key)}, "byte-range locks")
 }

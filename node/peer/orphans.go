@@ -51,9 +51,9 @@ type DurableRecords interface {
 // SetDurableRecords sets where the durable open records are read; call
 // it before the router serves.
 func (r *Router) SetDurableRecords(d DurableRecords) {
-	r.mu.Lock()
-	r.records = d
-	r.mu.Unlock()
+	r.own.mu.Lock()
+	r.own.records = d
+	r.own.mu.Unlock()
 }
 
 // orphan is an owner's note of a proxy kept for a dead holder.
@@ -63,16 +63,16 @@ type orphan struct {
 	stop   func() bool
 }
 
-func (r *Router) durableRecords() DurableRecords {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.records
+func (ow *owner) durableRecords() DurableRecords {
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	return ow.records
 }
 
 // orphansOf lists the records of node's durable opens at an epoch other
 // than keep, by the proxy key they name.
-func (r *Router) orphansOf(node string, keep uint64) map[refKey]Orphan {
-	d := r.durableRecords()
+func (ow *owner) orphansOf(node string, keep uint64) map[refKey]Orphan {
+	d := ow.durableRecords()
 	if d == nil {
 		return nil
 	}
@@ -80,7 +80,7 @@ func (r *Router) orphansOf(node string, keep uint64) map[refKey]Orphan {
 	defer cancel()
 	recs, err := d.Orphans(ctx, node)
 	if err != nil {
-		r.log.Warn("reading the durable opens of a node that left", "peer", node, "err", err)
+		ow.log.Warn("reading the durable opens of a node that left", "peer", node, "err", err)
 		return nil
 	}
 	out := map[refKey]Orphan{}
@@ -94,35 +94,35 @@ func (r *Router) orphansOf(node string, keep uint64) map[refKey]Orphan {
 
 // keepOrphan keeps proxy o of a dead node's durable open until its
 // client reconnects, its timeout passes, or its caching must break.
-func (r *Router) keepOrphan(o *state.Open, rec Orphan) {
+func (ow *owner) keepOrphan(o *state.Open, rec Orphan) {
 	closeIt := func() {
-		r.mu.Lock()
-		on, ok := r.orphans[o]
-		delete(r.orphans, o)
-		r.mu.Unlock()
+		ow.mu.Lock()
+		on, ok := ow.orphans[o]
+		delete(ow.orphans, o)
+		ow.mu.Unlock()
 		if !ok {
 			return // taken over meanwhile
 		}
 		on.stop()
-		r.closeProxy(o)
-		if d := r.durableRecords(); d != nil {
+		ow.closeProxy(o)
+		if d := ow.durableRecords(); d != nil {
 			d.Forget(rec.Node, rec.FileID)
 		}
-		r.log.Info("closed a durable open of a node that left", "peer", rec.Node, "file", rec.Path)
+		ow.log.Info("closed a durable open of a node that left", "peer", rec.Node, "file", rec.Path)
 	}
 	t := time.AfterFunc(rec.Rec.Timeout, closeIt)
-	r.mu.Lock()
-	r.orphans[o] = orphan{node: rec.Node, fileID: rec.FileID, stop: t.Stop}
-	r.mu.Unlock()
-	r.table.Reattach(o, orphanBreaker(closeIt))
+	ow.mu.Lock()
+	ow.orphans[o] = orphan{node: rec.Node, fileID: rec.FileID, stop: t.Stop}
+	ow.mu.Unlock()
+	ow.table.Reattach(o, orphanBreaker(closeIt))
 }
 
 // unorphan forgets that proxy o is an orphan (it was handed over).
-func (r *Router) unorphan(o *state.Open) (orphan, bool) {
-	r.mu.Lock()
-	on, ok := r.orphans[o]
-	delete(r.orphans, o)
-	r.mu.Unlock()
+func (ow *owner) unorphan(o *state.Open) (orphan, bool) {
+	ow.mu.Lock()
+	on, ok := ow.orphans[o]
+	delete(ow.orphans, o)
+	ow.mu.Unlock()
 	if ok {
 		on.stop()
 	}
@@ -145,32 +145,32 @@ func (b orphanBreaker) BreakLease(l state.LeaseBreak) error {
 
 // restoreOrphans rebuilds, at a new owner of shard, the durable opens of
 // dead nodes (not among the live peers) whose files are in shard.
-func (r *Router) restoreOrphans(ctx context.Context, shard uint32) int {
-	d := r.durableRecords()
+func (ow *owner) restoreOrphans(ctx context.Context, shard uint32) int {
+	d := ow.durableRecords()
 	if d == nil {
 		return 0
 	}
 	recs, err := d.Orphans(ctx, "")
 	if err != nil {
-		r.log.Warn("reading durable open records", "err", err)
+		ow.log.Warn("reading durable open records", "err", err)
 		return 0
 	}
-	live := r.routes.Peers()
+	live := ow.routes.Peers()
 	n := 0
 	for _, rec := range recs {
-		if !r.orphaned(rec, live, nil) || ShardOf(rec.Key) != shard {
+		if !ow.orphaned(rec, live, nil) || ShardOf(rec.Key) != shard {
 			continue
 		}
-		o, existed, err := r.proxy(orphanDesc(rec))
+		o, existed, err := ow.proxy(orphanDesc(rec))
 		if err != nil || existed {
 			continue
 		}
-		r.table.Restore(o, rec.Caching, false, false)
-		r.setIn(o)
+		ow.table.Restore(o, rec.Caching, false, false)
+		ow.setIn(o)
 		if len(rec.Locks) > 0 {
-			r.locks.Lock(o, rec.Locks)
+			ow.locks.Lock(o, rec.Locks)
 		}
-		r.keepOrphan(o, rec)
+		ow.keepOrphan(o, rec)
 		n++
 	}
 	return n
@@ -179,7 +179,7 @@ func (r *Router) restoreOrphans(ctx context.Context, shard uint32) int {
 // findOrphan finds the record of a durable open q names whose holder is
 // not live (or did not answer).
 func (r *Router) findOrphan(ctx context.Context, q state.DurableQuery, silent map[string]bool) (Orphan, bool) {
-	d := r.durableRecords()
+	d := r.own.durableRecords()
 	if d == nil {
 		return Orphan{}, false
 	}
@@ -189,7 +189,7 @@ func (r *Router) findOrphan(ctx context.Context, q state.DurableQuery, silent ma
 	}
 	live := r.routes.Peers()
 	for _, rec := range recs {
-		if !r.orphaned(rec, live, silent) {
+		if !r.own.orphaned(rec, live, silent) {
 			continue
 		}
 		if rec.FileID == q.FileID && (!q.V2 || rec.Rec.CreateGUID == q.CreateGUID) {
@@ -201,14 +201,14 @@ func (r *Router) findOrphan(ctx context.Context, q state.DurableQuery, silent ma
 
 // orphaned reports whether rec is a durable open whose holder is gone:
 // its node is not live, or lives under another epoch, or did not answer.
-func (r *Router) orphaned(rec Orphan, live map[string]string, silent map[string]bool) bool {
-	if rec.Node == r.routes.Self() {
-		return rec.Epoch != r.routes.Epoch()
+func (ow *owner) orphaned(rec Orphan, live map[string]string, silent map[string]bool) bool {
+	if rec.Node == ow.routes.Self() {
+		return rec.Epoch != ow.routes.Epoch()
 	}
 	if _, ok := live[rec.Node]; !ok || silent[rec.Node] {
 		return true
 	}
-	if pe, ok := r.routes.(interface{ PeerEpoch(string) (uint64, bool) }); ok {
+	if pe, ok := ow.routes.(interface{ PeerEpoch(string) (uint64, bool) }); ok {
 		if e, ok := pe.PeerEpoch(rec.Node); ok && e != rec.Epoch {
 			return true
 		}
@@ -253,17 +253,17 @@ func (r *Router) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuer
 	var local *peerv1.CallResponse
 	var lerr error
 	resp, err := r.call(rec.Key, func() {
-		o := r.lookup(op.From)
+		o := r.own.lookup(op.From)
 		if o == nil {
 			lerr = state.ErrNoDurable
 			return
 		}
-		local, lerr = r.handoverProxy(o, op.To)
+		local, lerr = r.own.handoverProxy(o, op.To)
 	}, req)
 	if status.Code(err) == codes.NotFound || errors.Is(lerr, state.ErrNoDurable) {
 		// The owner no longer keeps it (its timeout passed, or a break
 		// closed it): the record is stale.
-		if d := r.durableRecords(); d != nil {
+		if d := r.own.durableRecords(); d != nil {
 			d.Forget(rec.Node, rec.FileID)
 		}
 		return nil, state.Handover{}, state.ErrNoDurable
@@ -281,7 +281,7 @@ func (r *Router) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuer
 		Caching: cachingOf(resp.GetHandover().GetCaching()), Locks: locksOf(resp.GetHandover().GetLocks()),
 	}
 	o := r.adopt(to, rec.Key, h)
-	if d := r.durableRecords(); d != nil {
+	if d := r.own.durableRecords(); d != nil {
 		d.Forget(rec.Node, rec.FileID)
 	}
 	r.log.Info("took over a durable open of a node that left", "peer", rec.Node, "file", rec.Path)

@@ -144,24 +144,26 @@ func (r *Router) dropStale(shard uint32) {
 	inShard := func(k state.FileKey) bool { return ShardOf(k) == shard }
 	kept := append(r.table.Opens(inShard), r.locks.Owners(inShard)...)
 	r.mu.Lock()
+	r.own.mu.Lock()
 	var proxies, own []*state.Open
-	for _, o := range r.proxies {
-		if _, orphan := r.orphans[o]; !orphan && inShard(o.Key) {
+	for _, o := range r.own.proxies {
+		if _, orphan := r.own.orphans[o]; !orphan && inShard(o.Key) {
 			proxies = append(proxies, o)
 		}
 	}
 	seen := map[*state.Open]bool{}
 	for _, o := range kept {
-		_, proxy := r.proxyRef[o]
-		_, orphan := r.orphans[o]
+		_, proxy := r.own.proxyRef[o]
+		_, orphan := r.own.orphans[o]
 		if !proxy && !orphan && r.held[o.Ref] != o && !seen[o] {
 			seen[o] = true
 			own = append(own, o)
 		}
 	}
+	r.own.mu.Unlock()
 	r.mu.Unlock()
 	for _, o := range proxies {
-		r.closeProxy(o)
+		r.own.closeProxy(o)
 	}
 	for _, o := range own {
 		r.locks.Release(o)
@@ -188,19 +190,19 @@ func (r *Router) Recover(ctx context.Context, shard uint32) error {
 			return fmt.Errorf("asking %s for its opens: %w", a.Node, a.Err)
 		}
 		for _, h := range a.Resp.Opens {
-			o, existed, err := r.proxy(h.Open)
+			o, existed, err := r.own.proxy(h.Open)
 			if err != nil || existed {
 				continue
 			}
 			r.table.Restore(o, cachingOf(h.Caching), h.Directory, h.DeletePending)
-			r.setIn(o)
+			r.own.setIn(o)
 			if ls := locksOf(h.Locks); len(ls) > 0 {
 				r.locks.Lock(o, ls)
 			}
 			restored++
 		}
 	}
-	restored += r.restoreOrphans(ctx, shard) // orphans.go: dead nodes' durable opens
+	restored += r.own.restoreOrphans(ctx, shard) // orphans.go: dead nodes' durable opens
 	// This node's own opens of the shard's files: their state moves from
 	// the copy into the tables.
 	for _, h := range r.heldIn([]uint32{shard}) {

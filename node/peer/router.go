@@ -51,6 +51,7 @@ type Router struct {
 	mesh   *mesh.Mesh       // the connections to the other nodes
 	log    *slog.Logger
 	dg     *delegations // admission delegation, under its own lock (deleg.go)
+	own    *owner       // the owner side, under its own lock (owner.go)
 
 	// Tunables of admission delegation (deleg.go), set before use.
 	delegIdle time.Duration // a delegation without opens is returned after this
@@ -68,17 +69,11 @@ type Router struct {
 	mu          sync.Mutex
 	held        map[uint64]*state.Open      // opens this node holds, by Ref
 	nheld       map[state.FileKey]int       // how many of them are of each file
-	perShard    [NumShards]int              // held opens and proxies, by shard
+	perShard    [NumShards]int              // held opens, and opens handed over to be adopted, by shard
 	rebuilt     [NumShards]bool             // shards asked for their held opens: closes wait (closing.go)
 	hint        map[state.FileKey]bool      // remote files known to have byte-range locks
 	leaseOf     map[uint64]state.LeaseID    // the lease of each held open that has one
 	leaseFiles  map[state.LeaseID]leaseFile // the file of each lease of a held open
-	proxies     map[refKey]*state.Open      // other nodes' opens of files this node owns
-	proxyRef    map[*state.Open]refKey      // the inverse of proxies
-	in          map[*state.Open]bool        // proxies whose admission completed
-	byKey       map[state.FileKey]map[refKey]bool
-	closingAt   map[state.FileKey]*closings // proxies leaving the table (closing.go)
-	left        [NumShards]uint64           // proxies that left the table, by shard (closing.go)
 	muxes       map[string]*mux             // the exchange with each peer, by address (mux.go)
 	ntf         notifyState
 	locked      map[uint64]bool                   // held opens that asked for a byte-range lock
@@ -89,10 +84,7 @@ type Router struct {
 	durHolder   DurableHolder                     // the holder side of TakeDurable (durable.go)
 	durStatus   func(error) (uint32, bool)
 	appClose    AppInstances
-	records     DurableRecords            // durable open records in etcd (orphans.go)
-	orphans     map[*state.Open]orphan    // proxies kept for dead holders' durable opens (orphans.go)
-	delHint     map[state.FileKey]bool    // remote files with a delete pending: closes wait (closing.go)
-	pendings    map[state.FileKey]pending // owned files a delete is made pending on (closing.go)
+	delHint     map[state.FileKey]bool // remote files with a delete pending: closes wait (closing.go)
 }
 
 // refKey is an OpenRef as a map key.
@@ -136,16 +128,16 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log,
 		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{}, done: map[uint64]bool{},
 		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
-		delHint: map[state.FileKey]bool{}, pendings: map[state.FileKey]pending{},
+		delHint: map[state.FileKey]bool{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
-		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
-		closed: make(chan struct{}),
-		byKey:  map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, muxes: map[string]*mux{},
-		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
+		closed:    make(chan struct{}),
+		muxes:     map[string]*mux{},
+		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{},
 		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
 		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 	r.dg = newDelegations(r)
+	r.own = newOwner(r)
 	return r
 }
 
@@ -347,9 +339,13 @@ func (r *Router) dropLeaseFile(id state.LeaseID) {
 // ShardBusy reports whether the node holds opens of shard's files, or
 // other nodes' opens of them as their owner: such a shard is not given up.
 func (r *Router) ShardBusy(shard uint32) bool {
+	if shard >= NumShards {
+		return false
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return shard < NumShards && r.perShard[shard] > 0
+	held := r.perShard[shard]
+	r.mu.Unlock()
+	return held > 0 || r.own.busy(shard)
 }
 
 // leaseFile is the file and stream a lease of a held open is on.

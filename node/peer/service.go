@@ -20,8 +20,8 @@ func errNotOwner(rt *peerv1.Route) error {
 }
 
 // owns checks a request's route.
-func (r *Router) owns(rt *peerv1.Route, key state.FileKey) error {
-	if rt == nil || rt.Shard != ShardOf(key) || !r.routes.Owns(rt.Shard, rt.Revision) {
+func (ow *owner) owns(rt *peerv1.Route, key state.FileKey) error {
+	if rt == nil || rt.Shard != ShardOf(key) || !ow.routes.Owns(rt.Shard, rt.Revision) {
 		return errNotOwner(rt)
 	}
 	return nil
@@ -131,69 +131,63 @@ func (r *Router) deliver(req *peerv1.DeliverRequest) error {
 
 // proxy returns the owner's entry for another node's open, making it.
 // existed reports an entry made earlier (the open is admitted already).
-func (r *Router) proxy(d *peerv1.OpenDesc) (o *state.Open, existed bool, err error) {
+func (ow *owner) proxy(d *peerv1.OpenDesc) (o *state.Open, existed bool, err error) {
 	ref := d.GetRef()
 	if ref.GetNode() == "" || ref.GetId() == 0 {
 		return nil, false, status.Error(codes.InvalidArgument, "an open needs a holder and an id")
 	}
 	k := refKey{ref.Node, ref.Epoch, ref.Id}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if o := r.proxies[k]; o != nil {
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	if o := ow.proxies[k]; o != nil {
 		return o, true, nil
 	}
 	o = &state.Open{
 		Key: keyOf(d.Key), Name: d.Name, Stream: d.Stream, Access: d.Access, ShareAccess: d.ShareAccess,
-		Breaker: remoteBreaker{r, ref}, Create: createIDOf(d.CreateId), Origin: ref.Node,
+		Breaker: remoteBreaker{ow.r, ref}, Create: createIDOf(d.CreateId), Origin: ref.Node,
 	}
-	r.proxies[k] = o
-	r.proxyRef[o] = k
-	r.perShard[ShardOf(o.Key)]++
-	if r.byKey[o.Key] == nil {
-		r.byKey[o.Key] = map[refKey]bool{}
-	}
-	r.byKey[o.Key][k] = true
+	ow.addProxyLocked(k, o, false)
 	return o, false, nil
 }
 
 // lookup finds the proxy of a ref, nil if there is none.
-func (r *Router) lookup(ref *peerv1.OpenRef) *state.Open {
+func (ow *owner) lookup(ref *peerv1.OpenRef) *state.Open {
 	if ref == nil {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.proxies[refKey{ref.Node, ref.Epoch, ref.Id}]
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	return ow.proxies[refKey{ref.Node, ref.Epoch, ref.Id}]
 }
 
 // unproxy forgets a proxy; it reports whether it was there, so that one
 // caller alone removes it from the tables.
-func (r *Router) unproxy(o *state.Open) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.unproxyLocked(o)
+func (ow *owner) unproxy(o *state.Open) bool {
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	return ow.unproxyLocked(o)
 }
 
-// unproxyLocked is unproxy; the caller holds r.mu.
-func (r *Router) unproxyLocked(o *state.Open) bool {
-	k, ok := r.proxyRef[o]
+// unproxyLocked is unproxy; the caller holds ow.mu.
+func (ow *owner) unproxyLocked(o *state.Open) bool {
+	k, ok := ow.proxyRef[o]
 	if !ok {
 		return false
 	}
-	delete(r.proxyRef, o)
-	delete(r.proxies, k)
-	delete(r.in, o)
-	r.dg.forgetGrant(o.Key, k, o) // deleg.go: a grant's stand-in leaving
-	r.perShard[ShardOf(o.Key)]--
-	if m := r.byKey[o.Key]; m != nil {
+	delete(ow.proxyRef, o)
+	delete(ow.proxies, k)
+	delete(ow.in, o)
+	ow.dg.forgetGrant(o.Key, k, o) // deleg.go: a grant's stand-in leaving
+	ow.perShard[ShardOf(o.Key)]--
+	if m := ow.byKey[o.Key]; m != nil {
 		delete(m, k)
 		if len(m) == 0 {
-			delete(r.byKey, o.Key)
-			if p, ok := r.pendings[o.Key]; ok && p.active == 0 {
-				delete(r.pendings, o.Key)
+			delete(ow.byKey, o.Key)
+			if p, ok := ow.pendings[o.Key]; ok && p.active == 0 {
+				delete(ow.pendings, o.Key)
 			} else if ok {
 				p.sticky = false
-				r.pendings[o.Key] = p
+				ow.pendings[o.Key] = p
 			}
 		}
 	}
@@ -201,14 +195,14 @@ func (r *Router) unproxyLocked(o *state.Open) bool {
 }
 
 // closeProxy removes a proxy open from the tables, as its close would.
-func (r *Router) closeProxy(o *state.Open) (last, deletePending bool) {
-	ok, done := r.leaving(o)
+func (ow *owner) closeProxy(o *state.Open) (last, deletePending bool) {
+	ok, done := ow.leaving(o)
 	if !ok {
 		return false, false
 	}
 	defer done()
-	r.locks.Release(o)
-	return r.table.Remove(o)
+	ow.locks.Release(o)
+	return ow.table.Remove(o)
 }
 
 // Admit implements peerv1.PeerServiceServer: the owner side.
@@ -226,15 +220,15 @@ type events interface {
 func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 	r := sv.r
 	key := keyOf(req.GetOpen().GetKey())
-	if err := r.owns(req.Route, key); err != nil {
+	if err := r.own.owns(req.Route, key); err != nil {
 		return err
 	}
-	o, existed, err := r.proxy(req.Open)
+	o, existed, err := r.own.proxy(req.Open)
 	if err != nil {
 		return err
 	}
 	if existed {
-		if !r.isIn(o) { // an earlier attempt is still being admitted
+		if !r.own.isIn(o) { // an earlier attempt is still being admitted
 			return status.Error(codes.FailedPrecondition, "the open is being admitted")
 		}
 		// A retry of an Admit whose answer was lost: the open is in.
@@ -245,35 +239,33 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 	// Checked again now that the proxy counts toward the shard's state:
 	// a shard given up in between (ShardMap.release checks Busy after it
 	// stops answering) must not take the open.
-	if err := r.owns(req.Route, key); err != nil {
-		r.unproxy(o)
+	if err := r.own.owns(req.Route, key); err != nil {
+		r.own.unproxy(o)
 		return err
 	}
 	ctx := stream.Context()
-	g, err := r.admitTable(ctx, o, state.Request{
+	g, err := r.own.admitTable(ctx, o, state.Request{
 		Oplock: uint8(req.Oplock), Lease: leaseReqOf(req.Lease), Overwrite: req.Overwrite,
 		NoCaching: req.NoCaching, Directory: req.Directory, Replay: req.Replay,
 	}, req.Open.Ref.Node, func() { stream.Send(&peerv1.AdmitEvent{Waiting: true}) })
 	if err != nil {
-		r.unproxy(o)
+		r.own.unproxy(o)
 		code, msg := errCode(err)
 		return stream.Send(&peerv1.AdmitEvent{Error: code, Message: msg})
 	}
-	r.setIn(o)
+	r.own.setIn(o)
 	if cachesReads(g) {
-		r.announceRead(key, req.Open.Ref.Node)
+		r.own.announceRead(key, req.Open.Ref.Node)
 	}
 	ev := grantEvent(g)
 	ev.LocksPresent = r.locks.HasLocks(key)
 	ev.ReadPresent = cachesReads(g)
-	r.mu.Lock()
-	ev.DeletePending = r.deletePendingFor(key)
-	r.mu.Unlock()
+	ev.DeletePending = r.own.deletePendingFor(key)
 	if req.Delegation != 0 && delegable(req) && g == (state.Grant{}) && !ev.LocksPresent && !ev.DeletePending {
-		ev.Delegated = r.grantDeleg(key, req.Open, req.Delegation) // deleg.go
+		ev.Delegated = r.own.grantDeleg(key, req.Open, req.Delegation) // deleg.go
 	}
 	if ctx.Err() != nil || stream.Send(ev) != nil {
-		r.closeProxy(o) // the holder gave up: it will not know of this open
+		r.own.closeProxy(o) // the holder gave up: it will not know of this open
 		if ev.Delegated {
 			r.dg.dropGrant(key, refKey{req.Open.Ref.Node, req.Open.Ref.Epoch, req.Delegation})
 		}
@@ -353,11 +345,16 @@ func (r *Router) DropNode(node string, keep uint64) int {
 	if keep == 0 {
 		r.dropWatchesOf(node)
 	}
-	durable := r.orphansOf(node, keep) // orphans.go: kept until reconnected or timed out
-	r.mu.Lock()
+	return r.own.dropNode(node, keep)
+}
+
+// dropNode is DropNode on the proxies.
+func (ow *owner) dropNode(node string, keep uint64) int {
+	durable := ow.orphansOf(node, keep) // orphans.go: kept until reconnected or timed out
+	ow.mu.Lock()
 	var gone, kept []*state.Open
 	var keptRecs []Orphan
-	for k, o := range r.proxies {
+	for k, o := range ow.proxies {
 		if k.node != node || k.epoch == keep {
 			continue
 		}
@@ -367,15 +364,15 @@ func (r *Router) DropNode(node string, keep uint64) int {
 			gone = append(gone, o)
 		}
 	}
-	r.mu.Unlock()
+	ow.mu.Unlock()
 	for i, o := range kept {
-		r.keepOrphan(o, keptRecs[i])
+		ow.keepOrphan(o, keptRecs[i])
 	}
 	for _, o := range gone {
-		r.closeProxy(o)
+		ow.closeProxy(o)
 	}
 	if len(gone) > 0 {
-		r.log.Info("dropped the opens of a node that left", "peer", node, "opens", len(gone))
+		ow.log.Info("dropped the opens of a node that left", "peer", node, "opens", len(gone))
 	}
 	return len(gone)
 }
@@ -383,18 +380,18 @@ func (r *Router) DropNode(node string, keep uint64) int {
 func keyString(k state.FileKey) string { return fmt.Sprintf("%x:%x", k.Volume, k.FileID) }
 
 // setIn marks a proxy admitted; isIn reports it.
-func (r *Router) setIn(o *state.Open) {
-	r.mu.Lock()
-	if _, ok := r.proxyRef[o]; ok {
-		r.in[o] = true
+func (ow *owner) setIn(o *state.Open) {
+	ow.mu.Lock()
+	if _, ok := ow.proxyRef[o]; ok {
+		ow.in[o] = true
 	}
-	r.mu.Unlock()
+	ow.mu.Unlock()
 }
 
-func (r *Router) isIn(o *state.Open) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.in[o]
+func (ow *owner) isIn(o *state.Open) bool {
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	return ow.in[o]
 }
 
 // cachesReads reports whether a grant lets its open cache reads.
@@ -408,28 +405,28 @@ func cachesReads(g state.Grant) bool {
 // announceRead tells every node but skip that has key open that an open
 // of it caches reads now, and waits for their answers, so that their
 // writers break it (BreakRead).
-func (r *Router) announceRead(key state.FileKey, skip string) {
-	r.tellHolders(key, skip, &peerv1.DeliverRequest{ReadPresent: keyPB(key)}, "read caching")
+func (ow *owner) announceRead(key state.FileKey, skip string) {
+	ow.tellHolders(key, skip, &peerv1.DeliverRequest{ReadPresent: keyPB(key)}, "read caching")
 }
 
 // tellHolders sends notice to every node but skip that holds an open of
 // key (as this node, its owner, knows from its proxies), and waits for
 // their answers; what names the notice in the log.
-func (r *Router) tellHolders(key state.FileKey, skip string, notice *peerv1.DeliverRequest, what string) (flushed bool) {
-	r.mu.Lock()
+func (ow *owner) tellHolders(key state.FileKey, skip string, notice *peerv1.DeliverRequest, what string) (flushed bool) {
+	ow.mu.Lock()
 	nodes := map[string]bool{}
-	for ref := range r.byKey[key] {
+	for ref := range ow.byKey[key] {
 		if ref.node != skip {
 			nodes[ref.node] = true
 		}
 	}
-	r.mu.Unlock()
-	return r.tellNodes(nodes, notice, what)
+	ow.mu.Unlock()
+	return ow.tellNodes(nodes, notice, what)
 }
 
 // tellNodes sends notice to nodes and waits for their answers; it
 // reports whether one flushed closes on their way (closing.go).
-func (r *Router) tellNodes(nodes map[string]bool, notice *peerv1.DeliverRequest, what string) (flushed bool) {
+func (ow *owner) tellNodes(nodes map[string]bool, notice *peerv1.DeliverRequest, what string) (flushed bool) {
 	if len(nodes) == 0 {
 		return false
 	}
@@ -439,15 +436,15 @@ func (r *Router) tellNodes(nodes map[string]bool, notice *peerv1.DeliverRequest,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	for a := range ask(ctx, r, to, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.DeliverResponse, error) {
-		r.stats.Delivers.Add(1)
+	for a := range ask(ctx, ow.r, to, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.DeliverResponse, error) {
+		ow.stats.Delivers.Add(1)
 		return cli.Deliver(ctx, notice)
 	}) {
 		switch {
 		case errors.Is(a.Err, mesh.ErrGone):
 			// gone: its opens are dropped with it
 		case a.Err != nil:
-			r.log.Warn("telling a node of "+what, "peer", a.Node, "err", a.Err)
+			ow.log.Warn("telling a node of "+what, "peer", a.Node, "err", a.Err)
 		default:
 			flushed = flushed || a.Resp.Flushed
 		}
