@@ -13,6 +13,15 @@ import (
 // given the operation's own message (peer_service.proto) once the
 // request's route is checked.
 
+// handlers serve Call and Wait at the owner: one method per operation,
+// over the owner's tables and proxies.
+type handlers struct {
+	r     *Router
+	ow    *owner
+	table *state.Table
+	locks *state.LockTable
+}
+
 // call is what every handler of an operation on a file gets.
 type call struct {
 	ctx context.Context
@@ -28,19 +37,19 @@ func (sv *Service) Call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.C
 	case *peerv1.CallRequest_Flush:
 		return &peerv1.CallResponse{}, nil // served after what the stream carried before (closing.go)
 	case *peerv1.CallRequest_HasOpenBelow:
-		return r.serveHasOpenBelow(op.HasOpenBelow), nil
+		return sv.h.serveHasOpenBelow(op.HasOpenBelow), nil
 	case *peerv1.CallRequest_AckLease:
 		if req.Route == nil {
 			// An acknowledgment looking for its lease (ackAnywhere): only
 			// the table that knows the lease takes it, whatever shard.
-			return answer(r.serveAckLease(call{ctx, state.FileKey{}}, op.AckLease))
+			return answer(sv.h.serveAckLease(call{ctx, state.FileKey{}}, op.AckLease))
 		}
 	}
 	c := call{ctx, keyOf(req.Key)}
 	if err := r.own.owns(req.Route, c.key); err != nil {
 		return nil, err
 	}
-	return answer(r.serveCall(c, req))
+	return answer(sv.h.serveCall(c, req))
 }
 
 // answer puts a handler's state error in its answer; a gRPC status
@@ -60,72 +69,72 @@ func answer(resp *peerv1.CallResponse, err error) (*peerv1.CallResponse, error) 
 }
 
 // serveCall dispatches a Call to its operation's handler.
-func (r *Router) serveCall(c call, req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
+func (h handlers) serveCall(c call, req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
 	switch op := req.Op.(type) {
 	case *peerv1.CallRequest_Remove:
-		return r.serveRemove(c, op.Remove)
+		return h.serveRemove(c, op.Remove)
 	case *peerv1.CallRequest_Drop:
-		return r.serveDrop(c, op.Drop)
+		return h.serveDrop(c, op.Drop)
 	case *peerv1.CallRequest_Ack:
-		return r.serveAck(c, op.Ack)
+		return h.serveAck(c, op.Ack)
 	case *peerv1.CallRequest_AckLease:
-		return r.serveAckLease(c, op.AckLease)
+		return h.serveAckLease(c, op.AckLease)
 	case *peerv1.CallRequest_BreakRead:
-		return r.serveBreakRead(c, op.BreakRead)
+		return h.serveBreakRead(c, op.BreakRead)
 	case *peerv1.CallRequest_MarkDeletePending:
-		return r.serveMarkDeletePending(c, op.MarkDeletePending)
+		return h.serveMarkDeletePending(c, op.MarkDeletePending)
 	case *peerv1.CallRequest_SetDeletePending:
-		return r.serveSetDeletePending(c, op.SetDeletePending)
+		return h.serveSetDeletePending(c, op.SetDeletePending)
 	case *peerv1.CallRequest_DeletePending:
-		return r.serveDeletePending(c, op.DeletePending)
+		return h.serveDeletePending(c, op.DeletePending)
 	case *peerv1.CallRequest_CheckRename:
-		return r.serveCheckRename(c, op.CheckRename)
+		return h.serveCheckRename(c, op.CheckRename)
 	case *peerv1.CallRequest_Renamed:
-		return r.serveRenamed(c, op.Renamed)
+		return h.serveRenamed(c, op.Renamed)
 	case *peerv1.CallRequest_NameOf:
-		return r.serveNameOf(c, op.NameOf)
+		return h.serveNameOf(c, op.NameOf)
 	case *peerv1.CallRequest_CheckAccess:
-		return r.serveCheckAccess(c, op.CheckAccess)
+		return h.serveCheckAccess(c, op.CheckAccess)
 	case *peerv1.CallRequest_StreamOpen:
-		return r.serveStreamOpen(c, op.StreamOpen)
+		return h.serveStreamOpen(c, op.StreamOpen)
 	case *peerv1.CallRequest_StreamOf:
-		return r.serveStreamOf(c, op.StreamOf)
+		return h.serveStreamOf(c, op.StreamOf)
 	case *peerv1.CallRequest_RenamedStream:
-		return r.serveRenamedStream(c, op.RenamedStream)
+		return h.serveRenamedStream(c, op.RenamedStream)
 	case *peerv1.CallRequest_CachingOf:
-		return r.serveCachingOf(c, op.CachingOf)
+		return h.serveCachingOf(c, op.CachingOf)
 	case *peerv1.CallRequest_Oplock:
-		return r.serveOplock(c, op.Oplock)
+		return h.serveOplock(c, op.Oplock)
 	case *peerv1.CallRequest_Sole:
-		return r.serveSole(c, op.Sole)
+		return h.serveSole(c, op.Sole)
 	case *peerv1.CallRequest_Detach:
-		return r.serveDetach(c, op.Detach)
+		return h.serveDetach(c, op.Detach)
 	case *peerv1.CallRequest_ParentLeaseOf:
-		return r.serveParentLeaseOf(c, op.ParentLeaseOf)
+		return h.serveParentLeaseOf(c, op.ParentLeaseOf)
 	case *peerv1.CallRequest_BreakDirLeases:
-		return r.serveBreakDirLeases(c, op.BreakDirLeases)
+		return h.serveBreakDirLeases(c, op.BreakDirLeases)
 	case *peerv1.CallRequest_Lock:
-		return r.serveLock(c, op.Lock)
+		return h.serveLock(c, op.Lock)
 	case *peerv1.CallRequest_Unlock:
-		return r.serveUnlock(c, op.Unlock)
+		return h.serveUnlock(c, op.Unlock)
 	case *peerv1.CallRequest_ReleaseLocks:
-		return r.serveReleaseLocks(c, op.ReleaseLocks)
+		return h.serveReleaseLocks(c, op.ReleaseLocks)
 	case *peerv1.CallRequest_CheckIo:
-		return r.serveCheckIO(c, op.CheckIo)
+		return h.serveCheckIO(c, op.CheckIo)
 	case *peerv1.CallRequest_LockCount:
-		return r.serveLockCount(c, op.LockCount)
+		return h.serveLockCount(c, op.LockCount)
 	case *peerv1.CallRequest_Handover:
-		return r.serveHandover(c, op.Handover) // durable.go
+		return h.serveHandover(c, op.Handover) // durable.go
 	case *peerv1.CallRequest_ReturnDelegation:
-		r.dg.takeBack(c.key, op.ReturnDelegation) // deleg.go
+		h.r.dg.takeBack(c.key, op.ReturnDelegation) // deleg.go
 		return &peerv1.CallResponse{}, nil
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "operation %v is not a Call", opOf(req))
 }
 
 // openOf is the open ref names, which the owner must have.
-func (r *Router) openOf(ref *peerv1.OpenRef, key state.FileKey) (*state.Open, error) {
-	if o := r.own.lookup(ref); o != nil {
+func (h handlers) openOf(ref *peerv1.OpenRef, key state.FileKey) (*state.Open, error) {
+	if o := h.ow.lookup(ref); o != nil {
 		return o, nil
 	}
 	return nil, status.Errorf(codes.NotFound, "no open %v of %v", ref, key)
@@ -133,232 +142,232 @@ func (r *Router) openOf(ref *peerv1.OpenRef, key state.FileKey) (*state.Open, er
 
 // exceptOf is the open a break spares: ref's open, or — when it closed
 // meanwhile — a stand-in of its stream that spares no one.
-func (r *Router) exceptOf(ref *peerv1.OpenRef, stream string, key state.FileKey) *state.Open {
-	if o := r.own.lookup(ref); o != nil {
+func (h handlers) exceptOf(ref *peerv1.OpenRef, stream string, key state.FileKey) *state.Open {
+	if o := h.ow.lookup(ref); o != nil {
 		return o
 	}
 	return &state.Open{Key: key, Stream: stream}
 }
 
 // serveRemove closes an open; one already gone is closed.
-func (r *Router) serveRemove(c call, m *peerv1.RemoveOp) (*peerv1.CallResponse, error) {
-	o := r.own.lookup(m.Open)
+func (h handlers) serveRemove(c call, m *peerv1.RemoveOp) (*peerv1.CallResponse, error) {
+	o := h.ow.lookup(m.Open)
 	if o == nil {
 		return &peerv1.CallResponse{}, nil // removing is idempotent
 	}
-	last, deletePending := r.own.closeProxy(o)
+	last, deletePending := h.ow.closeProxy(o)
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Remove{Remove: &peerv1.RemoveResult{Last: last, DeletePending: deletePending}}}, nil
 }
 
 // serveDrop closes an open as a CLOSE does; one already gone is closed.
-func (r *Router) serveDrop(c call, m *peerv1.DropOp) (*peerv1.CallResponse, error) {
-	o := r.own.lookup(m.Open)
+func (h handlers) serveDrop(c call, m *peerv1.DropOp) (*peerv1.CallResponse, error) {
+	o := h.ow.lookup(m.Open)
 	if o == nil {
 		return &peerv1.CallResponse{}, nil
 	}
-	ok, done := r.own.leaving(o)
+	ok, done := h.ow.leaving(o)
 	if !ok {
 		return &peerv1.CallResponse{}, nil
 	}
-	r.locks.Release(o)
-	stream, file := r.table.Drop(o)
+	h.locks.Release(o)
+	stream, file := h.table.Drop(o)
 	done()
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Drop{Drop: &peerv1.DropResult{DeleteStream: stream, DeleteFile: file}}}, nil
 }
 
-func (r *Router) serveAck(c call, m *peerv1.AckOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveAck(c call, m *peerv1.AckOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	acked := r.table.Ack(o, uint8(m.Level))
-	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Ack{Ack: &peerv1.AckResult{Acked: acked, Level: uint32(r.table.Oplock(o))}}}, nil
+	acked := h.table.Ack(o, uint8(m.Level))
+	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Ack{Ack: &peerv1.AckResult{Acked: acked, Level: uint32(h.table.Oplock(o))}}}, nil
 }
 
-func (r *Router) serveAckLease(c call, m *peerv1.AckLeaseOp) (*peerv1.CallResponse, error) {
-	st, err := r.table.AckLease(leaseIDOf(m.Lease), m.State)
+func (h handlers) serveAckLease(c call, m *peerv1.AckLeaseOp) (*peerv1.CallResponse, error) {
+	st, err := h.table.AckLease(leaseIDOf(m.Lease), m.State)
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_AckLease{AckLease: &peerv1.AckLeaseResult{State: st}}}, err
 }
 
-func (r *Router) serveBreakRead(c call, m *peerv1.BreakReadOp) (*peerv1.CallResponse, error) {
-	r.table.BreakRead(c.key, r.exceptOf(m.Except, m.ExceptStream, c.key))
+func (h handlers) serveBreakRead(c call, m *peerv1.BreakReadOp) (*peerv1.CallResponse, error) {
+	h.table.BreakRead(c.key, h.exceptOf(m.Except, m.ExceptStream, c.key))
 	return &peerv1.CallResponse{}, nil
 }
 
-func (r *Router) serveMarkDeletePending(c call, m *peerv1.MarkDeletePendingOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveMarkDeletePending(c call, m *peerv1.MarkDeletePendingOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	r.own.markPending(c.key, m.Pending, func() { r.table.MarkDeletePending(o, m.Pending) })
+	h.ow.markPending(c.key, m.Pending, func() { h.table.MarkDeletePending(o, m.Pending) })
 	return &peerv1.CallResponse{}, nil
 }
 
-func (r *Router) serveSetDeletePending(c call, m *peerv1.SetDeletePendingOp) (*peerv1.CallResponse, error) {
-	r.own.markPending(c.key, m.Pending, func() { r.table.SetDeletePending(c.key, m.Pending) })
+func (h handlers) serveSetDeletePending(c call, m *peerv1.SetDeletePendingOp) (*peerv1.CallResponse, error) {
+	h.ow.markPending(c.key, m.Pending, func() { h.table.SetDeletePending(c.key, m.Pending) })
 	return &peerv1.CallResponse{}, nil
 }
 
-func (r *Router) serveDeletePending(c call, m *peerv1.DeletePendingOp) (*peerv1.CallResponse, error) {
-	pending := r.table.DeletePending(c.key)
+func (h handlers) serveDeletePending(c call, m *peerv1.DeletePendingOp) (*peerv1.CallResponse, error) {
+	pending := h.table.DeletePending(c.key)
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_DeletePending{DeletePending: &peerv1.DeletePendingResult{Pending: pending}}}, nil
 }
 
 // serveCheckRename, serveCheckAccess, serveStreamOpen and serveSole
 // refuse only after the nodes holding opens of the file flushed their
 // closes (closing.go) — but the caller's, which came before on its stream.
-func (r *Router) serveCheckRename(c call, m *peerv1.CheckRenameOp) (resp *peerv1.CallResponse, err error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveCheckRename(c call, m *peerv1.CheckRenameOp) (resp *peerv1.CallResponse, err error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	r.own.flushFor(c.key, m.Open.GetNode(), func() bool { err = r.table.CheckRename(o); return err != nil })
+	h.ow.flushFor(c.key, m.Open.GetNode(), func() bool { err = h.table.CheckRename(o); return err != nil })
 	return &peerv1.CallResponse{}, err
 }
 
-func (r *Router) serveRenamed(c call, m *peerv1.RenamedOp) (*peerv1.CallResponse, error) {
-	r.dg.without(c.key, func(bool) { r.table.Renamed(c.key, m.Name) })
+func (h handlers) serveRenamed(c call, m *peerv1.RenamedOp) (*peerv1.CallResponse, error) {
+	h.r.dg.without(c.key, func(bool) { h.table.Renamed(c.key, m.Name) })
 	return &peerv1.CallResponse{}, nil
 }
 
-func (r *Router) serveNameOf(c call, m *peerv1.NameOfOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveNameOf(c call, m *peerv1.NameOfOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	return &peerv1.CallResponse{Result: &peerv1.CallResponse_NameOf{NameOf: &peerv1.NameOfResult{Name: r.table.NameOf(o)}}}, nil
+	return &peerv1.CallResponse{Result: &peerv1.CallResponse_NameOf{NameOf: &peerv1.NameOfResult{Name: h.table.NameOf(o)}}}, nil
 }
 
-func (r *Router) serveHasOpenBelow(m *peerv1.HasOpenBelowOp) *peerv1.CallResponse {
-	found := r.own.hasOpenBelow(m.Dir)
+func (h handlers) serveHasOpenBelow(m *peerv1.HasOpenBelowOp) *peerv1.CallResponse {
+	found := h.ow.hasOpenBelow(m.Dir)
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_HasOpenBelow{HasOpenBelow: &peerv1.HasOpenBelowResult{Found: found}}}
 }
 
-func (r *Router) serveCheckAccess(c call, m *peerv1.CheckAccessOp) (resp *peerv1.CallResponse, err error) {
-	r.own.flushFor(c.key, "", func() bool { err = r.table.CheckAccess(c.key, m.Access, m.ShareAccess); return err != nil })
+func (h handlers) serveCheckAccess(c call, m *peerv1.CheckAccessOp) (resp *peerv1.CallResponse, err error) {
+	h.ow.flushFor(c.key, "", func() bool { err = h.table.CheckAccess(c.key, m.Access, m.ShareAccess); return err != nil })
 	return &peerv1.CallResponse{}, err
 }
 
-func (r *Router) serveStreamOpen(c call, m *peerv1.StreamOpenOp) (*peerv1.CallResponse, error) {
+func (h handlers) serveStreamOpen(c call, m *peerv1.StreamOpenOp) (*peerv1.CallResponse, error) {
 	var open bool
-	r.own.flushFor(c.key, m.Except.GetNode(), func() bool { open = r.table.StreamOpen(c.key, m.Stream, r.own.lookup(m.Except)); return open })
+	h.ow.flushFor(c.key, m.Except.GetNode(), func() bool { open = h.table.StreamOpen(c.key, m.Stream, h.ow.lookup(m.Except)); return open })
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_StreamOpen{StreamOpen: &peerv1.StreamOpenResult{Open: open}}}, nil
 }
 
-func (r *Router) serveStreamOf(c call, m *peerv1.StreamOfOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveStreamOf(c call, m *peerv1.StreamOfOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	return &peerv1.CallResponse{Result: &peerv1.CallResponse_StreamOf{StreamOf: &peerv1.StreamOfResult{Stream: r.table.StreamOf(o)}}}, nil
+	return &peerv1.CallResponse{Result: &peerv1.CallResponse_StreamOf{StreamOf: &peerv1.StreamOfResult{Stream: h.table.StreamOf(o)}}}, nil
 }
 
-func (r *Router) serveRenamedStream(c call, m *peerv1.RenamedStreamOp) (*peerv1.CallResponse, error) {
-	r.dg.without(c.key, func(bool) { r.table.RenamedStream(c.key, m.From, m.To) })
+func (h handlers) serveRenamedStream(c call, m *peerv1.RenamedStreamOp) (*peerv1.CallResponse, error) {
+	h.r.dg.without(c.key, func(bool) { h.table.RenamedStream(c.key, m.From, m.To) })
 	return &peerv1.CallResponse{}, nil
 }
 
-func (r *Router) serveCachingOf(c call, m *peerv1.CachingOfOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveCachingOf(c call, m *peerv1.CachingOfOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	return &peerv1.CallResponse{Result: &peerv1.CallResponse_CachingOf{CachingOf: &peerv1.CachingOfResult{Caching: cachingPB(r.table.CachingOf(o))}}}, nil
+	return &peerv1.CallResponse{Result: &peerv1.CallResponse_CachingOf{CachingOf: &peerv1.CachingOfResult{Caching: cachingPB(h.table.CachingOf(o))}}}, nil
 }
 
-func (r *Router) serveOplock(c call, m *peerv1.OplockOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveOplock(c call, m *peerv1.OplockOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Oplock{Oplock: &peerv1.OplockResult{Level: uint32(r.table.Oplock(o))}}}, nil
+	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Oplock{Oplock: &peerv1.OplockResult{Level: uint32(h.table.Oplock(o))}}}, nil
 }
 
-func (r *Router) serveSole(c call, m *peerv1.SoleOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveSole(c call, m *peerv1.SoleOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
 	res := &peerv1.SoleResult{}
-	r.own.flushFor(c.key, m.Open.GetNode(), func() bool { res.Sole, res.DeletePending = r.table.Sole(o); return !res.Sole })
+	h.ow.flushFor(c.key, m.Open.GetNode(), func() bool { res.Sole, res.DeletePending = h.table.Sole(o); return !res.Sole })
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Sole{Sole: res}}, nil
 }
 
 // serveDetach: the holder delivers the breaks of a detached open itself;
 // the owner only refuses while a break waits for an acknowledgment.
-func (r *Router) serveDetach(c call, m *peerv1.DetachOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveDetach(c call, m *peerv1.DetachOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	accepted := r.table.Detach(o, o.Breaker)
+	accepted := h.table.Detach(o, o.Breaker)
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Detach{Detach: &peerv1.DetachResult{Accepted: accepted}}}, nil
 }
 
-func (r *Router) serveParentLeaseOf(c call, m *peerv1.ParentLeaseOfOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveParentLeaseOf(c call, m *peerv1.ParentLeaseOfOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	id, found := r.table.ParentLeaseOf(o)
+	id, found := h.table.ParentLeaseOf(o)
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_ParentLeaseOf{ParentLeaseOf: &peerv1.ParentLeaseOfResult{Found: found, Lease: leaseKeyPB(id)}}}, nil
 }
 
-func (r *Router) serveBreakDirLeases(c call, m *peerv1.BreakDirLeasesOp) (*peerv1.CallResponse, error) {
-	if r.table.DirLeases() {
-		r.table.BreakDirLeases(c.key, leaseIDOf(m.Except), m.Except != nil)
+func (h handlers) serveBreakDirLeases(c call, m *peerv1.BreakDirLeasesOp) (*peerv1.CallResponse, error) {
+	if h.table.DirLeases() {
+		h.table.BreakDirLeases(c.key, leaseIDOf(m.Except), m.Except != nil)
 	}
 	return &peerv1.CallResponse{}, nil
 }
 
-func (r *Router) serveLock(c call, m *peerv1.LockOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveLock(c call, m *peerv1.LockOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	return &peerv1.CallResponse{LocksPresent: true}, r.lockLocal(o, locksOf(m.Locks))
+	return &peerv1.CallResponse{LocksPresent: true}, h.r.lockLocal(o, locksOf(m.Locks))
 }
 
-func (r *Router) serveUnlock(c call, m *peerv1.UnlockOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveUnlock(c call, m *peerv1.UnlockOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	n, err := r.locks.Unlock(o, locksOf(m.Locks))
+	n, err := h.locks.Unlock(o, locksOf(m.Locks))
 	return &peerv1.CallResponse{Result: &peerv1.CallResponse_Unlock{Unlock: &peerv1.UnlockResult{Count: uint32(n)}}}, err
 }
 
 // serveReleaseLocks releases an open's locks; an open already gone has
 // none.
-func (r *Router) serveReleaseLocks(c call, m *peerv1.ReleaseLocksOp) (*peerv1.CallResponse, error) {
-	if o := r.own.lookup(m.Open); o != nil {
-		r.locks.Release(o)
+func (h handlers) serveReleaseLocks(c call, m *peerv1.ReleaseLocksOp) (*peerv1.CallResponse, error) {
+	if o := h.ow.lookup(m.Open); o != nil {
+		h.locks.Release(o)
 	}
 	return &peerv1.CallResponse{}, nil
 }
 
-func (r *Router) serveCheckIO(c call, m *peerv1.CheckIOOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveCheckIO(c call, m *peerv1.CheckIOOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	return &peerv1.CallResponse{}, r.locks.CheckIO(o, m.Offset, m.Length, m.Write)
+	return &peerv1.CallResponse{}, h.locks.CheckIO(o, m.Offset, m.Length, m.Write)
 }
 
-func (r *Router) serveLockCount(c call, m *peerv1.LockCountOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.Open, c.key)
+func (h handlers) serveLockCount(c call, m *peerv1.LockCountOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.Open, c.key)
 	if err != nil {
 		return nil, err
 	}
-	return &peerv1.CallResponse{Result: &peerv1.CallResponse_LockCount{LockCount: &peerv1.LockCountResult{Count: uint32(r.locks.LockCount(o))}}}, nil
+	return &peerv1.CallResponse{Result: &peerv1.CallResponse_LockCount{LockCount: &peerv1.LockCountResult{Count: uint32(h.locks.LockCount(o))}}}, nil
 }
 
-func (r *Router) serveHandover(c call, m *peerv1.HandoverOp) (*peerv1.CallResponse, error) {
-	o, err := r.openOf(m.From, c.key)
+func (h handlers) serveHandover(c call, m *peerv1.HandoverOp) (*peerv1.CallResponse, error) {
+	o, err := h.openOf(m.From, c.key)
 	if err != nil {
 		return nil, err
 	}
-	return r.own.handoverProxy(o, m.To)
+	return h.ow.handoverProxy(o, m.To)
 }
 
 // Wait implements peerv1.PeerServiceServer: BreakHandle and blocking locks.
@@ -377,9 +386,9 @@ func (sv *Service) wait(req *peerv1.CallRequest, stream events) error {
 	var err error
 	switch op := req.Op.(type) {
 	case *peerv1.CallRequest_BreakHandle:
-		err = r.waitBreakHandle(c, op.BreakHandle, onWait)
+		err = sv.h.waitBreakHandle(c, op.BreakHandle, onWait)
 	case *peerv1.CallRequest_LockWait:
-		err = r.waitLock(c, op.LockWait, onWait)
+		err = sv.h.waitLock(c, op.LockWait, onWait)
 	default:
 		return status.Errorf(codes.InvalidArgument, "operation %v is not a Wait", opOf(req))
 	}
@@ -393,14 +402,14 @@ func (sv *Service) wait(req *peerv1.CallRequest, stream events) error {
 	return stream.Send(&peerv1.AdmitEvent{Error: code, Message: msg, LocksPresent: opOf(req) == OpLockWait})
 }
 
-func (r *Router) waitBreakHandle(c call, m *peerv1.BreakHandleOp, onWait func()) error {
-	return r.table.BreakHandle(c.ctx, c.key, r.exceptOf(m.Except, m.ExceptStream, c.key), onWait)
+func (h handlers) waitBreakHandle(c call, m *peerv1.BreakHandleOp, onWait func()) error {
+	return h.table.BreakHandle(c.ctx, c.key, h.exceptOf(m.Except, m.ExceptStream, c.key), onWait)
 }
 
-func (r *Router) waitLock(c call, m *peerv1.LockWaitOp, onWait func()) error {
-	o := r.own.lookup(m.Open)
+func (h handlers) waitLock(c call, m *peerv1.LockWaitOp, onWait func()) error {
+	o := h.ow.lookup(m.Open)
 	if o == nil || m.Lock == nil {
 		return status.Error(codes.InvalidArgument, "a blocking lock needs its open and one range")
 	}
-	return r.lockWaitLocal(c.ctx, o, lockOf(m.Lock), onWait)
+	return h.r.lockWaitLocal(c.ctx, o, lockOf(m.Lock), onWait)
 }

@@ -33,12 +33,15 @@ type Service struct {
 	// Unsafe: a new RPC fails the build until it is served here.
 	peerv1.UnsafePeerServiceServer
 	r       *Router
-	workers workers // mux.go
+	h       handlers // calls.go
+	workers workers  // mux.go
 }
 
 // Service returns the router's peer service, to register on the node's
 // gRPC server.
-func (r *Router) Service() *Service { return &Service{r: r, workers: workers{work: make(chan func())}} }
+func (r *Router) Service() *Service {
+	return &Service{r: r, h: handlers{r, r.own, r.table, r.locks}, workers: workers{work: make(chan func())}}
+}
 
 // remoteBreaker is a proxy open's Breaker: it hands the break to the node
 // that holds the open.
