@@ -58,16 +58,16 @@ func (r *Router) dropLater(o *state.Open) bool {
 	}
 	r.dropMu.RLock()
 	defer r.dropMu.RUnlock()
-	r.mu.Lock()
-	hs, remote := r.mirrorCache[o.Ref]
-	ok := remote && r.held[o.Ref] == o && r.done[o.Ref] && hs == (heldState{}) &&
-		!r.hint[o.Key] && !r.delHint[o.Key] && !r.rebuilt[ShardOf(o.Key)]
-	r.mu.Unlock()
+	r.hs.mu.Lock()
+	hs, remote := r.hs.mirrorCache[o.Ref]
+	ok := remote && r.hs.held[o.Ref] == o && r.hs.done[o.Ref] && hs == (heldState{}) &&
+		!r.hs.hint[o.Key] && !r.hs.delHint[o.Key] && !r.hs.rebuilt[ShardOf(o.Key)]
+	r.hs.mu.Unlock()
 	if !ok {
 		return false
 	}
 	req := &peerv1.CallRequest{Route: t.route, Key: keyPB(o.Key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: r.ref(o)}}}
-	r.unhold(o)
+	r.hs.unhold(o)
 	if !t.mx.post(req) {
 		return false
 	}
@@ -110,22 +110,14 @@ func (r *Router) closeLater(o *state.Open, req *peerv1.CallRequest, local func()
 // is taking them over (dropLater).
 func (r *Router) noteHeld(shards []uint32) {
 	r.dropMu.Lock()
-	r.mu.Lock()
+	r.hs.mu.Lock()
 	for _, s := range shards {
 		if s < NumShards {
-			r.rebuilt[s] = true
+			r.hs.rebuilt[s] = true
 		}
 	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	r.dropMu.Unlock()
-}
-
-// dropped records that a close waited for its answer: it reached the
-// shard's current owner.
-func (r *Router) dropped(key state.FileKey) {
-	r.mu.Lock()
-	r.rebuilt[ShardOf(key)] = false
-	r.mu.Unlock()
 }
 
 // post serves a close that wants no answer (Envelope.drops).
@@ -383,9 +375,9 @@ func (r *Router) flushTo(ctx context.Context, node string, key *peerv1.FileKey) 
 		r.setDelHint(keyOf(key))
 	}
 	addr := r.routes.Peers()[node]
-	r.mu.Lock()
+	r.hs.mu.Lock()
 	mx := r.muxes[addr]
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	if addr == "" || mx == nil {
 		return false
 	}
@@ -396,11 +388,11 @@ func (r *Router) flushTo(ctx context.Context, node string, key *peerv1.FileKey) 
 // holds opens of.
 func (r *Router) setDelHint(key state.FileKey) {
 	r.dropMu.Lock()
-	r.mu.Lock()
-	if r.nheld[key] > 0 {
-		r.delHint[key] = true
+	r.hs.mu.Lock()
+	if r.hs.nheld[key] > 0 {
+		r.hs.delHint[key] = true
 	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	r.dropMu.Unlock()
 }
 

@@ -249,8 +249,8 @@ func TestCloseServedBeforeTheFlush(t *testing.T) {
 func (r *Router) muxFor(t *testing.T, node string) *mux {
 	t.Helper()
 	addr := r.routes.Peers()[node]
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.hs.mu.Lock()
+	defer r.hs.mu.Unlock()
 	mx := r.muxes[addr]
 	if mx == nil {
 		t.Fatalf("no exchange with %s", node)
@@ -318,7 +318,7 @@ func TestCloseSentAgain(t *testing.T) {
 	}
 	ref := b.ref(ob)
 	req := &peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: ref}}}
-	b.unhold(ob) // as Drop does when its call failed
+	b.hs.unhold(ob) // as Drop does when its call failed
 	b.closeLater(ob, req, func() { b.table.Drop(ob) })
 	if a.own.lookup(ref) != nil {
 		t.Fatal("the owner still has the open after the close was sent again")

@@ -147,15 +147,15 @@ func (r *Router) admitDelegated(o *state.Open, req state.Request, t target) bool
 	}
 	var ok bool
 	var stale *deleg
-	r.mu.Lock()
-	if r.held[o.Ref] == o {
+	r.hs.mu.Lock()
+	if r.hs.held[o.Ref] == o {
 		ok, stale = r.dg.admit(o, t.route.GetRevision())
 	}
 	if ok {
-		r.mirrorCache[o.Ref] = heldState{}
-		r.done[o.Ref] = true // in one step with admit: a Held listing meets it admitted, or its delegation still here
+		r.hs.mirrorCache[o.Ref] = heldState{}
+		r.hs.done[o.Ref] = true // in one step with admit: a Held listing meets it admitted, or its delegation still here
 	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	if stale != nil {
 		go r.dg.finishReturn(stale)
 	}
@@ -443,12 +443,12 @@ func (dg *delegations) holds(o *state.Open) bool {
 // closeDelegated closes o here when it is a delegated open (and reports
 // it); an open being converted waits until it is an ordinary one.
 func (r *Router) closeDelegated(o *state.Open) bool {
-	r.mu.Lock()
+	r.hs.mu.Lock()
 	ok, wait := r.dg.closeOpen(o)
 	if ok {
-		r.unholdLocked(o) // in one step with closeOpen: a Held listing meets it open, or not at all
+		r.hs.unholdLocked(o) // in one step with closeOpen: a Held listing meets it open, or not at all
 	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	if wait != nil {
 		// The return may go on for a while when the owner cannot be
 		// reached (returnAt tries again): the close waits for it at

@@ -371,9 +371,9 @@ func TestRecallRacesLocalOpens(t *testing.T) {
 	if last, _ := a.Remove(oa); !last {
 		t.Fatal("an open of the holder's stayed at the owner")
 	}
-	b.mu.Lock()
-	held := len(b.held)
-	b.mu.Unlock()
+	b.hs.mu.Lock()
+	held := len(b.hs.held)
+	b.hs.mu.Unlock()
 	b.dg.mu.Lock()
 	conv := len(b.dg.converting)
 	b.dg.mu.Unlock()

@@ -38,9 +38,9 @@ type AppInstances func(id [16]byte, share, user string) int
 // SetDurableHolder sets the holder side of TakeDurable and
 // CloseAppInstance; call it before the peer service serves.
 func (r *Router) SetDurableHolder(h DurableHolder, status func(error) (uint32, bool), apps AppInstances) {
-	r.mu.Lock()
-	r.durHolder, r.durStatus, r.appClose = h, status, apps
-	r.mu.Unlock()
+	r.hs.mu.Lock()
+	r.hs.durHolder, r.hs.durStatus, r.hs.appClose = h, status, apps
+	r.hs.mu.Unlock()
 }
 
 // CloseAppInstance implements state.DurableFiles: every other live node
@@ -61,9 +61,9 @@ func (r *Router) CloseAppInstance(ctx context.Context, id [16]byte, share, user 
 
 // CloseAppInstance implements peerv1.PeerServiceServer.
 func (sv *Service) CloseAppInstance(ctx context.Context, req *peerv1.CloseAppInstanceRequest) (*peerv1.CloseAppInstanceResponse, error) {
-	sv.r.mu.Lock()
-	apps := sv.r.appClose
-	sv.r.mu.Unlock()
+	sv.r.hs.mu.Lock()
+	apps := sv.r.hs.appClose
+	sv.r.hs.mu.Unlock()
 	if apps == nil {
 		return &peerv1.CloseAppInstanceResponse{}, nil
 	}
@@ -140,35 +140,35 @@ const holderTimeout = 3 * time.Second
 // entry when this node owns the file (handed over by HandoverOp), else a
 // new open with this node's copy of its caching and locks.
 func (r *Router) adopt(to state.HolderRef, key state.FileKey, h state.Handover) *state.Open {
-	r.mu.Lock()
-	o := r.adopted[to.ID]
+	r.hs.mu.Lock()
+	o := r.hs.adopted[to.ID]
 	if o != nil {
-		delete(r.adopted, to.ID)
-		r.perShard[ShardOf(o.Key)]-- // hold counts it again
+		delete(r.hs.adopted, to.ID)
+		r.hs.perShard[ShardOf(o.Key)]-- // hold counts it again
 	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	remote := o == nil
 	if remote {
 		o = &state.Open{Key: key, Name: h.Name, Stream: h.Stream, Access: h.Access, ShareAccess: h.ShareAccess}
 	}
 	o.Ref = to.ID
-	r.hold(o)
-	r.admitted(o)
-	r.mu.Lock()
+	r.hs.hold(o)
+	r.hs.admitted(o)
+	r.hs.mu.Lock()
 	if remote {
-		r.mirrorCache[o.Ref] = heldState{caching: h.Caching}
+		r.hs.mirrorCache[o.Ref] = heldState{caching: h.Caching}
 	}
 	if h.Caching.Lease {
-		r.leaseOf[o.Ref] = h.Caching.ID
-		r.leaseFiles[h.Caching.ID] = leaseFile{o.Key, o.Stream}
+		r.hs.leaseOf[o.Ref] = h.Caching.ID
+		r.hs.leaseFiles[h.Caching.ID] = leaseFile{o.Key, o.Stream}
 	}
 	if len(h.Locks) > 0 {
-		r.locked[o.Ref] = true
+		r.hs.locked[o.Ref] = true
 		if remote {
-			r.hint[key] = true
+			r.hs.hint[key] = true
 		}
 	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	if remote && len(h.Locks) > 0 {
 		r.mirror.Lock(o, h.Locks)
 	}
@@ -191,11 +191,11 @@ func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []sta
 		}
 		c, locks = cachingOf(resp.GetHandover().GetCaching()), locksOf(resp.GetHandover().GetLocks())
 		r.mirror.Release(o)
-		r.unhold(o)
+		r.hs.unhold(o)
 	}
-	r.mu.Lock()
-	delete(r.locked, o.Ref)
-	r.mu.Unlock()
+	r.hs.mu.Lock()
+	delete(r.hs.locked, o.Ref)
+	r.hs.mu.Unlock()
 	return c, locks, nil
 }
 
@@ -203,7 +203,7 @@ func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []sta
 // another node's open to: it becomes a proxy with to's breaker.
 func (r *Router) handoverLocal(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock) {
 	c, locks := r.table.CachingOf(o), r.locks.Locks(o)
-	r.unhold(o)
+	r.hs.unhold(o)
 	r.own.proxyFor(o, refPB(to))
 	return c, locks
 }
@@ -243,10 +243,10 @@ func (ow *owner) handoverProxy(o *state.Open, to *peerv1.OpenRef) (*peerv1.CallR
 // toAdopt keeps o, an open of a file this node owns handed over to
 // this node's open id, until TakeDurable adopts it.
 func (r *Router) toAdopt(id uint64, o *state.Open) {
-	r.mu.Lock()
-	r.perShard[ShardOf(o.Key)]++ // until adopt holds it
-	r.adopted[id] = o
-	r.mu.Unlock()
+	r.hs.mu.Lock()
+	r.hs.perShard[ShardOf(o.Key)]++ // until adopt holds it
+	r.hs.adopted[id] = o
+	r.hs.mu.Unlock()
 	r.table.Reattach(o, pendingBreaker{})
 	go r.expireAdopted(id, o)
 }
@@ -257,13 +257,13 @@ func (r *Router) expireAdopted(id uint64, o *state.Open) {
 	t := time.NewTimer(2 * callTimeout)
 	defer t.Stop()
 	<-t.C
-	r.mu.Lock()
-	left := r.adopted[id] == o
+	r.hs.mu.Lock()
+	left := r.hs.adopted[id] == o
 	if left {
-		delete(r.adopted, id)
-		r.perShard[ShardOf(o.Key)]--
+		delete(r.hs.adopted, id)
+		r.hs.perShard[ShardOf(o.Key)]--
 	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	if left {
 		r.locks.Release(o)
 		r.table.Remove(o)
@@ -281,9 +281,9 @@ func (pendingBreaker) BreakLease(state.LeaseBreak) error { return nil }
 // TakeDurable implements peerv1.PeerServiceServer: the holder side.
 func (sv *Service) TakeDurable(ctx context.Context, req *peerv1.TakeDurableRequest) (*peerv1.TakeDurableResponse, error) {
 	r := sv.r
-	r.mu.Lock()
-	h, st := r.durHolder, r.durStatus
-	r.mu.Unlock()
+	r.hs.mu.Lock()
+	h, st := r.hs.durHolder, r.hs.durStatus
+	r.hs.mu.Unlock()
 	if h == nil {
 		return &peerv1.TakeDurableResponse{}, nil
 	}
@@ -312,9 +312,9 @@ func (r *Router) HeldEntry(o *state.Open) state.HeldEntry {
 	// delegated one (deleg.go).
 	r.dg.convert(o)
 	e := state.HeldEntry{Ref: o.Ref, Epoch: r.routes.Epoch(), Key: o.Key, Stream: o.Stream, Access: o.Access, ShareAccess: o.ShareAccess}
-	r.mu.Lock()
-	hs, remote := r.mirrorCache[o.Ref]
-	r.mu.Unlock()
+	r.hs.mu.Lock()
+	hs, remote := r.hs.mirrorCache[o.Ref]
+	r.hs.mu.Unlock()
 	if remote {
 		e.Caching = hs.caching
 	} else {
@@ -326,5 +326,5 @@ func (r *Router) HeldEntry(o *state.Open) state.HeldEntry {
 // Forget implements state.DurableFiles.
 func (r *Router) Forget(o *state.Open) {
 	r.mirror.Release(o)
-	r.unhold(o)
+	r.hs.unhold(o)
 }

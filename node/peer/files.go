@@ -20,25 +20,25 @@ func (r *Router) Admit(ctx context.Context, o *state.Open, req state.Request, on
 		// A lease is one file's (and stream's): a key this client uses on
 		// another file through this node is refused here, whichever
 		// nodes own the two files.
-		r.mu.Lock()
-		lf, ok := r.leaseFiles[req.Lease.ID]
-		r.mu.Unlock()
+		r.hs.mu.Lock()
+		lf, ok := r.hs.leaseFiles[req.Lease.ID]
+		r.hs.mu.Unlock()
 		if ok && (lf.key != o.Key || lf.stream != o.Stream) {
 			return state.Grant{}, state.ErrLeaseKeyInUse
 		}
 	}
-	r.hold(o)
+	r.hs.hold(o)
 	g, err := r.admit(ctx, o, req, onWait)
 	if err != nil {
-		r.unhold(o)
+		r.hs.unhold(o)
 		return g, err
 	}
-	r.admitted(o)
+	r.hs.admitted(o)
 	if req.Lease != nil {
-		r.mu.Lock()
-		r.leaseOf[o.Ref] = req.Lease.ID
-		r.leaseFiles[req.Lease.ID] = leaseFile{o.Key, o.Stream}
-		r.mu.Unlock()
+		r.hs.mu.Lock()
+		r.hs.leaseOf[o.Ref] = req.Lease.ID
+		r.hs.leaseFiles[req.Lease.ID] = leaseFile{o.Key, o.Stream}
+		r.hs.mu.Unlock()
 	}
 	return g, err
 }
@@ -92,17 +92,17 @@ func (r *Router) admit(ctx context.Context, o *state.Open, req state.Request, on
 		r.dg.answered(id, o, t, ev, err)
 		if err == nil {
 			if ev.LocksPresent {
-				r.setHint(o.Key)
+				r.hs.setHint(o.Key)
 			}
 			if ev.ReadPresent {
-				r.readAgain(o.Key)
+				r.hs.readAgain(o.Key)
 			}
 			if ev.DeletePending {
 				r.setDelHint(o.Key)
 			}
 			g, gerr := grantOf(ev), codeErr(ev.Error, ev.Message)
 			if gerr == nil {
-				r.noteCaching(o, func(h *heldState) { h.caching, h.unacked, h.dir = grantCaching(g, req), 0, req.Directory })
+				r.hs.noteCaching(o, func(h *heldState) { h.caching, h.unacked, h.dir = grantCaching(g, req), 0, req.Directory })
 			}
 			return g, gerr
 		}
@@ -152,7 +152,7 @@ func (r *Router) Remove(o *state.Open) (last, deletePending bool) {
 	local := func() { last, deletePending = r.table.Remove(o) }
 	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Remove{Remove: &peerv1.RemoveOp{Open: r.ref(o)}}}
 	resp, err := r.call(o.Key, local, req)
-	r.unhold(o)
+	r.hs.unhold(o)
 	if resp != nil {
 		return resp.GetRemove().GetLast(), resp.GetRemove().GetDeletePending()
 	}
@@ -174,9 +174,9 @@ func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
 	}
 	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Drop{Drop: &peerv1.DropOp{Open: r.ref(o)}}}
 	resp, err := r.call(o.Key, func() { deleteStream, deleteFile = r.table.Drop(o) }, req)
-	r.unhold(o)
+	r.hs.unhold(o)
 	if resp != nil {
-		r.dropped(o.Key)
+		r.hs.dropped(o.Key)
 		return resp.GetDrop().GetDeleteStream(), resp.GetDrop().GetDeleteFile()
 	}
 	if err != nil {
@@ -192,7 +192,7 @@ func (r *Router) Ack(o *state.Open, level uint8) (ok bool) {
 	resp, _ := r.call(o.Key, func() { ok = r.table.Ack(o, level) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Ack{Ack: &peerv1.AckOp{Open: r.ref(o), Level: uint32(level)}}})
 	if resp != nil {
-		r.noteCaching(o, func(h *heldState) {
+		r.hs.noteCaching(o, func(h *heldState) {
 			c := state.OplockCaching(uint8(resp.GetAck().GetLevel()))
 			c.State &= h.caching.State // answered before a later break, perhaps noted first (ackedTo)
 			h.caching, h.unacked = c, 0
@@ -206,7 +206,7 @@ func (r *Router) Ack(o *state.Open, level uint8) (ok bool) {
 // opens this node holds: a client acknowledges on a connection of its
 // own, and the lease's opens were made through it.
 func (r *Router) AckLease(id state.LeaseID, st uint32) (uint32, error) {
-	key, ok := r.leaseFile(id)
+	key, ok := r.hs.leaseFile(id)
 	if !ok {
 		return r.ackAnywhere(id, st)
 	}
@@ -219,7 +219,7 @@ func (r *Router) AckLease(id state.LeaseID, st uint32) (uint32, error) {
 		return 0, err
 	case resp != nil:
 		if resp.Error == peerv1.Error_ERROR_UNSPECIFIED {
-			r.noteLease(id, ackedTo(resp.GetAckLease().GetState()))
+			r.hs.noteLease(id, ackedTo(resp.GetAckLease().GetState()))
 		}
 		return resp.GetAckLease().GetState(), codeErr(resp.Error, resp.Message)
 	}
@@ -264,14 +264,6 @@ func (r *Router) ackAnywhere(id state.LeaseID, st uint32) (uint32, error) {
 		return a.Resp.GetAckLease().GetState(), codeErr(a.Resp.Error, a.Resp.Message)
 	}
 	return got, err
-}
-
-// leaseFile finds the file of a lease among the held opens' cachings.
-func (r *Router) leaseFile(id state.LeaseID) (state.FileKey, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	lf, ok := r.leaseFiles[id]
-	return lf.key, ok
 }
 
 // Oplock implements state.Files.
@@ -319,36 +311,28 @@ func (r *Router) BreakRead(key state.FileKey, except *state.Open) {
 	req := &peerv1.CallRequest{Key: keyPB(key), Op: &peerv1.CallRequest_BreakRead{BreakRead: op}}
 	if except != nil {
 		op.Except, op.ExceptStream = r.ref(except), except.Stream
-		r.mu.Lock()
+		r.hs.mu.Lock()
 		// The writer's own level II oplock breaks too (only its lease or
 		// exclusive/batch oplock is spared): while it holds one, say after
 		// its batch oplock was broken to level II, the call is needed.
-		c := r.mirrorCache[except.Ref].caching
-		clear := r.readClear[key][except.Ref] && (c.Lease || c.State != state.LeaseRead)
-		r.mu.Unlock()
+		c := r.hs.mirrorCache[except.Ref].caching
+		clear := r.hs.readClear[key][except.Ref] && (c.Lease || c.State != state.LeaseRead)
+		r.hs.mu.Unlock()
 		if clear {
 			return
 		}
 	}
 	resp, _ := r.call(key, func() { r.table.BreakRead(key, except) }, req)
 	if resp != nil && except != nil {
-		r.mu.Lock()
-		if r.nheld[key] > 0 {
-			if r.readClear[key] == nil {
-				r.readClear[key] = map[uint64]bool{}
+		r.hs.mu.Lock()
+		if r.hs.nheld[key] > 0 {
+			if r.hs.readClear[key] == nil {
+				r.hs.readClear[key] = map[uint64]bool{}
 			}
-			r.readClear[key][except.Ref] = true
+			r.hs.readClear[key][except.Ref] = true
 		}
-		r.mu.Unlock()
+		r.hs.mu.Unlock()
 	}
-}
-
-// readAgain records that an open of key caches reads again: this node's
-// writers of it must ask the owner to break it.
-func (r *Router) readAgain(key state.FileKey) {
-	r.mu.Lock()
-	delete(r.readClear, key)
-	r.mu.Unlock()
 }
 
 // BreakHandle implements state.Files.
@@ -381,7 +365,7 @@ func (r *Router) wait(ctx context.Context, key state.FileKey, local func() error
 		ev, err := r.waitAt(ctx, t, req, onWait)
 		if err == nil {
 			if ev.LocksPresent {
-				r.setHint(key)
+				r.hs.setHint(key)
 			}
 			return codeErr(ev.Error, ev.Message)
 		}
@@ -408,10 +392,10 @@ func (r *Router) DirLeases() bool { return true }
 // client's own, fixed when the lease was granted: for an open of a remote
 // file it comes from what this node recorded at the grant, with no call.
 func (r *Router) ParentLeaseOf(o *state.Open) (state.LeaseID, bool) {
-	r.mu.Lock()
-	hs, remote := r.mirrorCache[o.Ref]
-	remote = remote && r.held[o.Ref] == o
-	r.mu.Unlock()
+	r.hs.mu.Lock()
+	hs, remote := r.hs.mirrorCache[o.Ref]
+	remote = remote && r.hs.held[o.Ref] == o
+	r.hs.mu.Unlock()
 	if remote {
 		c := hs.caching
 		if !c.Lease || !c.HasParent {
@@ -460,19 +444,19 @@ func (r *Router) Detach(o *state.Open, b state.Breaker) (ok bool) {
 		r.stats.Local.Add(1)
 		return r.table.Detach(o, b)
 	}
-	r.mu.Lock()
+	r.hs.mu.Lock()
 	old := o.Breaker
 	o.Breaker = b
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	resp, _ := r.call(o.Key, func() { ok = r.table.Detach(o, b) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Detach{Detach: &peerv1.DetachOp{Open: r.ref(o)}}})
 	if resp != nil {
 		ok = resp.GetDetach().GetAccepted()
 	}
 	if !ok {
-		r.mu.Lock()
+		r.hs.mu.Lock()
 		o.Breaker = old // (b may be a func type: not comparable)
-		r.mu.Unlock()
+		r.hs.mu.Unlock()
 	}
 	return ok
 }
@@ -480,9 +464,9 @@ func (r *Router) Detach(o *state.Open, b state.Breaker) (ok bool) {
 // Reattach implements state.Files.
 func (r *Router) Reattach(o *state.Open, b state.Breaker) {
 	r.table.Reattach(o, b) // sets o.Breaker under the table's mutex when local
-	r.mu.Lock()
+	r.hs.mu.Lock()
 	o.Breaker = b
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 }
 
 // Sole implements state.Files.
@@ -504,7 +488,7 @@ func (r *Router) MarkDeletePending(o *state.Open, on bool) {
 	resp, _ := r.call(o.Key, func() { r.own.markPending(o.Key, on, func() { r.table.MarkDeletePending(o, on) }) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_MarkDeletePending{MarkDeletePending: &peerv1.MarkDeletePendingOp{Open: r.ref(o), Pending: on}}})
 	if resp != nil {
-		r.noteCaching(o, func(h *heldState) { h.deletePending = on })
+		r.hs.noteCaching(o, func(h *heldState) { h.deletePending = on })
 	}
 }
 
@@ -549,20 +533,20 @@ func (r *Router) Renamed(key state.FileKey, name string) {
 	if resp == nil {
 		return // local: the table renamed this node's opens itself
 	}
-	r.mu.Lock()
-	for _, o := range r.held {
+	r.hs.mu.Lock()
+	for _, o := range r.hs.held {
 		if o.Key == key {
 			o.Name = name
 		}
 	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 }
 
 // NameOf implements state.Files.
 func (r *Router) NameOf(o *state.Open) (name string) {
 	if r.isDelegated(o) { // deleg.go: a rename recalls the delegation first
-		r.mu.Lock()
-		defer r.mu.Unlock()
+		r.hs.mu.Lock()
+		defer r.hs.mu.Unlock()
 		return o.Name
 	}
 	resp, _ := r.call(o.Key, func() { name = r.table.NameOf(o) },
@@ -571,9 +555,9 @@ func (r *Router) NameOf(o *state.Open) (name string) {
 		return resp.GetNameOf().GetName()
 	}
 	if name == "" { // gone at the owner (closing): this node's copy
-		r.mu.Lock()
+		r.hs.mu.Lock()
 		name = o.Name
-		r.mu.Unlock()
+		r.hs.mu.Unlock()
 	}
 	return name
 }
@@ -634,10 +618,10 @@ func (r *Router) StreamOpen(key state.FileKey, stream string, except *state.Open
 // changes its stream (a stream is renamed through an open of it), and
 // RenamedStream keeps the copies of this node's opens current.
 func (r *Router) StreamOf(o *state.Open) (stream string) {
-	r.mu.Lock()
-	held := r.held[o.Ref] == o
+	r.hs.mu.Lock()
+	held := r.hs.held[o.Ref] == o
 	stream = o.Stream
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	if held {
 		if t, err := r.at(context.Background(), o.Key); err == nil && !t.local {
 			return stream
@@ -658,22 +642,13 @@ func (r *Router) RenamedStream(key state.FileKey, from, to string) {
 	if resp == nil {
 		return // local: the table renamed this node's opens itself
 	}
-	r.mu.Lock()
-	for _, o := range r.held {
+	r.hs.mu.Lock()
+	for _, o := range r.hs.held {
 		if o.Key == key && o.Stream == from {
 			o.Stream = to
 		}
 	}
-	r.mu.Unlock()
-}
-
-// setHint records that a file has byte-range locks.
-func (r *Router) setHint(key state.FileKey) {
-	r.mu.Lock()
-	if r.nheld[key] > 0 {
-		r.hint[key] = true
-	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 }
 
 // grantCaching is the Caching a grant amounts to.

@@ -10,7 +10,7 @@ import (
 // Lock implements state.Locks.
 func (r *Router) Lock(o *state.Open, locks []state.Lock) (err error) {
 	r.dg.convert(o) // deleg.go: the owner must know it
-	r.asked(o)
+	r.hs.asked(o)
 	resp, cerr := r.call(o.Key, func() { err = r.lockLocal(o, locks) },
 		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Lock{Lock: &peerv1.LockOp{Open: r.ref(o), Locks: locksPB(locks)}}})
 	err = r.lockAnswer(o.Key, resp, cerr, err)
@@ -29,7 +29,7 @@ func (r *Router) lockAnswer(key state.FileKey, resp *peerv1.CallResponse, cerr, 
 		return local
 	}
 	if resp.LocksPresent {
-		r.setHint(key)
+		r.hs.setHint(key)
 	}
 	return codeErr(resp.Error, resp.Message)
 }
@@ -37,7 +37,7 @@ func (r *Router) lockAnswer(key state.FileKey, resp *peerv1.CallResponse, cerr, 
 // LockWait implements state.Locks.
 func (r *Router) LockWait(ctx context.Context, o *state.Open, l state.Lock, onWait func()) error {
 	r.dg.convert(o) // deleg.go: the owner must know it
-	r.asked(o)
+	r.hs.asked(o)
 	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_LockWait{LockWait: &peerv1.LockWaitOp{Open: r.ref(o), Lock: lockPB(l)}}}
 	local := false
 	err := r.wait(ctx, o.Key, func() error { local = true; return r.lockWaitLocal(ctx, o, l, onWait) }, req, onWait)
@@ -68,10 +68,10 @@ func (r *Router) Unlock(o *state.Open, ranges []state.Lock) (n int, err error) {
 // a lock has none to drop there: no call (its close at the owner drops
 // its locks anyway).
 func (r *Router) Release(o *state.Open) {
-	r.mu.Lock()
-	asked := r.locked[o.Ref]
-	delete(r.locked, o.Ref)
-	r.mu.Unlock()
+	r.hs.mu.Lock()
+	asked := r.hs.locked[o.Ref]
+	delete(r.hs.locked, o.Ref)
+	r.hs.mu.Unlock()
 	if asked {
 		r.call(o.Key, func() {},
 			&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_ReleaseLocks{ReleaseLocks: &peerv1.ReleaseLocksOp{Open: r.ref(o)}}})
@@ -88,14 +88,6 @@ func (r *Router) HeldLocks(o *state.Open) []state.Lock {
 	return append(r.locks.Locks(o), r.mirror.Locks(o)...)
 }
 
-// asked records that o asked for a lock (Release must then reach the
-// owner).
-func (r *Router) asked(o *state.Open) {
-	r.mu.Lock()
-	r.locked[o.Ref] = true
-	r.mu.Unlock()
-}
-
 // CheckIO implements state.Locks. A READ or WRITE asks the owner only
 // when the file has byte-range locks: the owner tells every node that
 // has the file open before it grants the first lock (Deliver), and tells
@@ -105,10 +97,10 @@ func (r *Router) asked(o *state.Open) {
 // an earlier ownership of its shard (it fenced; dropStale forgets it
 // when it takes the shard back), locks the owner has long let go.
 func (r *Router) CheckIO(o *state.Open, off, n uint64, write bool) (err error) {
-	r.mu.Lock()
+	r.hs.mu.Lock()
 	// deleg.go: the owner recalls a delegation before its file's first lock.
-	hinted := r.hint[o.Key] && !r.isDelegated(o)
-	r.mu.Unlock()
+	hinted := r.hs.hint[o.Key] && !r.isDelegated(o)
+	r.hs.mu.Unlock()
 	if !hinted {
 		err := r.locks.CheckIO(o, off, n, write)
 		if err != nil && r.ownedElsewhere(o.Key) {

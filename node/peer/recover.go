@@ -3,7 +3,6 @@ package peer
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -48,42 +47,6 @@ func (h *heldState) broken(c state.Caching, ack bool) {
 	h.caching = c
 }
 
-// noteCaching records what the owner granted or broke o to.
-func (r *Router) noteCaching(o *state.Open, f func(*heldState)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.held[o.Ref] != o {
-		return
-	}
-	hs := r.mirrorCache[o.Ref]
-	f(&hs)
-	r.mirrorCache[o.Ref] = hs
-}
-
-// admitted marks o's admission done: from now on it counts among the
-// opens a new owner rebuilds (Held). An Admit still on its way is not
-// reported: it is retried at the new owner once the shard is rebuilt.
-func (r *Router) admitted(o *state.Open) {
-	r.mu.Lock()
-	if r.held[o.Ref] == o {
-		r.done[o.Ref] = true
-	}
-	r.mu.Unlock()
-}
-
-// noteLease applies f to the copy of every held open of lease id.
-func (r *Router) noteLease(id state.LeaseID, f func(*heldState)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for ref, l := range r.leaseOf {
-		if l == id {
-			hs := r.mirrorCache[ref]
-			f(&hs)
-			r.mirrorCache[ref] = hs
-		}
-	}
-}
-
 // Held implements peerv1.PeerServiceServer: the opens this node holds of
 // the files of the given shards, as far as it knows their state.
 func (sv *Service) Held(ctx context.Context, req *peerv1.HeldRequest) (*peerv1.HeldResponse, error) {
@@ -92,7 +55,7 @@ func (sv *Service) Held(ctx context.Context, req *peerv1.HeldRequest) (*peerv1.H
 	r.dg.drop(req.Shards)  // deleg.go: the delegated opens are listed as ordinary ones
 	self := &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch()}
 	resp := &peerv1.HeldResponse{}
-	for _, h := range r.heldIn(req.Shards) {
+	for _, h := range r.hs.heldIn(req.Shards) {
 		ref := &peerv1.OpenRef{Node: self.Node, Epoch: self.Epoch, Id: h.o.Ref}
 		locks := r.mirror.Locks(h.o)
 		if len(locks) == 0 {
@@ -113,19 +76,6 @@ type heldOpen struct {
 	heldState
 }
 
-// heldIn lists the held opens of files in shards.
-func (r *Router) heldIn(shards []uint32) []heldOpen {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []heldOpen
-	for ref, o := range r.held {
-		if r.done[ref] && slices.Contains(shards, ShardOf(o.Key)) {
-			out = append(out, heldOpen{o, r.mirrorCache[ref]})
-		}
-	}
-	return out
-}
-
 // dropStale forgets the other nodes' opens of shard's files that this
 // node kept from an earlier time it owned the shard. A node gives a shard
 // up only when it holds nothing of it (ShardBusy); one that fenced kept
@@ -143,7 +93,7 @@ func (r *Router) heldIn(shards []uint32) []heldOpen {
 func (r *Router) dropStale(shard uint32) {
 	inShard := func(k state.FileKey) bool { return ShardOf(k) == shard }
 	kept := append(r.table.Opens(inShard), r.locks.Owners(inShard)...)
-	r.mu.Lock()
+	r.hs.mu.Lock()
 	r.own.mu.Lock()
 	var proxies, own []*state.Open
 	for _, o := range r.own.proxies {
@@ -155,13 +105,13 @@ func (r *Router) dropStale(shard uint32) {
 	for _, o := range kept {
 		_, proxy := r.own.proxyRef[o]
 		_, orphan := r.own.orphans[o]
-		if !proxy && !orphan && r.held[o.Ref] != o && !seen[o] {
+		if !proxy && !orphan && r.hs.held[o.Ref] != o && !seen[o] {
 			seen[o] = true
 			own = append(own, o)
 		}
 	}
 	r.own.mu.Unlock()
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	for _, o := range proxies {
 		r.own.closeProxy(o)
 	}
@@ -205,7 +155,7 @@ func (r *Router) Recover(ctx context.Context, shard uint32) error {
 	restored += r.own.restoreOrphans(ctx, shard) // orphans.go: dead nodes' durable opens
 	// This node's own opens of the shard's files: their state moves from
 	// the copy into the tables.
-	for _, h := range r.heldIn([]uint32{shard}) {
+	for _, h := range r.hs.heldIn([]uint32{shard}) {
 		r.table.Restore(h.o, h.rebuilt(), h.dir, h.deletePending)
 		if ls := r.mirror.Locks(h.o); len(ls) > 0 {
 			r.locks.Lock(h.o, ls)

@@ -66,25 +66,11 @@ type Router struct {
 	closed  chan struct{}                                   // closed by Close: closeLater gives up
 	once    sync.Once                                       // closes closed
 
-	mu          sync.Mutex
-	held        map[uint64]*state.Open      // opens this node holds, by Ref
-	nheld       map[state.FileKey]int       // how many of them are of each file
-	perShard    [NumShards]int              // held opens, and opens handed over to be adopted, by shard
-	rebuilt     [NumShards]bool             // shards asked for their held opens: closes wait (closing.go)
-	hint        map[state.FileKey]bool      // remote files known to have byte-range locks
-	leaseOf     map[uint64]state.LeaseID    // the lease of each held open that has one
-	leaseFiles  map[state.LeaseID]leaseFile // the file of each lease of a held open
-	muxes       map[string]*mux             // the exchange with each peer, by address (mux.go)
-	ntf         notifyState
-	locked      map[uint64]bool                   // held opens that asked for a byte-range lock
-	done        map[uint64]bool                   // held opens whose admission completed (recover.go)
-	mirrorCache map[uint64]heldState              // what the owner granted held opens of remote files
-	readClear   map[state.FileKey]map[uint64]bool // held opens whose writes need break no read caching (files.go)
-	adopted     map[uint64]*state.Open            // durable opens handed over to this node's ids, not yet taken (durable.go)
-	durHolder   DurableHolder                     // the holder side of TakeDurable (durable.go)
-	durStatus   func(error) (uint32, bool)
-	appClose    AppInstances
-	delHint     map[state.FileKey]bool // remote files with a delete pending: closes wait (closing.go)
+	hs *holdings // what this node holds, under its own lock (holdings.go)
+
+	mu    sync.Mutex      // guards muxes and ntf
+	muxes map[string]*mux // the exchange with each peer, by address (mux.go)
+	ntf   notifyState
 }
 
 // refKey is an OpenRef as a map key.
@@ -126,16 +112,11 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 	}
 	r := &Router{
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log,
-		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{}, done: map[uint64]bool{},
-		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
-		delHint: map[state.FileKey]bool{},
-		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
-		closed:    make(chan struct{}),
-		muxes:     map[string]*mux{},
-		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{},
+		closed: make(chan struct{}), muxes: map[string]*mux{},
 		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
 		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
+	r.hs = newHoldings(&r.next)
 	r.dg = newDelegations(r)
 	r.own = newOwner(r)
 	return r
@@ -154,9 +135,9 @@ func (r *Router) Observe(fn func(method string, d time.Duration, err error)) { r
 // the exchanges with the peers.
 func (r *Router) Close() {
 	r.once.Do(func() { close(r.closed) })
-	r.mu.Lock()
+	r.hs.mu.Lock()
 	r.muxes = map[string]*mux{}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	r.dg.stop()
 }
 
@@ -206,8 +187,8 @@ func (r *Router) client(node string) (peerv1.PeerServiceClient, error) {
 
 // mux returns the exchange with node at addr.
 func (r *Router) mux(node, addr string) *mux {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.hs.mu.Lock()
+	defer r.hs.mu.Unlock()
 	mx := r.muxes[addr]
 	if mx == nil {
 		mx = newMux(func() (peerv1.PeerServiceClient, error) {
@@ -282,69 +263,15 @@ func (r *Router) ref(o *state.Open) *peerv1.OpenRef {
 	return &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), Id: o.Ref}
 }
 
-// hold registers o as held by this node and gives it its Ref.
-func (r *Router) hold(o *state.Open) {
-	if o.Ref == 0 {
-		o.Ref = r.next.Add(1)
-	}
-	r.mu.Lock()
-	if r.held[o.Ref] == nil {
-		r.held[o.Ref] = o
-		r.nheld[o.Key]++
-		r.perShard[ShardOf(o.Key)]++
-	}
-	r.mu.Unlock()
-}
-
-// unhold forgets o.
-func (r *Router) unhold(o *state.Open) {
-	r.mu.Lock()
-	r.unholdLocked(o)
-	r.mu.Unlock()
-}
-
-// unholdLocked is unhold; the caller holds r.mu.
-func (r *Router) unholdLocked(o *state.Open) {
-	if r.held[o.Ref] == o {
-		delete(r.held, o.Ref)
-		delete(r.mirrorCache, o.Ref)
-		delete(r.readClear[o.Key], o.Ref)
-		delete(r.done, o.Ref)
-		delete(r.locked, o.Ref)
-		r.perShard[ShardOf(o.Key)]--
-		if id, ok := r.leaseOf[o.Ref]; ok {
-			delete(r.leaseOf, o.Ref)
-			r.dropLeaseFile(id)
-		}
-		if r.nheld[o.Key]--; r.nheld[o.Key] <= 0 {
-			delete(r.nheld, o.Key)
-			delete(r.hint, o.Key)
-			delete(r.delHint, o.Key)
-			delete(r.readClear, o.Key)
-		}
-	}
-}
-
-// dropLeaseFile forgets the file of lease id unless another held open
-// still has the lease. The caller holds r.mu.
-func (r *Router) dropLeaseFile(id state.LeaseID) {
-	for _, other := range r.leaseOf {
-		if other == id {
-			return
-		}
-	}
-	delete(r.leaseFiles, id)
-}
-
 // ShardBusy reports whether the node holds opens of shard's files, or
 // other nodes' opens of them as their owner: such a shard is not given up.
 func (r *Router) ShardBusy(shard uint32) bool {
 	if shard >= NumShards {
 		return false
 	}
-	r.mu.Lock()
-	held := r.perShard[shard]
-	r.mu.Unlock()
+	r.hs.mu.Lock()
+	held := r.hs.perShard[shard]
+	r.hs.mu.Unlock()
 	return held > 0 || r.own.busy(shard)
 }
 

@@ -292,11 +292,11 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 		return &peerv1.DeliverResponse{Flushed: r.flushTo(ctx, req.Flush, req.DeletePending)}, nil
 	}
 	if k := req.LocksPresent; k != nil {
-		r.setHint(keyOf(k))
+		r.hs.setHint(keyOf(k))
 		return &peerv1.DeliverResponse{}, nil
 	}
 	if k := req.ReadPresent; k != nil {
-		r.readAgain(keyOf(k))
+		r.hs.readAgain(keyOf(k))
 		return &peerv1.DeliverResponse{}, nil
 	}
 	if req.Recall != nil {
@@ -309,24 +309,24 @@ func (sv *Service) Deliver(ctx context.Context, req *peerv1.DeliverRequest) (*pe
 	if ref.GetNode() != r.routes.Self() || ref.GetEpoch() != r.routes.Epoch() {
 		return &peerv1.DeliverResponse{Gone: true}, nil
 	}
-	r.mu.Lock()
-	o := r.held[ref.Id]
+	r.hs.mu.Lock()
+	o := r.hs.held[ref.Id]
 	var b state.Breaker
 	if o != nil {
 		b = o.Breaker
 	}
-	r.mu.Unlock()
+	r.hs.mu.Unlock()
 	if b == nil {
 		return &peerv1.DeliverResponse{Gone: true}, nil
 	}
 	if l := req.Lease; l != nil {
-		r.noteCaching(o, func(h *heldState) {
+		r.hs.noteCaching(o, func(h *heldState) {
 			c := h.caching
 			c.State = l.To
 			h.broken(c, l.AckRequired)
 		})
 	} else {
-		r.noteCaching(o, func(h *heldState) {
+		r.hs.noteCaching(o, func(h *heldState) {
 			// A break of an exclusive or batch oplock (write caching)
 			// is acknowledged; of level II it is not.
 			h.broken(state.OplockCaching(uint8(req.Oplock)), h.caching.State&state.LeaseWrite != 0)
