@@ -37,24 +37,24 @@ type AppInstances func(id [16]byte, share, user string) int
 
 // SetDurableHolder sets the holder side of TakeDurable and
 // CloseAppInstance; call it before the peer service serves.
-func (r *Router) SetDurableHolder(h DurableHolder, status func(error) (uint32, bool), apps AppInstances) {
-	r.hs.mu.Lock()
-	r.hs.durHolder, r.hs.durStatus, r.hs.appClose = h, status, apps
-	r.hs.mu.Unlock()
+func (du *durableSide) SetDurableHolder(h DurableHolder, status func(error) (uint32, bool), apps AppInstances) {
+	du.r.hs.mu.Lock()
+	du.r.hs.durHolder, du.r.hs.durStatus, du.r.hs.appClose = h, status, apps
+	du.r.hs.mu.Unlock()
 }
 
 // CloseAppInstance implements state.DurableFiles: every other live node
 // is asked, and answers once it closed its opens of the instance.
-func (r *Router) CloseAppInstance(ctx context.Context, id [16]byte, share, user string) {
+func (du *durableSide) CloseAppInstance(ctx context.Context, id [16]byte, share, user string) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	req := &peerv1.CloseAppInstanceRequest{AppInstanceId: id[:], Share: share, User: user}
-	for a := range ask(ctx, r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.CloseAppInstanceResponse, error) {
-		r.stats.Delivers.Add(1)
+	for a := range ask(ctx, du.r, nil, 0, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.CloseAppInstanceResponse, error) {
+		du.r.stats.Delivers.Add(1)
 		return cli.CloseAppInstance(ctx, req)
 	}) {
 		if a.Err != nil && !errors.Is(a.Err, mesh.ErrGone) {
-			r.log.Warn("asking a node to close an application instance's opens", "peer", a.Node, "err", a.Err)
+			du.r.log.Warn("asking a node to close an application instance's opens", "peer", a.Node, "err", a.Err)
 		}
 	}
 }
@@ -83,23 +83,23 @@ func (e refusedError) Status() uint32 { return uint32(e) }
 
 // TakeDurable implements state.DurableFiles: every other live node is
 // asked in turn; the one holding the open hands it over.
-func (r *Router) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.Open, state.Handover, error) {
+func (du *durableSide) TakeDurable(ctx context.Context, q state.DurableQuery) (*state.Open, state.Handover, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	to := state.HolderRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), ID: r.next.Add(1)}
+	to := state.HolderRef{Node: du.r.routes.Self(), Epoch: du.r.routes.Epoch(), ID: du.r.next.Add(1)}
 	req := durableQueryPB(q, to)
-	found, silent := r.askHolders(ctx, req)
+	found, silent := du.askHolders(ctx, req)
 	if found != nil {
 		if found.resp.Status != 0 {
 			return nil, state.Handover{}, refusedError(found.resp.Status)
 		}
 		h := handoverOf(found.resp)
-		o := r.adopt(to, keyOf(found.resp.Key), h)
-		r.log.Debug("took a durable open over", "from", found.node, "file", h.Name, "ref", to.ID)
+		o := du.adopt(to, keyOf(found.resp.Key), h)
+		du.r.log.Debug("took a durable open over", "from", found.node, "file", h.Name, "ref", to.ID)
 		return o, h, nil
 	}
-	if rec, ok := r.findOrphan(ctx, q, silent); ok { // orphans.go: its holder died
-		return r.takeOrphan(ctx, rec, q, to)
+	if rec, ok := du.findOrphan(ctx, q, silent); ok { // orphans.go: its holder died
+		return du.takeOrphan(ctx, rec, q, to)
 	}
 	return nil, state.Handover{}, state.ErrNoDurable
 }
@@ -114,16 +114,16 @@ type takeAnswer struct {
 // each for at most holderTimeout (a stopped node must not hold the
 // reconnect up for long), and returns the answer of the node that holds
 // it, or nil and the nodes that did not answer.
-func (r *Router) askHolders(ctx context.Context, req *peerv1.TakeDurableRequest) (*takeAnswer, map[string]bool) {
+func (du *durableSide) askHolders(ctx context.Context, req *peerv1.TakeDurableRequest) (*takeAnswer, map[string]bool) {
 	silent := map[string]bool{}
 	var found *takeAnswer
-	for a := range ask(ctx, r, nil, holderTimeout, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.TakeDurableResponse, error) {
-		r.stats.Delivers.Add(1)
+	for a := range ask(ctx, du.r, nil, holderTimeout, func(ctx context.Context, cli peerv1.PeerServiceClient) (*peerv1.TakeDurableResponse, error) {
+		du.r.stats.Delivers.Add(1)
 		return cli.TakeDurable(ctx, req)
 	}) {
 		switch {
 		case a.Err != nil:
-			r.log.Warn("asking a node for a durable open", "peer", a.Node, "err", a.Err)
+			du.r.log.Warn("asking a node for a durable open", "peer", a.Node, "err", a.Err)
 			silent[a.Node] = true
 		case a.Resp.Found:
 			found = &takeAnswer{node: a.Node, resp: a.Resp}
@@ -139,49 +139,49 @@ const holderTimeout = 3 * time.Second
 // adopt makes the open handed over to to this node's: the owner's own
 // entry when this node owns the file (handed over by HandoverOp), else a
 // new open with this node's copy of its caching and locks.
-func (r *Router) adopt(to state.HolderRef, key state.FileKey, h state.Handover) *state.Open {
-	r.hs.mu.Lock()
-	o := r.hs.adopted[to.ID]
+func (du *durableSide) adopt(to state.HolderRef, key state.FileKey, h state.Handover) *state.Open {
+	du.r.hs.mu.Lock()
+	o := du.r.hs.adopted[to.ID]
 	if o != nil {
-		delete(r.hs.adopted, to.ID)
-		r.hs.perShard[ShardOf(o.Key)]-- // hold counts it again
+		delete(du.r.hs.adopted, to.ID)
+		du.r.hs.perShard[ShardOf(o.Key)]-- // hold counts it again
 	}
-	r.hs.mu.Unlock()
+	du.r.hs.mu.Unlock()
 	remote := o == nil
 	if remote {
 		o = &state.Open{Key: key, Name: h.Name, Stream: h.Stream, Access: h.Access, ShareAccess: h.ShareAccess}
 	}
 	o.Ref = to.ID
-	r.hs.hold(o)
-	r.hs.admitted(o)
-	r.hs.mu.Lock()
+	du.r.hs.hold(o)
+	du.r.hs.admitted(o)
+	du.r.hs.mu.Lock()
 	if remote {
-		r.hs.mirrorCache[o.Ref] = heldState{caching: h.Caching}
+		du.r.hs.mirrorCache[o.Ref] = heldState{caching: h.Caching}
 	}
 	if h.Caching.Lease {
-		r.hs.leaseOf[o.Ref] = h.Caching.ID
-		r.hs.leaseFiles[h.Caching.ID] = leaseFile{o.Key, o.Stream}
+		du.r.hs.leaseOf[o.Ref] = h.Caching.ID
+		du.r.hs.leaseFiles[h.Caching.ID] = leaseFile{o.Key, o.Stream}
 	}
 	if len(h.Locks) > 0 {
-		r.hs.locked[o.Ref] = true
+		du.r.hs.locked[o.Ref] = true
 		if remote {
-			r.hs.hint[key] = true
+			du.r.hs.hint[key] = true
 		}
 	}
-	r.hs.mu.Unlock()
+	du.r.hs.mu.Unlock()
 	if remote && len(h.Locks) > 0 {
-		r.mirror.Lock(o, h.Locks)
+		du.r.mirror.Lock(o, h.Locks)
 	}
 	return o
 }
 
 // GiveUp implements state.DurableFiles.
-func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock, error) {
-	r.dg.convert(o) // deleg.go: the owner must know it
+func (du *durableSide) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock, error) {
+	du.r.dg.convert(o) // deleg.go: the owner must know it
 	var c state.Caching
 	var locks []state.Lock
-	resp, err := r.call(o.Key, func() { c, locks = r.handoverLocal(o, to) },
-		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Handover{Handover: &peerv1.HandoverOp{From: r.ref(o), To: refPB(to)}}})
+	resp, err := du.r.call(o.Key, func() { c, locks = du.handoverLocal(o, to) },
+		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Handover{Handover: &peerv1.HandoverOp{From: du.r.ref(o), To: refPB(to)}}})
 	switch {
 	case err != nil:
 		return c, nil, err
@@ -190,21 +190,21 @@ func (r *Router) GiveUp(o *state.Open, to state.HolderRef) (state.Caching, []sta
 			return c, nil, codeErr(resp.Error, resp.Message)
 		}
 		c, locks = cachingOf(resp.GetHandover().GetCaching()), locksOf(resp.GetHandover().GetLocks())
-		r.mirror.Release(o)
-		r.hs.unhold(o)
+		du.r.mirror.Release(o)
+		du.r.hs.unhold(o)
 	}
-	r.hs.mu.Lock()
-	delete(r.hs.locked, o.Ref)
-	r.hs.mu.Unlock()
+	du.r.hs.mu.Lock()
+	delete(du.r.hs.locked, o.Ref)
+	du.r.hs.mu.Unlock()
 	return c, locks, nil
 }
 
 // handoverLocal re-keys o, an open this node holds of a file it owns, to
 // another node's open to: it becomes a proxy with to's breaker.
-func (r *Router) handoverLocal(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock) {
-	c, locks := r.table.CachingOf(o), r.locks.Locks(o)
-	r.hs.unhold(o)
-	r.own.proxyFor(o, refPB(to))
+func (du *durableSide) handoverLocal(o *state.Open, to state.HolderRef) (state.Caching, []state.Lock) {
+	c, locks := du.r.table.CachingOf(o), du.r.locks.Locks(o)
+	du.r.hs.unhold(o)
+	du.r.own.proxyFor(o, refPB(to))
 	return c, locks
 }
 
@@ -242,31 +242,31 @@ func (ow *owner) handoverProxy(o *state.Open, to *peerv1.OpenRef) (*peerv1.CallR
 
 // toAdopt keeps o, an open of a file this node owns handed over to
 // this node's open id, until TakeDurable adopts it.
-func (r *Router) toAdopt(id uint64, o *state.Open) {
-	r.hs.mu.Lock()
-	r.hs.perShard[ShardOf(o.Key)]++ // until adopt holds it
-	r.hs.adopted[id] = o
-	r.hs.mu.Unlock()
-	r.table.Reattach(o, pendingBreaker{})
-	go r.expireAdopted(id, o)
+func (du *durableSide) toAdopt(id uint64, o *state.Open) {
+	du.r.hs.mu.Lock()
+	du.r.hs.perShard[ShardOf(o.Key)]++ // until adopt holds it
+	du.r.hs.adopted[id] = o
+	du.r.hs.mu.Unlock()
+	du.r.table.Reattach(o, pendingBreaker{})
+	go du.expireAdopted(id, o)
 }
 
 // expireAdopted removes an open handed over to this node that its
 // TakeDurable never took (its answer was lost): nobody can use it.
-func (r *Router) expireAdopted(id uint64, o *state.Open) {
+func (du *durableSide) expireAdopted(id uint64, o *state.Open) {
 	t := time.NewTimer(2 * callTimeout)
 	defer t.Stop()
 	<-t.C
-	r.hs.mu.Lock()
-	left := r.hs.adopted[id] == o
+	du.r.hs.mu.Lock()
+	left := du.r.hs.adopted[id] == o
 	if left {
-		delete(r.hs.adopted, id)
-		r.hs.perShard[ShardOf(o.Key)]--
+		delete(du.r.hs.adopted, id)
+		du.r.hs.perShard[ShardOf(o.Key)]--
 	}
-	r.hs.mu.Unlock()
+	du.r.hs.mu.Unlock()
 	if left {
-		r.locks.Release(o)
-		r.table.Remove(o)
+		du.r.locks.Release(o)
+		du.r.table.Remove(o)
 	}
 }
 
@@ -306,25 +306,33 @@ func (sv *Service) TakeDurable(ctx context.Context, req *peerv1.TakeDurableReque
 // (for the record of a durable open that another node takes over should
 // this one die): the owner's caching when this node owns the file, its
 // copy of it otherwise.
-func (r *Router) HeldEntry(o *state.Open) state.HeldEntry {
+func (du *durableSide) HeldEntry(o *state.Open) state.HeldEntry {
 	// A durable open must be the owner's to keep if this node dies
 	// (orphans.go): before its record is written, it stops being a
 	// delegated one (deleg.go).
-	r.dg.convert(o)
-	e := state.HeldEntry{Ref: o.Ref, Epoch: r.routes.Epoch(), Key: o.Key, Stream: o.Stream, Access: o.Access, ShareAccess: o.ShareAccess}
-	r.hs.mu.Lock()
-	hs, remote := r.hs.mirrorCache[o.Ref]
-	r.hs.mu.Unlock()
+	du.r.dg.convert(o)
+	e := state.HeldEntry{Ref: o.Ref, Epoch: du.r.routes.Epoch(), Key: o.Key, Stream: o.Stream, Access: o.Access, ShareAccess: o.ShareAccess}
+	du.r.hs.mu.Lock()
+	hs, remote := du.r.hs.mirrorCache[o.Ref]
+	du.r.hs.mu.Unlock()
 	if remote {
 		e.Caching = hs.caching
 	} else {
-		e.Caching = r.table.CachingOf(o)
+		e.Caching = du.r.table.CachingOf(o)
 	}
 	return e
 }
 
 // Forget implements state.DurableFiles.
-func (r *Router) Forget(o *state.Open) {
-	r.mirror.Release(o)
-	r.hs.unhold(o)
+func (du *durableSide) Forget(o *state.Open) {
+	du.r.mirror.Release(o)
+	du.r.hs.unhold(o)
+}
+
+// durableSide is a node's half of durable opens moving between nodes
+// (state.DurableFiles): it takes them over on a reconnect — from their
+// holder, or from their file's owner when the holder died (orphans.go)
+// — and gives its own up to another node's.
+type durableSide struct {
+	r *Router
 }

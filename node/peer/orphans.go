@@ -50,10 +50,10 @@ type DurableRecords interface {
 
 // SetDurableRecords sets where the durable open records are read; call
 // it before the router serves.
-func (r *Router) SetDurableRecords(d DurableRecords) {
-	r.own.mu.Lock()
-	r.own.records = d
-	r.own.mu.Unlock()
+func (du *durableSide) SetDurableRecords(d DurableRecords) {
+	du.r.own.mu.Lock()
+	du.r.own.records = d
+	du.r.own.mu.Unlock()
 }
 
 // orphan is an owner's note of a proxy kept for a dead holder.
@@ -178,8 +178,8 @@ func (ow *owner) restoreOrphans(ctx context.Context, shard uint32) int {
 
 // findOrphan finds the record of a durable open q names whose holder is
 // not live (or did not answer).
-func (r *Router) findOrphan(ctx context.Context, q state.DurableQuery, silent map[string]bool) (Orphan, bool) {
-	d := r.own.durableRecords()
+func (du *durableSide) findOrphan(ctx context.Context, q state.DurableQuery, silent map[string]bool) (Orphan, bool) {
+	d := du.r.own.durableRecords()
 	if d == nil {
 		return Orphan{}, false
 	}
@@ -187,9 +187,9 @@ func (r *Router) findOrphan(ctx context.Context, q state.DurableQuery, silent ma
 	if err != nil {
 		return Orphan{}, false
 	}
-	live := r.routes.Peers()
+	live := du.r.routes.Peers()
 	for _, rec := range recs {
-		if !r.own.orphaned(rec, live, silent) {
+		if !du.r.own.orphaned(rec, live, silent) {
 			continue
 		}
 		if rec.FileID == q.FileID && (!q.V2 || rec.Rec.CreateGUID == q.CreateGUID) {
@@ -244,7 +244,7 @@ const (
 
 // takeOrphan takes over, at its file's owner, the orphan rec for this
 // node's open to.
-func (r *Router) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuery, to state.HolderRef) (*state.Open, state.Handover, error) {
+func (du *durableSide) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuery, to state.HolderRef) (*state.Open, state.Handover, error) {
 	if err := checkOrphan(rec, q); err != nil {
 		return nil, state.Handover{}, err
 	}
@@ -252,18 +252,18 @@ func (r *Router) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuer
 	req := &peerv1.CallRequest{Key: keyPB(rec.Key), Op: &peerv1.CallRequest_Handover{Handover: op}}
 	var local *peerv1.CallResponse
 	var lerr error
-	resp, err := r.call(rec.Key, func() {
-		o := r.own.lookup(op.From)
+	resp, err := du.r.call(rec.Key, func() {
+		o := du.r.own.lookup(op.From)
 		if o == nil {
 			lerr = state.ErrNoDurable
 			return
 		}
-		local, lerr = r.own.handoverProxy(o, op.To)
+		local, lerr = du.r.own.handoverProxy(o, op.To)
 	}, req)
 	if status.Code(err) == codes.NotFound || errors.Is(lerr, state.ErrNoDurable) {
 		// The owner no longer keeps it (its timeout passed, or a break
 		// closed it): the record is stale.
-		if d := r.own.durableRecords(); d != nil {
+		if d := du.r.own.durableRecords(); d != nil {
 			d.Forget(rec.Node, rec.FileID)
 		}
 		return nil, state.Handover{}, state.ErrNoDurable
@@ -280,10 +280,10 @@ func (r *Router) takeOrphan(ctx context.Context, rec Orphan, q state.DurableQuer
 		Rec: rec.Rec, Name: rec.Path, WirePath: true, Stream: rec.Stream, Access: rec.Access, ShareAccess: rec.Share,
 		Caching: cachingOf(resp.GetHandover().GetCaching()), Locks: locksOf(resp.GetHandover().GetLocks()),
 	}
-	o := r.adopt(to, rec.Key, h)
-	if d := r.own.durableRecords(); d != nil {
+	o := du.adopt(to, rec.Key, h)
+	if d := du.r.own.durableRecords(); d != nil {
 		d.Forget(rec.Node, rec.FileID)
 	}
-	r.log.Info("took over a durable open of a node that left", "peer", rec.Node, "file", rec.Path)
+	du.r.log.Info("took over a durable open of a node that left", "peer", rec.Node, "file", rec.Path)
 	return o, h, nil
 }

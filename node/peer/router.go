@@ -43,6 +43,11 @@ var ErrNoOwner = errors.New("peer: the file's shard has no owner")
 
 // Router is a node's state.Files and state.Locks in a cluster. It is safe for concurrent use.
 type Router struct {
+	*cachingSide // oplocks and leases (files.go)
+	*nameSide    // delete pending, renames, streams (files.go)
+	*lockSide    // byte-range locks (locks.go)
+	*durableSide // durable opens moving between nodes (durable.go)
+
 	// Immutable after New.
 	routes Routes
 	table  *state.Table
@@ -117,6 +122,8 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 	r.hs = newHoldings(&r.next)
+	r.cachingSide, r.nameSide = &cachingSide{r}, &nameSide{r}
+	r.lockSide, r.durableSide = &lockSide{r}, &durableSide{r}
 	r.dg = newDelegations(r)
 	r.own = newOwner(r)
 	return r
