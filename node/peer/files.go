@@ -185,8 +185,6 @@ func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
 	return deleteStream, deleteFile
 }
 
-
-
 // ackedTo notes the owner's answer to an acknowledgment, the lease's
 // state once it took it, in the copy of a held open's caching (what its
 // durable record publishes, what a new owner rebuilds). The answer only
@@ -200,11 +198,6 @@ func (r *Router) Drop(o *state.Open) (deleteStream, deleteFile bool) {
 func ackedTo(st uint32) func(*heldState) {
 	return func(h *heldState) { h.caching.State &= st; h.unacked = 0 }
 }
-
-
-
-
-
 
 // wait runs a Wait operation at key's owner.
 func (r *Router) wait(ctx context.Context, key state.FileKey, local func() error, req *peerv1.CallRequest, onWait func()) error {
@@ -244,23 +237,6 @@ func (r *Router) waitAt(ctx context.Context, t target, req *peerv1.CallRequest, 
 	return t.mx.wait(ctx, req, onWait)
 }
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 // grantCaching is the Caching a grant amounts to.
 func grantCaching(g state.Grant, req state.Request) state.Caching {
 	l := g.Lease
@@ -270,5 +246,3 @@ func grantCaching(g state.Grant, req state.Request) state.Caching {
 	return state.Caching{State: l.State, Lease: true, ID: req.Lease.ID, Version: l.Version, Epoch: l.Epoch,
 		ParentKey: l.ParentKey, HasParent: l.HasParent}
 }
-
-
