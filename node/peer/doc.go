@@ -49,10 +49,20 @@
 // while Routes says it owns it at the revision the caller routed with; no
 // mutex is held across an RPC.
 //
-// Lock order: Router.dropMu before Router.mu before delegations.mu
-// (deleg.go: the Router admits or closes a delegated open, and adds or
-// drops a grant's stand-in, in one step with its own state, and a
-// delegations method takes nothing while it holds its mu); a mux's mu
-// before the mesh's (a stream opened on the node's connection);
-// delegations.mu, Service.mu and the mesh's mu are leaves.
+// The Router is composed of its roles, each a type with its own lock
+// where it has state: holdings (the opens this node holds, as their
+// holder), owner (other nodes' opens of the files it owns: proxies,
+// closes leaving, pending deletes, orphans), delegations (deleg.go), the
+// notify state and the exchange pool; lockSide, cachingSide, nameSide and
+// durableSide are the holder side's parts of the state.Files API, with
+// no state of their own, and handlers serve Call and Wait at the owner.
+//
+// Lock order: Router.dropMu before holdings.mu before owner.mu before
+// delegations.mu (dropStale meets the held opens and the proxies in one
+// step; the owner adds or drops a grant's stand-in in one step with the
+// grant, and the Router admits or closes a delegated open in one step
+// with its books; a delegations method takes nothing while it holds its
+// mu); a mux's mu before the mesh's (a stream opened on the node's
+// connection); delegations.mu, Router.mu (notify, the exchange pool),
+// Service.mu and the mesh's mu are leaves.
 package peer

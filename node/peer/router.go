@@ -41,10 +41,18 @@ var errRouterClosed = errors.New("peer: the router is closed")
 // wait (its owner died and no node has taken it over yet).
 var ErrNoOwner = errors.New("peer: the file's shard has no owner")
 
-// Router is a node's state.Files and state.Locks in a cluster. It is safe for concurrent use.
+// Router is a node's state.Files, state.Locks and state.DurableFiles in
+// a cluster. It is safe for concurrent use.
+//
+// It is composed of its roles, each a type of its own: the holder side's
+// parts of the state.Files API it embeds (caching, names, locks, durable
+// opens), the books of what this node holds (holdings), the owner side
+// (owner), admission delegation (delegations) and change notify; Router
+// itself admits and closes opens and routes every call to the owner of
+// its file's shard.
 type Router struct {
-	*cachingSide // oplocks and leases (files.go)
-	*nameSide    // delete pending, renames, streams (files.go)
+	*cachingSide // oplocks and leases (caching.go)
+	*nameSide    // delete pending, renames, streams (names.go)
 	*lockSide    // byte-range locks (locks.go)
 	*durableSide // durable opens moving between nodes (durable.go)
 
@@ -57,6 +65,7 @@ type Router struct {
 	log    *slog.Logger
 	dg     *delegations // admission delegation, under its own lock (deleg.go)
 	own    *owner       // the owner side, under its own lock (owner.go)
+	hs     *holdings    // what this node holds, under its own lock (holdings.go)
 
 	// Tunables of admission delegation (deleg.go), set before use.
 	delegIdle time.Duration // a delegation without opens is returned after this
@@ -70,8 +79,6 @@ type Router struct {
 	dropMu  sync.RWMutex                                    // closes that do not wait (read) against delete pending notices (closing.go)
 	closed  chan struct{}                                   // closed by Close: closeLater gives up
 	once    sync.Once                                       // closes closed
-
-	hs *holdings // what this node holds, under its own lock (holdings.go)
 
 	mu    sync.Mutex      // guards muxes and ntf
 	muxes map[string]*mux // the exchange with each peer, by address (mux.go)
