@@ -397,7 +397,7 @@ func TestDurableConvertsDelegatedOpen(t *testing.T) {
 }
 
 // TestRecallHoldsNoLock: while the owner waits for a holder to answer a
-// recall, neither its Router.mu nor its delegations' mu is held (doc.go:
+// recall, none of its holdings', owner's or delegations' mutexes is held (doc.go:
 // no mutex is held across an RPC), and the recall ends once the holder
 // answers.
 func TestRecallHoldsNoLock(t *testing.T) {
@@ -419,7 +419,7 @@ func TestRecallHoldsNoLock(t *testing.T) {
 		admit <- err
 	}()
 	<-recalling
-	for !tryLocks(&a.mu, &a.dg.mu) {
+	for !tryLocks(&a.hs.mu, &a.own.mu, &a.dg.mu) {
 		waitFor(t, "the owner's locks while its recall waits for the holder")
 	}
 	close(answer)
