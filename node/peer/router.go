@@ -51,6 +51,7 @@ type Router struct {
 	mesh   *mesh.Mesh       // the connections to the other nodes
 	log    *slog.Logger
 	dg     *delegations // admission delegation, under its own lock (deleg.go)
+	muxes  *muxPool     // the exchange with each peer, under its own lock (mux.go)
 
 	// Tunables of admission delegation (deleg.go), set before use.
 	delegIdle time.Duration // a delegation without opens is returned after this
@@ -60,10 +61,9 @@ type Router struct {
 	stats   Stats
 	nTheirs atomic.Int64 // other nodes' change-notify watches (notify.go)
 
-	observe func(method string, d time.Duration, err error) // nil: nothing (Observe)
-	dropMu  sync.RWMutex                                    // closes that do not wait (read) against delete pending notices (closing.go)
-	closed  chan struct{}                                   // closed by Close: closeLater gives up
-	once    sync.Once                                       // closes closed
+	dropMu sync.RWMutex  // closes that do not wait (read) against delete pending notices (closing.go)
+	closed chan struct{} // closed by Close: closeLater gives up
+	once   sync.Once     // closes closed
 
 	mu          sync.Mutex
 	held        map[uint64]*state.Open      // opens this node holds, by Ref
@@ -79,7 +79,6 @@ type Router struct {
 	byKey       map[state.FileKey]map[refKey]bool
 	closingAt   map[state.FileKey]*closings // proxies leaving the table (closing.go)
 	left        [NumShards]uint64           // proxies that left the table, by shard (closing.go)
-	muxes       map[string]*mux             // the exchange with each peer, by address (mux.go)
 	ntf         notifyState
 	locked      map[uint64]bool                   // held opens that asked for a byte-range lock
 	done        map[uint64]bool                   // held opens whose admission completed (recover.go)
@@ -133,14 +132,14 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Router{
-		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log,
+		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log, muxes: newMuxPool(m),
 		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{}, done: map[uint64]bool{},
 		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
 		delHint: map[state.FileKey]bool{}, pendings: map[state.FileKey]pending{},
 		leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
 		proxies: map[refKey]*state.Open{}, proxyRef: map[*state.Open]refKey{}, in: map[*state.Open]bool{},
 		closed: make(chan struct{}),
-		byKey:  map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{}, muxes: map[string]*mux{},
+		byKey:  map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{},
 		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
 		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
 		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
@@ -156,15 +155,13 @@ func (r *Router) Stats() *Stats { return &r.stats }
 // exchange (Admit, Call and Wait, by operation): its method, how long it
 // took and its error (metrics). Set before the router is used; fn must
 // not block.
-func (r *Router) Observe(fn func(method string, d time.Duration, err error)) { r.observe = fn }
+func (r *Router) Observe(fn func(method string, d time.Duration, err error)) { r.muxes.observe = fn }
 
 // Close stops the router's timers; the mesh, closed by its owner, ends
 // the exchanges with the peers.
 func (r *Router) Close() {
 	r.once.Do(func() { close(r.closed) })
-	r.mu.Lock()
-	r.muxes = map[string]*mux{}
-	r.mu.Unlock()
+	r.muxes.reset()
 	r.dg.stop()
 }
 
@@ -187,7 +184,7 @@ func (r *Router) at(ctx context.Context, key state.FileKey) (target, error) {
 				return target{local: true}, nil
 			}
 		} else if ok {
-			return target{mx: r.mux(rt.Node, rt.Addr), route: &peerv1.Route{Shard: shard, Revision: rt.Revision}}, nil
+			return target{mx: r.muxes.get(rt.Node, rt.Addr), route: &peerv1.Route{Shard: shard, Revision: rt.Revision}}, nil
 		}
 		select {
 		case <-changed:
@@ -210,25 +207,6 @@ func (r *Router) client(node string) (peerv1.PeerServiceClient, error) {
 		return nil, err
 	}
 	return peerv1.NewPeerServiceClient(cc), nil
-}
-
-// mux returns the exchange with node at addr.
-func (r *Router) mux(node, addr string) *mux {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	mx := r.muxes[addr]
-	if mx == nil {
-		mx = newMux(func() (peerv1.PeerServiceClient, error) {
-			cc, err := r.mesh.Conn(node, addr)
-			if err != nil {
-				return nil, err
-			}
-			return peerv1.NewPeerServiceClient(cc), nil
-		})
-		mx.observe = r.observe
-		r.muxes[addr] = mx
-	}
-	return mx
 }
 
 // ask asks the peer services of the nodes to (every other live node,
