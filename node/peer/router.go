@@ -53,13 +53,16 @@ type Router struct {
 	dg     *delegations // admission delegation, under its own lock (deleg.go)
 	muxes  *muxPool     // the exchange with each peer, under its own lock (mux.go)
 
+	// Change notify across nodes, under its own lock (notify.go); its
+	// exported methods are the Router's.
+	*notifier
+
 	// Tunables of admission delegation (deleg.go), set before use.
 	delegIdle time.Duration // a delegation without opens is returned after this
 	maxDelegs int           // delegations held at most (0: none asked for)
 
-	next    atomic.Uint64
-	stats   Stats
-	nTheirs atomic.Int64 // other nodes' change-notify watches (notify.go)
+	next  atomic.Uint64
+	stats Stats
 
 	dropMu sync.RWMutex  // closes that do not wait (read) against delete pending notices (closing.go)
 	closed chan struct{} // closed by Close: closeLater gives up
@@ -77,9 +80,8 @@ type Router struct {
 	proxyRef    map[*state.Open]refKey      // the inverse of proxies
 	in          map[*state.Open]bool        // proxies whose admission completed
 	byKey       map[state.FileKey]map[refKey]bool
-	closingAt   map[state.FileKey]*closings // proxies leaving the table (closing.go)
-	left        [NumShards]uint64           // proxies that left the table, by shard (closing.go)
-	ntf         notifyState
+	closingAt   map[state.FileKey]*closings       // proxies leaving the table (closing.go)
+	left        [NumShards]uint64                 // proxies that left the table, by shard (closing.go)
 	locked      map[uint64]bool                   // held opens that asked for a byte-range lock
 	done        map[uint64]bool                   // held opens whose admission completed (recover.go)
 	mirrorCache map[uint64]heldState              // what the owner granted held opens of remote files
@@ -142,9 +144,9 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 		byKey:  map[state.FileKey]map[refKey]bool{}, closingAt: map[state.FileKey]*closings{},
 		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, orphans: map[*state.Open]orphan{},
 		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
-		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 	r.dg = newDelegations(r)
+	r.notifier = newNotifier(routes, m, r.client, &r.next, &r.stats, log)
 	return r
 }
 
@@ -213,7 +215,13 @@ func (r *Router) client(node string) (peerv1.PeerServiceClient, error) {
 // when nil) at once: mesh.Broadcast.
 func ask[T any](ctx context.Context, r *Router, to []string, timeout time.Duration,
 	call func(context.Context, peerv1.PeerServiceClient) (T, error)) iter.Seq[mesh.Answer[T]] {
-	return mesh.Broadcast(ctx, r.mesh, to, timeout, func(ctx context.Context, cc grpc.ClientConnInterface) (T, error) {
+	return askVia(ctx, r.mesh, to, timeout, call)
+}
+
+// askVia is ask through the mesh m.
+func askVia[T any](ctx context.Context, m *mesh.Mesh, to []string, timeout time.Duration,
+	call func(context.Context, peerv1.PeerServiceClient) (T, error)) iter.Seq[mesh.Answer[T]] {
+	return mesh.Broadcast(ctx, m, to, timeout, func(ctx context.Context, cc grpc.ClientConnInterface) (T, error) {
 		return call(ctx, peerv1.NewPeerServiceClient(cc))
 	})
 }
