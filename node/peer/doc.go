@@ -54,5 +54,10 @@
 // drops a grant's stand-in, in one step with its own state, and a
 // delegations method takes nothing while it holds its mu); a mux's mu
 // before the mesh's (a stream opened on the node's connection);
-// delegations.mu, Service.mu and the mesh's mu are leaves.
+// notifier.mu before an outbox's mu (notify.go: a change is queued to a
+// node under the notifier's lock); delegations.mu, muxPool.mu (mux.go),
+// an outbox's mu, Service.mu and the mesh's mu are leaves, and
+// notifier.mu is taken under no other lock of the package. Router.mu
+// guards neither change notify (the notifier's mu does) nor the
+// exchanges with the peers (the muxPool's mu does).
 package peer
