@@ -375,9 +375,7 @@ func (r *Router) flushTo(ctx context.Context, node string, key *peerv1.FileKey) 
 		r.setDelHint(keyOf(key))
 	}
 	addr := r.routes.Peers()[node]
-	r.hs.mu.Lock()
-	mx := r.muxes[addr]
-	r.hs.mu.Unlock()
+	mx := r.muxes.existing(addr)
 	if addr == "" || mx == nil {
 		return false
 	}

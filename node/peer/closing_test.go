@@ -249,9 +249,7 @@ func TestCloseServedBeforeTheFlush(t *testing.T) {
 func (r *Router) muxFor(t *testing.T, node string) *mux {
 	t.Helper()
 	addr := r.routes.Peers()[node]
-	r.hs.mu.Lock()
-	defer r.hs.mu.Unlock()
-	mx := r.muxes[addr]
+	mx := r.muxes.existing(addr)
 	if mx == nil {
 		t.Fatalf("no exchange with %s", node)
 	}

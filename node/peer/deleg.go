@@ -101,7 +101,7 @@ type grant struct {
 // delegations is a node's admission delegation, both sides: the
 // delegations it holds of remote files and those it granted of files it
 // owns. Its mu guards its maps and the fields of every deleg and grant
-// in them. Lock order: Router.mu and owner.mu before mu, never the
+// in them. Lock order: holdings.mu and owner.mu before mu, never the
 // reverse — the Router admits or closes an open under a delegation in one
 // step with its own state (the Held listing meets both or neither), and
 // the owner puts a grant's stand-in among its proxies, or takes it out,
@@ -168,7 +168,7 @@ func (r *Router) admitDelegated(o *state.Open, req state.Request, t target) bool
 // admit puts o under the delegation of its file when one covers it,
 // granted under the assignment of revision rev; one granted under an
 // earlier assignment begins its return instead (stale: the caller
-// finishes it). The caller holds r.mu.
+// finishes it). The caller holds holdings.mu.
 func (dg *delegations) admit(o *state.Open, rev int64) (ok bool, stale *deleg) {
 	dg.mu.Lock()
 	defer dg.mu.Unlock()
@@ -428,7 +428,7 @@ func (dg *delegations) convert(o *state.Open) {
 }
 
 // isDelegated reports whether o is an open admitted under a delegation
-// this node still holds (holds); the caller may hold r.mu (CheckIO).
+// this node still holds (holds); the caller may hold holdings.mu (CheckIO).
 func (r *Router) isDelegated(o *state.Open) bool { return r.dg.holds(o) }
 
 // holds reports whether o is an open admitted under a delegation this
@@ -466,7 +466,7 @@ func (r *Router) closeDelegated(o *state.Open) bool {
 
 // closeOpen takes o from under its delegation when it is a delegated
 // open (ok); otherwise it returns what an open being converted waits
-// for. The caller holds r.mu.
+// for. The caller holds holdings.mu.
 func (dg *delegations) closeOpen(o *state.Open) (ok bool, converted chan struct{}) {
 	dg.mu.Lock()
 	defer dg.mu.Unlock()

@@ -52,10 +52,12 @@
 // The Router is composed of its roles, each a type with its own lock
 // where it has state: holdings (the opens this node holds, as their
 // holder), owner (other nodes' opens of the files it owns: proxies,
-// closes leaving, pending deletes, orphans), delegations (deleg.go), the
-// notify state and the exchange pool; lockSide, cachingSide, nameSide and
-// durableSide are the holder side's parts of the state.Files API, with
-// no state of their own, and handlers serve Call and Wait at the owner.
+// closes leaving, pending deletes, orphans), delegations (deleg.go),
+// notifier (change notify, notify.go) and muxPool (the exchanges with the
+// peers, mux.go); lockSide, cachingSide, nameSide and durableSide are
+// the holder side's parts of the state.Files API, with no state of their
+// own, and handlers serve Call and Wait at the owner. Router itself has
+// no mutex but dropMu.
 //
 // Lock order: Router.dropMu before holdings.mu before owner.mu before
 // delegations.mu (dropStale meets the held opens and the proxies in one
@@ -63,6 +65,8 @@
 // grant, and the Router admits or closes a delegated open in one step
 // with its books; a delegations method takes nothing while it holds its
 // mu); a mux's mu before the mesh's (a stream opened on the node's
-// connection); delegations.mu, Router.mu (notify, the exchange pool),
+// connection); notifier.mu before an outbox's mu (a change is queued to a
+// node under the notifier's lock), and notifier.mu is taken under no
+// other lock of the package; delegations.mu, muxPool.mu, an outbox's mu,
 // Service.mu and the mesh's mu are leaves.
 package peer

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -53,6 +54,56 @@ const maxUnsure = 512
 
 func newMux(cli func() (peerv1.PeerServiceClient, error)) *mux {
 	return &mux{cli: cli, pending: map[uint64]chan *peerv1.Envelope{}}
+}
+
+// muxPool is a node's exchanges with its peers, one per address. Its mu
+// guards byAddr alone and is a leaf: nothing is taken or called while it
+// is held (a mux opens its stream on its first call, not here).
+type muxPool struct {
+	mesh    *mesh.Mesh                                      // the connections the streams run on
+	observe func(method string, d time.Duration, err error) // given to each new mux (Router.Observe), set before use
+
+	mu     sync.Mutex
+	byAddr map[string]*mux
+}
+
+func newMuxPool(m *mesh.Mesh) *muxPool {
+	return &muxPool{mesh: m, byAddr: map[string]*mux{}}
+}
+
+// get returns the exchange with node at addr, making it if there is none.
+func (p *muxPool) get(node, addr string) *mux {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mx := p.byAddr[addr]
+	if mx == nil {
+		mx = newMux(func() (peerv1.PeerServiceClient, error) {
+			cc, err := p.mesh.Conn(node, addr)
+			if err != nil {
+				return nil, err
+			}
+			return peerv1.NewPeerServiceClient(cc), nil
+		})
+		mx.observe = p.observe
+		p.byAddr[addr] = mx
+	}
+	return mx
+}
+
+// existing returns the exchange with the peer at addr; nil when none was
+// made.
+func (p *muxPool) existing(addr string) *mux {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byAddr[addr]
+}
+
+// reset forgets every exchange (Router.Close): the mesh's close ends
+// their streams.
+func (p *muxPool) reset() {
+	p.mu.Lock()
+	p.byAddr = map[string]*mux{}
+	p.mu.Unlock()
 }
 
 // errMuxBroken ends the requests of a stream that failed; the caller's

@@ -33,9 +33,10 @@ type recentChange struct {
 	change *peerv1.Change
 }
 
-// remember keeps c among the recent changes. The caller holds r.mu.
-func (r *Router) rememberLocked(c *peerv1.Change, now time.Time) {
-	rc := r.ntf.recent
+// rememberLocked keeps c among the recent changes. The caller holds
+// n.mu.
+func (n *notifier) rememberLocked(c *peerv1.Change, now time.Time) {
+	rc := n.recent
 	drop := 0
 	for drop < len(rc) && (now.Sub(rc[drop].at) > recentKeep || len(rc)-drop >= recentMax) {
 		drop++
@@ -43,26 +44,26 @@ func (r *Router) rememberLocked(c *peerv1.Change, now time.Time) {
 	if drop > 0 {
 		rc = append(rc[:0], rc[drop:]...)
 	}
-	r.ntf.recent = append(rc, recentChange{now, c})
+	n.recent = append(rc, recentChange{now, c})
 }
 
 // replayLocked queues to node the recent changes that spec covers and
-// that were made since spec.Since. The caller holds r.mu.
-func (r *Router) replayLocked(node string, spec *peerv1.WatchSpec) {
+// that were made since spec.Since. The caller holds n.mu.
+func (n *notifier) replayLocked(node string, spec *peerv1.WatchSpec) {
 	if spec.Since == 0 {
 		return
 	}
 	since := time.Unix(0, spec.Since)
 	w := watchOf(spec)
-	for _, rc := range r.ntf.recent {
+	for _, rc := range n.recent {
 		c := rc.change
 		if rc.at.Before(since) || c.Share != spec.Share {
 			continue
 		}
 		if c.DeletePending && c.Name == spec.Dir {
-			r.queueLocked(node, c)
+			n.queueLocked(node, c)
 		} else if _, ok := w.Covers(c.Name, c.Filter); ok && !c.DeletePending {
-			r.queueLocked(node, c)
+			n.queueLocked(node, c)
 		}
 	}
 }

@@ -46,10 +46,11 @@ var ErrNoOwner = errors.New("peer: the file's shard has no owner")
 //
 // It is composed of its roles, each a type of its own: the holder side's
 // parts of the state.Files API it embeds (caching, names, locks, durable
-// opens), the books of what this node holds (holdings), the owner side
-// (owner), admission delegation (delegations) and change notify; Router
-// itself admits and closes opens and routes every call to the owner of
-// its file's shard.
+// opens) and change notify (notifier), the books of what this node
+// holds (holdings), the owner side (owner), admission delegation
+// (delegations) and the exchanges with the peers (muxPool); Router itself
+// admits and closes opens and routes every call to the owner of its
+// file's shard. It has no mutex but dropMu (doc.go: the lock order).
 type Router struct {
 	*cachingSide // oplocks and leases (caching.go)
 	*nameSide    // delete pending, renames, streams (names.go)
@@ -66,23 +67,22 @@ type Router struct {
 	dg     *delegations // admission delegation, under its own lock (deleg.go)
 	own    *owner       // the owner side, under its own lock (owner.go)
 	hs     *holdings    // what this node holds, under its own lock (holdings.go)
+	muxes  *muxPool     // the exchange with each peer, under its own lock (mux.go)
+
+	// Change notify across nodes, under its own lock (notify.go); its
+	// exported methods are the Router's.
+	*notifier
 
 	// Tunables of admission delegation (deleg.go), set before use.
 	delegIdle time.Duration // a delegation without opens is returned after this
 	maxDelegs int           // delegations held at most (0: none asked for)
 
-	next    atomic.Uint64
-	stats   Stats
-	nTheirs atomic.Int64 // other nodes' change-notify watches (notify.go)
+	next  atomic.Uint64
+	stats Stats
 
-	observe func(method string, d time.Duration, err error) // nil: nothing (Observe)
-	dropMu  sync.RWMutex                                    // closes that do not wait (read) against delete pending notices (closing.go)
-	closed  chan struct{}                                   // closed by Close: closeLater gives up
-	once    sync.Once                                       // closes closed
-
-	mu    sync.Mutex      // guards muxes and ntf
-	muxes map[string]*mux // the exchange with each peer, by address (mux.go)
-	ntf   notifyState
+	dropMu sync.RWMutex  // closes that do not wait (read) against delete pending notices (closing.go)
+	closed chan struct{} // closed by Close: closeLater gives up
+	once   sync.Once     // closes closed
 }
 
 // refKey is an OpenRef as a map key.
@@ -123,16 +123,16 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Router{
-		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log,
-		closed: make(chan struct{}), muxes: map[string]*mux{},
+		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log, muxes: newMuxPool(m),
+		closed:    make(chan struct{}),
 		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
-		ntf: notifyState{mine: map[uint64]*peerv1.WatchSpec{}, told: map[uint64]chan struct{}{}, theirs: map[string]*nodeWatches{}, out: map[string]*outbox{}},
 	}
 	r.hs = newHoldings(&r.next)
 	r.cachingSide, r.nameSide = &cachingSide{r}, &nameSide{r}
 	r.lockSide, r.durableSide = &lockSide{r}, &durableSide{r}
 	r.dg = newDelegations(r)
 	r.own = newOwner(r)
+	r.notifier = newNotifier(routes, m, r.client, &r.next, &r.stats, log)
 	return r
 }
 
@@ -143,15 +143,13 @@ func (r *Router) Stats() *Stats { return &r.stats }
 // exchange (Admit, Call and Wait, by operation): its method, how long it
 // took and its error (metrics). Set before the router is used; fn must
 // not block.
-func (r *Router) Observe(fn func(method string, d time.Duration, err error)) { r.observe = fn }
+func (r *Router) Observe(fn func(method string, d time.Duration, err error)) { r.muxes.observe = fn }
 
 // Close stops the router's timers; the mesh, closed by its owner, ends
 // the exchanges with the peers.
 func (r *Router) Close() {
 	r.once.Do(func() { close(r.closed) })
-	r.hs.mu.Lock()
-	r.muxes = map[string]*mux{}
-	r.hs.mu.Unlock()
+	r.muxes.reset()
 	r.dg.stop()
 }
 
@@ -174,7 +172,7 @@ func (r *Router) at(ctx context.Context, key state.FileKey) (target, error) {
 				return target{local: true}, nil
 			}
 		} else if ok {
-			return target{mx: r.mux(rt.Node, rt.Addr), route: &peerv1.Route{Shard: shard, Revision: rt.Revision}}, nil
+			return target{mx: r.muxes.get(rt.Node, rt.Addr), route: &peerv1.Route{Shard: shard, Revision: rt.Revision}}, nil
 		}
 		select {
 		case <-changed:
@@ -199,30 +197,17 @@ func (r *Router) client(node string) (peerv1.PeerServiceClient, error) {
 	return peerv1.NewPeerServiceClient(cc), nil
 }
 
-// mux returns the exchange with node at addr.
-func (r *Router) mux(node, addr string) *mux {
-	r.hs.mu.Lock()
-	defer r.hs.mu.Unlock()
-	mx := r.muxes[addr]
-	if mx == nil {
-		mx = newMux(func() (peerv1.PeerServiceClient, error) {
-			cc, err := r.mesh.Conn(node, addr)
-			if err != nil {
-				return nil, err
-			}
-			return peerv1.NewPeerServiceClient(cc), nil
-		})
-		mx.observe = r.observe
-		r.muxes[addr] = mx
-	}
-	return mx
-}
-
 // ask asks the peer services of the nodes to (every other live node,
 // when nil) at once: mesh.Broadcast.
 func ask[T any](ctx context.Context, r *Router, to []string, timeout time.Duration,
 	call func(context.Context, peerv1.PeerServiceClient) (T, error)) iter.Seq[mesh.Answer[T]] {
-	return mesh.Broadcast(ctx, r.mesh, to, timeout, func(ctx context.Context, cc grpc.ClientConnInterface) (T, error) {
+	return askVia(ctx, r.mesh, to, timeout, call)
+}
+
+// askVia is ask through the mesh m.
+func askVia[T any](ctx context.Context, m *mesh.Mesh, to []string, timeout time.Duration,
+	call func(context.Context, peerv1.PeerServiceClient) (T, error)) iter.Seq[mesh.Answer[T]] {
+	return mesh.Broadcast(ctx, m, to, timeout, func(ctx context.Context, cc grpc.ClientConnInterface) (T, error) {
 		return call(ctx, peerv1.NewPeerServiceClient(cc))
 	})
 }
