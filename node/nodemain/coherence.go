@@ -92,6 +92,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 		m.CountPeerCalls(router.Stats().Sent, router.Stats().Local.Load)
 		st := router.Stats()
 		m.CountDelegations(st.Delegated.Load, st.Granted.Load, st.Recalled.Load, st.Returned.Load)
+		m.CountBroadcasts(nodes.Asked)
 		shards.Moved = m.ShardMoved
 	}
 	shards.Busy = router.ShardBusy
