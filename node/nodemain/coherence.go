@@ -271,6 +271,16 @@ func (c *coherence) sessionPeers() server.SessionPeers {
 	return c.sessions
 }
 
+// sessionTag is the top bits of this node's session ids: its tag in a
+// cluster, so that the other nodes know which node made a session from
+// its id (node/handoff Tag); none on a single node.
+func (c *coherence) sessionTag(name string) uint16 {
+	if c.sessions == nil {
+		return 0
+	}
+	return handoff.Tag(name)
+}
+
 // clusterServerGUID derives the ServerGuid every node of a cluster
 // answers with from the cluster secret.
 func clusterServerGUID(secret []byte) [16]byte {
