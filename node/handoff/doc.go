@@ -2,8 +2,10 @@
 // nodes of a cluster ([MS-SMB2] 3.3.5.5.2, binding).
 //
 // A session stays on the node that authenticated it (its home). When a
-// client binds a channel to it through another node, that node asks its
-// peers which of them holds the session (Find) and hands the connection
+// client binds a channel to it through another node, that node asks the
+// node that made the session, which the id's tag names (tag.go), whether
+// it holds it (Find; one that handed the session on with a connection
+// says where to) and hands the connection
 // to it (Relay): the home node serves the connection as one of its own
 // (server.Server.Adopt) and the arrival node carries its bytes. The
 // binding's authentication, the channel's signing key, every later

@@ -39,13 +39,17 @@ func newHosts(t *testing.T, homeRoot string, arrivalRoots ...string) *hosts {
 	peerv1.RegisterSessionServiceServer(g, homePeers.Service())
 	go g.Serve(l)
 	t.Cleanup(g.Stop)
-	n := &hosts{home: servertest.Start(t, servertest.Options{DiskRoot: homeRoot, TrackDisk: true})}
+	n := &hosts{home: servertest.Start(t, servertest.Options{DiskRoot: homeRoot, TrackDisk: true,
+		Configure: func(c *server.Config) { c.SessionTag = handoff.Tag("home") }})}
 	homePeers.Attach(n.home.Server)
 	for i, root := range arrivalRoots {
 		m := mesh.New(fmt.Sprintf("arrival%d", i), func() map[string]string { return map[string]string{"home": l.Addr().String()} }, mem.Dial, nil)
 		t.Cleanup(m.Close)
 		peers := handoff.New(m, nil)
-		a := servertest.Start(t, servertest.Options{DiskRoot: root, TrackDisk: true, Configure: func(c *server.Config) { c.SessionPeers = peers }})
+		a := servertest.Start(t, servertest.Options{DiskRoot: root, TrackDisk: true, Configure: func(c *server.Config) {
+			c.SessionPeers = peers
+			c.SessionTag = handoff.Tag(fmt.Sprintf("arrival%d", i))
+		}})
 		peers.Attach(a.Server)
 		n.arrivals, n.meshes = append(n.arrivals, a), append(n.meshes, m)
 	}

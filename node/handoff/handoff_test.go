@@ -51,14 +51,22 @@ func newPairMounts(t testing.TB, opts servertest.Options, arrivalMount string) *
 	arrivalPeers := handoff.New(arrivalMesh, nil)
 
 	opts.DiskRoot = dir
-	home := servertest.Start(t, opts)
-	homePeers.Attach(home.Server)
 	configure := opts.Configure
+	homeOpts := opts
+	homeOpts.Configure = func(c *server.Config) {
+		if configure != nil {
+			configure(c)
+		}
+		c.SessionTag = handoff.Tag("home")
+	}
+	home := servertest.Start(t, homeOpts)
+	homePeers.Attach(home.Server)
 	opts.Configure = func(c *server.Config) {
 		if configure != nil {
 			configure(c)
 		}
 		c.SessionPeers = arrivalPeers
+		c.SessionTag = handoff.Tag("arrival")
 	}
 	opts.DiskMount = arrivalMount
 	arrival := servertest.Start(t, opts)

@@ -7,8 +7,10 @@ import (
 	"iter"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/server"
@@ -24,8 +26,11 @@ type Peers struct {
 	log  *slog.Logger
 	srv  atomic.Pointer[server.Server]
 
-	mu      sync.Mutex
-	adopted map[uint64]*server.Adopted // handed-over connections served here, by relay id
+	mu         sync.Mutex
+	adopted    map[uint64]*server.Adopted // handed-over connections served here, by relay id
+	moved      map[uint64]string          // sessions handed on with a connection, to which node (noteMoved)
+	movedOrder []uint64                   // the same, oldest first
+	quiet      map[[16]byte]time.Time     // clients no other node holds an older connection of (breaks.go)
 }
 
 // New returns the Peers of the node whose mesh is m.
@@ -33,43 +38,120 @@ func New(m *mesh.Mesh, log *slog.Logger) *Peers {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Peers{mesh: m, log: log, adopted: map[uint64]*server.Adopted{}}
+	return &Peers{mesh: m, log: log, adopted: map[uint64]*server.Adopted{}, moved: map[uint64]string{}, quiet: map[[16]byte]time.Time{}}
 }
 
 // Attach sets the server whose sessions the Service offers the other
 // nodes. Until then the node holds no session for them.
 func (p *Peers) Attach(s *server.Server) { p.srv.Store(s) }
 
-// ask asks the session services of every other live node at once
-// (mesh.Broadcast).
-func ask[T any](ctx context.Context, p *Peers, call func(context.Context, peerv1.SessionServiceClient) (T, error)) iter.Seq[mesh.Answer[T]] {
-	return mesh.Broadcast(ctx, p.mesh, nil, 0, func(ctx context.Context, cc grpc.ClientConnInterface) (T, error) {
+// ask asks the session services of the nodes to (every other live node,
+// when nil) at once (mesh.Broadcast).
+func ask[T any](ctx context.Context, p *Peers, to []string, call func(context.Context, peerv1.SessionServiceClient) (T, error)) iter.Seq[mesh.Answer[T]] {
+	return mesh.Broadcast(ctx, p.mesh, to, 0, func(ctx context.Context, cc grpc.ClientConnInterface) (T, error) {
 		return call(ctx, peerv1.NewSessionServiceClient(cc))
 	})
 }
 
-// find asks every other live node at once whether it holds session id and
-// returns the first that does.
+// maxHops bounds how many times a session is followed from the node that
+// made it to where it moved (FindSessionResponse.moved_to).
+const maxHops = 4
+
+// found is a node's answer to Find.
+type found struct {
+	client  peerv1.SessionServiceClient
+	held    bool
+	movedTo string
+}
+
+// find returns the node holding session id and a client of its session
+// service. The node that made the session is known from the id
+// (tagged), and it alone is asked, then the node it handed the session
+// on to, if it did; every other live node is asked only when no live
+// node carries the id's tag.
 func (p *Peers) find(ctx context.Context, id uint64) (string, peerv1.SessionServiceClient, error) {
-	var errs []error
-	for a := range ask(ctx, p, func(ctx context.Context, c peerv1.SessionServiceClient) (peerv1.SessionServiceClient, error) {
-		resp, err := c.Find(ctx, &peerv1.FindSessionRequest{SessionId: id})
-		if err == nil && !resp.GetHeld() {
-			err = server.ErrNoSession
+	to := p.tagged(id)
+	for hop := 0; ; hop++ {
+		var errs []error
+		next := ""
+		for a := range ask(ctx, p, to, func(ctx context.Context, c peerv1.SessionServiceClient) (found, error) {
+			resp, err := c.Find(ctx, &peerv1.FindSessionRequest{SessionId: id})
+			return found{client: c, held: resp.GetHeld(), movedTo: resp.GetMovedTo()}, err
+		}) {
+			switch {
+			case a.Err == nil && a.Resp.held:
+				return a.Node, a.Resp.client, nil
+			case a.Err == nil:
+				if a.Resp.movedTo != "" && a.Resp.movedTo != p.mesh.Self() {
+					next = a.Resp.movedTo
+				}
+			case !errors.Is(a.Err, mesh.ErrGone):
+				errs = append(errs, fmt.Errorf("%s: %w", a.Node, a.Err))
+			}
 		}
-		return c, err
-	}) {
-		if a.Err == nil {
-			return a.Node, a.Resp, nil
+		if len(errs) > 0 {
+			return "", nil, errors.Join(errs...)
 		}
-		if !errors.Is(a.Err, server.ErrNoSession) && !errors.Is(a.Err, mesh.ErrGone) {
-			errs = append(errs, fmt.Errorf("%s: %w", a.Node, a.Err))
+		if to == nil || next == "" || hop == maxHops {
+			return "", nil, server.ErrNoSession
+		}
+		to = []string{next}
+	}
+}
+
+// tagged lists the nodes to ask for session id: the other live nodes
+// whose tag the id carries (tag.go), or, when the id carries this node's
+// tag, the node this node handed the session to. It is nil — every node
+// is asked — when the id carries no tag or one of no live node (the
+// node that made it is gone, and the session is only somewhere else if
+// it moved before).
+func (p *Peers) tagged(id uint64) []string {
+	tag := tagOf(id)
+	if tag == 0 {
+		return nil
+	}
+	to := []string{}
+	for _, name := range p.mesh.Others() {
+		if Tag(name) == tag {
+			to = append(to, name)
 		}
 	}
-	if len(errs) > 0 {
-		return "", nil, errors.Join(errs...)
+	if Tag(p.mesh.Self()) == tag {
+		if n := p.movedTo(id); n != "" && !slices.Contains(to, n) {
+			to = append(to, n)
+		}
+		return to // made here: not held here, and not handed on if not noted
 	}
-	return "", nil, server.ErrNoSession
+	if len(to) == 0 {
+		return nil
+	}
+	return to
+}
+
+// maxMoved bounds the sessions a node remembers having handed on.
+const maxMoved = 4096
+
+// noteMoved records that session id moved to node with a connection
+// handed over to it: the node that made the session sends askers on.
+func (p *Peers) noteMoved(id uint64, node string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.moved[id]; !ok {
+		if len(p.movedOrder) >= maxMoved {
+			delete(p.moved, p.movedOrder[0])
+			p.movedOrder = p.movedOrder[1:]
+		}
+		p.movedOrder = append(p.movedOrder, id)
+	}
+	p.moved[id] = node
+}
+
+// movedTo is the node session id was handed on to, if this node handed
+// it on.
+func (p *Peers) movedTo(id uint64) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.moved[id]
 }
 
 // Handoff implements server.SessionPeers: the connection is carried over
@@ -116,19 +198,35 @@ func (p *Peers) relay(ctx context.Context, id uint64, st *server.HandoffState) (
 		cancel()
 		return nil, err
 	}
+	for _, ms := range st.Sessions {
+		p.noteMoved(ms.ID, name)
+	}
 	p.log.Debug("connection handed over", "session", fmt.Sprintf("%#x", id), "to", name, "remote", st.ClientAddr)
 	return &clientRelay{stream: stream, cancel: cancel, cli: c, id: h.RelayId, log: p.log}, nil
 }
 
-// EndPrevious implements server.SessionPeers: every other node is asked.
+// EndPrevious implements server.SessionPeers: the node that made the
+// session is asked, then the node it handed the session on to, if it did
+// (find); every other node only when no live node carries the id's tag.
 func (p *Peers) EndPrevious(ctx context.Context, id uint64, user string, newID uint64) {
 	req := &peerv1.EndPreviousRequest{SessionId: id, User: user, NewSessionId: newID}
-	for a := range ask(ctx, p, func(ctx context.Context, c peerv1.SessionServiceClient) (*peerv1.EndPreviousResponse, error) {
-		return c.EndPrevious(ctx, req)
-	}) {
-		if a.Err != nil && !errors.Is(a.Err, mesh.ErrGone) {
-			p.log.Info("ending a previous session", "node", a.Node, "session", fmt.Sprintf("%#x", id), "err", a.Err)
+	to := p.tagged(id)
+	for hop := 0; ; hop++ {
+		next := ""
+		for a := range ask(ctx, p, to, func(ctx context.Context, c peerv1.SessionServiceClient) (*peerv1.EndPreviousResponse, error) {
+			return c.EndPrevious(ctx, req)
+		}) {
+			switch {
+			case a.Err != nil && !errors.Is(a.Err, mesh.ErrGone):
+				p.log.Info("ending a previous session", "node", a.Node, "session", fmt.Sprintf("%#x", id), "err", a.Err)
+			case a.Err == nil && a.Resp.GetMovedTo() != "" && a.Resp.GetMovedTo() != p.mesh.Self():
+				next = a.Resp.GetMovedTo()
+			}
 		}
+		if to == nil || next == "" || hop == maxHops {
+			return
+		}
+		to = []string{next}
 	}
 }
 

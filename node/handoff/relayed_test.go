@@ -59,6 +59,7 @@ func newNodes(t *testing.T, n int, opts servertest.Options) ([]*servertest.Serve
 				configure(c)
 			}
 			c.SessionPeers = peers
+			c.SessionTag = handoff.Tag(self)
 		}
 		s := servertest.Start(t, o)
 		peers.Attach(s.Server)

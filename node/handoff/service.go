@@ -30,14 +30,20 @@ func (p *Peers) Service() *Service { return &Service{p: p} }
 // Find implements peerv1.SessionServiceServer.
 func (sv *Service) Find(ctx context.Context, req *peerv1.FindSessionRequest) (*peerv1.FindSessionResponse, error) {
 	s := sv.p.srv.Load()
-	return &peerv1.FindSessionResponse{Held: s != nil && s.HoldsSession(req.GetSessionId())}, nil
+	if s != nil && s.HoldsSession(req.GetSessionId()) {
+		return &peerv1.FindSessionResponse{Held: true}, nil
+	}
+	return &peerv1.FindSessionResponse{MovedTo: sv.p.movedTo(req.GetSessionId())}, nil
 }
 
 // EndPrevious implements peerv1.SessionServiceServer.
 func (sv *Service) EndPrevious(ctx context.Context, req *peerv1.EndPreviousRequest) (*peerv1.EndPreviousResponse, error) {
 	s := sv.p.srv.Load()
-	ended := s != nil && s.EndPreviousSession(req.GetSessionId(), req.GetUser(), req.GetNewSessionId())
-	return &peerv1.EndPreviousResponse{Ended: ended}, nil
+	id := req.GetSessionId()
+	if s != nil && s.HoldsSession(id) {
+		return &peerv1.EndPreviousResponse{Ended: s.EndPreviousSession(id, req.GetUser(), req.GetNewSessionId())}, nil
+	}
+	return &peerv1.EndPreviousResponse{MovedTo: sv.p.movedTo(id)}, nil
 }
 
 // RemoteRead implements peerv1.SessionServiceServer: a READ of a

@@ -16,6 +16,10 @@ import (
 // log)). Stop takes a node off the network as its death would. It is
 // safe for concurrent use.
 type Memory struct {
+	// DialOptions are added to every Dial's (a test's interceptors that
+	// count the calls the nodes make); set before the first Dial.
+	DialOptions []grpc.DialOption
+
 	mu        sync.Mutex
 	listeners map[string]*bufconn.Listener // by address
 	names     map[string]string            // addresses by node name
@@ -77,7 +81,7 @@ func (n *Memory) Nodes() map[string]string {
 
 // Dial is a Dial over the network.
 func (n *Memory) Dial(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			n.mu.Lock()
 			l := n.listeners[addr]
@@ -86,5 +90,6 @@ func (n *Memory) Dial(addr string) (*grpc.ClientConn, error) {
 				return nil, &net.OpError{Op: "dial", Net: "memory", Err: ErrGone}
 			}
 			return l.DialContext(ctx)
-		}))
+		})}, n.DialOptions...)
+	return grpc.NewClient("passthrough:///"+addr, opts...)
 }

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -27,6 +28,8 @@ type Mesh struct {
 	dial  Dial
 	log   *slog.Logger
 
+	asked atomic.Uint64 // calls Broadcast made, one per node asked
+
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // by address
 	addrs  map[string]string           // the address each node was last reached at, by name
@@ -41,6 +44,10 @@ func New(self string, nodes func() map[string]string, dial Dial, log *slog.Logge
 	}
 	return &Mesh{self: self, nodes: nodes, dial: dial, log: log, conns: map[string]*grpc.ClientConn{}, addrs: map[string]string{}}
 }
+
+// Asked is how many calls Broadcast made through the mesh, one per node
+// asked: what the fan-outs of this node cost (issue 24 part 6; metrics).
+func (m *Mesh) Asked() uint64 { return m.asked.Load() }
 
 // Self is this node's name.
 func (m *Mesh) Self() string { return m.self }
@@ -143,6 +150,7 @@ func Broadcast[T any](ctx context.Context, m *Mesh, to []string, timeout time.Du
 		if len(to) == 0 {
 			return
 		}
+		m.asked.Add(uint64(len(to)))
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		answers := make(chan Answer[T], len(to)) // room for all: no sender waits

@@ -429,6 +429,15 @@ func (n *Node) CountPeerCalls(sent, local func() uint64) {
 	)
 }
 
+// CountBroadcasts registers the mesh's count of the calls its fan-outs
+// made (node/mesh Broadcast: one per node asked).
+func (n *Node) CountBroadcasts(asked func() uint64) {
+	if n == nil {
+		return
+	}
+	n.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "smbcluster_peer_broadcast_calls_total", Help: "Calls this node made asking every other node at once (one per node asked): lease breaks, channel binds, reconnects, directory renames, durable reconnects."}, func() float64 { return float64(asked()) }))
+}
+
 // CountDelegations registers the router's admission delegation counters
 // (node/peer deleg.go): opens this node admitted under a delegation it
 // holds, delegations it granted and recalled as an owner, and

@@ -92,6 +92,7 @@ func startCoherence(ctx context.Context, cfg *Config, log *slog.Logger, m *metri
 		m.CountPeerCalls(router.Stats().Sent, router.Stats().Local.Load)
 		st := router.Stats()
 		m.CountDelegations(st.Delegated.Load, st.Granted.Load, st.Recalled.Load, st.Returned.Load)
+		m.CountBroadcasts(nodes.Asked)
 		shards.Moved = m.ShardMoved
 	}
 	shards.Busy = router.ShardBusy
@@ -268,6 +269,16 @@ func (c *coherence) sessionPeers() server.SessionPeers {
 		return nil
 	}
 	return c.sessions
+}
+
+// sessionTag is the top bits of this node's session ids: its tag in a
+// cluster, so that the other nodes know which node made a session from
+// its id (node/handoff Tag); none on a single node.
+func (c *coherence) sessionTag(name string) uint16 {
+	if c.sessions == nil {
+		return 0
+	}
+	return handoff.Tag(name)
 }
 
 // clusterServerGUID derives the ServerGuid every node of a cluster

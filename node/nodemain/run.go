@@ -131,6 +131,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Logger:          log,
 		Control:         control,
 		SessionPeers:    coh.sessionPeers(),
+		SessionTag:      coh.sessionTag(cfg.Name),
 		ServerGUID:      coh.serverGUID,
 		Cluster:         cfg.Etcd != "", // witness.go
 		Metrics:         nm.m,

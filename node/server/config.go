@@ -98,6 +98,12 @@ type Config struct {
 	// hold, so that a channel bound here to one of them is handed to its
 	// node (handoff.go).
 	SessionPeers SessionPeers
+	// SessionTag, if set, is the top 16 bits of every session id the
+	// server hands out (the low 48 count): in a cluster, the node's tag
+	// (node/handoff Tag), so that any node knows which node made a
+	// session from its id alone and asks that node, not every node, for
+	// it (a channel bind, a reconnect's PreviousSessionId).
+	SessionTag uint16
 
 	Logger *slog.Logger
 

@@ -109,8 +109,9 @@ func New(cfg Config) *Server {
 	}
 	var seed [8]byte
 	rand.Read(seed[:])
-	// Session ids start at a random point so that ids from a restarted node
-	// do not collide with stale ones a client may still hold.
+	// Session ids start at a random point (of their 48 counting bits,
+	// sessionID) so that ids from a restarted node do not collide with
+	// stale ones a client may still hold.
 	s.nextSession.Store(binary.LittleEndian.Uint64(seed[:]) >> 16)
 	// FileIds too: the nodes of a cluster each draw their own, and a
 	// durable open moving between nodes keeps its FileId when the new
@@ -275,9 +276,26 @@ func (s *Server) lookupSession(id uint64) *Session {
 	return s.sessions[id]
 }
 
+// sessionIDBits are the bits of a session id that count; the ones above
+// them are Config.SessionTag.
+const sessionIDBits = 48
+
+// sessionID returns a new session id: the next count under the
+// configured tag, never 0 nor all ones (which a request's header uses for
+// "none" and "the previous request's").
+func (s *Server) sessionID() uint64 {
+	for {
+		n := s.nextSession.Add(1) & (1<<sessionIDBits - 1)
+		id := uint64(s.cfg.SessionTag)<<sessionIDBits | n
+		if n != 0 && id != ^uint64(0) {
+			return id
+		}
+	}
+}
+
 func (s *Server) newSession() *Session {
 	ss := &Session{
-		ID:       s.nextSession.Add(1),
+		ID:       s.sessionID(),
 		trees:    map[uint32]*Tree{},
 		channels: map[*conn]*channel{},
 	}

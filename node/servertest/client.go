@@ -125,6 +125,9 @@ func (c *Conn) authenticate(user, password string, bind *Session) (*Session, sig
 	c.tb.Helper()
 	preauth := c.preauth
 	req := &smb2.SessionSetupRequest{SecurityMode: uint8(c.SecurityMode), SecurityBuffer: auth.NTLMNegotiate(true)}
+	if bind == nil {
+		req.PreviousSessionID = c.PreviousSessionID
+	}
 	hdr, restore := c.startSetup(req, bind)
 	defer restore()
 	h, pdu, err := c.setupStep(hdr, req, &preauth)

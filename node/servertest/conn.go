@@ -53,6 +53,10 @@ type Conn struct {
 	TreeID  uint32
 	Sign    bool
 	Encrypt bool
+	// PreviousSessionID, when set, is what SessionSetup sends as
+	// PreviousSessionId: the session of an earlier connection that the
+	// new session replaces ([MS-SMB2] 3.3.5.5.3).
+	PreviousSessionID uint64
 
 	// Mangle, when set, sees every message after signing and before
 	// encryption and may change it (tests of tampered messages).

@@ -66,8 +66,13 @@ func (x *FindSessionRequest) GetSessionId() uint64 {
 }
 
 type FindSessionResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Held          bool                   `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Held  bool                   `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
+	// moved_to, when the session is not held here, is the node this node
+	// handed it to with a connection (a session moves with the connection
+	// that authenticated it, server.MovedSession): its id still carries
+	// this node's tag, so the asker is sent on.
+	MovedTo       string `protobuf:"bytes,2,opt,name=moved_to,json=movedTo,proto3" json:"moved_to,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -107,6 +112,13 @@ func (x *FindSessionResponse) GetHeld() bool {
 		return x.Held
 	}
 	return false
+}
+
+func (x *FindSessionResponse) GetMovedTo() string {
+	if x != nil {
+		return x.MovedTo
+	}
+	return ""
 }
 
 // Handoff is a negotiated connection's state ([MS-SMB2] 3.3.1.7): what
@@ -825,8 +837,10 @@ func (x *EndPreviousRequest) GetNewSessionId() uint64 {
 }
 
 type EndPreviousResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ended         bool                   `protobuf:"varint,1,opt,name=ended,proto3" json:"ended,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Ended bool                   `protobuf:"varint,1,opt,name=ended,proto3" json:"ended,omitempty"`
+	// moved_to is FindSessionResponse's.
+	MovedTo       string `protobuf:"bytes,2,opt,name=moved_to,json=movedTo,proto3" json:"moved_to,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -866,6 +880,13 @@ func (x *EndPreviousResponse) GetEnded() bool {
 		return x.Ended
 	}
 	return false
+}
+
+func (x *EndPreviousResponse) GetMovedTo() string {
+	if x != nil {
+		return x.MovedTo
+	}
+	return ""
 }
 
 type OldestConnectionRequest struct {
@@ -1769,9 +1790,10 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"(smbcluster/peer/v1/session_service.proto\x12\x12smbcluster.peer.v1\"3\n" +
 	"\x12FindSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\x04R\tsessionId\")\n" +
+	"session_id\x18\x01 \x01(\x04R\tsessionId\"D\n" +
 	"\x13FindSessionResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held\"\x80\x06\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held\x12\x19\n" +
+	"\bmoved_to\x18\x02 \x01(\tR\amovedTo\"\x80\x06\n" +
 	"\aHandoff\x12\x18\n" +
 	"\adialect\x18\x01 \x01(\rR\adialect\x12\x1f\n" +
 	"\vclient_guid\x18\x02 \x01(\fR\n" +
@@ -1851,9 +1873,10 @@ const file_smbcluster_peer_v1_session_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12$\n" +
-	"\x0enew_session_id\x18\x03 \x01(\x04R\fnewSessionId\"+\n" +
+	"\x0enew_session_id\x18\x03 \x01(\x04R\fnewSessionId\"F\n" +
 	"\x13EndPreviousResponse\x12\x14\n" +
-	"\x05ended\x18\x01 \x01(\bR\x05ended\":\n" +
+	"\x05ended\x18\x01 \x01(\bR\x05ended\x12\x19\n" +
+	"\bmoved_to\x18\x02 \x01(\tR\amovedTo\":\n" +
 	"\x17OldestConnectionRequest\x12\x1f\n" +
 	"\vclient_guid\x18\x01 \x01(\fR\n" +
 	"clientGuid\"T\n" +
