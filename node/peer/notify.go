@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
+	"github.com/smbcluster/smbcluster/node/clock"
 	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -71,7 +71,7 @@ func (r *Router) SetNotifySinks(f func(share string) (NotifySink, bool)) {
 // buffered) is not held up.
 func (r *Router) Watch(share string, w state.Watch) uint64 {
 	id := r.next.Add(1)
-	spec := watchSpecPB(id, share, w, time.Now())
+	spec := watchSpecPB(id, share, w, clock.Now())
 	told := make(chan struct{})
 	r.mu.Lock()
 	r.ntf.mine[id] = spec
@@ -142,7 +142,7 @@ func (r *Router) Post(share string, action uint32, name string, filter uint32, f
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !frequent {
-		r.rememberLocked(c, time.Now())
+		r.rememberLocked(c, clock.Now())
 	}
 	for node, nw := range r.ntf.theirs {
 		for _, s := range nw.specs {
@@ -162,7 +162,7 @@ func (r *Router) PostDeletePending(share, dir string) {
 	c := &peerv1.Change{Share: share, Name: dir, DeletePending: true}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.rememberLocked(c, time.Now())
+	r.rememberLocked(c, clock.Now())
 	for node, nw := range r.ntf.theirs {
 		for _, s := range nw.specs {
 			if s.Share == share && s.Dir == dir {
