@@ -36,14 +36,17 @@ var layers = map[string][]string{
 	"node/smb2/fscc":    {"node/smb2/utf16le"},
 	"node/smb2/signing": nil,
 	"node/sockio":       nil,
-	"node/auth":         {"internal/nthash", "node/smb2/utf16le"},
+	// The node's wall clock: time.Now plus a test-only offset (the
+	// robustness suite's clock step). A leaf any node package may read.
+	"node/clock": nil,
+	"node/auth":  {"internal/nthash", "node/clock", "node/smb2/utf16le"},
 	// The NT hash, shared by the nodes and the coordinator.
 	"internal/nthash": {"node/smb2/utf16le"},
 
 	// Storage and per-file state: nothing of the engine.
 	"node/vfs":         nil,
 	"node/vfs/memfs":   {"node/vfs"},
-	"node/vfs/osfs":    {"node/vfs"},
+	"node/vfs/osfs":    {"node/clock", "node/vfs"},
 	"node/vfs/vfstest": {"node/vfs"},
 	"node/state":       nil,
 	// A node's instruments: a leaf beside the wire format (command and
@@ -60,16 +63,16 @@ var layers = map[string][]string{
 	"node/witness/etcdstore": {"node/witness", "proto/smbcluster/state/v1"},
 
 	// The engine, then the shares that plug into it, then what runs both.
-	"node/server":     {"node/auth", "node/metrics", "node/smb2", "node/smb2/fscc", "node/smb2/signing", "node/sockio", "node/state"},
-	"node/share":      {"node/ipc", "node/server", "node/smb2", "node/smb2/fscc", "node/smb2/utf16le", "node/state", "node/vfs"},
+	"node/server":     {"node/auth", "node/clock", "node/metrics", "node/smb2", "node/smb2/fscc", "node/smb2/signing", "node/sockio", "node/state"},
+	"node/share":      {"node/clock", "node/ipc", "node/server", "node/smb2", "node/smb2/fscc", "node/smb2/utf16le", "node/state", "node/vfs"},
 	"node/servertest": {"node/auth", "node/server", "node/share", "node/smb2", "node/smb2/signing", "node/vfs", "node/vfs/memfs", "node/vfs/osfs", "node/vfs/vfstest"},
 	"node/cluster":    {"node/peer", "node/server", "node/state", "proto/smbcluster/state/v1"},
 	"node/storecheck": {"proto/smbcluster/state/v1"},
-	"node/nodemain":   {"node/auth", "node/cluster", "node/handoff", "node/ipc", "node/ipc/dcerpc", "node/ipc/ncacn", "node/clusapi", "node/mesh", "node/witness", "node/witness/etcdstore", "node/metrics", "node/peer", "node/server", "node/share", "node/state", "node/storecheck", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
+	"node/nodemain":   {"node/auth", "node/clock", "node/cluster", "node/handoff", "node/ipc", "node/ipc/dcerpc", "node/ipc/ncacn", "node/clusapi", "node/mesh", "node/witness", "node/witness/etcdstore", "node/metrics", "node/peer", "node/server", "node/share", "node/state", "node/storecheck", "node/vfs/osfs", "proto/smbcluster/peer/v1", "proto/smbcluster/state/v1"},
 	// Node-to-node calls: one transport (connections only, no protocol),
 	// per-file state over gRPC, not the engine or shares.
 	"node/mesh": nil,
-	"node/peer": {"node/mesh", "node/state", "proto/smbcluster/peer/v1"},
+	"node/peer": {"node/clock", "node/mesh", "node/state", "proto/smbcluster/peer/v1"},
 	// A handed-over connection is served by the node's server (Adopt);
 	// the arrival side carries the connection the server gave up
 	// (server.Hijacked), reading its frames (sockio) and opening, signing

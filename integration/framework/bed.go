@@ -150,7 +150,9 @@ func NewBed(t testing.TB, opts BedOptions) *Bed {
 	b.nodeBin = opts.NodeBinary
 	b.Port = BedSMBPort
 	b.command = func(name string, argv []string) *exec.Cmd {
-		return b.HostOf(name).Command(argv[0], argv[1:]...)
+		cmd := b.HostOf(name).Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), EnvTestClockFile+"="+b.ClockFile(name))
+		return cmd
 	}
 	b.startEtcdAndCoordinator(t, false, false, b.EtcdEndpoints())
 	phase("etcd")
@@ -569,4 +571,27 @@ func (b *Bed) HostIPs(t testing.TB, h *Host) []string {
 		}
 	}
 	return ips
+}
+
+// EnvTestClockFile is node/clock.EnvFile: the control file of a node's
+// test-only clock offset. Every bed node is started with its own
+// (ClockFile), so that StepClock can step one node's wall clock.
+const EnvTestClockFile = "SMBCLUSTER_TEST_CLOCK_FILE"
+
+// ClockFile is the control file of node name's clock offset.
+func (b *Bed) ClockFile(name string) string { return filepath.Join(b.dir, name+".clock") }
+
+// StepClock sets node i's (0-based) wall clock to the machine's plus
+// offset (zero: back in step), as a step of the node's clock would: the
+// node reads its control file a few times a second (node/clock), and
+// keeps the offset across a restart until it is set back.
+func (b *Bed) StepClock(t testing.TB, i int, offset time.Duration) {
+	t.Helper()
+	f := b.ClockFile(b.Nodes[i].Name)
+	if err := os.WriteFile(f+".new", []byte(offset.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(f+".new", f); err != nil {
+		t.Fatal(err)
+	}
 }

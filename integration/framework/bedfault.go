@@ -66,10 +66,11 @@ func (h *Host) DropAddrs(t testing.TB, addrs ...string) {
 	h.MustExec(t, "nft", "add", "rule", "inet", faultTable, "output", "ip", "daddr", set, "drop")
 }
 
-// Heal undoes every CutOff and DropAddrs of h.
+// Heal undoes every CutOff, DropAddrs, Lossy and Delay of h.
 func (h *Host) Heal(t testing.TB) {
 	t.Helper()
 	h.heal(t)
+	h.undelay(t)
 }
 
 func (h *Host) heal(t testing.TB) {

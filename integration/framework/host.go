@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -27,6 +28,10 @@ type Host struct {
 	Iface string
 
 	tmp string // the bed's temporary directory (TempDir)
+
+	// delay is the host's delayed link (Delay), nil if none.
+	delayMu sync.Mutex
+	delay   *delayQueue
 }
 
 // TempDir returns a new directory for the host's state (a daemon's data,

@@ -14,8 +14,10 @@
 //
 // The nemesis (nemesis.go) kills and restarts nodes, stops them past
 // their lease, cuts them off from their peers or etcd, kills the etcd
-// leader, partitions an etcd member and delays and drops a node's
-// packets, one fault at a time, each undone before the next.
+// leader, partitions an etcd member, drops or delays a node's packets
+// and steps a node's clock (node/clock's test-only offset): one fault
+// at a time, or one step in four two at once on different targets,
+// every fault of a step undone before the next.
 //
 // The checker (checker.go) decides the history: porcupine for the
 // registers' linearizability, invariants for the rest.

@@ -140,14 +140,29 @@ func (h *History) Ops() []Op {
 // Fault is one fault the nemesis injected, from its start until it was
 // undone.
 type Fault struct {
-	Kind        string
-	Target      string
+	Kind   string
+	Target string
+	// Detail is the fault's size, if it has one: a delayed link's
+	// delay and jitter, a clock step's offset.
+	Detail      string
 	Start, Undo time.Duration
 	// Recovered is when the cluster served normally again after Undo
-	// (every node up, serving its address); zero if it did not.
+	// (every node up, serving its address); zero if it did not. For two
+	// faults at once, after the later Undo.
 	Recovered time.Duration
+	// With names the other fault ("kind target") injected at once with
+	// this one, each with its own record; empty for a fault alone.
+	With string
 }
 
 func (f Fault) String() string {
-	return fmt.Sprintf("%s %s [%v, %v] recovered %v", f.Kind, f.Target, ms(f.Start), ms(f.Undo), ms(f.Recovered))
+	s := f.Kind + " " + f.Target
+	if f.Detail != "" {
+		s += " " + f.Detail
+	}
+	s += fmt.Sprintf(" [%v, %v] recovered %v", ms(f.Start), ms(f.Undo), ms(f.Recovered))
+	if f.With != "" {
+		s += " (at once with " + f.With + ")"
+	}
+	return s
 }

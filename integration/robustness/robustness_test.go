@@ -307,19 +307,30 @@ func summarize(r result, checked time.Duration) string {
 	}
 	if len(r.faults) > 0 {
 		stalls := Stalls(r.ops, r.faults)
-		count := map[string]int{}
+		count, paired := map[string]int{}, map[string]int{}
 		recov := map[string]time.Duration{}
+		pairs := 0
 		for _, f := range r.faults {
 			count[f.Kind]++
+			key := f.Kind
+			if f.With != "" {
+				paired[f.Kind]++
+				pairs++
+				key = Paired
+			}
 			if f.Recovered > 0 {
-				recov[f.Kind] = max(recov[f.Kind], f.Recovered-f.Undo)
+				recov[key] = max(recov[key], f.Recovered-f.Undo)
 			}
 		}
-		fmt.Fprintf(&b, "%d faults:\n  %-17s %5s  %14s  %16s\n", len(r.faults), "kind", "count", "longest stall", "longest recovery")
+		fmt.Fprintf(&b, "%d faults (%d of them two at once):\n  %-17s %5s %7s  %14s  %16s\n", len(r.faults), pairs,
+			"kind", "count", "paired", "longest stall", "longest recovery")
 		for _, k := range FaultKinds {
 			if count[k] > 0 {
-				fmt.Fprintf(&b, "  %-17s %5d  %14v  %16v\n", k, count[k], ms(stalls[k]), ms(recov[k]))
+				fmt.Fprintf(&b, "  %-17s %5d %7d  %14v  %16v\n", k, count[k], paired[k], ms(stalls[k]), ms(recov[k]))
 			}
+		}
+		if pairs > 0 {
+			fmt.Fprintf(&b, "  %-17s %5d %7s  %14v  %16v\n", Paired, pairs/2, "", ms(stalls[Paired]), ms(recov[Paired]))
 		}
 	}
 	fmt.Fprintf(&b, "checked in %v: %d violations", ms(checked), len(r.report.Violations))

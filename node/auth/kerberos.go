@@ -25,6 +25,8 @@ import (
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/service"
 	"github.com/jcmturner/gokrb5/v8/types"
+
+	"github.com/smbcluster/smbcluster/node/clock"
 )
 
 // The Kerberos 5 acceptor ([RFC4121], [MS-KILE]) in SPNEGO. The protocol
@@ -189,7 +191,7 @@ func (c *Context) krbVerify(keys *krbKeys, msg []byte) (*messages.APReq, error) 
 	if err != nil || !ok {
 		return nil, c.krbFailure(err)
 	}
-	if !k.replay.fresh(&apReq.Authenticator, settings.MaxClockSkew(), time.Now()) {
+	if !k.replay.fresh(&apReq.Authenticator, settings.MaxClockSkew(), clock.Now()) {
 		c.krbErr = fmt.Errorf("authenticator of %s seen before, for any principal of the keytab (KRB_AP_ERR_REPEAT)", apReq.Authenticator.CName.PrincipalNameString())
 		return nil, ErrLogonFailure
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/smbcluster/smbcluster/node/clock"
 	"github.com/smbcluster/smbcluster/node/storecheck"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"log/slog"
@@ -45,6 +46,7 @@ func Run(ctx context.Context, args []string) int {
 	log := newLogger(cfg.LogLevel)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	clock.Watch(ctx, log) // a test's clock offset (SMBCLUSTER_TEST_CLOCK_FILE); nothing otherwise
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("node failed", "err", err)
 		return 1

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/smbcluster/smbcluster/node/clock"
 	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
@@ -100,7 +100,7 @@ func (n *notifier) SetNotifySinks(f func(share string) (NotifySink, bool)) {
 // buffered) is not held up.
 func (n *notifier) Watch(share string, w state.Watch) uint64 {
 	id := n.ids.Add(1)
-	spec := watchSpecPB(id, share, w, time.Now())
+	spec := watchSpecPB(id, share, w, clock.Now())
 	told := make(chan struct{})
 	n.mu.Lock()
 	n.mine[id] = spec
@@ -171,7 +171,7 @@ func (n *notifier) Post(share string, action uint32, name string, filter uint32,
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !frequent {
-		n.rememberLocked(c, time.Now())
+		n.rememberLocked(c, clock.Now())
 	}
 	for node, nw := range n.theirs {
 		for _, s := range nw.specs {
@@ -191,7 +191,7 @@ func (n *notifier) PostDeletePending(share, dir string) {
 	c := &peerv1.Change{Share: share, Name: dir, DeletePending: true}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.rememberLocked(c, time.Now())
+	n.rememberLocked(c, clock.Now())
 	for node, nw := range n.theirs {
 		for _, s := range nw.specs {
 			if s.Share == share && s.Dir == dir {

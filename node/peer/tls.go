@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math/big"
 	"time"
+
+	"github.com/smbcluster/smbcluster/node/clock"
 )
 
 // The node-to-node API runs over mutual TLS with the cluster's own
@@ -69,7 +71,7 @@ func TLSConfigs(secret []byte, node string) (server, client *tls.Config, err err
 	if err != nil {
 		return nil, nil, err
 	}
-	now := time.Now()
+	now := clock.Now()
 	leaf := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: node},
@@ -89,10 +91,12 @@ func TLSConfigs(secret []byte, node string) (server, client *tls.Config, err err
 	server = &tls.Config{
 		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
 		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool,
+		Time: clock.Now, // a node's certificate checks on its own clock
 	}
 	client = &tls.Config{
 		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
 		RootCAs: pool, ServerName: peerServerName,
+		Time: clock.Now,
 	}
 	return server, client, nil
 }

@@ -3,8 +3,8 @@ package server
 import (
 	"errors"
 	"slices"
-	"time"
 
+	"github.com/smbcluster/smbcluster/node/clock"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 )
@@ -114,7 +114,7 @@ func (c *conn) negotiateResponse(dialect uint16) *smb2.NegotiateResponse {
 		MaxTransactSize: cfg.MaxTransact,
 		MaxReadSize:     cfg.MaxTransact,
 		MaxWriteSize:    cfg.MaxTransact,
-		SystemTime:      filetime(time.Now()),
+		SystemTime:      filetime(clock.Now()),
 		SecurityBuffer:  c.authConfig().NegTokenInit(),
 	}
 	if required, _, _, _ := c.srv.effective(); required {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/clock"
 	"github.com/smbcluster/smbcluster/node/smb2"
 )
 
@@ -308,7 +309,7 @@ func (s *Server) newSession() *Session {
 // newOpen allocates an open of tree t made on connection c; it is
 // registered by addOpen once the backend has created its handle.
 func (s *Server) newOpen(t *Tree, c *conn, name string, access uint32) *Open {
-	return &Open{ID: s.nextOpen.Add(1), Tree: t, Session: t.Session, Name: name, Access: access, created: time.Now(), conn: c,
+	return &Open{ID: s.nextOpen.Add(1), Tree: t, Session: t.Session, Name: name, Access: access, created: clock.Now(), conn: c,
 		gen: s.fenceGen.Load()}
 }
 

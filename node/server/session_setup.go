@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/smbcluster/smbcluster/node/auth"
+	"github.com/smbcluster/smbcluster/node/clock"
 	"github.com/smbcluster/smbcluster/node/smb2"
 	"github.com/smbcluster/smbcluster/node/smb2/signing"
 )
@@ -282,7 +282,7 @@ func (c *conn) failAuth(s *Session, ch *channel) {
 func (c *conn) completeSession(s *Session, ch *channel, res auth.Result, req *smb2.SessionSetupRequest) error {
 	cfg := &c.srv.cfg
 	s.User, s.Domain, s.Guest, s.Anonymous = res.User, res.Domain, res.Guest, res.Anonymous
-	s.Dialect, s.ClientGUID, s.CreatedAt = c.dialect, c.clientGUID, time.Now()
+	s.Dialect, s.ClientGUID, s.CreatedAt = c.dialect, c.clientGUID, clock.Now()
 	s.addr = clientHost(c.remote) // metrics.go
 	s.SigningAlg = c.signingAlg
 	if c.dialect >= smb2.Dialect300 {

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/clock"
 	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
@@ -92,7 +93,7 @@ func (o *open) flushWriteTime() {
 	if wt.timer == nil || wt.closed {
 		return
 	}
-	o.updateWriteTimeLocked(time.Now())
+	o.updateWriteTimeLocked(clock.Now())
 }
 
 // updateWriteTimeLocked sets the file's LastWriteTime to now, unless the
@@ -146,7 +147,7 @@ func (o *open) setBasicWriteTime(ft uint64) time.Time {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	if wt.timer != nil && !wt.closed {
-		o.updateWriteTimeLocked(time.Now())
+		o.updateWriteTimeLocked(clock.Now())
 	}
 	switch ft {
 	case 0:
@@ -176,7 +177,7 @@ func (o *open) closeWriteTime() {
 		return
 	}
 	if wt.onClose || wt.timer != nil {
-		o.updateWriteTimeLocked(time.Now())
+		o.updateWriteTimeLocked(clock.Now())
 	}
 	wt.closed = true
 }

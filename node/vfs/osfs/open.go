@@ -4,10 +4,10 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/smbcluster/smbcluster/node/clock"
 	"github.com/smbcluster/smbcluster/node/vfs"
 )
 
@@ -176,7 +176,7 @@ func (fsys *FS) newFile(fd int, name string, o vfs.OpenOptions) (*file, error) {
 func (f *file) initAttrs(attrs uint32) {
 	rec := dosAttrib{HasAttrs: attrs&vfs.StoredAttrs != 0, Attrs: attrs & vfs.StoredAttrs}
 	if !f.fs.btime {
-		rec.HasCreation, rec.Creation = true, time.Now()
+		rec.HasCreation, rec.Creation = true, clock.Now()
 	}
 	if !rec.HasAttrs && !rec.HasCreation {
 		return
