@@ -70,12 +70,15 @@ bench:
 bench-quick:
 	GO=$(GO) BENCH_RUNS=1 BENCH_RUNTIME=2s BENCH_WARMUP=500ms bench/run.sh
 
-# Open/close workloads and the lease-break probe against a 3-node local
-# cluster, clients on one node and then spread over all three; results in
-# bench/results/cluster-latest.md (see bench/README.md).
+# Open/close workloads, writes, the lease-break probe and smbtorture's
+# contention benchmarks against a 3-node local cluster, clients on one
+# node and then spread over all three; results in
+# bench/results/cluster-latest.md (see bench/README.md). NODES="3 8 16"
+# runs them once per cluster size, and cluster-scaling-latest.md gives
+# spread against one node by size.
 .PHONY: bench-cluster
 bench-cluster:
-	GO=$(GO) bench/cluster.sh
+	GO=$(GO) $(if $(NODES),BENCH_NODES="$(NODES)") bench/cluster.sh
 
 # One multichannel client's 1 MiB READ and WRITE throughput with its
 # channels on one node against three, each node behind a rate-limited

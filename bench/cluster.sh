@@ -6,9 +6,21 @@
 # spread over the nodes, in one run. Writes bench/results/cluster-latest.md
 # (and cluster-cells.json, the raw records). Then 4 KiB and 64 KiB
 # writes to one file another node owns, all connections on node 1 and
-# spread, beside a file node 1 owns. See bench/README.md.
+# spread, beside a file node 1 owns; and, when smbtorture is installed,
+# smbtorture's smb2.bench.oplock1 and path-contention-shared through a
+# forwarder that hands each connection to the next node (the control: the
+# same forwarder, every connection to node 1). See bench/README.md.
+#
+# BENCH_NODES="3 8 16" runs the whole set once per cluster size, one
+# after the other, and writes bench/results/cluster-scaling-latest.md:
+# each workload's spread rate as a share of its one-node rate, by size
+# (cluster-N-latest.md for each size but 3).
 #
 # Settings (environment):
+#   BENCH_NODES=3                     cluster sizes, one run each
+#   BENCH_TORTURE=auto                on, off, or auto (on when smbtorture
+#                                     is installed)
+#   BENCH_TORTURE_SECS=5              seconds per smbtorture cell
 #   BENCH_RUNTIME=3s BENCH_WARMUP=1s  per open/close cell
 #   BENCH_CONNS=4 BENCH_FILES=100     connections; files per connection
 #   BENCH_BREAKS=100                  lease-break attempts per probe
@@ -37,7 +49,7 @@ FILES=${BENCH_FILES:-100}
 BREAKS=${BENCH_BREAKS:-100}
 SETTLE=${BENCH_SETTLE:-2}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
-PEER_VARS=${BENCH_PEER_RPC_VARS:-}
+USER_PEER_VARS=${BENCH_PEER_RPC_VARS:-}
 
 log() { printf '%s bench-cluster: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -69,42 +81,57 @@ $GO build -o "$WORK/bench-cluster-nodes" ./deploy/localcluster
 $GO build -o "$WORK/clusterstat" ./bench/clusterstat
 STAT=$WORK/clusterstat
 
+NODES_LIST=${BENCH_NODES:-3}
+TORTURE=${BENCH_TORTURE:-auto}
+TORTURE_SECS=${BENCH_TORTURE_SECS:-5}
+if [ "$TORTURE" = auto ]; then
+	if command -v smbtorture >/dev/null; then TORTURE=on; else TORTURE=off; fi
+fi
+
+# run_size N: the whole set against an N-node cluster; its cells and
+# report are $WORK/N/.
+run_size() {
+NODES=$1
+RUN=$WORK/$NODES
+mkdir -p "$RUN"
+PEER_VARS=$USER_PEER_VARS
 # --- cluster ----------------------------------------------------------------
-PORT=$("$STAT" freeport)
-COORD=$("$STAT" freeport)
-args=(--dir "$WORK/cluster" --port "$PORT" --coordinator "127.0.0.1:$COORD" --nodes 3)
+PORT=$("$STAT" freeport -nodes "$NODES")
+COORD=$("$STAT" freeport -nodes "$NODES")
+args=(--dir "$RUN/cluster" --port "$PORT" --coordinator "127.0.0.1:$COORD" --nodes "$NODES")
 PEER_NOTE="the nodes have no peer RPC yet and export no counter of them (the hook: an expvar \`smbcluster_peer_rpcs\` read from \`/debug/vars\`, see bench/cluster.sh)"
 # (The help into a variable: grep -q would close the pipe early, and
 # pipefail turn the writer's SIGPIPE into a failed test.)
 nodes_help=$("$WORK/bench-cluster-nodes" -h 2>&1 || true)
 if [ -z "$PEER_VARS" ] && grep -q -- '-debug-addr' <<<"$nodes_help"; then
-	DEBUG_PORT=$("$STAT" freeport)
+	DEBUG_PORT=$("$STAT" freeport -nodes "$NODES")
 	args+=(--debug-addr "127.0.0.1:$DEBUG_PORT")
 	PEER_VARS="http://127.0.0.1:$DEBUG_PORT/debug/vars"
 fi
-log "starting a 3-node cluster: SMB port $PORT on 127.0.0.1-3, coordinator 127.0.0.1:$COORD"
-"$WORK/bench-cluster-nodes" "${args[@]}" >"$WORK/cluster.log" 2>&1 &
+log "starting a $NODES-node cluster: SMB port $PORT on 127.0.0.1-$NODES, coordinator 127.0.0.1:$COORD"
+"$WORK/bench-cluster-nodes" "${args[@]}" >"$RUN/cluster.log" 2>&1 &
 CLUSTER_PID=$!
 for _ in $(seq 600); do
-	grep -q 'local cluster ready' "$WORK/cluster.log" && break
-	kill -0 "$CLUSTER_PID" 2>/dev/null || die "the cluster exited: $(tail -c 1000 "$WORK/cluster.log")"
+	grep -q 'local cluster ready' "$RUN/cluster.log" && break
+	kill -0 "$CLUSTER_PID" 2>/dev/null || die "the cluster exited: $(tail -c 1000 "$RUN/cluster.log")"
 	sleep 0.1
 done
-ETCD=$(sed -n 's/.*local cluster ready: etcd \([^,]*\),.*/\1/p' "$WORK/cluster.log" | head -1)
-[ -n "$ETCD" ] || die "the cluster did not report ready: $(tail -c 1000 "$WORK/cluster.log")"
+ETCD=$(sed -n 's/.*local cluster ready: etcd \([^,]*\),.*/\1/p' "$RUN/cluster.log" | head -1)
+[ -n "$ETCD" ] || die "the cluster did not report ready: $(tail -c 1000 "$RUN/cluster.log")"
 log "ready; etcd $ETCD"
 
 ONE=127.0.0.1:$PORT
-SPREAD=127.0.0.1:$PORT,127.0.0.2:$PORT,127.0.0.3:$PORT
+SPREAD=$(for n in $(seq "$NODES"); do printf '127.0.0.%d:%s,' "$n" "$PORT"; done)
+SPREAD=${SPREAD%,}
 CROSS=127.0.0.1:$PORT,127.0.0.2:$PORT
 export SMBCTL_PASSWORD=demo
 bench() { bin/smbctl bench --share demo --user demo --no-progress -o json "$@"; }
 
 # Every node must serve the share (it reaches them through etcd).
-for n in 1 2 3; do
+for n in $(seq "$NODES"); do
 	for i in $(seq 100); do
-		bench --server "127.0.0.$n:$PORT" --rw leasebreak --breaks 1 >/dev/null 2>"$WORK/err" && break
-		[ "$i" = 100 ] && die "node $n does not serve the demo share: $(cat "$WORK/err")"
+		bench --server "127.0.0.$n:$PORT" --rw leasebreak --breaks 1 >/dev/null 2>"$RUN/err" && break
+		[ "$i" = 100 ] && die "node $n does not serve the demo share: $(cat "$RUN/err")"
 		sleep 0.2
 	done
 done
@@ -114,7 +141,7 @@ peer_rpcs() {
 	"$STAT" counter -name smbcluster_peer_rpcs ${PEER_VARS//,/ } 2>/dev/null || echo null
 }
 
-CELLS=$WORK/cells.json
+CELLS=$RUN/cells.json
 : >"$CELLS"
 # cell NAME PLACE ARGS...: one smbctl bench run, with the etcd writes and
 # peer RPCs it caused, appended to the cells file.
@@ -124,7 +151,7 @@ cell() {
 	rev0=$("$STAT" rev -etcd "$ETCD")
 	peer0=$(peer_rpcs)
 	del0=$(delegated) ret0=$(returns)
-	res=$(bench "$@" 2>"$WORK/err") || rc=$?
+	res=$(bench "$@" 2>"$RUN/err") || rc=$?
 	sleep "$SETTLE"
 	etcd=$("$STAT" writes -etcd "$ETCD" -from "$rev0")
 	peer1=$(peer_rpcs)
@@ -132,7 +159,7 @@ cell() {
 	if [ "$peer0" != null ] && [ "$peer1" != null ]; then peer=$((peer1 - peer0)); fi
 	if [ "$del0" != null ] && [ "$del1" != null ]; then del=$((del1 - del0)); fi
 	[ -n "$res" ] || res=null
-	if [ "$rc" != 0 ]; then log "$name $place failed (exit $rc): $(head -c 400 "$WORK/err")"; fi
+	if [ "$rc" != 0 ]; then log "$name $place failed (exit $rc): $(head -c 400 "$RUN/err")"; fi
 	printf '{"cell":"%s","place":"%s","exit":%s,"result":%s,"etcd":%s,"peer_rpcs":%s,"delegated":%s,"returns":%s}\n' \
 		"$name" "$place" "$rc" "$(tr -d '\n' <<<"$res")" "$etcd" "$peer" "$del" "$((ret1 - ret0))" >>"$CELLS"
 	log "done $name $place"
@@ -249,13 +276,72 @@ done
 cell leasebreak one --server "$ONE" --rw leasebreak --breaks "$BREAKS"
 cell leasebreak cross --server "$CROSS" --rw leasebreak --breaks "$BREAKS"
 
+if [ "$TORTURE" = on ]; then
+	torture_cells
+fi
+
+kill "$CLUSTER_PID" 2>/dev/null
+wait "$CLUSTER_PID" 2>/dev/null || true
+CLUSTER_PID=""
+
 # --- report -----------------------------------------------------------------
-cat >"$WORK/meta.json" <<META
+cat >"$RUN/meta.json" <<META
 {"Date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","Commit":"$VERSION","CPUs":$(nproc),
  "CPUModel":"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo | tr -d '"')",
- "Runtime":"$RUNTIME","Warmup":"$WARMUP","Conns":$CONNS,"Files":$FILES,"Nodes":3,"Breaks":$BREAKS,
+ "Runtime":"$RUNTIME","Warmup":"$WARMUP","Conns":$CONNS,"Files":$FILES,"Nodes":$NODES,"Breaks":$BREAKS,
  "PeerRPCSource":"$(if [ -n "$PEER_VARS" ]; then echo "peer RPCs: smbcluster_peer_rpcs from $PEER_VARS"; else echo "$PEER_NOTE"; fi)"}
 META
-cp "$CELLS" "$OUT/cluster-cells.json"
-"$STAT" report -cells "$CELLS" -meta "$WORK/meta.json" -out "$OUT/cluster-latest"
-cat "$OUT/cluster-latest.md"
+name=cluster-latest cells=cluster-cells.json
+if [ "$NODES" != 3 ]; then name=cluster-$NODES-latest cells=cluster-$NODES-cells.json; fi
+cp "$CELLS" "$OUT/$cells"
+"$STAT" report -cells "$CELLS" -meta "$RUN/meta.json" -out "$OUT/$name"
+cat "$OUT/$name.md"
+}
+
+# torture_cells: smbtorture's contention benchmarks, 4 connections at
+# qdepth 1, through a forwarder: to node 1 alone, then round-robin over
+# the nodes, back to back.
+torture_cells() {
+	local t place to fwd_pid listen out rate rc
+	for t in oplock1 path-contention-shared; do
+		for place in one spread; do
+			to=$ONE
+			[ "$place" = spread ] && to=$SPREAD
+			"$STAT" forward -listen 127.0.0.1:0 -to "$to" >"$RUN/fwd.out" 2>"$RUN/fwd.err" &
+			fwd_pid=$!
+			listen=""
+			for _ in $(seq 100); do
+				listen=$(sed -n 's/^listening //p' "$RUN/fwd.out")
+				[ -n "$listen" ] && break
+				sleep 0.05
+			done
+			rc=0
+			out=$(smbtorture "//${listen%:*}/demo" -p "${listen##*:}" -U demo%demo \
+				--option=torture:timelimit="$TORTURE_SECS" --option=torture:nprocs="$CONNS" \
+				--option=torture:qdepth=1 --option=torture:looplimit=-1 "smb2.bench.$t" 2>&1) || rc=$?
+			kill "$fwd_pid" 2>/dev/null
+			wait "$fwd_pid" 2>/dev/null || true
+			printf '%s\n' "$out" >"$RUN/torture-$t-$place.log"
+			rate=$(torture_rate <<<"$out")
+			[ "$rc" = 0 ] && [ -n "$rate" ] || { log "smbtorture $t $place failed (exit $rc): $(tail -c 400 <<<"$out")"; rc=${rc/#0/1}; rate=0; }
+			printf '{"cell":"torture-%s","place":"%s","exit":%s,"result":{"ops_s":%s,"total_ops":%s}}\n' \
+				"$t" "$place" "$rc" "$rate" "$(awk -v r="$rate" -v s="$TORTURE_SECS" 'BEGIN{printf "%d", r*s}')" >>"$CELLS"
+			log "done torture-$t $place: $rate ops/s"
+		done
+	done
+}
+
+# torture_rate: the ops per second an smbtorture bench run reports.
+torture_rate() {
+	sed -n 's/.*[^0-9]\([0-9][0-9.]*\) *ops\/sec.*/\1/p; s/.*(\([0-9][0-9.]*\)\/sec).*/\1/p' | tail -1
+}
+
+scaling=()
+for n in $NODES_LIST; do
+	run_size "$n"
+	scaling+=("$n:$WORK/$n/cells.json:$WORK/$n/meta.json")
+done
+if [ "${#scaling[@]}" -gt 1 ]; then
+	"$STAT" scaling -runs "$(IFS=,; echo "${scaling[*]}")" -out "$OUT/cluster-scaling-latest"
+	cat "$OUT/cluster-scaling-latest.md"
+fi

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,19 +19,23 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: clusterstat freeport|rev|writes|shards|counter|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: clusterstat freeport|rev|writes|shards|counter|report|scaling|forward [flags]")
 		os.Exit(2)
 	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "freeport":
-		err = freePort(os.Stdout)
+		err = freePort(args, os.Stdout)
 	case "rev", "writes", "shards":
 		err = etcdCmd(cmd, args, os.Stdout)
 	case "counter":
 		err = counterCmd(args, os.Stdout)
 	case "report":
 		err = reportCmd(args)
+	case "scaling":
+		err = scalingCmd(args)
+	case "forward":
+		err = forwardCmd(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}
@@ -42,9 +45,15 @@ func main() {
 	}
 }
 
-// freePort finds a port nothing listens on at 127.0.0.1, .2 and .3 (the
-// local cluster's three nodes, and its coordinator on .1).
-func freePort(w io.Writer) error {
+// freePort finds a port nothing listens on at 127.0.0.1 through
+// 127.0.0.N (-nodes N, 3 by default: the local cluster's nodes, and its
+// coordinator on .1).
+func freePort(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("freeport", flag.ContinueOnError)
+	nodes := fs.Int("nodes", 3, "the addresses 127.0.0.1 through 127.0.0.`N`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	for range 50 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -52,7 +61,8 @@ func freePort(w io.Writer) error {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		ls := []net.Listener{l}
-		for _, h := range []string{"127.0.0.2", "127.0.0.3"} {
+		for i := 2; i <= *nodes; i++ {
+			h := fmt.Sprintf("127.0.0.%d", i)
 			if o, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port))); err == nil {
 				ls = append(ls, o)
 			}
@@ -60,12 +70,12 @@ func freePort(w io.Writer) error {
 		for _, x := range ls {
 			x.Close()
 		}
-		if len(ls) == 3 {
+		if len(ls) == max(*nodes, 1) {
 			fmt.Fprintln(w, port)
 			return nil
 		}
 	}
-	return errors.New("no port free on 127.0.0.1-3")
+	return fmt.Errorf("no port free on 127.0.0.1-%d", *nodes)
 }
 
 // writes is what writes prints.
