@@ -235,10 +235,8 @@ func (dg *delegations) answered(id uint64, o *state.Open, t target, ev *peerv1.A
 		dg.mu.Unlock()
 		switch {
 		case err == nil || status.Code(err) == codes.FailedPrecondition: // nothing granted
-		case moved(err): // the exchange broke: the grant, if any, is undone on the side
+		default: // the answer was lost: the grant, if any, is undone on the side
 			go dg.returnAt(t, o.Key, id, nil)
-		default:
-			dg.returnAt(t, o.Key, id, nil)
 		}
 		return
 	}
@@ -292,9 +290,14 @@ func (dg *delegations) beginReturn(d *deleg) {
 
 // finishReturn returns d to its owner with the opens it had, which
 // become ordinary opens there, and ends it. It reports whether the owner
-// took them (or no longer owns the file).
+// took them (or no longer owns the file); false only once the router
+// closed. A returned open that closed meanwhile — its close waited for
+// the return at most callTimeout, then went to the owner, which may not
+// have had it yet — is closed at the owner again, so that no proxy of
+// it stays there.
 func (dg *delegations) finishReturn(d *deleg) bool {
-	ok := dg.returnAt(target{mx: d.mx, route: d.route}, d.key, d.id, d.back)
+	t := target{mx: d.mx, route: d.route}
+	ok := dg.returnAt(t, d.key, d.id, d.back)
 	dg.mu.Lock()
 	for _, o := range d.back {
 		if dg.converting[o.Ref] == d.done {
@@ -304,25 +307,39 @@ func (dg *delegations) finishReturn(d *deleg) bool {
 	dg.end(d)
 	dg.mu.Unlock()
 	dg.r.stats.Returned.Add(1)
+	if ok {
+		for _, o := range d.back {
+			if !dg.r.hs.has(o) {
+				go dg.r.forget(o, t)
+			}
+		}
+	}
 	return ok
 }
 
-// returnAt sends a ReturnDelegationOp of delegation id of key with opens
-// to the owner at t. An owner that no longer owns the shard at t's assignment has no
-// delegation to take back (the new owner learns the opens from Held);
-// one that cannot be reached is tried again while the assignment holds.
-// It reports whether the owner took the delegation back (or no longer
-// owns the shard at that assignment).
+// returnAt sends a ReturnDelegationOp of delegation id of key with those
+// of opens this node still holds to the owner at t. An owner that no
+// longer owns the shard at t's assignment has no delegation to take back
+// (the new owner learns the opens from Held). One that cannot be reached
+// is tried again, backing off, for as long as the assignment holds: until
+// the owner has the opens, its delegation's stand-in must stay in its
+// table for them (a recall that did not get its answer leaves it
+// standing), and giving up would let the stand-in go without them. It
+// reports whether the owner took the delegation back (or no longer owns
+// the shard at that assignment); false only once the router closed.
 func (dg *delegations) returnAt(t target, key state.FileKey, id uint64, opens []*state.Open) bool {
 	r := dg.r
-	op := &peerv1.ReturnDelegationOp{Delegation: &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), Id: id}}
-	for _, o := range opens {
-		op.Opens = append(op.Opens, openDesc(o, r.ref(o)))
-	}
-	req := &peerv1.CallRequest{Route: t.route, Key: keyPB(key), Op: &peerv1.CallRequest_ReturnDelegation{ReturnDelegation: op}}
-	for try := 0; ; try++ {
+	wait := r.returnWait
+	for try := 1; ; try++ {
+		op := &peerv1.ReturnDelegationOp{Delegation: &peerv1.OpenRef{Node: r.routes.Self(), Epoch: r.routes.Epoch(), Id: id}}
+		for _, o := range opens {
+			if r.hs.has(o) { // one closed meanwhile is not returned (finishReturn)
+				op.Opens = append(op.Opens, openDesc(o, r.ref(o)))
+			}
+		}
+		req := &peerv1.CallRequest{Route: t.route, Key: keyPB(key), Op: &peerv1.CallRequest_ReturnDelegation{ReturnDelegation: op}}
 		changed := r.routes.Changed()
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), r.returnTimeout)
 		r.stats.call(OpReturn)
 		_, err := t.mx.call(ctx, req)
 		cancel()
@@ -333,13 +350,19 @@ func (dg *delegations) returnAt(t target, key state.FileKey, id uint64, opens []
 		if !ok || rt.Revision != t.route.GetRevision() {
 			return true // the owner changed: the new one learns the opens from Held
 		}
-		if try >= 5 {
-			r.log.Error("returning a delegation to its owner", "file", keyString(key), "err", err)
-			return false
+		if try == 5 {
+			r.log.Warn("returning a delegation: its owner does not answer; trying again while it owns the file", "file", keyString(key), "err", err)
 		}
-		ctx, cancel = context.WithTimeout(context.Background(), callTimeout)
-		r.waitRoutes(ctx, changed)
-		cancel()
+		tm := time.NewTimer(wait)
+		select {
+		case <-r.closed:
+			tm.Stop()
+			return false
+		case <-changed:
+		case <-tm.C:
+		}
+		tm.Stop()
+		wait = min(2*wait, 5*time.Second)
 	}
 }
 
@@ -371,7 +394,8 @@ func (dg *delegations) stop() {
 
 // recalled is the holder's side of a recall: d is returned (or, pending,
 // returned once its grant arrives) before the owner is answered. An error
-// says the owner may not have its opens: it keeps the delegation standing.
+// (the recall's deadline passed first; the return goes on) says the owner
+// may not have its opens: it keeps the delegation standing.
 func (dg *delegations) recalled(ctx context.Context, ref *peerv1.OpenRef) error {
 	if ref.GetNode() != dg.r.routes.Self() || ref.GetEpoch() != dg.r.routes.Epoch() {
 		return nil
@@ -392,10 +416,7 @@ func (dg *delegations) recalled(ctx context.Context, ref *peerv1.OpenRef) error 
 	}
 	dg.mu.Unlock()
 	if start {
-		if !dg.finishReturn(d) {
-			return status.Error(codes.Unavailable, "peer: the delegation could not be returned")
-		}
-		return nil
+		go dg.finishReturn(d)
 	}
 	select {
 	case <-d.done:
@@ -407,23 +428,29 @@ func (dg *delegations) recalled(ctx context.Context, ref *peerv1.OpenRef) error 
 
 // convert makes o, when it is a delegated open, an ordinary open at its
 // owner (by returning its delegation), before an operation on it that
-// needs the owner; while it is being converted, it waits.
+// needs the owner; while it is being converted, it waits — at most
+// callTimeout: the operation then goes to the owner, which answers as it
+// can (it may not know the open yet) or cannot be reached either.
 func (dg *delegations) convert(o *state.Open) {
 	dg.mu.Lock()
 	d := dg.delegated[o.Ref]
-	start := d != nil && d.opens[o.Ref] == o
 	var wait chan struct{}
-	if start {
+	if d != nil && d.opens[o.Ref] == o {
 		dg.beginReturn(d)
+		wait = d.done
+		go dg.finishReturn(d)
 	} else {
 		wait = dg.converting[o.Ref]
 	}
 	dg.mu.Unlock()
-	switch {
-	case start:
-		dg.finishReturn(d)
-	case wait != nil:
-		<-wait
+	if wait == nil {
+		return
+	}
+	t := time.NewTimer(callTimeout)
+	defer t.Stop()
+	select {
+	case <-wait:
+	case <-t.C:
 	}
 }
 

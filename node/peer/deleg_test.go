@@ -441,3 +441,34 @@ func tryLocks(mus ...*sync.Mutex) bool {
 	}
 	return true
 }
+
+// TestReturnOutlastsUnreachableOwner: a delegation whose owner does not
+// answer is returned once it does, however many tries that takes — its
+// opens become proxies at the owner, and its stand-in leaves — never
+// given up with the stand-in left to go without them on its next recall.
+// The owner's stream holds the tries unserved, then ends, losing them.
+func TestReturnOutlastsUnreachableOwner(t *testing.T) {
+	g := newGate()
+	a, b := gatedNodes(t, g)
+	b.returnTimeout, b.returnWait = 50*time.Millisecond, time.Millisecond
+	key := state.FileKey{Volume: 10, FileID: 21}
+	delegate(t, a, b, key)
+	ob := admitted(t, b, open(key, readData, shareAll, newBreaks()))
+	if !b.isDelegated(ob) {
+		t.Fatal("the second plain open was not admitted under the delegation")
+	}
+	g.shut()
+	converted := make(chan struct{})
+	go func() { b.HeldEntry(ob); close(converted) }() // converts ob: its delegation goes back
+	for b.Stats().ByOp[OpReturn].Load() < 8 {
+		waitFor(t, "eight tries of the return while the owner does not answer")
+	}
+	if a.own.lookup(b.ref(ob)) != nil {
+		t.Fatal("the owner has the open before any return reached it")
+	}
+	g.end() // the tries so far are lost with their stream
+	for a.own.lookup(b.ref(ob)) == nil || !returned(a, key) {
+		waitFor(t, "the return on a new stream: the open a proxy, the stand-in gone")
+	}
+	<-converted
+}

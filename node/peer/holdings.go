@@ -187,3 +187,10 @@ func (hd *holdings) dropped(key state.FileKey) {
 	hd.rebuilt[ShardOf(key)] = false
 	hd.mu.Unlock()
 }
+
+// has reports whether o is held.
+func (hd *holdings) has(o *state.Open) bool {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	return hd.held[o.Ref] == o
+}

@@ -76,6 +76,9 @@ type Router struct {
 	// Tunables of admission delegation (deleg.go), set before use.
 	delegIdle time.Duration // a delegation without opens is returned after this
 	maxDelegs int           // delegations held at most (0: none asked for)
+	// A return of a delegation waits returnTimeout for its owner's
+	// answer, and returnWait before it is sent again (doubling up to 5 s).
+	returnTimeout, returnWait time.Duration
 
 	next  atomic.Uint64
 	stats Stats
@@ -125,7 +128,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 	r := &Router{
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log, muxes: newMuxPool(m),
 		closed:    make(chan struct{}),
-		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs,
+		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs, returnTimeout: callTimeout, returnWait: routeWait,
 	}
 	r.hs = newHoldings(&r.next)
 	r.cachingSide, r.nameSide = &cachingSide{r}, &nameSide{r}
