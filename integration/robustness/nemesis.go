@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -71,19 +72,32 @@ type Schedule struct {
 	rng          *rand.Rand
 	nodes, etcds int
 	ttl          time.Duration
+	kinds        []string // the kinds dealt (FaultKinds, or Only's)
 	deck         []string
 }
 
 // NewSchedule is the schedule of seed for a bed of nodes nodes and etcds
 // etcd members whose nodes' lease TTL is ttl.
 func NewSchedule(seed uint64, nodes, etcds int, ttl time.Duration) *Schedule {
-	return &Schedule{rng: rand.New(rand.NewPCG(seed, 0x6e656d65736973)), nodes: nodes, etcds: etcds, ttl: ttl}
+	return &Schedule{rng: rand.New(rand.NewPCG(seed, 0x6e656d65736973)), nodes: nodes, etcds: etcds, ttl: ttl, kinds: FaultKinds}
+}
+
+// Only deals kinds alone (a run that reproduces one kind's finding); it
+// fails on a kind the nemesis does not know.
+func (s *Schedule) Only(kinds []string) error {
+	for _, k := range kinds {
+		if !slices.Contains(FaultKinds, k) {
+			return fmt.Errorf("no fault kind %q (the kinds: %s)", k, strings.Join(FaultKinds, ", "))
+		}
+	}
+	s.kinds, s.deck = slices.Clone(kinds), nil
+	return nil
 }
 
 // card is the deck's next kind.
 func (s *Schedule) card() string {
 	if len(s.deck) == 0 {
-		s.deck = slices.Clone(FaultKinds)
+		s.deck = slices.Clone(s.kinds)
 		s.rng.Shuffle(len(s.deck), func(i, j int) { s.deck[i], s.deck[j] = s.deck[j], s.deck[i] })
 	}
 	k := s.deck[0]
@@ -176,6 +190,9 @@ type Nemesis struct {
 func NewNemesis(bed *framework.Bed, hist *History, seed uint64) *Nemesis {
 	return &Nemesis{bed: bed, hist: hist, sched: NewSchedule(seed, len(bed.Hosts), len(bed.EtcdHosts), bed.LeaseTTL)}
 }
+
+// Only makes the nemesis inject kinds alone (Schedule.Only).
+func (n *Nemesis) Only(kinds []string) error { return n.sched.Only(kinds) }
 
 // Run injects faults until d has passed (the last step may end after
 // it) and leaves every fault undone.

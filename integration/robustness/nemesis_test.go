@@ -142,3 +142,22 @@ func TestStallsOfAPair(t *testing.T) {
 		t.Error("a pair with a fencing fault is not a fencing fault in force")
 	}
 }
+
+// TestScheduleOnly: a schedule told to deal some kinds deals those alone
+// (pairs included), and refuses a kind it does not know.
+func TestScheduleOnly(t *testing.T) {
+	s := NewSchedule(3, 3, 3, 3*time.Second)
+	if err := s.Only([]string{"cut-etcd", "kill"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		for _, f := range s.Next().Faults {
+			if f.Kind != "cut-etcd" && f.Kind != "kill" {
+				t.Fatalf("dealt %q, want only cut-etcd and kill", f.Kind)
+			}
+		}
+	}
+	if err := s.Only([]string{"flood"}); err == nil {
+		t.Fatal("a kind the nemesis does not know was taken")
+	}
+}

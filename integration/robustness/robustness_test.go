@@ -27,6 +27,7 @@ const (
 	envDuration = "SMBCLUSTER_ROBUST_DURATION"
 	envSeed     = "SMBCLUSTER_ROBUST_SEED"
 	envOut      = "SMBCLUSTER_ROBUST_OUT"
+	envKinds    = "SMBCLUSTER_ROBUST_KINDS" // comma-separated: only these faults (Nemesis.Only)
 	// envStrict fails on the known issues too (known.go).
 	envStrict = "SMBCLUSTER_ROBUST_STRICT"
 )
@@ -162,6 +163,11 @@ func run(t *testing.T, b *framework.Bed, seed uint64, d time.Duration, nemesis b
 	var r result
 	if nemesis {
 		n := NewNemesis(b, hist, seed)
+		if v := os.Getenv(envKinds); v != "" {
+			if err := n.Only(strings.Split(v, ",")); err != nil {
+				t.Fatalf("%s=%q: %v", envKinds, v, err)
+			}
+		}
 		n.Run(t, d)
 		r.faults, r.problems = n.Faults, n.Problems
 	} else {
