@@ -117,6 +117,7 @@ type delegations struct {
 	byID       map[uint64]*deleg        // the same, by id
 	delegated  map[uint64]*deleg        // held opens admitted under a delegation, by Ref
 	converting map[uint64]chan struct{} // held opens whose delegation is being returned
+	stopped    bool                     // the router closed: no idle timer starts
 	// Owner side:
 	grants     map[state.FileKey]map[refKey]*grant // delegations of files owned here
 	recallSeq  uint64                              // counts operations that recall (a grant in between is undone)
@@ -244,7 +245,7 @@ func (dg *delegations) answered(id uint64, o *state.Open, t target, ev *peerv1.A
 	recalled := d.recalled
 	if recalled {
 		dg.beginReturn(d)
-	} else {
+	} else if !dg.stopped {
 		d.timer = time.AfterFunc(dg.r.delegIdle, func() { dg.idle(d) })
 	}
 	dg.mu.Unlock()
@@ -256,7 +257,7 @@ func (dg *delegations) answered(id uint64, o *state.Open, t target, ev *peerv1.A
 // idle returns d if it had no opens for delegIdle, or checks again later.
 func (dg *delegations) idle(d *deleg) {
 	dg.mu.Lock()
-	if d.st != delegActive {
+	if d.st != delegActive || dg.byID[d.id] != d { // returned, or dropped (Held)
 		dg.mu.Unlock()
 		return
 	}
@@ -385,6 +386,7 @@ func (dg *delegations) end(d *deleg) {
 func (dg *delegations) stop() {
 	dg.mu.Lock()
 	defer dg.mu.Unlock()
+	dg.stopped = true
 	for _, d := range dg.byKey {
 		if d.timer != nil {
 			d.timer.Stop()
