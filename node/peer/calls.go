@@ -398,6 +398,12 @@ func (sv *Service) wait(req *peerv1.CallRequest, stream events) error {
 	if c.ctx.Err() != nil {
 		return status.FromContextError(c.ctx.Err()).Err()
 	}
+	// A lock granted after a long wait by an owner that lost the shard
+	// meanwhile is not the new owner's: the holder routes again
+	// (Service.admit checks the same).
+	if err := sv.r.own.owns(req.Route, c.key); err != nil {
+		return err
+	}
 	code, msg := errCode(err)
 	return stream.Send(&peerv1.AdmitEvent{Error: code, Message: msg, LocksPresent: opOf(req) == OpLockWait})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smbcluster/smbcluster/node/mesh"
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
 	"google.golang.org/grpc"
@@ -471,4 +472,53 @@ func TestReturnOutlastsUnreachableOwner(t *testing.T) {
 		waitFor(t, "the return on a new stream: the open a proxy, the stand-in gone")
 	}
 	<-converted
+}
+
+// TestOwnerLostShardDuringRecallAdmitsNothing: an owner admitting an open
+// that conflicts with a delegation recalls it; when the owner loses the
+// shard meanwhile (fenced), the holder's return is refused as not the
+// owner's and the stand-in goes without the delegated opens — the owner
+// must not then grant the open on what it no longer answers for
+// (robustness issue 4: two conflicting share modes admitted while the
+// file's owner fenced).
+func TestOwnerLostShardDuringRecallAdmitsNothing(t *testing.T) {
+	mem := mesh.NewMemory()
+	peers := map[string]string{}
+	routes := map[string]*staticRoutes{}
+	rs := map[string]*Router{}
+	for _, name := range []string{"a", "b", "c"} {
+		l := mem.Listen(name)
+		peers[name] = l.Addr().String()
+		routes[name] = &staticRoutes{self: name, owner: "a", peers: peers}
+		rs[name] = newRouter(t, routes[name], mem.Dial)
+		var opts []grpc.ServerOption
+		if name == "b" {
+			opts = append(opts, grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if d, ok := req.(*peerv1.DeliverRequest); ok && d.Recall != nil {
+					routes["a"].move("z", "") // the owner fences as it recalls
+				}
+				return h(ctx, req)
+			}))
+		}
+		srv := grpc.NewServer(opts...)
+		peerv1.RegisterPeerServiceServer(srv, rs[name].Service())
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Stop(); rs[name].Close() })
+	}
+	a, b, c := rs["a"], rs["b"], rs["c"]
+	key := state.FileKey{Volume: 10, FileID: 22}
+	b.Drop(admitted(t, b, open(key, readData, readData, newBreaks()))) // shares reading only: earns the delegation
+	if a.Stats().Granted.Load() == 0 {
+		t.Fatal("the owner granted no delegation for a plain open")
+	}
+	ob := admitted(t, b, open(key, readData, readData, newBreaks()))
+	if !b.isDelegated(ob) {
+		t.Fatal("the plain open was not admitted under the delegation")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	g, err := c.Admit(ctx, open(key, rw, shareNone, newBreaks()), state.Request{}, nil)
+	if err == nil {
+		t.Fatalf("an exclusive open was granted (%+v) while the holder's delegated open shares only reading, by an owner that lost the file's shard", g)
+	}
 }

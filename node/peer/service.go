@@ -256,6 +256,17 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 		code, msg := errCode(err)
 		return stream.Send(&peerv1.AdmitEvent{Error: code, Message: msg})
 	}
+	// Checked again once admitted: an admission may wait long (for a
+	// break, a recall, flushes), and an owner that lost the shard
+	// meanwhile decided on what it no longer answers for — fenced, say,
+	// it was refused the return of a delegation it recalled ("not the
+	// owner"), let the delegation's stand-in go without its opens, and
+	// admitted an open they conflict with. The holder routes again, to
+	// the new owner, which rebuilt the shard from what the nodes hold.
+	if err := r.own.owns(req.Route, key); err != nil {
+		r.own.closeProxy(o)
+		return err
+	}
 	r.own.setIn(o)
 	if cachesReads(g) {
 		r.own.announceRead(key, req.Open.Ref.Node)
