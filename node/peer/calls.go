@@ -49,7 +49,14 @@ func (sv *Service) Call(ctx context.Context, req *peerv1.CallRequest) (*peerv1.C
 	if err := r.own.owns(req.Route, c.key); err != nil {
 		return nil, err
 	}
-	return answer(sv.h.serveCall(c, req))
+	resp, err := sv.h.serveCall(c, req)
+	// Checked again before the answer: a check may have waited for a
+	// recall or flushes, and one answered by an owner that lost the shard
+	// meanwhile is not the new owner's (Service.admit checks the same).
+	if err := r.own.owns(req.Route, c.key); err != nil {
+		return nil, err
+	}
+	return answer(resp, err)
 }
 
 // answer puts a handler's state error in its answer; a gRPC status
