@@ -127,12 +127,14 @@ bench-bed: build
 # make test's short run only logs.
 ROBUST_DURATION ?= 10m
 ROBUST_SEED     ?=
-# ROBUST_KINDS=cut-etcd,kill injects only those fault kinds.
+# ROBUST_KINDS=cut-etcd,kill injects only those fault kinds;
+# ROBUST_BACKEND=glusterfs (or cephfs) puts the share on that storage.
 ROBUST_KINDS    ?=
+ROBUST_BACKEND  ?=
 ROBUST_OUT      ?=
 .PHONY: robustness
 robustness: build
-	$(TESTENV) SMBCLUSTER_ROBUST_STRICT=on SMBCLUSTER_ROBUST_DURATION=$(ROBUST_DURATION) SMBCLUSTER_ROBUST_SEED=$(ROBUST_SEED) SMBCLUSTER_ROBUST_KINDS=$(ROBUST_KINDS) SMBCLUSTER_ROBUST_OUT=$(ROBUST_OUT) \
+	$(TESTENV) SMBCLUSTER_ROBUST_STRICT=on SMBCLUSTER_ROBUST_DURATION=$(ROBUST_DURATION) SMBCLUSTER_ROBUST_SEED=$(ROBUST_SEED) SMBCLUSTER_ROBUST_KINDS=$(ROBUST_KINDS) SMBCLUSTER_ROBUST_BACKEND=$(ROBUST_BACKEND) SMBCLUSTER_ROBUST_OUT=$(ROBUST_OUT) \
 		$(GO) test ./integration/robustness -run '^TestRobustness$$' -count=1 -v -timeout 4h
 
 clean:

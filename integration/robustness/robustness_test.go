@@ -27,7 +27,8 @@ const (
 	envDuration = "SMBCLUSTER_ROBUST_DURATION"
 	envSeed     = "SMBCLUSTER_ROBUST_SEED"
 	envOut      = "SMBCLUSTER_ROBUST_OUT"
-	envKinds    = "SMBCLUSTER_ROBUST_KINDS" // comma-separated: only these faults (Nemesis.Only)
+	envKinds    = "SMBCLUSTER_ROBUST_KINDS"   // comma-separated: only these faults (Nemesis.Only)
+	envBackend  = "SMBCLUSTER_ROBUST_BACKEND" // local (default), glusterfs or cephfs
 	// envStrict fails on the known issues too (known.go).
 	envStrict = "SMBCLUSTER_ROBUST_STRICT"
 )
@@ -60,7 +61,7 @@ func TestRobustness(t *testing.T) {
 		}
 		seeds = []uint64{s}
 	}
-	b := newBed(t, framework.BedOptions{})
+	b := newBed(t, framework.BedOptions{Backend: backend(t)})
 	for _, seed := range seeds {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			t.Logf("seed %d (reproduce with make robustness ROBUST_SEED=%d ROBUST_DURATION=%v)", seed, seed, d)
@@ -110,6 +111,23 @@ func TestRobustnessBrokenBuild(t *testing.T) {
 		if kinds[k] == 0 {
 			t.Errorf("the checker reported no violation of %s against a build that skips their check", k)
 		}
+	}
+}
+
+// backend is the storage the bed's nodes mount: SMBCLUSTER_ROBUST_BACKEND,
+// local by default.
+func backend(t *testing.T) framework.Backend {
+	switch v := os.Getenv(envBackend); v {
+	case "", "local":
+		return &framework.Local{}
+	case "glusterfs":
+		framework.RequireGlusterFS(t)
+		return &framework.GlusterFS{}
+	case "cephfs":
+		return &framework.CephFS{}
+	default:
+		t.Fatalf("%s=%q: want local, glusterfs or cephfs", envBackend, v)
+		return nil
 	}
 }
 
