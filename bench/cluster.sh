@@ -331,9 +331,18 @@ torture_cells() {
 	done
 }
 
-# torture_rate: the ops per second an smbtorture bench run reports.
+# torture_rate: the operations per second an smbtorture bench run
+# reports: oplock1's last running "N ops/second" (its average so far), or
+# path-contention-shared's opens per second averaged over its seconds.
 torture_rate() {
-	sed -n 's/.*[^0-9]\([0-9][0-9.]*\) *ops\/sec.*/\1/p; s/.*(\([0-9][0-9.]*\)\/sec).*/\1/p' | tail -1
+	local out r
+	out=$(tr '\r' '\n')
+	r=$(grep -o '[0-9.]* ops/second' <<<"$out" | tail -1 | cut -d' ' -f1)
+	if [ -z "$r" ]; then
+		r=$(grep -o 'open\[num/s=[0-9]*' <<<"$out" | cut -d= -f2 |
+			awk '{s += $1; n++} END {if (n) printf "%.0f", s / n}')
+	fi
+	echo "$r"
 }
 
 scaling=()
