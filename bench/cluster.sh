@@ -20,7 +20,9 @@
 #   BENCH_NODES=3                     cluster sizes, one run each
 #   BENCH_TORTURE=auto                on, off, or auto (on when smbtorture
 #                                     is installed)
-#   BENCH_TORTURE_SECS=5              seconds per smbtorture cell
+#   BENCH_TORTURE_SECS=5              seconds per smbtorture run
+#   BENCH_TORTURE_PAIRS=3             one-node/spread pairs per smbtorture
+#                                     test (each cell their median)
 #   BENCH_RUNTIME=3s BENCH_WARMUP=1s  per open/close cell
 #   BENCH_CONNS=4 BENCH_FILES=100     connections; files per connection
 #   BENCH_BREAKS=100                  lease-break attempts per probe
@@ -84,6 +86,7 @@ STAT=$WORK/clusterstat
 NODES_LIST=${BENCH_NODES:-3}
 TORTURE=${BENCH_TORTURE:-auto}
 TORTURE_SECS=${BENCH_TORTURE_SECS:-5}
+TORTURE_PAIRS=${BENCH_TORTURE_PAIRS:-3}
 if [ "$TORTURE" = auto ]; then
 	if command -v smbtorture >/dev/null; then TORTURE=on; else TORTURE=off; fi
 fi
@@ -300,35 +303,57 @@ cat "$OUT/$name.md"
 
 # torture_cells: smbtorture's contention benchmarks, 4 connections at
 # qdepth 1, through a forwarder: to node 1 alone, then round-robin over
-# the nodes, back to back.
+# the nodes, back to back, BENCH_TORTURE_PAIRS times (3); each place's
+# cell is the median of its runs (a run's rate varies by half between
+# runs on this machine, the control's more than the spread's).
 torture_cells() {
-	local t place to fwd_pid listen out rate rc
+	local t place i rate rc med
 	for t in oplock1 path-contention-shared; do
-		for place in one spread; do
-			to=$ONE
-			[ "$place" = spread ] && to=$SPREAD
-			"$STAT" forward -listen 127.0.0.1:0 -to "$to" >"$RUN/fwd.out" 2>"$RUN/fwd.err" &
-			fwd_pid=$!
-			listen=""
-			for _ in $(seq 100); do
-				listen=$(sed -n 's/^listening //p' "$RUN/fwd.out")
-				[ -n "$listen" ] && break
-				sleep 0.05
+		local -A rates=() fails=()
+		for i in $(seq "$TORTURE_PAIRS"); do
+			for place in one spread; do
+				rc=0
+				rate=$(torture_run "$t" "$place" "$i") || rc=$?
+				if [ "$rc" = 0 ]; then rates[$place]+="$rate "; else fails[$place]=$rc; fi
 			done
-			rc=0
-			out=$(smbtorture "//${listen%:*}/demo" -p "${listen##*:}" -U demo%demo \
-				--option=torture:timelimit="$TORTURE_SECS" --option=torture:nprocs="$CONNS" \
-				--option=torture:qdepth=1 --option=torture:looplimit=-1 "smb2.bench.$t" 2>&1) || rc=$?
-			kill "$fwd_pid" 2>/dev/null
-			wait "$fwd_pid" 2>/dev/null || true
-			printf '%s\n' "$out" >"$RUN/torture-$t-$place.log"
-			rate=$(torture_rate <<<"$out")
-			[ "$rc" = 0 ] && [ -n "$rate" ] || { log "smbtorture $t $place failed (exit $rc): $(tail -c 400 <<<"$out")"; rc=${rc/#0/1}; rate=0; }
-			printf '{"cell":"torture-%s","place":"%s","exit":%s,"result":{"ops_s":%s,"total_ops":%s}}\n' \
-				"$t" "$place" "$rc" "$rate" "$(awk -v r="$rate" -v s="$TORTURE_SECS" 'BEGIN{printf "%d", r*s}')" >>"$CELLS"
-			log "done torture-$t $place: $rate ops/s"
 		done
+		for place in one spread; do
+			med=$(tr ' ' '\n' <<<"${rates[$place]:-}" | grep . | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
+			rc=0
+			[ -n "$med" ] || { rc=${fails[$place]:-1}; med=0; }
+			printf '{"cell":"torture-%s","place":"%s","exit":%s,"result":{"ops_s":%s,"total_ops":%s,"runs":"%s"}}\n' \
+				"$t" "$place" "$rc" "$med" "$(awk -v r="$med" -v s="$TORTURE_SECS" 'BEGIN{printf "%d", r*s}')" "${rates[$place]:-}" >>"$CELLS"
+			log "torture-$t $place: median $med ops/s of ${rates[$place]:-none}"
+		done
+		unset rates fails
 	done
+}
+
+# torture_run TEST PLACE I: one smbtorture run of TEST through a
+# forwarder (PLACE one: to node 1; spread: round-robin); prints its rate.
+torture_run() {
+	local t=$1 place=$2 i=$3 to=$ONE fwd_pid listen out rate rc=0
+	[ "$place" = spread ] && to=$SPREAD
+	"$STAT" forward -listen 127.0.0.1:0 -to "$to" >"$RUN/fwd.out" 2>"$RUN/fwd.err" &
+	fwd_pid=$!
+	listen=""
+	for _ in $(seq 100); do
+		listen=$(sed -n 's/^listening //p' "$RUN/fwd.out")
+		[ -n "$listen" ] && break
+		sleep 0.05
+	done
+	out=$(smbtorture "//${listen%:*}/demo" -p "${listen##*:}" -U demo%demo \
+		--option=torture:timelimit="$TORTURE_SECS" --option=torture:nprocs="$CONNS" \
+		--option=torture:qdepth=1 --option=torture:looplimit=-1 "smb2.bench.$t" 2>&1) || rc=$?
+	kill "$fwd_pid" 2>/dev/null
+	wait "$fwd_pid" 2>/dev/null || true
+	printf '%s\n' "$out" >"$RUN/torture-$t-$place-$i.log"
+	rate=$(torture_rate <<<"$out")
+	if [ "$rc" != 0 ] || [ -z "$rate" ]; then
+		log "smbtorture $t $place failed (exit $rc): $(tail -c 400 <<<"$out")"
+		return $((rc == 0 ? 1 : rc))
+	fi
+	echo "$rate"
 }
 
 # torture_rate: the operations per second an smbtorture bench run
