@@ -125,28 +125,7 @@ func sessionCosts(t *testing.T, n int) (bind, previous, firstBreak, nextBreak ui
 	holder := connectAs(t, home.Addr, [16]byte{0xb3, byte(n)}, servertest.Alice, servertest.AlicePassword)
 	other := connectAs(t, home.Addr, [16]byte{0xb4, byte(n)}, servertest.Alice, servertest.AlicePassword)
 	breakOnce := func(name string) uint64 {
-		return c.cost(func() {
-			h, err := holder.CreateWith(leaseOpen(name, 1, smb2.LeaseRead))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := servertest.CreateRequest(name)
-			req.CreateDisposition = smb2.FileOverwriteIf
-			if _, err := other.CreateWith(req); err != nil {
-				t.Fatal(err)
-			}
-			hs, pdus, err := holder.Recv()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var brk smb2.LeaseBreakNotification
-			if hs[0].Command != smb2.CmdOplockBreak || brk.Decode(pdus[0]) != nil || brk.NewLeaseState != 0 {
-				t.Fatalf("holder got %v, want a lease break to none", hs[0].Command)
-			}
-			if err := holder.CloseFile(h.FileID); err != nil {
-				t.Fatal(err)
-			}
-		})
+		return c.cost(func() { leaseBroken(t, holder, other, holder, name) })
 	}
 	firstBreak = breakOnce("brk1.dat")
 	nextBreak = breakOnce("brk2.dat")
@@ -253,28 +232,7 @@ func TestLeaseBreakOnOldestConnection(t *testing.T) {
 	other := connectAs(t, c.nodes[0].Addr, [16]byte{0xc2}, servertest.Alice, servertest.AlicePassword)
 	breakOn := func(name string, on *servertest.Conn) uint64 {
 		t.Helper()
-		return c.cost(func() {
-			h, err := holder.CreateWith(leaseOpen(name, 1, smb2.LeaseRead))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := servertest.CreateRequest(name)
-			req.CreateDisposition = smb2.FileOverwriteIf
-			if _, err := other.CreateWith(req); err != nil {
-				t.Fatal(err)
-			}
-			hs, pdus, err := on.Recv()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var brk smb2.LeaseBreakNotification
-			if hs[0].Command != smb2.CmdOplockBreak || brk.Decode(pdus[0]) != nil || brk.LeaseKey != [16]byte{1} {
-				t.Fatalf("got %v, want the lease break", hs[0].Command)
-			}
-			if err := holder.CloseFile(h.FileID); err != nil {
-				t.Fatal(err)
-			}
-		})
+		return c.cost(func() { leaseBroken(t, holder, other, on, name) })
 	}
 	if got := breakOn("old1.dat", older); got != n { // OldestConnection at each other node, SendLeaseBreak
 		t.Errorf("a break on the older connection elsewhere cost %d RPCs, want %d", got, n)
@@ -293,5 +251,33 @@ func TestLeaseBreakOnOldestConnection(t *testing.T) {
 	connectAs(t, c.nodes[2].Addr, guid, servertest.Alice, servertest.AlicePassword) // younger: changes nothing
 	if got := breakOn("new2.dat", holder); got != 0 {
 		t.Errorf("the next break cost %d RPCs, want 0", got)
+	}
+}
+
+// leaseBroken has holder open name with a read lease and other open it
+// for overwrite, which breaks the lease to none; the break must arrive on
+// on (holder's connection, or an older one of its client's). holder then
+// closes the file.
+func leaseBroken(t *testing.T, holder, other, on *servertest.Conn, name string) {
+	t.Helper()
+	h, err := holder.CreateWith(leaseOpen(name, 1, smb2.LeaseRead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := servertest.CreateRequest(name)
+	req.CreateDisposition = smb2.FileOverwriteIf
+	if _, err := other.CreateWith(req); err != nil {
+		t.Fatal(err)
+	}
+	hs, pdus, err := on.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var brk smb2.LeaseBreakNotification
+	if hs[0].Command != smb2.CmdOplockBreak || brk.Decode(pdus[0]) != nil || brk.LeaseKey != [16]byte{1} || brk.NewLeaseState != 0 {
+		t.Fatalf("got %v, want the lease break to none", hs[0].Command)
+	}
+	if err := holder.CloseFile(h.FileID); err != nil {
+		t.Fatal(err)
 	}
 }
