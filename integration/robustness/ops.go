@@ -210,13 +210,16 @@ func (w *Workload) cleanTemp(l *link, o *Op) {
 // delete opens o.File delete-on-close sharing nothing (refused while
 // another open of it is held) and closes it: ok when the close was
 // answered, the file gone then; failed when the open was refused (no
-// file there, a sharing violation); unknown when the close went
-// unanswered (the server deletes the file when it drops the open).
+// file there, a sharing violation); unknown when the open or the close
+// went unanswered (the server deletes the file when it drops the open).
 func (w *Workload) delete(l *link, o *Op) bool {
 	o.Call = w.hist.Now()
 	var f *smbc.File
 	if err := l.step(o, func() (err error) { f, err = l.pick().OpenDelete(o.File, shareNone); return }); err != nil {
 		o.Return, o.Outcome = w.hist.Now(), Failed
+		if !isStatusErr(err) {
+			o.Outcome = Unknown // opened, perhaps, and dropped with the connection: deleted
+		}
 		return !l.dead
 	}
 	err := l.step(o, l.on(f).Close)
