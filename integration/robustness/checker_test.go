@@ -180,3 +180,13 @@ func TestKnownIssue(t *testing.T) {
 		t.Errorf("known for an empty read: %s", k)
 	}
 }
+
+// A durable chunk's value fills its chunk exactly: a longer one would
+// overlap the next chunk and read back cut short.
+func TestChunkValue(t *testing.T) {
+	for _, c := range [][3]int{{0, 0, 0}, {5, 123456789, 2}, {99, 999999999, durableChunks - 1}} {
+		if v := chunkValue(c[0], c[1], c[2]); len(v) != chunkSize {
+			t.Errorf("chunk value %q is %d bytes, want %d", v, len(v), chunkSize)
+		}
+	}
+}

@@ -21,12 +21,12 @@ import (
 // each a value unique to the client, its sequence number and the chunk.
 const (
 	durableChunks  = 3
-	chunkSize      = 16 // "c%02d-%09d-k%02d"
+	chunkSize      = 16 // "c%02d-%09d-k%d"
 	durableTimeout = time.Minute
 	// reconnectBound is how long a durable operation tries to reconnect
 	// its open, through one node after another: past a fence (lease TTL)
 	// and a shard's move to another owner.
-	reconnectBound = 20 * time.Second
+	reconnectBound = 15 * time.Second
 )
 
 // Access of an open that renames its file: read, write and DELETE.
@@ -80,7 +80,7 @@ func (w *Workload) durable(l *link, o *Op, id, seq int, persistent bool) bool {
 	o.Persistent = d.Persistent
 	through := f.WriteThrough()
 	for k := range durableChunks {
-		c := Chunk{Off: int64(k * chunkSize), Value: fmt.Sprintf("c%02d-%09d-k%02d", id, seq, k), Outcome: OK}
+		c := Chunk{Off: int64(k * chunkSize), Value: chunkValue(id, seq, k), Outcome: OK}
 		if a.dead {
 			break // not sent
 		}
@@ -140,6 +140,12 @@ func (w *Workload) durable(l *link, o *Op, id, seq int, persistent bool) bool {
 		w.after(b, o, "remove", func() error { return b.c.Remove(o.File) })
 	}
 	return true
+}
+
+// chunkValue is chunk k of client id's seq-th operation: chunkSize
+// bytes.
+func chunkValue(id, seq, k int) string {
+	return fmt.Sprintf("c%02d-%09d-k%d", id%100, seq%1_000_000_000, k%10)
 }
 
 // ignoreEOF is err, but nil for a short read's io.EOF.

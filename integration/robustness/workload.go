@@ -311,6 +311,17 @@ func (l *link) on(f *smbc.File) *smbc.File {
 // a lost node would not answer.
 func (l *link) close() {
 	l.cancel(smbc.ErrClosed)
+	// The cancel fails the connections from a goroutine of its own:
+	// Close before that would still send TREE_DISCONNECT and LOGOFF,
+	// and a LOGOFF closes the session's durable opens.
+	for _, c := range l.chans {
+		for range 1000 {
+			if c.Err() != nil {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	for _, c := range l.chans[1:] {
 		c.Close()
 	}
