@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/smbcluster/smbcluster/node/smb2"
+	"github.com/smbcluster/smbcluster/node/smb2/fscc"
 )
 
 // Access masks, dispositions and options of the opens this client makes
@@ -65,6 +66,34 @@ func (c *Conn) Remove(name string) error {
 		return err
 	}
 	return c.closeFile(resp.FileID)
+}
+
+// OpenDelete opens name (which must exist) for reading and deleting,
+// delete-on-close, sharing share (FILE_SHARE_* bits): the file is
+// deleted when the open is closed — by Close, or by the server when the
+// connection is lost.
+func (c *Conn) OpenDelete(name string, share uint32) (*File, error) {
+	resp, err := c.createShared(name, accessDelete|accessRead, share, fileOpen, optNonDirectory|optDeleteOnClose)
+	if err != nil {
+		return nil, err
+	}
+	return &File{c: c, id: resp.FileID}, nil
+}
+
+// Rename renames the open file to name (share-relative), replacing a
+// file of that name when replace is set (SET_INFO FileRenameInformation,
+// [MS-SMB2] 2.2.39). The open needs DELETE access.
+func (f *File) Rename(name string, replace bool) error {
+	info := fscc.RenameInformation{ReplaceIfExists: replace, FileName: name}
+	buf := make([]byte, info.Size())
+	info.Encode(buf)
+	cl := f.c.newCall(smb2.CmdSetInfo, &smb2.SetInfoRequest{InfoType: smb2.InfoFile,
+		FileInfoClass: fscc.FileRenameInformation, Buffer: buf, FileID: f.id})
+	defer cl.release()
+	if err := f.c.do(cl, f.c.creditCharge(0)); err != nil {
+		return fmt.Errorf("rename to %s: %w", name, err)
+	}
+	return nil
 }
 
 // OpenMode opens name (share-relative) with access (an access mask:

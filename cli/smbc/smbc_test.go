@@ -215,3 +215,80 @@ func BenchmarkIO(b *testing.B) {
 		})
 	}
 }
+
+// TestRenameAndDelete: a rename over an existing name replaces it and
+// leaves the old name free, one without replace is refused; an open made
+// by OpenDelete deletes its file at the close, and an exclusive one is
+// refused while another open shares nothing with it.
+func TestRenameAndDelete(t *testing.T) {
+	srv := servertest.Start(t, servertest.Options{})
+	c := dial(t, srv, Options{})
+	write := func(name, v string) {
+		t.Helper()
+		f, err := c.OpenFile(name, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(name string) (string, error) {
+		f, err := c.OpenMode(name, accessRead, shareAll, false)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		b := make([]byte, 16)
+		n, err := f.ReadAt(b, 0)
+		if err != nil && err != io.EOF {
+			return "", err
+		}
+		return string(b[:n]), nil
+	}
+	write("target", "old")
+	tmp, err := c.OpenMode("tmp", accessReadWrite|accessDelete, shareAll, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmp.WriteAt([]byte("new"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmp.Rename("target", false); !isStatus(err, smb2.StatusObjectNameCollision) {
+		t.Fatalf("rename over an existing name without replace: %v, want STATUS_OBJECT_NAME_COLLISION", err)
+	}
+	if err := tmp.Rename("target", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := read("target"); v != "new" || err != nil {
+		t.Fatalf("target after the rename reads %q, %v; want \"new\"", v, err)
+	}
+	if _, err := read("tmp"); !isStatus(err, smb2.StatusObjectNameNotFound) {
+		t.Fatalf("the old name after the rename: %v, want STATUS_OBJECT_NAME_NOT_FOUND", err)
+	}
+
+	holder, err := c.OpenMode("target", accessRead, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.OpenDelete("target", 0); !isStatus(err, smb2.StatusSharingViolation) {
+		t.Fatalf("an exclusive delete beside an open sharing nothing: %v, want STATUS_SHARING_VIOLATION", err)
+	}
+	holder.Close()
+	d, err := c.OpenDelete("target", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := read("target"); !isStatus(err, smb2.StatusObjectNameNotFound) {
+		t.Fatalf("target after its delete-on-close open closed: %v, want STATUS_OBJECT_NAME_NOT_FOUND", err)
+	}
+}

@@ -50,12 +50,19 @@ var CheckTimeout = 30 * time.Second
 // Check decides ops (a whole run's history, FinalRead included) against
 // the promises: registers linearizable; never two holders of conflicting
 // share modes at once; no lost counter increment; no request unanswered
-// past the request bound. faults are what the nemesis did.
+// past the request bound; every acknowledged write of a durable or
+// persistent open readable after its reconnect; names published by
+// rename and deleted linearizable, and a renamed file's old name gone;
+// a write read back through another channel of the session
+// linearizable. faults are what the nemesis did.
 func Check(ops []Op, faults []Fault) Report {
 	var r Report
 	r.registers(ops, faults)
 	r.shareModes(ops, faults)
 	r.counters(ops, faults)
+	r.durables(ops, faults)
+	r.names(ops, faults)
+	r.channels(ops, faults)
 	for _, o := range ops {
 		if o.TimedOut {
 			r.add(fmt.Sprintf("no answer within the request bound (%v): %s", RequestBound, o.Err), o.Return, []Op{o}, faults)
@@ -132,19 +139,16 @@ var registerModel = porcupine.Model{
 // registerOps turns a register's operations into porcupine's: writes
 // whose outcome is unknown never return (they may take effect at any
 // time after their call); failed writes and reads without an answer say
-// nothing and are left out.
-func registerOps(ops []Op) []porcupine.Operation {
+// nothing and are left out. wk and rk are the kinds of its writes and
+// reads (RegWrite and RegRead, ChanWrite and ChanRead).
+func registerOps(ops []Op, wk, rk Kind) []porcupine.Operation {
 	var out []porcupine.Operation
 	for _, o := range ops {
 		switch {
-		case o.Kind == RegWrite && o.Outcome != Failed:
-			ret := int64(o.Return)
-			if o.Outcome == Unknown {
-				ret = math.MaxInt64
-			}
+		case o.Kind == wk && o.Outcome != Failed:
 			out = append(out, porcupine.Operation{ClientId: o.Client, Input: registerInput{true, o.Value},
-				Call: int64(o.Call), Return: ret, Metadata: o.ID})
-		case o.Kind == RegRead && o.Outcome == OK:
+				Call: int64(o.Call), Return: writeReturn(o), Metadata: o.ID})
+		case o.Kind == rk && o.Outcome == OK:
 			out = append(out, porcupine.Operation{ClientId: o.Client, Input: registerInput{},
 				Call: int64(o.Call), Output: o.Value, Return: int64(o.Return), Metadata: o.ID})
 		}
@@ -152,13 +156,50 @@ func registerOps(ops []Op) []porcupine.Operation {
 	return out
 }
 
-// registers checks each register's linearizability; on a violation it
-// finds the earliest read that cannot be explained (the shortest cut of
-// the history that fails: every write called by then, every read
-// answered by then) and reports the operations on that file that took
-// effect or may have (failed ones left out) in the two seconds before it.
-func (r *Report) registers(ops []Op, faults []Fault) {
-	files := byFile(ops, RegWrite, RegRead)
+// writeReturn is a write's return for porcupine: never, if its outcome
+// is unknown.
+func writeReturn(o Op) int64 {
+	if o.Outcome == Unknown {
+		return math.MaxInt64
+	}
+	return int64(o.Return)
+}
+
+// linear is a kind of file porcupine decides: its model, its writes and
+// reads, how the operations of one file become porcupine's, and what a
+// violation says.
+type linear struct {
+	model         porcupine.Model
+	writes, reads []Kind
+	porcupine     func([]Op) []porcupine.Operation
+	what          string // "register %s is not linearizable"
+}
+
+var (
+	registerFiles = linear{model: registerModel, writes: []Kind{RegWrite}, reads: []Kind{RegRead},
+		porcupine: func(ops []Op) []porcupine.Operation { return registerOps(ops, RegWrite, RegRead) },
+		what:      "register %s is not linearizable"}
+	channelFiles = linear{model: registerModel, writes: []Kind{ChanWrite}, reads: []Kind{ChanRead},
+		porcupine: func(ops []Op) []porcupine.Operation { return registerOps(ops, ChanWrite, ChanRead) },
+		what:      "a write read back through another channel: file %s is not linearizable"}
+	nameFiles = linear{model: nameModel, writes: []Kind{Publish, Delete}, reads: []Kind{NameRead},
+		porcupine: nameOps, what: "name %s (published by rename, deleted) is not linearizable"}
+)
+
+// registers checks each register's linearizability.
+func (r *Report) registers(ops []Op, faults []Fault) { r.linearizable(ops, faults, registerFiles) }
+
+// channels checks each client's file written through one channel of its
+// session and read back through another: linearizable as a register.
+func (r *Report) channels(ops []Op, faults []Fault) { r.linearizable(ops, faults, channelFiles) }
+
+// linearizable checks each file of kind k; on a violation it finds the
+// earliest read that cannot be explained (the shortest cut of the
+// history that fails: every write called by then, every read answered
+// by then) and reports the operations on that file that took effect or
+// may have (failed ones left out) in the two seconds before it.
+func (r *Report) linearizable(ops []Op, faults []Fault, k linear) {
+	files := byFile(ops, append(slices.Clone(k.writes), k.reads...)...)
 	names := make([]string, 0, len(files))
 	for f := range files {
 		names = append(names, f)
@@ -166,21 +207,21 @@ func (r *Report) registers(ops []Op, faults []Fault) {
 	sort.Strings(names)
 	for _, f := range names {
 		fops := files[f]
-		switch porcupine.CheckOperationsTimeout(registerModel, registerOps(fops), CheckTimeout) {
+		switch porcupine.CheckOperationsTimeout(k.model, k.porcupine(fops), CheckTimeout) {
 		case porcupine.Ok:
 			continue
 		case porcupine.Unknown:
 			r.Undecided = append(r.Undecided, f)
 			continue
 		}
-		at := firstIllegalRead(fops)
+		at := firstIllegalRead(fops, k)
 		var window []Op
 		for _, o := range fops {
 			if o.Outcome != Failed && o.Call <= at && o.Return >= at-2*time.Second {
 				window = append(window, o)
 			}
 		}
-		r.add(fmt.Sprintf("register %s is not linearizable: the read answered at %v cannot be explained", f, ms(at)), at, window, faults)
+		r.add(fmt.Sprintf(k.what+": the read answered at %v cannot be explained", f, ms(at)), at, window, faults)
 	}
 }
 
@@ -188,10 +229,10 @@ func (r *Report) registers(ops []Op, faults []Fault) {
 // the cut at T (writes called by T, reads answered by T) is not
 // linearizable. A cut of a linearizable history is linearizable, so the
 // search is a bisection over the reads' answer times.
-func firstIllegalRead(ops []Op) time.Duration {
+func firstIllegalRead(ops []Op, k linear) time.Duration {
 	var ends []time.Duration
 	for _, o := range ops {
-		if o.Kind == RegRead && o.Outcome == OK {
+		if slices.Contains(k.reads, o.Kind) && o.Outcome == OK {
 			ends = append(ends, o.Return)
 		}
 	}
@@ -199,14 +240,14 @@ func firstIllegalRead(ops []Op) time.Duration {
 	cut := func(t time.Duration) []Op {
 		var c []Op
 		for _, o := range ops {
-			if o.Kind == RegWrite && o.Call <= t || o.Kind == RegRead && o.Return <= t {
+			if slices.Contains(k.writes, o.Kind) && o.Call <= t || slices.Contains(k.reads, o.Kind) && o.Return <= t {
 				c = append(c, o)
 			}
 		}
 		return c
 	}
 	i := sort.Search(len(ends), func(i int) bool {
-		return porcupine.CheckOperationsTimeout(registerModel, registerOps(cut(ends[i])), CheckTimeout) == porcupine.Illegal
+		return porcupine.CheckOperationsTimeout(k.model, k.porcupine(cut(ends[i])), CheckTimeout) == porcupine.Illegal
 	})
 	if i == len(ends) {
 		return ends[len(ends)-1]

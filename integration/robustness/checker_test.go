@@ -33,6 +33,42 @@ func final(v int64, when int) Op {
 	return Op{Client: -1, Kind: FinalRead, File: "n", Count: v, Call: c, Return: r, Outcome: OK}
 }
 
+func durable(persistent, reconnected bool, chunks ...Chunk) Op {
+	c, r := at(0, 100)
+	return Op{Client: 0, Kind: Durable, File: "d", Persistent: persistent, Chunks: chunks, Reconnected: reconnected,
+		ReconnNode: 1, Call: c, Return: r, Outcome: OK}
+}
+
+func chunk(off int64, value string, out Outcome, got string) Chunk {
+	return Chunk{Off: off, Value: value, Outcome: out, Read: true, Got: got}
+}
+
+func publish(client int, value string, from, to int, out Outcome) Op {
+	c, r := at(from, to)
+	return Op{Client: client, Kind: Publish, File: "n", Value: value, Temp: "t", Call: c, Return: r, Outcome: out}
+}
+
+func del(client int, from, to int, out Outcome) Op {
+	c, r := at(from, to)
+	return Op{Client: client, Kind: Delete, File: "n", Call: c, Return: r, Outcome: out}
+}
+
+// nameRead is a read of name n that found value, or no file if value is
+// "-".
+func nameRead(client int, value string, from, to int) Op {
+	c, r := at(from, to)
+	o := Op{Client: client, Kind: NameRead, File: "n", Call: c, Return: r, Outcome: OK, Found: value != "-"}
+	if o.Found {
+		o.Value = value
+	}
+	return o
+}
+
+func chanOp(kind Kind, value string, from, to int, out Outcome) Op {
+	c, r := at(from, to)
+	return Op{Client: 0, Kind: kind, File: "m", Value: value, Call: c, Return: r, Outcome: out, Node2: 1}
+}
+
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -61,6 +97,35 @@ func TestCheck(t *testing.T) {
 		{"counter locked after the run", []Op{incr(0, 0, 0, 10, OK),
 			{Client: -1, Kind: FinalRead, File: "n", Outcome: Failed, Err: "STATUS_FILE_LOCK_CONFLICT, 1m0s after the run"}},
 			"counter n cannot be read after the run"},
+		{"durable chunks read back", []Op{durable(false, true, chunk(0, "a", OK, "a"), chunk(16, "b", OK, "b"))}, ""},
+		{"durable chunk lost", []Op{durable(false, true, chunk(0, "a", OK, "a"), chunk(16, "b", OK, ""))},
+			"a durable open of d lost an acknowledged write: offset 16"},
+		{"persistent chunk lost", []Op{durable(true, true, chunk(0, "a", OK, "x"))}, "a persistent open of d lost"},
+		{"durable chunk unanswered may be lost", []Op{durable(false, true, chunk(0, "a", OK, "a"), chunk(16, "b", Unknown, ""))}, ""},
+		{"durable not reconnected is counted, not a violation", []Op{durable(false, false, chunk(0, "a", OK, ""))}, ""},
+		{"name published and read", []Op{publish(0, "a", 0, 10, OK), nameRead(1, "a", 20, 30)}, ""},
+		{"name none at first", []Op{nameRead(1, "-", 0, 10), publish(0, "a", 20, 30, OK)}, ""},
+		{"name deleted reads none", []Op{publish(0, "a", 0, 10, OK), del(1, 20, 30, OK), nameRead(2, "-", 40, 50)}, ""},
+		{"name deleted and published again", []Op{publish(0, "a", 0, 10, OK), del(1, 20, 30, OK),
+			publish(0, "b", 35, 45, OK), nameRead(2, "b", 50, 60)}, ""},
+		{"name deleted but openable", []Op{publish(0, "a", 0, 10, OK), del(1, 20, 30, OK), nameRead(2, "a", 40, 50)},
+			"name n (published by rename, deleted) is not linearizable: the read answered at 50ms"},
+		{"name renamed over but old value read", []Op{publish(0, "a", 0, 10, OK), publish(1, "b", 20, 30, OK), nameRead(2, "a", 40, 50)},
+			"name n (published by rename, deleted) is not linearizable"},
+		{"name rename acknowledged but none read", []Op{publish(0, "a", 0, 10, OK), nameRead(2, "-", 40, 50)},
+			"name n (published by rename, deleted) is not linearizable"},
+		{"name delete of unknown outcome may land late", []Op{publish(0, "a", 0, 10, OK), del(1, 20, 30, Unknown),
+			nameRead(2, "a", 40, 50), nameRead(2, "-", 60, 70)}, ""},
+		{"name refused delete never lands", []Op{publish(0, "a", 0, 10, OK), del(1, 20, 30, Failed), nameRead(2, "-", 40, 50)},
+			"name n (published by rename, deleted) is not linearizable"},
+		{"name delete during a publish", []Op{publish(0, "a", 0, 30, OK), del(1, 10, 20, OK), nameRead(2, "a", 40, 50)}, ""},
+		{"rename left its old name", []Op{func() Op { o := publish(0, "a", 0, 10, OK); o.TempFound = true; return o }()},
+			"the rename of t to n was acknowledged, and its old name still opened"},
+		{"channel read back", []Op{chanOp(ChanWrite, "a", 0, 10, OK), chanOp(ChanRead, "a", 11, 20, OK),
+			chanOp(ChanWrite, "b", 30, 40, OK), chanOp(ChanRead, "b", 41, 50, OK)}, ""},
+		{"channel read back stale", []Op{chanOp(ChanWrite, "a", 0, 10, OK), chanOp(ChanWrite, "b", 30, 40, OK), chanOp(ChanRead, "a", 41, 50, OK)},
+			"a write read back through another channel: file m is not linearizable: the read answered at 50ms"},
+		{"channel unknown write may land", []Op{chanOp(ChanWrite, "a", 0, 10, Unknown), chanOp(ChanWrite, "b", 30, 40, OK), chanOp(ChanRead, "a", 41, 50, OK)}, ""},
 		{"request unanswered", []Op{{Kind: RegRead, File: "r", Outcome: Unknown, TimedOut: true}}, "no answer within the request bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,5 +178,15 @@ func TestKnownIssue(t *testing.T) {
 		Ops: []Op{empty}, Faults: []Fault{{Kind: "cut-etcd"}}}
 	if k := KnownIssue(v); k != "" {
 		t.Errorf("known for an empty read: %s", k)
+	}
+}
+
+// A durable chunk's value fills its chunk exactly: a longer one would
+// overlap the next chunk and read back cut short.
+func TestChunkValue(t *testing.T) {
+	for _, c := range [][3]int{{0, 0, 0}, {5, 123456789, 2}, {99, 999999999, durableChunks - 1}} {
+		if v := chunkValue(c[0], c[1], c[2]); len(v) != chunkSize {
+			t.Errorf("chunk value %q is %d bytes, want %d", v, len(v), chunkSize)
+		}
 	}
 }

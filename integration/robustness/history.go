@@ -24,9 +24,27 @@ const (
 	Hold
 	// FinalRead reads a counter after the run, every fault undone.
 	FinalRead
+	// Durable opens a new file with a durable (or, on the continuously
+	// available share, persistent) handle, writes chunks through to
+	// storage, drops its connection and reconnects the open through the
+	// next node, and reads the chunks back.
+	Durable
+	// Publish creates a temporary file, writes a unique value to it and
+	// renames it over a name, replacing the file there.
+	Publish
+	// Delete opens a name delete-on-close, sharing nothing, and closes it.
+	Delete
+	// NameRead reads the file at a name, or finds none.
+	NameRead
+	// ChanWrite writes a unique value over a file of the client's own
+	// through one channel of its session; ChanRead reads it back through
+	// another channel (the first when the session has one).
+	ChanWrite
+	ChanRead
 )
 
-var kindNames = [...]string{"write", "read", "increment", "hold", "final-read"}
+var kindNames = [...]string{"write", "read", "increment", "hold", "final-read", "durable", "publish", "delete",
+	"name-read", "chan-write", "chan-read"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -74,12 +92,78 @@ type Op struct {
 	// TimedOut: a request of the operation went unanswered for the
 	// request bound; the client gave up on the connection.
 	TimedOut bool
+	// Node2 is the node of the client's second channel (a session bound
+	// on two nodes), -1 when it has one channel; a request of the
+	// operation went through either.
+	Node2 int
+	// Via: ChanWrite, ChanRead: the node of the channel the WRITE or
+	// READ went through.
+	Via int
+
+	// Durable: the handle granted was persistent; the chunks written
+	// through it; the reconnect through the next node (Reconnected, its
+	// node, and the last refusal).
+	Persistent  bool
+	Chunks      []Chunk
+	Reconnected bool
+	ReconnNode  int
+	ReconnErr   string
+	// NameRead: the name had a file (else it read as none: STATUS_OBJECT_NAME_NOT_FOUND).
+	Found bool
+	// Publish: the temporary name the value was written under, and
+	// whether an open of it succeeded after the rename was acknowledged
+	// (the old name should be gone).
+	Temp      string
+	TempFound bool
+}
+
+// Chunk is one write of a durable open: its bytes at Off, its outcome,
+// and what the reconnected open read there (Read: the READ answered).
+type Chunk struct {
+	Off     int64
+	Value   string
+	Outcome Outcome
+	Read    bool
+	Got     string
 }
 
 func (o Op) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#%d c%d node%d %s %s", o.ID, o.Client, o.Node+1, o.Kind, o.File)
+	fmt.Fprintf(&b, "#%d c%d node%d", o.ID, o.Client, o.Node+1)
+	if o.Node2 >= 0 && o.Client >= 0 && o.Node2 != o.Node {
+		fmt.Fprintf(&b, "+%d", o.Node2+1)
+	}
+	fmt.Fprintf(&b, " %s %s", o.Kind, o.File)
 	switch o.Kind {
+	case Durable:
+		if o.Persistent {
+			b.WriteString(" persistent")
+		}
+		for _, c := range o.Chunks {
+			fmt.Fprintf(&b, " @%d %q %s", c.Off, c.Value, c.Outcome)
+			if c.Read {
+				fmt.Fprintf(&b, " read %q", c.Got)
+			}
+		}
+		if o.Reconnected {
+			fmt.Fprintf(&b, " reconnected through node%d", o.ReconnNode+1)
+		}
+		if o.ReconnErr != "" {
+			fmt.Fprintf(&b, " reconnect refused (%s)", o.ReconnErr)
+		}
+	case Publish:
+		fmt.Fprintf(&b, " %q from %s", o.Value, o.Temp)
+		if o.TempFound {
+			b.WriteString(" (the old name still opened after the rename)")
+		}
+	case NameRead:
+		if o.Found {
+			fmt.Fprintf(&b, " %q", o.Value)
+		} else if o.Outcome == OK {
+			b.WriteString(" none")
+		}
+	case ChanWrite, ChanRead:
+		fmt.Fprintf(&b, " %q through node%d", o.Value, o.Via+1)
 	case RegWrite, RegRead:
 		fmt.Fprintf(&b, " %q", o.Value)
 		if o.Cached {

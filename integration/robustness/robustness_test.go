@@ -20,6 +20,9 @@ const (
 	user     = "rob"
 	password = "Rob-Pass-1"
 	share    = "data"
+	// caShare is a share with continuous availability, where the durable
+	// operations open persistent handles: directory ca of share's.
+	caShare = "ca"
 )
 
 // Parameters of make robustness: a run's duration and seed.
@@ -139,15 +142,31 @@ func newBed(t *testing.T, opts framework.BedOptions) *framework.Bed {
 	b.MustSMBCtl(t, "user", "add", user, "--password", password)
 	b.MustSMBCtl(t, "share", "add", share, b.SharePath)
 	w := &Workload{cfg: config(b, 0, "")}
-	for i := range b.Nodes {
-		framework.WaitFor(t, framework.StartDeadline, "share "+share+" through "+b.PublicAddr(i), func() bool {
-			l, err := w.dial(i)
-			if err == nil {
-				l.close()
-			}
-			return err == nil
-		})
+	serves := func(name string) {
+		for i := range b.Nodes {
+			framework.WaitFor(t, framework.StartDeadline, "share "+name+" through "+b.PublicAddr(i), func() bool {
+				l, err := w.dialAs(i, name, [16]byte{}, false)
+				if err == nil {
+					l.close()
+				}
+				return err == nil
+			})
+		}
 	}
+	serves(share)
+	// The continuously available share's directory is made through the
+	// first share: the local backend's storage is not SharePath in this
+	// namespace.
+	l, err := w.dial(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.c.Mkdir(caShare); err != nil {
+		t.Fatalf("making the directory of share %s: %v", caShare, err)
+	}
+	l.close()
+	b.MustSMBCtl(t, "share", "add", caShare, filepath.Join(b.SharePath, caShare), "--continuous-availability")
+	serves(caShare)
 	return b
 }
 
@@ -157,7 +176,7 @@ func config(b *framework.Bed, seed uint64, prefix string) Config {
 		addrs = append(addrs, b.PublicAddr(i))
 	}
 	return Config{Addrs: addrs, Share: share, User: user, Password: password, Clients: 6, Seed: seed,
-		Prefix: prefix, Registers: 6, Counters: 2, Holds: 3}
+		Prefix: prefix, Registers: 6, Counters: 2, Holds: 3, Names: 2, CAShare: caShare, Multichannel: 2}
 }
 
 // result is one run's.
@@ -273,6 +292,43 @@ func joinFaults(fs []Fault) string {
 	return b.String()
 }
 
+// durableSummary is what the durable operations met: opens granted
+// durable and persistent, reconnects taken and refused (with the last
+// refusals' reasons), acknowledged chunks read back; and the operations
+// that went through a session with two channels.
+func durableSummary(ops []Op) string {
+	var durable, persistent, reconnected, refused, chunks, multi int
+	reasons := map[string]int{}
+	for _, o := range ops {
+		if o.Node2 >= 0 && o.Client >= 0 && o.Kind != Durable {
+			multi++
+		}
+		if o.Kind != Durable || o.Outcome == Failed {
+			continue
+		}
+		durable++
+		if o.Persistent {
+			persistent++
+		}
+		if o.Reconnected {
+			reconnected++
+		} else {
+			refused++
+			reasons[o.ReconnErr]++
+		}
+		for _, c := range o.Chunks {
+			if c.Outcome == OK && c.Read {
+				chunks++
+			}
+		}
+	}
+	s := fmt.Sprintf("  durable opens %d (%d persistent): reconnected %d, not reconnected %d", durable, persistent, reconnected, refused)
+	if len(reasons) > 0 {
+		s += fmt.Sprintf(" %v", reasons)
+	}
+	return s + fmt.Sprintf("; acknowledged chunks read back %d\n  operations through a session with two channels: %d\n", chunks, multi)
+}
+
 // summarize is a run's numbers: operations by kind and outcome, ops per
 // second, the faults by kind with the longest stall a client saw in the
 // window of each kind and the longest recovery, and the verdict.
@@ -312,11 +368,12 @@ func summarize(r result, checked time.Duration) string {
 		oks += c.ok
 	}
 	fmt.Fprintf(&b, "%d operations in %v: %.0f ops/s (%.0f/s succeeded)\n", total, ms(r.elapsed), float64(total)/secs, float64(oks)/secs)
-	for _, k := range []Kind{RegWrite, RegRead, Increment, Hold} {
+	for k := range Kind(len(kindNames)) {
 		if c := byKind[k]; c != nil {
-			fmt.Fprintf(&b, "  %-9s ok %6d  failed %6d  unknown %4d\n", k, c.ok, c.failed, c.unknown)
+			fmt.Fprintf(&b, "  %-10s ok %6d  failed %6d  unknown %4d\n", k, c.ok, c.failed, c.unknown)
 		}
 	}
+	b.WriteString(durableSummary(r.ops))
 	if len(errs) > 0 {
 		keys := make([]string, 0, len(errs))
 		for e := range errs {
