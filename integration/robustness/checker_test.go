@@ -179,6 +179,18 @@ func TestKnownIssue(t *testing.T) {
 	if k := KnownIssue(v); k != "" {
 		t.Errorf("known for an empty read: %s", k)
 	}
+	// A read that did not wait for a write cached under a lease, at a
+	// fence (issue 9): known; without a cached write among its
+	// operations, or without a fencing fault, not.
+	cached := Op{Kind: RegWrite, File: "r", Value: "c00-1", Cached: true, Return: time.Second, Outcome: OK}
+	v.Ops = []Op{cached, empty}
+	if k := KnownIssue(v); !strings.Contains(k, "issue 9") {
+		t.Errorf("a read past a cached write at a fence: %q", k)
+	}
+	v.Faults = []Fault{{Kind: "cut-peers"}}
+	if k := KnownIssue(v); k != "" {
+		t.Errorf("known with only a cut from the peers in force: %s", k)
+	}
 }
 
 // A durable chunk's value fills its chunk exactly: a longer one would

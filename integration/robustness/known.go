@@ -23,8 +23,20 @@ var knownIssues = []struct {
 }{
 	{"a byte-range lock outlives its open after a node fences or dies and shards move (docs/ROBUSTNESS.md, issue 2)",
 		func(v Violation) bool { return strings.Contains(v.What, "a byte-range lock outlived its open") }},
-	{"two conflicting share modes admitted while the file's owner node fences and another takes its shard",
+	{"two conflicting share modes admitted while the file's owner node fences and another takes its shard (docs/ROBUSTNESS.md, issue 4)",
 		func(v Violation) bool { return strings.HasPrefix(v.What, "conflicting share modes") }},
+	{"a read did not wait for a write cached under a lease while the writer's node was cut off from its peers and another node fenced (docs/ROBUSTNESS.md, issue 9)",
+		func(v Violation) bool {
+			if !strings.HasPrefix(v.What, "register ") {
+				return false
+			}
+			for _, o := range v.Ops {
+				if o.Cached {
+					return true
+				}
+			}
+			return false
+		}},
 }
 
 // KnownIssue returns the open issue v is an instance of, "" if none.
