@@ -1,6 +1,7 @@
 package smbc
 
 import (
+	"context"
 	"encoding/binary"
 	"sync"
 
@@ -77,6 +78,11 @@ func (c *Conn) creditCharge(n int) uint16 {
 // response. A status other than success is returned as a *StatusError,
 // with the response kept in cl.
 func (c *Conn) do(cl *call, charge uint16) error {
+	if c.ctx != nil && context.Cause(c.ctx) != nil {
+		// Ended: failed here, not only by the AfterFunc, which runs
+		// in a goroutine of its own and may come after this request.
+		c.fail(context.Cause(c.ctx))
+	}
 	cl.charge = charge
 	need := uint64(max(charge, 1))
 	c.mu.Lock()

@@ -117,6 +117,7 @@ type Conn struct {
 	breaks    chan Break
 	recvDone  chan struct{}
 	stopAfter func() bool
+	ctx       context.Context // Dial's: once it ends, no request goes out (do)
 
 	stats   channelStats // READs and WRITEs through this connection
 	pending atomic.Int64 // a MultiFile's requests in flight here
@@ -156,6 +157,7 @@ func connect(ctx context.Context, o Options) (*Conn, error) {
 	c.cond.L = &c.mu
 	c.recv.c = c
 	go c.recvLoop()
+	c.ctx = ctx
 	c.stopAfter = context.AfterFunc(ctx, func() { c.fail(context.Cause(ctx)) })
 	return c, nil
 }
