@@ -67,17 +67,24 @@ func TestDelay(t *testing.T) {
 		}
 		return time.Since(start)
 	}
-	if d := rtt(); d > 100*time.Millisecond {
+	// The least of five round trips: what the link adds, not what a
+	// loaded machine adds to one of them.
+	least := func() time.Duration {
+		d := rtt()
+		for range 4 {
+			d = min(d, rtt())
+		}
+		return d
+	}
+	if d := least(); d > 100*time.Millisecond {
 		t.Fatalf("round trip %v before the delay", d)
 	}
 	h.Delay(t, 100*time.Millisecond, 10*time.Millisecond)
-	for range 3 {
-		if d := rtt(); d < 180*time.Millisecond || d > 2*time.Second {
-			t.Errorf("round trip %v through a link delayed 100±10 ms each way", d)
-		}
+	if d := least(); d < 180*time.Millisecond || d > 2*time.Second {
+		t.Errorf("round trip %v through a link delayed 100±10 ms each way", d)
 	}
 	h.Heal(t)
-	if d := rtt(); d > 100*time.Millisecond {
+	if d := least(); d > 100*time.Millisecond {
 		t.Errorf("round trip %v after Heal", d)
 	}
 	if out, _ := exec.Command("ip", "netns", "exec", a, "iptables", "-S").Output(); strings.Contains(string(out), "NFQUEUE") {
