@@ -40,7 +40,7 @@ import (
 //	io node=b name=o1 off=0 len=10 [write]
 //	delete-pending node=b name=o1 on|off
 //	proxies node=a                the owner's proxies: holder:open file= [in]
-//	busy node=a                   whether node keeps state of shard 0's files (ShardBusy of file 1's shard)
+//	busy node=a                   ShardBusy of file 1's shard: whether node keeps state of its files
 //	drop-node node=a gone=b       the owner drops every open node gone held
 //
 // Access and share letters: r (read), w (write), d (delete).
@@ -218,10 +218,10 @@ func (sc *scenario) start(owner string, names []string) {
 
 func (sc *scenario) open(r *Router, args map[string]string, async bool) string {
 	name := args["name"]
-	file, _ := strconv.Atoi(cmp(args["file"], "1"))
+	file, _ := strconv.Atoi(orDefault(args["file"], "1"))
 	br := newBreaks()
-	o := &state.Open{Key: scenKey(uint64(file)), Name: name, Access: accessBits(cmp(args["access"], "rw")),
-		ShareAccess: accessBits(cmp(args["share"], "rwd")), Breaker: br}
+	o := &state.Open{Key: scenKey(uint64(file)), Name: name, Access: accessBits(orDefault(args["access"], "rw")),
+		ShareAccess: accessBits(orDefault(args["share"], "rwd")), Breaker: br}
 	req := state.Request{Oplock: oplockLevel(args["oplock"])}
 	if l, ok := args["lease"]; ok {
 		req.Lease = &state.LeaseRequest{ID: scenLease(args["key"]), State: leaseState(l), Version: 2}
@@ -285,15 +285,15 @@ func (sc *scenario) proxies(r *Router) string {
 }
 
 func (sc *scenario) lockArg(args map[string]string, excl bool) state.Lock {
-	off, err1 := strconv.ParseUint(cmp(args["off"], "0"), 10, 64)
-	n, err2 := strconv.ParseUint(cmp(args["len"], "1"), 10, 64)
+	off, err1 := strconv.ParseUint(orDefault(args["off"], "0"), 10, 64)
+	n, err2 := strconv.ParseUint(orDefault(args["len"], "1"), 10, 64)
 	if err1 != nil || err2 != nil {
 		sc.t.Fatalf("bad range %v", args)
 	}
 	return state.Lock{Offset: off, Length: n, Exclusive: excl}
 }
 
-func cmp(v, def string) string {
+func orDefault(v, def string) string {
 	if v == "" {
 		return def
 	}
