@@ -281,3 +281,109 @@ func TestDelegationNodeDies(t *testing.T) {
 	})
 	keptRefused()
 }
+
+// dirOpen is a plain CREATE of the directory name: access (attributes
+// only, as a client's look at a folder), no oplock or lease, sharing share.
+func dirOpen(name string, access, share uint32) *smb2.CreateRequest {
+	req := servertest.CreateRequest(name)
+	req.DesiredAccess, req.ShareAccess, req.CreateDisposition = access, share, smb2.FileOpen
+	req.CreateOptions = smb2.FileDirectoryFile
+	return req
+}
+
+// TestDelegationOfDirectories: plain opens of folders other nodes own —
+// the share's root among them, what smbtorture's path-contention bench
+// and every client's look at a share open — are admitted under a
+// delegation after the first; what the folders' owners decide for
+// other opens meets them: a DELETE open that does not share with them,
+// a rename of the folder above them, a delete made pending.
+func TestDelegationOfDirectories(t *testing.T) {
+	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3, Metrics: true})
+	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
+	c.MustSMBCtl(t, "user", "add", "dora", "--password", "Dora-Pass-1")
+	connect := func(n *framework.ClusterNode) *servertest.Conn {
+		return clusterSession(t, n, "dora", "Dora-Pass-1", "data")
+	}
+	a, b, o := connect(c.Nodes[0]), connect(c.Nodes[1]), connect(c.Nodes[2])
+	const all = smb2.FileShareRead | smb2.FileShareWrite | smb2.FileShareDelete
+	const rw = smb2.FileShareRead | smb2.FileShareWrite
+	names := []string{""} // the share's root
+	for i := range delegFiles {
+		top := fmt.Sprintf("top-%d", i)
+		for _, name := range []string{top, top + `\sub`} {
+			mk := dirOpen(name, smb2.GenericRead, all)
+			mk.CreateDisposition = smb2.FileCreate
+			a.CloseFile(mustOpen(t, a, mk))
+		}
+		names = append(names, top+`\sub`)
+	}
+	for _, name := range names {
+		b.CloseFile(mustOpen(t, b, dirOpen(name, smb2.FileReadAttributes, all))) // node2 earns the delegations
+	}
+
+	t.Run("NoPeerCalls", func(t *testing.T) {
+		before, local := peerSent(t, c.Nodes[1]), delegations(t, c.Nodes[1], "local")
+		for range 2 {
+			for _, name := range names {
+				b.CloseFile(mustOpen(t, b, dirOpen(name, smb2.FileReadAttributes, all)))
+			}
+		}
+		if n := peerSent(t, c.Nodes[1]) - before; n != 0 {
+			t.Errorf("%d plain opens and closes of folders through node2 sent %v peer RPCs, want 0", 2*len(names), n)
+		}
+		if delegations(t, c.Nodes[1], "local") == local {
+			t.Error("node2 admitted no open of a folder under a delegation")
+		}
+	})
+
+	t.Run("Conflicts", func(t *testing.T) {
+		for i := range delegFiles {
+			top, sub := fmt.Sprintf("top-%d", i), fmt.Sprintf(`top-%d\sub`, i)
+			const list = smb2.FileReadData | smb2.FileReadAttributes // FILE_LIST_DIRECTORY: not a look at attributes only
+			b.CloseFile(mustOpen(t, b, dirOpen(sub, list, rw)))
+			held := mustOpen(t, b, dirOpen(sub, list, rw))
+			del := dirOpen(sub, smb2.Delete, all)
+			if _, err := o.CreateWith(del); !errors.Is(err, smb2.StatusSharingViolation) {
+				t.Errorf("%s: DELETE open through node3 while node2 holds the folder without FILE_SHARE_DELETE: %v, want STATUS_SHARING_VIOLATION", sub, err)
+			}
+			// The folder above cannot be renamed while node2 holds a
+			// folder below it open.
+			ren := mustOpen(t, o, dirOpen(top, smb2.Delete|smb2.FileReadAttributes, all))
+			h, _ := o.Call(smb2.CmdSetInfo, &smb2.SetInfoRequest{InfoType: smb2.InfoFile, FileInfoClass: fscc.FileRenameInformation,
+				Buffer: servertest.Body(&fscc.RenameInformation{FileName: top + "-renamed"}), FileID: ren})
+			if st := smb2.Status(h.Status); st != smb2.StatusAccessDenied {
+				t.Errorf("%s: rename through node3 while node2 holds %s open: %v, want STATUS_ACCESS_DENIED", top, sub, st)
+			}
+			b.CloseFile(held)
+			h, _ = o.Call(smb2.CmdSetInfo, &smb2.SetInfoRequest{InfoType: smb2.InfoFile, FileInfoClass: fscc.FileRenameInformation,
+				Buffer: servertest.Body(&fscc.RenameInformation{FileName: top + "-renamed"}), FileID: ren})
+			if st := smb2.Status(h.Status); st != smb2.StatusSuccess {
+				t.Errorf("%s: rename through node3 once node2 closed %s: %v", top, sub, st)
+			}
+			o.CloseFile(ren)
+			if resp, err := b.CreateWith(dirOpen(top+`-renamed\sub`, smb2.FileReadAttributes, all)); err != nil {
+				t.Errorf("%s: open through node2 of the folder below the new name: %v", top, err)
+			} else {
+				b.CloseFile(resp.FileID)
+			}
+		}
+	})
+
+	t.Run("DeletePending", func(t *testing.T) {
+		for i := range delegFiles {
+			sub := fmt.Sprintf(`top-%d-renamed\sub`, i)
+			b.CloseFile(mustOpen(t, b, dirOpen(sub, smb2.FileReadAttributes, all)))
+			held := mustOpen(t, b, dirOpen(sub, smb2.FileReadAttributes, all))
+			doc := dirOpen(sub, smb2.Delete|smb2.FileReadAttributes, all)
+			doc.CreateOptions |= smb2.FileDeleteOnClose
+			o.CloseFile(mustOpen(t, o, doc)) // pending while node2's open stays
+			if _, err := b.CreateWith(dirOpen(sub, smb2.FileReadAttributes, all)); !errors.Is(err, smb2.StatusDeletePending) {
+				t.Errorf("%s: open through node2 of a folder with a delete pending: %v, want STATUS_DELETE_PENDING", sub, err)
+			}
+			b.CloseFile(held) // the last close deletes
+			if _, err := a.CreateWith(dirOpen(sub, smb2.FileReadAttributes, all)); !errors.Is(err, smb2.StatusObjectNameNotFound) {
+				t.Errorf("%s: open after the last close of a folder deleted on close: %v, want STATUS_OBJECT_NAME_NOT_FOUND", sub, err)
+			}
+		}
+	})
+}

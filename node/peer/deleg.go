@@ -14,14 +14,20 @@ import (
 // Admission delegation. An open of a remote file costs an Admit at its
 // owner, a round trip through both nodes' gRPC stacks. When the owner
 // admits a plain open from another node — no oplock or lease asked or
-// granted, no delete access, not a directory, not a stream, no
-// overwrite, an access its own share mode admits twice (state.Delegable)
-// — and the file has no caching, no byte-range locks and no delete
-// pending, it may grant the holder node a delegation of the file with
+// granted, no delete access, not a stream, no overwrite, an access its
+// own share mode admits twice (state.Delegable) — and the file has no
+// caching, no byte-range locks and no delete pending, it may grant the holder node a delegation of the file with
 // the open's access A and share S. The owner keeps the delegation as an
 // open of the holder with access A and share S (a proxy with the
 // delegation's id for its ref, in the table like any open), so every
 // other admission and check meets it.
+//
+// A directory is delegated as a file is: its plain opens (a client's
+// look at the share's root or a folder's attributes, the most frequent
+// open there is) need the owner for nothing the delegation does not
+// answer, and what a directory's owner decides for other opens — a
+// rename, a delete made pending, an open below it found for a rename of
+// a folder above — recalls it first.
 //
 // The holder then admits, by itself, every plain open of the file whose
 // access is within A and whose share mode admits at least S: each is
@@ -137,7 +143,7 @@ func newDelegations(r *Router) *delegations {
 // (or earn one).
 func plainOpen(o *state.Open, req state.Request) bool {
 	return req.Oplock == state.OplockNone && req.Lease == nil && !req.Overwrite && !req.NoCaching &&
-		!req.Directory && o.Stream == "" && o.Create == (state.CreateID{}) && state.Delegable(o.Access, o.ShareAccess)
+		o.Stream == "" && o.Create == (state.CreateID{}) && state.Delegable(o.Access, o.ShareAccess)
 }
 
 // admitDelegated admits o under this node's delegation of its file, when
@@ -153,7 +159,7 @@ func (r *Router) admitDelegated(o *state.Open, req state.Request, t target) bool
 		ok, stale = r.dg.admit(o, t.route.GetRevision())
 	}
 	if ok {
-		r.hs.mirrorCache[o.Ref] = heldState{}
+		r.hs.mirrorCache[o.Ref] = heldState{dir: req.Directory}
 		r.hs.done[o.Ref] = true // in one step with admit: a Held listing meets it admitted, or its delegation still here
 	}
 	r.hs.mu.Unlock()

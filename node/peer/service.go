@@ -293,7 +293,7 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 func delegable(req *peerv1.AdmitRequest) bool {
 	d := req.GetOpen()
 	return req.Oplock == uint32(state.OplockNone) && req.Lease == nil && !req.Overwrite && !req.NoCaching &&
-		!req.Directory && d.GetStream() == "" && len(d.GetCreateId()) == 0 && state.Delegable(d.GetAccess(), d.GetShareAccess())
+		d.GetStream() == "" && len(d.GetCreateId()) == 0 && state.Delegable(d.GetAccess(), d.GetShareAccess())
 }
 
 // Deliver implements peerv1.PeerServiceServer: the holder side.
