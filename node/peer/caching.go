@@ -3,9 +3,12 @@ package peer
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/smbcluster/smbcluster/node/state"
 	peerv1 "github.com/smbcluster/smbcluster/proto/smbcluster/peer/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // cachingSide is a node's oplocks and leases as the holder of opens
@@ -216,6 +219,16 @@ func (ca *cachingSide) BreakDirLeases(dir state.FileKey, except state.LeaseID, h
 // owner sends after it agreed may arrive before its answer does, and
 // must reach b (smbtorture smb2.durable-open.oplock); if the owner
 // refuses, o's breaker is put back.
+//
+// An owner that cannot be reached (this node cut off from it, say) does
+// not cost the client its durable open: refusing would close a handle
+// the server promised to keep for a connection's loss, and the client's
+// reconnect would be refused STATUS_OBJECT_NAME_NOT_FOUND through every
+// node once the owner is back (robustness suite, ROBUSTNESS.md). The
+// open stays detached and the owner is asked again until one answers
+// (detachLater); should it then refuse — a break was in progress — the
+// open goes as a break of a detached open makes it go (b scavenges it).
+// A break the owner sends meanwhile reaches b as it would have anyway.
 func (ca *cachingSide) Detach(o *state.Open, b state.Breaker) (ok bool) {
 	ca.r.dg.convert(o) // deleg.go: the owner must know it
 	if t, err := ca.r.at(context.Background(), o.Key); err == nil && t.local {
@@ -226,10 +239,15 @@ func (ca *cachingSide) Detach(o *state.Open, b state.Breaker) (ok bool) {
 	old := o.Breaker
 	o.Breaker = b
 	ca.r.hs.mu.Unlock()
-	resp, _ := ca.r.call(o.Key, func() { ok = ca.r.table.Detach(o, b) },
-		&peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Detach{Detach: &peerv1.DetachOp{Open: ca.r.ref(o)}}})
+	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Detach{Detach: &peerv1.DetachOp{Open: ca.r.ref(o)}}}
+	resp, err := ca.r.call(o.Key, func() { ok = ca.r.table.Detach(o, b) }, req)
 	if resp != nil {
 		ok = resp.GetDetach().GetAccepted()
+	}
+	if err != nil && unanswered(err) && ca.r.hs.markDetaching(o) {
+		ca.r.log.Warn("kept a durable open detached without its owner's answer; asking again", "file", keyString(o.Key), "err", err)
+		go ca.detachLater(o, b, req)
+		return true
 	}
 	if !ok {
 		ca.r.hs.mu.Lock()
@@ -239,8 +257,55 @@ func (ca *cachingSide) Detach(o *state.Open, b state.Breaker) (ok bool) {
 	return ok
 }
 
+// unanswered reports whether err says a call reached no owner that
+// answered it (none reachable, or none in time), rather than an owner's
+// refusal.
+func unanswered(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.FailedPrecondition:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// detachLater asks again, until an owner of its file answers, whether o,
+// kept detached without an answer (Detach), may stay so; it gives up
+// when o is no longer detached here (reconnected, handed over, closed)
+// or the router closes. A refusal scavenges o through b.
+func (ca *cachingSide) detachLater(o *state.Open, b state.Breaker, req *peerv1.CallRequest) {
+	wait := routeWait
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-ca.r.closed:
+			return
+		case <-time.After(wait):
+		}
+		if !ca.r.hs.isDetaching(o) {
+			return
+		}
+		var ok bool
+		resp, err := ca.r.call(o.Key, func() { ok = ca.r.table.Detach(o, b) }, req)
+		if resp != nil {
+			ok = resp.GetDetach().GetAccepted()
+		}
+		if err != nil && unanswered(err) {
+			wait = min(2*wait, 5*time.Second)
+			continue
+		}
+		if !ca.r.hs.endDetaching(o) {
+			return // reconnected meanwhile: its breaks are its client's again
+		}
+		ca.r.log.Info("a detach that had not reached the file's owner reached it", "file", keyString(o.Key), "attempts", attempt+1, "kept", ok && err == nil)
+		if !ok || err != nil {
+			_ = b.BreakOplock(state.OplockNone) // a detached open's breaker scavenges it
+		}
+		return
+	}
+}
+
 // Reattach implements state.Files.
 func (ca *cachingSide) Reattach(o *state.Open, b state.Breaker) {
+	ca.r.hs.endDetaching(o)   // its owner's late answer is not for this breaker
 	ca.r.table.Reattach(o, b) // sets o.Breaker under the table's mutex when local
 	ca.r.hs.mu.Lock()
 	o.Breaker = b

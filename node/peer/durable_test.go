@@ -237,3 +237,51 @@ func TestOrphanKeepsOnReadBreak(t *testing.T) {
 		t.Errorf("reconnect after a write revoked the orphan's read caching: %v", err)
 	}
 }
+
+// TestDetachOutlastsUnreachableOwner: a durable open whose connection is
+// lost while its node cannot reach the file's owner stays detached (a
+// refusal would close it, and its client's reconnect be refused through
+// every node once the owner is back); the owner is asked again once it
+// answers, and its refusal — a break in progress — scavenges the open
+// as a break of a detached open does.
+func TestDetachOutlastsUnreachableOwner(t *testing.T) {
+	for _, breaking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Kept", true: "BreakInProgress"}[breaking], func(t *testing.T) {
+			g := newGate()
+			a, b := gatedNodes(t, g)
+			b.callWait = 100 * time.Millisecond
+			key := state.FileKey{Volume: 10, FileID: 31}
+			held := open(key, rw, shareAll, newBreaks())
+			lease := &state.LeaseRequest{ID: state.LeaseID{Key: [16]byte{1}}, State: state.LeaseRead | state.LeaseHandle, Version: 2}
+			if _, err := b.Admit(context.Background(), held, state.Request{Lease: lease}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if breaking {
+				// An open through the owner that does not share
+				// with the lease's handle caching breaks it; the
+				// holder's client never acknowledges.
+				go a.Admit(context.Background(), open(key, rw, shareNone, newBreaks()), state.Request{}, nil)
+				<-held.Breaker.(*breaks).lease
+			}
+			g.shut()
+			scavenged := newBreaks()
+			if !b.Detach(held, scavenged) {
+				t.Fatal("the detach was refused while the owner could not be asked")
+			}
+			g.end() // the owner answers from now on
+			for b.hs.isDetaching(held) {
+				waitFor(t, "the owner's answer to the detach asked again")
+			}
+			select {
+			case <-scavenged.oplock:
+				if !breaking {
+					t.Error("the owner's acceptance scavenged the open")
+				}
+			default:
+				if breaking {
+					t.Error("the owner's refusal (a break in progress) did not scavenge the open")
+				}
+			}
+		})
+	}
+}

@@ -32,6 +32,7 @@ type holdings struct {
 	durStatus   func(error) (uint32, bool)
 	appClose    AppInstances
 	delHint     map[state.FileKey]bool // remote files with a delete pending: closes wait (closing.go)
+	detaching   map[uint64]bool        // detached held opens whose owner has not answered the detach yet (caching.go)
 }
 
 func newHoldings(ids *atomic.Uint64) *holdings {
@@ -40,7 +41,7 @@ func newHoldings(ids *atomic.Uint64) *holdings {
 		mirrorCache: map[uint64]heldState{}, locked: map[uint64]bool{}, done: map[uint64]bool{},
 		held: map[uint64]*state.Open{}, nheld: map[state.FileKey]int{}, hint: map[state.FileKey]bool{},
 		delHint: map[state.FileKey]bool{}, leaseOf: map[uint64]state.LeaseID{}, leaseFiles: map[state.LeaseID]leaseFile{},
-		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{},
+		readClear: map[state.FileKey]map[uint64]bool{}, adopted: map[uint64]*state.Open{}, detaching: map[uint64]bool{},
 	}
 }
 
@@ -73,6 +74,7 @@ func (hd *holdings) unholdLocked(o *state.Open) {
 		delete(hd.readClear[o.Key], o.Ref)
 		delete(hd.done, o.Ref)
 		delete(hd.locked, o.Ref)
+		delete(hd.detaching, o.Ref)
 		hd.perShard[ShardOf(o.Key)]--
 		if id, ok := hd.leaseOf[o.Ref]; ok {
 			delete(hd.leaseOf, o.Ref)
@@ -193,4 +195,34 @@ func (hd *holdings) has(o *state.Open) bool {
 	hd.mu.Lock()
 	defer hd.mu.Unlock()
 	return hd.held[o.Ref] == o
+}
+
+// markDetaching records that held open o stays detached without its
+// owner's answer; false if o is not held here.
+func (hd *holdings) markDetaching(o *state.Open) bool {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	if hd.held[o.Ref] != o {
+		return false
+	}
+	hd.detaching[o.Ref] = true
+	return true
+}
+
+// isDetaching reports whether o is still held here, detached without its
+// owner's answer.
+func (hd *holdings) isDetaching(o *state.Open) bool {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	return hd.held[o.Ref] == o && hd.detaching[o.Ref]
+}
+
+// endDetaching forgets that o waits for its owner's answer to a detach,
+// reporting whether it did.
+func (hd *holdings) endDetaching(o *state.Open) bool {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	was := hd.held[o.Ref] == o && hd.detaching[o.Ref]
+	delete(hd.detaching, o.Ref)
+	return was
 }
