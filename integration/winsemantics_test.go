@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,6 +21,47 @@ func TestWindowsSemanticsAcrossNodes(t *testing.T) {
 	c.MustSMBCtl(t, "user", "add", "hana", "--password", "Hana-Pass-1")
 	a := clusterSession(t, c.Nodes[0], "hana", "Hana-Pass-1", "data")
 	b := clusterSession(t, c.Nodes[1], "hana", "Hana-Pass-1", "data")
+
+	// A rename that would replace a file open through the other node is
+	// refused STATUS_ACCESS_DENIED ([MS-FSCC] 2.4.42), as it is on one
+	// node: the opener's handle would name a file out of the namespace.
+	// An open that looks at the target's attributes only does not count.
+	t.Run("RenameOverOpenFile", func(t *testing.T) {
+		const share = smb2.FileShareRead | smb2.FileShareWrite | smb2.FileShareDelete
+		for i := range 6 { // files over the owners
+			target, src := fmt.Sprintf("target-%d.txt", i), fmt.Sprintf("new-%d.txt", i)
+			ft, err := a.Create(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := servertest.CreateRequest(src)
+			req.ShareAccess = share
+			resp, err := b.CreateWith(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rename := func() smb2.Status {
+				h, _ := b.Call(smb2.CmdSetInfo, &smb2.SetInfoRequest{InfoType: smb2.InfoFile, FileInfoClass: fscc.FileRenameInformation,
+					Buffer: servertest.Body(&fscc.RenameInformation{FileName: target, ReplaceIfExists: true}), FileID: resp.FileID})
+				return smb2.Status(h.Status)
+			}
+			if st := rename(); st != smb2.StatusAccessDenied {
+				t.Errorf("%s: rename through node 2 over the file open through node 1: %v, want STATUS_ACCESS_DENIED", target, st)
+			}
+			a.CloseFile(ft)
+			look := servertest.CreateRequest(target)
+			look.DesiredAccess, look.ShareAccess, look.CreateDisposition = smb2.FileReadAttributes, share, smb2.FileOpen
+			lr, err := a.CreateWith(look)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := rename(); st != smb2.StatusSuccess {
+				t.Errorf("%s: rename through node 2 over the file node 1 looks at only: %v", target, st)
+			}
+			a.CloseFile(lr.FileID)
+			b.CloseFile(resp.FileID)
+		}
+	})
 
 	t.Run("Timestamps", func(t *testing.T) {
 		fa, err := a.Create("times.txt")

@@ -302,6 +302,11 @@ func (o *open) rename(target string, root uint64, replace bool) error {
 	if err := o.d.checkRename(o); err != nil {
 		return err
 	}
+	if replace {
+		if err := o.d.checkReplace(o, pn.name); err != nil {
+			return err
+		}
+	}
 	if err := o.d.fs.Rename(o.name, pn.name, replace); err != nil {
 		return o.d.renameError(pn.name, replace, err)
 	}
@@ -329,6 +334,31 @@ func (d *Disk) checkRename(o *open) error {
 		return smb2.StatusAccessDenied
 	}
 	return d.checkAddTo(parentOf(o.name))
+}
+
+// checkReplace refuses a rename that would replace a file another open
+// has open: STATUS_ACCESS_DENIED ([MS-FSCC] 2.4.42: "the target file was
+// open and ReplaceIfExists is nonzero"), as Windows and Samba answer —
+// the opener's handle would name a file no longer in the namespace. An
+// open of the target anywhere in the cluster counts (the file's owner is
+// asked, as for a sharing check), but one that reads or sets attributes
+// only does not ([MS-FSA] 2.1.5.1.2: such an open takes part in no
+// sharing check). A target that is the renamed file itself (a change of
+// case) is no replacement.
+func (d *Disk) checkReplace(o *open, target string) error {
+	fi, err := d.fs.Stat(target)
+	if err != nil {
+		return nil // no target: the rename says what there is to say
+	}
+	key := state.FileKey{Volume: d.volumeID, FileID: fi.FileID}
+	if o.so != nil && key == o.so.Key {
+		return nil
+	}
+	const anyUse = smb2.FileReadData | smb2.FileWriteData | smb2.Delete
+	if d.table.CheckAccess(key, anyUse, 0) != nil {
+		return smb2.StatusAccessDenied
+	}
+	return nil
 }
 
 // checkAddTo refuses a rename into directory dir when dir's opens do not

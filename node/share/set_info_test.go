@@ -51,7 +51,7 @@ func TestSetRename(t *testing.T) {
 	d := infoDisk(t)
 	infoOpen(t, d, "dir", true, smb2.FileListDirectory) // a DELETE-access open of the parent would block renames in it
 	o := infoOpen(t, d, "a", false, 0)
-	infoOpen(t, d, "b", false, 0)
+	ob := infoOpen(t, d, "b", false, 0)
 
 	ren := func(o *open, to string, replace bool) error {
 		return setFileInfo(o, fscc.FileRenameInformation, &fscc.RenameInformation{FileName: to, ReplaceIfExists: replace})
@@ -66,7 +66,13 @@ func TestSetRename(t *testing.T) {
 	if ni.Decode(b); ni.FileName != `\dir\c` {
 		t.Fatalf("queried name %q", ni.FileName)
 	}
+	// Not over a file another open has open ([MS-FSCC] 2.4.42); an open
+	// of attributes only does not count.
+	wantStatus(t, ren(o, "b", true), smb2.StatusAccessDenied)
+	ob.Close(false)
+	attrs := infoOpen(t, d, "b", false, smb2.FileReadAttributes)
 	wantStatus(t, ren(o, "b", true), 0)
+	attrs.Close(false)
 	if _, err := d.fs.Stat("dir/c"); err == nil {
 		t.Fatal("old name still exists")
 	}
