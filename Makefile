@@ -122,7 +122,8 @@ bench-bed: build
 # ROBUST_SEED reproduces the fault schedule and the operations' choices
 # (empty: seed 1 and a random one, as in make test); ROBUST_DURATION is
 # the run's length. The history and logs of a failed run are kept (the
-# directory is in the output; ROBUST_OUT puts them there instead). It
+# directory is in the output); ROBUST_OUT names a directory that gets
+# them whatever the verdict. It
 # fails on the known issues too (integration/robustness/known.go), which
 # make test's short run only logs.
 ROBUST_DURATION ?= 10m

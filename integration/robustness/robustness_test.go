@@ -229,8 +229,8 @@ func run(t *testing.T, b *framework.Bed, seed uint64, d time.Duration, nemesis b
 	}
 	writeOut(t, out, "violations.txt", vs.String())
 	t.Cleanup(func() {
-		if !t.Failed() {
-			return
+		if !t.Failed() && os.Getenv(envOut) == "" {
+			return // a directory asked for keeps the logs of a run that passed too
 		}
 		for _, n := range b.Nodes {
 			writeOut(t, out, n.Name+".log", n.Log())
@@ -242,9 +242,10 @@ func run(t *testing.T, b *framework.Bed, seed uint64, d time.Duration, nemesis b
 	return r
 }
 
-// outDir is where a run's history and logs go: SMBCLUSTER_ROBUST_OUT, or
-// a directory under the system's temporary one, removed when the test
-// passes and kept (its name logged) when it fails.
+// outDir is where a run's history and logs go: SMBCLUSTER_ROBUST_OUT
+// (kept, with the nodes' and etcd members' logs, whatever the verdict),
+// or a directory under the system's temporary one, removed when the test
+// passes and kept (its name logged, the logs in it) when it fails.
 func outDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv(envOut)
