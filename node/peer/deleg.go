@@ -140,9 +140,10 @@ func newDelegations(r *Router) *delegations {
 }
 
 // plainOpen reports whether an open may be admitted under a delegation
-// (or earn one).
+// (or earn one). An open kept from caching (NoCaching: a folder's, on a
+// connection without directory leasing) asks for none and is plain too.
 func plainOpen(o *state.Open, req state.Request) bool {
-	return req.Oplock == state.OplockNone && req.Lease == nil && !req.Overwrite && !req.NoCaching &&
+	return req.Oplock == state.OplockNone && req.Lease == nil && !req.Overwrite &&
 		o.Stream == "" && o.Create == (state.CreateID{}) && state.Delegable(o.Access, o.ShareAccess)
 }
 

@@ -292,7 +292,7 @@ func (sv *Service) admit(req *peerv1.AdmitRequest, stream events) error {
 // delegation of its file (deleg.go).
 func delegable(req *peerv1.AdmitRequest) bool {
 	d := req.GetOpen()
-	return req.Oplock == uint32(state.OplockNone) && req.Lease == nil && !req.Overwrite && !req.NoCaching &&
+	return req.Oplock == uint32(state.OplockNone) && req.Lease == nil && !req.Overwrite &&
 		d.GetStream() == "" && len(d.GetCreateId()) == 0 && state.Delegable(d.GetAccess(), d.GetShareAccess())
 }
 
