@@ -46,19 +46,25 @@ func delegations(t *testing.T, n *framework.ClusterNode, event string) float64 {
 	return mustScrape(t, n.MetricsAddr).value("smbcluster_peer_delegations_total", "event", event)
 }
 
+// delegCluster starts three nodes with metrics and a share "data", and
+// returns a session through each.
+func delegCluster(t *testing.T) (c *framework.Cluster, a, b, o *servertest.Conn) {
+	c = framework.NewCluster(t, framework.ClusterOptions{Nodes: 3, Metrics: true})
+	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
+	c.MustSMBCtl(t, "user", "add", "dora", "--password", "Dora-Pass-1")
+	connect := func(n *framework.ClusterNode) *servertest.Conn {
+		return clusterSession(t, n, "dora", "Dora-Pass-1", "data")
+	}
+	return c, connect(c.Nodes[0]), connect(c.Nodes[1]), connect(c.Nodes[2])
+}
+
 // TestDelegationAcrossNodes: plain opens and closes through a node of
 // files other nodes own cost no peer call once delegated; opens and
 // operations through the other nodes that conflict with the delegated
 // opens meet them (the owner recalls the delegation) and get the answer
 // they would get without delegation.
 func TestDelegationAcrossNodes(t *testing.T) {
-	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3, Metrics: true})
-	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
-	c.MustSMBCtl(t, "user", "add", "dora", "--password", "Dora-Pass-1")
-	connect := func(n *framework.ClusterNode) *servertest.Conn {
-		return clusterSession(t, n, "dora", "Dora-Pass-1", "data")
-	}
-	a, b, o := connect(c.Nodes[0]), connect(c.Nodes[1]), connect(c.Nodes[2])
+	c, a, b, o := delegCluster(t)
 	const rw = smb2.FileShareRead | smb2.FileShareWrite
 	for i := range delegFiles {
 		fid, err := a.Create(delegName("d", i))
@@ -298,13 +304,7 @@ func dirOpen(name string, access, share uint32) *smb2.CreateRequest {
 // other opens meets them: a DELETE open that does not share with them,
 // a rename of the folder above them, a delete made pending.
 func TestDelegationOfDirectories(t *testing.T) {
-	c := framework.NewCluster(t, framework.ClusterOptions{Nodes: 3, Metrics: true})
-	c.MustSMBCtl(t, "share", "add", "data", t.TempDir())
-	c.MustSMBCtl(t, "user", "add", "dora", "--password", "Dora-Pass-1")
-	connect := func(n *framework.ClusterNode) *servertest.Conn {
-		return clusterSession(t, n, "dora", "Dora-Pass-1", "data")
-	}
-	a, b, o := connect(c.Nodes[0]), connect(c.Nodes[1]), connect(c.Nodes[2])
+	c, a, b, o := delegCluster(t)
 	const all = smb2.FileShareRead | smb2.FileShareWrite | smb2.FileShareDelete
 	const rw = smb2.FileShareRead | smb2.FileShareWrite
 	names := []string{""} // the share's root
