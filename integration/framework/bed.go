@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,9 +66,11 @@ type Bed struct {
 	SharePath string
 
 	life     testing.TB // NewBed's: the processes' lifetime
-	tmp      string     // the hosts' temporary directories are made here
-	state    string     // /run/smbc-bed/ID: the mount namespace files
-	hook     string     // the --address-hook script
+	mu       sync.Mutex
+	past     map[int][]*ClusterNode // each node's earlier processes (RestartNode), oldest first
+	tmp      string                 // the hosts' temporary directories are made here
+	state    string                 // /run/smbc-bed/ID: the mount namespace files
+	hook     string                 // the --address-hook script
 	nodeArgs []string
 }
 
@@ -551,9 +554,29 @@ func (b *Bed) RestartNode(t testing.TB, i int) *ClusterNode {
 	default:
 		t.Fatalf("%s is still running", old.Name)
 	}
+	b.mu.Lock()
+	if b.past == nil {
+		b.past = map[int][]*ClusterNode{}
+	}
+	b.past[i] = append(b.past[i], old)
+	b.mu.Unlock()
 	Within(t, b.life, func() { b.Nodes[i] = b.launch(b.life, i, old.TokenFile) })
 	b.waitServing(t, old.Name, b.PublicAddr(i))
 	return b.Nodes[i]
+}
+
+// NodeLog is everything node i (0-based) has logged over the bed's life:
+// each process RestartNode replaced, oldest first, then the current one,
+// each headed by a line naming it.
+func (b *Bed) NodeLog(i int) string {
+	b.mu.Lock()
+	procs := append(append([]*ClusterNode(nil), b.past[i]...), b.Nodes[i])
+	b.mu.Unlock()
+	var sb strings.Builder
+	for k, n := range procs {
+		fmt.Fprintf(&sb, "=== %s, process %d of %d\n%s\n", n.Name, k+1, len(procs), n.Log())
+	}
+	return sb.String()
 }
 
 // HostIPs returns the IPv4 addresses on host h's interface.

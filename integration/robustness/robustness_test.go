@@ -232,8 +232,8 @@ func run(t *testing.T, b *framework.Bed, seed uint64, d time.Duration, nemesis b
 		if !t.Failed() && os.Getenv(envOut) == "" {
 			return // a directory asked for keeps the logs of a run that passed too
 		}
-		for _, n := range b.Nodes {
-			writeOut(t, out, n.Name+".log", n.Log())
+		for i, n := range b.Nodes {
+			writeOut(t, out, n.Name+".log", b.NodeLog(i)) // every process of the node's, a killed one's too
 		}
 		for _, m := range b.EtcdMembers {
 			writeOut(t, out, m.Host.Name+"-etcd.log", m.Log())

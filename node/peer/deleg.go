@@ -89,6 +89,7 @@ type deleg struct {
 	access   uint32
 	share    uint32
 	route    *peerv1.Route // the assignment it was granted under
+	epoch    uint64        // this node's epoch when it asked: the delegation goes with it
 	mx       *mux          // to the owner that granted it
 	opens    map[uint64]*state.Open
 	back     []*state.Open // the opens being returned (delegReturning)
@@ -155,9 +156,10 @@ func (r *Router) admitDelegated(o *state.Open, req state.Request, t target) bool
 	}
 	var ok bool
 	var stale *deleg
+	epoch := r.routes.Epoch()
 	r.hs.mu.Lock()
 	if r.hs.held[o.Ref] == o {
-		ok, stale = r.dg.admit(o, t.route.GetRevision())
+		ok, stale = r.dg.admit(o, t.route.GetRevision(), epoch)
 	}
 	if ok {
 		r.hs.mirrorCache[o.Ref] = heldState{dir: req.Directory}
@@ -176,11 +178,22 @@ func (r *Router) admitDelegated(o *state.Open, req state.Request, t target) bool
 // admit puts o under the delegation of its file when one covers it,
 // granted under the assignment of revision rev; one granted under an
 // earlier assignment begins its return instead (stale: the caller
-// finishes it). The caller holds holdings.mu.
-func (dg *delegations) admit(o *state.Open, rev int64) (ok bool, stale *deleg) {
+// finishes it). One this node asked for at an earlier epoch of its own
+// is forgotten: the node fenced since (its lease lost, a pause past it),
+// every other node dropped the opens of that epoch — the delegation's
+// stand-in with them (DropNode) — and the owner may have granted write
+// caching, or an exclusive open, that the delegation's opens would not
+// meet (robustness suite, seed 31: a read admitted through a node that
+// came back from a pause under its old delegation missed a write cached
+// under a lease). The caller holds holdings.mu.
+func (dg *delegations) admit(o *state.Open, rev int64, epoch uint64) (ok bool, stale *deleg) {
 	dg.mu.Lock()
 	defer dg.mu.Unlock()
 	d := dg.byKey[o.Key]
+	if d != nil && d.st == delegActive && d.epoch != epoch {
+		dg.forgetStale(d)
+		return false, nil
+	}
 	if d == nil || d.st != delegActive || o.Access&^d.access != 0 || d.share&^o.ShareAccess != 0 {
 		return false, nil
 	}
@@ -200,6 +213,7 @@ func (dg *delegations) ask(o *state.Open, req state.Request) uint64 {
 	if !plainOpen(o, req) {
 		return 0
 	}
+	epoch := dg.r.routes.Epoch() // before the Admit names it: a later one only makes the grant look stale
 	dg.mu.Lock()
 	defer dg.mu.Unlock()
 	if dg.byKey[o.Key] != nil {
@@ -218,7 +232,7 @@ func (dg *delegations) ask(o *state.Open, req state.Request) uint64 {
 		}
 		return 0
 	}
-	d := &deleg{id: dg.r.next.Add(1), key: o.Key, opens: map[uint64]*state.Open{}, done: make(chan struct{})}
+	d := &deleg{id: dg.r.next.Add(1), key: o.Key, epoch: epoch, opens: map[uint64]*state.Open{}, done: make(chan struct{})}
 	dg.byKey[o.Key] = d
 	dg.byID[d.id] = d
 	return d.id
@@ -372,6 +386,19 @@ func (dg *delegations) returnAt(t target, key state.FileKey, id uint64, opens []
 		tm.Stop()
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// forgetStale forgets d, asked for at an earlier epoch of this node's,
+// without returning it (its owner dropped that epoch's opens); its opens,
+// of that epoch too, are no longer admitted under it. The caller holds
+// dg.mu.
+func (dg *delegations) forgetStale(d *deleg) {
+	for ref := range d.opens {
+		delete(dg.delegated, ref)
+	}
+	d.opens = nil
+	dg.end(d)
+	dg.r.log.Info("forgot a delegation of an earlier epoch of this node's", "file", keyString(d.key), "epoch", d.epoch)
 }
 
 // end forgets d. The caller holds dg.mu.

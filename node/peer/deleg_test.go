@@ -260,6 +260,44 @@ func TestHolderGoneDropsDelegation(t *testing.T) {
 	}
 }
 
+// TestDelegationGoesWithItsEpoch: a holder that fenced and joined again
+// (its next epoch) admits nothing under a delegation it asked for before:
+// the owner dropped that epoch's opens, the delegation's stand-in with
+// them, and may since have granted write caching that a plain open must
+// break (robustness suite, seed 31: a read through a node back from a
+// pause missed a write cached under a lease).
+func TestDelegationGoesWithItsEpoch(t *testing.T) {
+	a, b := twoNodes(t)
+	key := state.FileKey{Volume: 10, FileID: 32}
+	delegate(t, a, b, key)
+	b.routes.(*staticRoutes).rejoin()
+	a.DropNode("b", 2) // the owner sees b's new epoch
+	writer := open(key, rw, shareAll, newBreaks())
+	rwh := &state.LeaseRequest{ID: state.LeaseID{Key: [16]byte{7}}, State: state.LeaseRead | state.LeaseWrite | state.LeaseHandle, Version: 2}
+	g, err := a.Admit(context.Background(), writer, state.Request{Lease: rwh}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Lease == nil || g.Lease.State&state.LeaseWrite == 0 {
+		t.Fatalf("the owner's sole open was granted %+v, want write caching", g.Lease)
+	}
+	done := make(chan error, 1)
+	ob := open(key, readData, shareAll, newBreaks())
+	go func() { _, err := b.Admit(context.Background(), ob, state.Request{}, nil); done <- err }()
+	select {
+	case <-writer.Breaker.(*breaks).lease:
+	case err := <-done:
+		t.Fatalf("a plain open through the holder at its next epoch was admitted (%v, delegated %v) without breaking the owner's write lease", err, b.isDelegated(ob))
+	}
+	a.AckLease(rwh.ID, state.LeaseRead|state.LeaseHandle)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if b.isDelegated(ob) {
+		t.Fatal("the open was admitted under the delegation of the earlier epoch")
+	}
+}
+
 // TestHeldListsDelegatedOpens: a node taking the shard over learns the
 // delegated opens as the holder's opens, and the holder's delegation
 // ends (its next open goes to the owner).

@@ -21,10 +21,23 @@ type staticRoutes struct {
 	owner string
 	mu    sync.Mutex
 	peers map[string]string
+	epoch uint64 // 0: 1
 }
 
-func (s *staticRoutes) Self() string  { return s.self }
-func (s *staticRoutes) Epoch() uint64 { return 1 }
+func (s *staticRoutes) Self() string { return s.self }
+func (s *staticRoutes) Epoch() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(s.epoch, 1)
+}
+
+// rejoin gives the node the next epoch, as a node that fenced and joined
+// again has.
+func (s *staticRoutes) rejoin() {
+	s.mu.Lock()
+	s.epoch = max(s.epoch, 1) + 1
+	s.mu.Unlock()
+}
 func (s *staticRoutes) Owner(shard uint32) (Route, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
