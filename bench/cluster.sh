@@ -181,9 +181,11 @@ returns() {
 # owner LIMIT ARGS...: "one" when node 1 owns the file a bench with ARGS
 # opens — a second run through node 1, the file laid out, makes fewer
 # than LIMIT peer RPCs (the directory's owner may be another node) —
-# "other" when another node does — node 1 admitted opens of it under an
-# admission delegation (node/peer deleg.go; only a remote file's are), or
-# they made LIMIT peer RPCs or more — nothing when the counter is missing.
+# "other" when another node does — node 1 admitted LIMIT opens or more
+# under an admission delegation (node/peer deleg.go; only a remote
+# file's are: the few of the bench's look at its directory, delegated
+# too, do not count), or they made LIMIT peer RPCs or more — nothing
+# when the counter is missing.
 owner() {
 	local p0 p1 g0 g1 r0 r1 limit=$1
 	shift
@@ -195,7 +197,7 @@ owner() {
 	p1=$(peer_rpcs) r1=$(returns)
 	g1=$(delegated)
 	if [ "$p0" = null ] || [ "$p1" = null ]; then return 0; fi
-	if [ "$g0" != null ] && [ "$g1" != null ] && [ "$g1" -gt "$g0" ]; then echo other; return; fi
+	if [ "$g0" != null ] && [ "$g1" != null ] && [ $((g1 - g0)) -ge "$limit" ]; then echo other; return; fi
 	if [ $((p1 - p0 - (r1 - r0))) -lt "$limit" ]; then echo one; else echo other; fi
 }
 # pick PREFIX LIMIT ARGS...: sets PICK_ONE and PICK_OTHER to names
