@@ -284,7 +284,10 @@ func (ca *cachingSide) detachLater(o *state.Open, b state.Breaker, req *peerv1.C
 			return
 		}
 		var ok bool
-		resp, err := ca.r.call(o.Key, func() { ok = ca.r.table.Detach(o, b) }, req)
+		// Owner by now, this node checks what the owner would; it does
+		// not hand o's breaks to b again, which a reconnect may have
+		// given to its client meanwhile.
+		resp, err := ca.r.call(o.Key, func() { ok = !ca.r.table.CachingOf(o).Breaking }, req)
 		if resp != nil {
 			ok = resp.GetDetach().GetAccepted()
 		}
