@@ -220,11 +220,13 @@ func (ca *cachingSide) BreakDirLeases(dir state.FileKey, except state.LeaseID, h
 // must reach b (smbtorture smb2.durable-open.oplock); if the owner
 // refuses, o's breaker is put back.
 //
-// An owner that cannot be reached (this node cut off from it, say) does
-// not cost the client its durable open: refusing would close a handle
-// the server promised to keep for a connection's loss, and the client's
-// reconnect would be refused STATUS_OBJECT_NAME_NOT_FOUND through every
-// node once the owner is back (robustness suite, ROBUSTNESS.md). The
+// An owner that does not answer within detachWait (this node cut off
+// from it, say) costs the client neither its durable open nor time:
+// refusing would close a handle the server promised to keep for a
+// connection's loss — the client's reconnect then refused
+// STATUS_OBJECT_NAME_NOT_FOUND through every node, the owner back or not
+// (robustness suite, ROBUSTNESS.md issue 10) — and a reconnect through
+// another node waits for the detach (and is refused while it lasts). The
 // open stays detached and the owner is asked again until one answers
 // (detachLater); should it then refuse — a break was in progress — the
 // open goes as a break of a detached open makes it go (b scavenges it).
@@ -240,7 +242,7 @@ func (ca *cachingSide) Detach(o *state.Open, b state.Breaker) (ok bool) {
 	o.Breaker = b
 	ca.r.hs.mu.Unlock()
 	req := &peerv1.CallRequest{Key: keyPB(o.Key), Op: &peerv1.CallRequest_Detach{Detach: &peerv1.DetachOp{Open: ca.r.ref(o)}}}
-	resp, err := ca.r.call(o.Key, func() { ok = ca.r.table.Detach(o, b) }, req)
+	resp, err := ca.r.callWithin(ca.r.detachWait, o.Key, func() { ok = ca.r.table.Detach(o, b) }, req)
 	if resp != nil {
 		ok = resp.GetDetach().GetAccepted()
 	}
@@ -256,6 +258,11 @@ func (ca *cachingSide) Detach(o *state.Open, b state.Breaker) (ok bool) {
 	}
 	return ok
 }
+
+// defaultDetachWait bounds the first ask of a detach (Detach): a
+// reconnect through another node waits for it (server peerDetachWait,
+// 1.5 s).
+const defaultDetachWait = time.Second
 
 // unanswered reports whether err says a call reached no owner that
 // answered it (none reachable, or none in time), rather than an owner's

@@ -249,7 +249,7 @@ func TestDetachOutlastsUnreachableOwner(t *testing.T) {
 		t.Run(map[bool]string{false: "Kept", true: "BreakInProgress"}[breaking], func(t *testing.T) {
 			g := newGate()
 			a, b := gatedNodes(t, g)
-			b.callWait = 100 * time.Millisecond
+			b.detachWait = 100 * time.Millisecond
 			key := state.FileKey{Volume: 10, FileID: 31}
 			held := open(key, rw, shareAll, newBreaks())
 			lease := &state.LeaseRequest{ID: state.LeaseID{Key: [16]byte{1}}, State: state.LeaseRead | state.LeaseHandle, Version: 2}

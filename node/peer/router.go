@@ -79,8 +79,10 @@ type Router struct {
 	// A return of a delegation waits returnTimeout for its owner's
 	// answer, and returnWait before it is sent again (doubling up to 5 s).
 	returnTimeout, returnWait time.Duration
-	// A call to a file's owner (call) gives up after callWait.
-	callWait time.Duration
+	// A call to a file's owner (call) gives up after callWait; the first
+	// ask of a detach, which a reconnect through another node waits for,
+	// after detachWait (caching.go).
+	callWait, detachWait time.Duration
 
 	next  atomic.Uint64
 	stats Stats
@@ -130,7 +132,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 	r := &Router{
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log, muxes: newMuxPool(m),
 		closed:    make(chan struct{}),
-		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs, returnTimeout: callTimeout, returnWait: routeWait, callWait: callTimeout,
+		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs, returnTimeout: callTimeout, returnWait: routeWait, callWait: callTimeout, detachWait: defaultDetachWait,
 	}
 	r.hs = newHoldings(&r.next)
 	r.cachingSide, r.nameSide = &cachingSide{r}, &nameSide{r}
@@ -239,7 +241,12 @@ func (r *Router) waitRoutes(ctx context.Context, changed <-chan struct{}) {
 
 // call runs op at key's owner: locally through local, or as a Call.
 func (r *Router) call(key state.FileKey, local func(), req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.callWait)
+	return r.callWithin(r.callWait, key, local, req)
+}
+
+// callWithin is call, giving up after d.
+func (r *Router) callWithin(d time.Duration, key state.FileKey, local func(), req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	for {
 		changed := r.routes.Changed()
