@@ -185,12 +185,14 @@ func (r *Router) admitDelegated(o *state.Open, req state.Request, t target) bool
 // caching, or an exclusive open, that the delegation's opens would not
 // meet (robustness suite, seed 31: a read admitted through a node that
 // came back from a pause under its old delegation missed a write cached
-// under a lease). The caller holds holdings.mu.
+// under a lease). An epoch not known at either time (0: the node's own
+// record missing from its view of the cluster for a moment, as while its
+// watch resynchronises) decides nothing. The caller holds holdings.mu.
 func (dg *delegations) admit(o *state.Open, rev int64, epoch uint64) (ok bool, stale *deleg) {
 	dg.mu.Lock()
 	defer dg.mu.Unlock()
 	d := dg.byKey[o.Key]
-	if d != nil && d.st == delegActive && d.epoch != epoch {
+	if d != nil && d.st == delegActive && epoch != 0 && d.epoch != 0 && d.epoch != epoch {
 		dg.forgetStale(d)
 		return false, nil
 	}
