@@ -16,11 +16,11 @@ import (
 // admits a plain open from another node — no oplock or lease asked or
 // granted, no delete access, not a stream, no overwrite, an access its
 // own share mode admits twice (state.Delegable) — and the file has no
-// caching, no byte-range locks and no delete pending, it may grant the holder node a delegation of the file with
-// the open's access A and share S. The owner keeps the delegation as an
-// open of the holder with access A and share S (a proxy with the
-// delegation's id for its ref, in the table like any open), so every
-// other admission and check meets it.
+// caching, no byte-range locks and no delete pending, it may grant the
+// holder node a delegation of the file with the open's access A and
+// share S. The owner keeps the delegation as an open of the holder with
+// access A and share S (a proxy with the delegation's id for its ref, in
+// the table like any open), so every other admission and check meets it.
 //
 // A directory is delegated as a file is: its plain opens (a client's
 // look at the share's root or a folder's attributes, the most frequent

@@ -272,16 +272,30 @@ func TestDetachOutlastsUnreachableOwner(t *testing.T) {
 			for b.hs.isDetaching(held) {
 				waitFor(t, "the owner's answer to the detach asked again")
 			}
-			select {
-			case <-scavenged.oplock:
-				if !breaking {
-					t.Error("the owner's acceptance scavenged the open")
-				}
-			default:
-				if breaking {
+			if breaking {
+				// The refusal scavenges right after the open stops
+				// waiting for its answer: wait for it, not a moment.
+				select {
+				case <-scavenged.oplock:
+				case <-time.After(time.Until(deadlineOf(t))):
 					t.Error("the owner's refusal (a break in progress) did not scavenge the open")
 				}
+				return
+			}
+			select {
+			case <-scavenged.oplock:
+				t.Error("the owner's acceptance scavenged the open")
+			default:
 			}
 		})
 	}
+}
+
+// deadlineOf is a second before t's deadline, or a minute from now
+// without one: how long a test waits for what must come.
+func deadlineOf(t *testing.T) time.Time {
+	if d, ok := t.Deadline(); ok {
+		return d.Add(-time.Second)
+	}
+	return time.Now().Add(time.Minute)
 }

@@ -79,10 +79,10 @@ type Router struct {
 	// A return of a delegation waits returnTimeout for its owner's
 	// answer, and returnWait before it is sent again (doubling up to 5 s).
 	returnTimeout, returnWait time.Duration
-	// A call to a file's owner (call) gives up after callWait; the first
-	// ask of a detach, which a reconnect through another node waits for,
-	// after detachWait (caching.go).
-	callWait, detachWait time.Duration
+	// The first ask of a detach, which a reconnect through another node
+	// waits for, gives up after detachWait (caching.go); every other call
+	// to a file's owner after callTimeout.
+	detachWait time.Duration
 
 	next  atomic.Uint64
 	stats Stats
@@ -132,7 +132,7 @@ func New(routes Routes, table *state.Table, locks *state.LockTable, m *mesh.Mesh
 	r := &Router{
 		routes: routes, table: table, locks: locks, mirror: state.NewLockTable(), mesh: m, log: log, muxes: newMuxPool(m),
 		closed:    make(chan struct{}),
-		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs, returnTimeout: callTimeout, returnWait: routeWait, callWait: callTimeout, detachWait: defaultDetachWait,
+		delegIdle: defaultDelegIdle, maxDelegs: defaultMaxDelegs, returnTimeout: callTimeout, returnWait: routeWait, detachWait: defaultDetachWait,
 	}
 	r.hs = newHoldings(&r.next)
 	r.cachingSide, r.nameSide = &cachingSide{r}, &nameSide{r}
@@ -241,7 +241,7 @@ func (r *Router) waitRoutes(ctx context.Context, changed <-chan struct{}) {
 
 // call runs op at key's owner: locally through local, or as a Call.
 func (r *Router) call(key state.FileKey, local func(), req *peerv1.CallRequest) (*peerv1.CallResponse, error) {
-	return r.callWithin(r.callWait, key, local, req)
+	return r.callWithin(callTimeout, key, local, req)
 }
 
 // callWithin is call, giving up after d.
